@@ -1,0 +1,3 @@
+from evals_cli.cli import main
+
+main()

@@ -1,0 +1,155 @@
+"""The `evals` command: parses arguments, calls one library function, renders what it returns.
+
+Imports of the heavy parts (openai, rich.live, the runner) happen inside the commands, so `evals --help`
+and `evals validate` start fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INVALID, ConfigError, EvalsError
+
+app = typer.Typer(
+    name="evals",
+    help="Evaluate multi-turn LLM agents from a YAML suite: mocked tools, trajectory graders, an LLM judge, "
+         "a CI gate.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _fail(problems: list[str], code: int) -> NoReturn:
+    from evals_cli.display.console import make_console
+
+    err = make_console(stderr=True)
+    heading = "invalid input" if code == EXIT_INVALID else "run could not complete"
+    err.print(f"[bold red]error[/]: {heading} ({len(problems)} problem{'s' if len(problems) != 1 else ''})"
+              if len(problems) > 1 else f"[bold red]error[/]: {problems[0]}", markup=True, highlight=False)
+    if len(problems) > 1:
+        for problem in problems:
+            err.print(f"  - {problem}", markup=False, highlight=False)
+    raise typer.Exit(code)
+
+
+def _guard(fn):  # type: ignore[no-untyped-def]
+    """Our own errors become a message and an exit code; a bug shows its traceback only with EVALS_DEBUG=1."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError as exc:
+            _fail(exc.problems, exc.exit_code)
+        except EvalsError as exc:
+            _fail([str(exc)], exc.exit_code)
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if os.environ.get("EVALS_DEBUG"):
+                raise
+            _fail([f"internal error: {type(exc).__name__}: {exc} (set EVALS_DEBUG=1 for the traceback)"],
+                  EXIT_INCOMPLETE)
+
+    return wrapper
+
+
+@app.command()
+@_guard
+def run(
+    suite: Annotated[Path, typer.Argument(help="The suite YAML file.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Output folder (default results/<suite>-<time>).")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-c", min=1, help="Samples in flight.")] = None,
+    max_samples: Annotated[int | None, typer.Option("--max-samples", "-n", min=1, help="Run at most N samples.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Only samples with this tag (repeatable).")] = None,
+    no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip model_judge graders: no judge calls at all.")] = False,
+    record: Annotated[Path | None, typer.Option("--record", help="Record every model call to this JSONL file.")] = None,
+    replay: Annotated[Path | None, typer.Option("--replay", help="Serve model calls from a recording; no network.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Agent model (overrides the suite).")] = None,
+    max_error_rate: Annotated[float, typer.Option("--max-error-rate", min=0, max=1, help="Exit 3 past this share of errored samples.")] = 0.2,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the gate verdict.")] = False,
+) -> None:
+    """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
+    import asyncio
+
+    from evals_cli.display.console import make_console
+    from evals_cli.display.live import LiveProgress
+    from evals_cli.display.state import RunState
+    from evals_cli.display.table import render_run
+    from evals_cli.runner import PreparedRun, RunOptions
+    from evals_cli.suite.loader import load_suite
+
+    if record and replay:
+        raise ConfigError("--record and --replay cannot be used together")
+    if replay and not replay.is_file():
+        raise ConfigError(f"{replay}: recording not found (--replay)")
+    spec = load_suite(suite)
+    options = RunOptions(output=output, concurrency=concurrency, max_samples=max_samples, tags=tag or None,
+                         no_judge=no_judge, record=record, replay=replay, base_url=base_url, model=model,
+                         max_error_rate=max_error_rate)
+    prepared = PreparedRun(spec, options)
+    console = make_console()
+    state = RunState(list(prepared.graders), total_expected=prepared.expected)
+    with LiveProgress(console, state, enabled=not quiet) as live:
+        def on_result(result):  # type: ignore[no-untyped-def]
+            state.add(result)
+            live.update()
+
+        try:
+            outcome = asyncio.run(prepared.execute(on_result))
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+    summary = outcome.summary
+    if quiet:
+        console.print(summary.gate.message if summary.gate else "no gate", markup=False)
+    else:
+        console.print(render_run(state, summary))
+        console.print(f"results: {outcome.output_dir}", markup=False, highlight=False)
+    for message in outcome.messages:
+        make_console(stderr=True).print(f"error: {message}", markup=False, highlight=False)
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command()
+@_guard
+def validate(suite: Annotated[Path, typer.Argument(help="The suite YAML file.")]) -> None:
+    """Check a suite, every dataset row and every rubric without calling any model; exit 2 on problems."""
+    from evals_cli.validate import validate_suite
+
+    report = validate_suite(suite)
+    if report.problems:
+        _fail(report.problems, EXIT_INVALID)
+    assert report.suite is not None
+    print(f"{suite}: ok: {report.samples} samples, {len(report.suite.graders)} graders "
+          f"({', '.join(report.suite.graders)})")
+
+
+@app.command()
+@_guard
+def report(run_path: Annotated[Path, typer.Argument(metavar="RUN", help="A results.jsonl or a run folder.")]) -> None:
+    """Re-render the table of a finished (or killed) run from its results."""
+    from evals_cli.display.console import make_console
+    from evals_cli.display.table import render_run
+    from evals_cli.report import load_run
+
+    state, summary, warnings = load_run(run_path)
+    console = make_console()
+    console.print(render_run(state, summary))
+    for warning in warnings:
+        make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""Stream samples from a dataset file without loading it: JSONL line by line (JSON arrays are small, loaded)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evals_cli.datasets.tutorial import is_tutorial_item, tutorial_to_sample
+from evals_cli.errors import ConfigError
+from evals_cli.models.sample import Sample
+from evals_cli.suite.problems import format_validation_error
+
+
+def _first_char(path: Path) -> str:
+    with path.open("rb") as fh:
+        while chunk := fh.read(4096):
+            stripped = chunk.lstrip()
+            if stripped:
+                return chr(stripped[0])
+    return ""
+
+
+def _validate(raw: Any, where: str) -> Sample | list[str]:
+    if not isinstance(raw, dict):
+        return [f"{where}: expected a JSON object with 'input', got {type(raw).__name__}"]
+    try:
+        return Sample.model_validate(raw)
+    except ValidationError as exc:
+        sid = raw.get("id")
+        named = f"{where}: sample {sid!r}" if sid is not None else where
+        return format_validation_error(exc, Sample, named)
+
+
+def iter_rows(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
+    """(location, default id number, Sample or its problems) for every row, lazily."""
+    if not path.is_file():
+        raise ConfigError(f"{path}: dataset not found; check 'dataset' in the suite (relative to the suite file)")
+    if _first_char(path) == "[":
+        yield from _iter_array(path)
+        return
+    with path.open("rb") as fh:
+        for number, raw_line in enumerate(fh, 1):
+            where = f"{path}:{number}"
+            if not raw_line.strip():
+                continue
+            try:
+                text = raw_line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield where, number, [f"{where}: not valid UTF-8 (byte {exc.start} of the line); save as UTF-8"]
+                continue
+            try:
+                raw = json.loads(text)
+            except ValueError as exc:
+                yield where, number, [f"{where}: invalid JSON: {exc}"]
+                continue
+            if isinstance(raw, dict) and "id" not in raw:
+                raw["id"] = f"line-{number}"
+            elif isinstance(raw, dict):
+                raw["id"] = str(raw["id"])
+            yield where, number, _validate(raw, where)
+
+
+def _iter_array(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not valid UTF-8; save the file as UTF-8") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path}: invalid JSON array: {exc}") from None
+    for index, item in enumerate(items):
+        where = f"{path}: item {index + 1}"
+        if is_tutorial_item(item):
+            try:
+                item = tutorial_to_sample(item, index)
+            except (ValueError, AttributeError, TypeError) as exc:
+                yield where, index + 1, [f"{where}: {exc}"]
+                continue
+        elif isinstance(item, dict):
+            item.setdefault("id", f"item-{index + 1}")
+        yield where, index + 1, _validate(item, where)
+
+
+def iter_samples(path: Path) -> Iterator[Sample]:
+    """Valid samples, lazily; the first invalid row raises ConfigError naming file:line and field."""
+    for _, _, row in iter_rows(path):
+        if isinstance(row, list):
+            raise ConfigError(row)
+        yield row
+
+
+def check_dataset(path: Path, limit: int = 50) -> tuple[int, list[str]]:
+    """Read every row; (valid sample count, problems), at most `limit` problems listed."""
+    count, problems, extra = 0, [], 0
+    for _, _, row in iter_rows(path):
+        if isinstance(row, list):
+            if len(problems) < limit:
+                problems.extend(row)
+            else:
+                extra += 1
+        else:
+            count += 1
+    if extra:
+        problems.append(f"{path}: ... and {extra} more invalid rows")
+    if count == 0 and not problems:
+        problems.append(f"{path}: the dataset has no samples; add one JSON object per line")
+    return count, problems
+
+
+def select_samples(samples: Iterable[Sample], tags: list[str] | None, max_samples: int | None) -> Iterator[Sample]:
+    """Only samples carrying one of `tags` (when given), at most `max_samples` of them."""
+    wanted = set(tags or [])
+    taken = 0
+    for sample in samples:
+        if max_samples is not None and taken >= max_samples:
+            return
+        if wanted and not wanted.intersection(sample.tags):
+            continue
+        taken += 1
+        yield sample

@@ -1,0 +1,84 @@
+"""The JSON-array format of popular multi-turn tutorial harnesses, mapped onto Sample.
+
+Shape: [{"data": {"prompt", "messages", "mock_tools", "config"},
+         "target": {"original_task", "expected_tool_order", "forbidden_tools", "mock_tool_results", "category"}}]
+camelCase spellings (mockTools, originalTask, ...) are accepted too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _get(d: dict[str, Any], snake: str) -> Any:
+    if snake in d:
+        return d[snake]
+    parts = snake.split("_")
+    camel = parts[0] + "".join(p.title() for p in parts[1:])
+    return d.get(camel)
+
+
+def is_tutorial_item(item: Any) -> bool:
+    return isinstance(item, dict) and "data" in item and set(item) <= {"data", "target", "id", "metadata"}
+
+
+def _tool_specs(mock_tools: Any, results: dict[str, Any]) -> dict[str, Any]:
+    """Tool definitions (OpenAI tool objects, bare functions, or a name mapping) + canned results."""
+    specs: dict[str, Any] = {}
+    if isinstance(mock_tools, dict):
+        items = [{"name": k, **(v if isinstance(v, dict) else {"description": str(v)})} for k, v in mock_tools.items()]
+    else:
+        items = list(mock_tools or [])
+    for tool in items:
+        if isinstance(tool, str):
+            tool = {"name": tool}
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        name = function.get("name")
+        if not name:
+            raise ValueError("data.mock_tools: every tool needs a 'name'")
+        spec: dict[str, Any] = {"description": function.get("description", "")}
+        params = function.get("parameters") or function.get("inputSchema") or function.get("input_schema")
+        if params:
+            spec["parameters"] = params
+        if name in results:
+            spec["returns"] = results[name]
+        specs[name] = spec
+    for name, result in results.items():
+        specs.setdefault(name, {"description": "", "returns": result})
+    return specs
+
+
+def tutorial_to_sample(item: dict[str, Any], index: int) -> dict[str, Any]:
+    """A sample dict (validated later as Sample) from one tutorial item."""
+    data = item.get("data") or {}
+    target = item.get("target") or {}
+    if not isinstance(data, dict) or not isinstance(target, dict):
+        raise ValueError("'data' and 'target' must be objects")
+    sample: dict[str, Any] = {"id": str(item.get("id") or data.get("id") or f"item-{index + 1}")}
+    prompt = _get(data, "prompt")
+    if prompt is not None:
+        sample["input"] = prompt
+    messages = _get(data, "messages")
+    if messages:
+        sample["messages"] = messages
+    results = _get(target, "mock_tool_results") or {}
+    tools = _tool_specs(_get(data, "mock_tools"), results)
+    if tools:
+        sample["tools"] = tools
+    for key in ("expected_tool_order", "forbidden_tools", "category"):
+        value = _get(target, key)
+        if value is not None:
+            sample[key] = value
+    original = _get(target, "original_task")
+    if original is not None:
+        sample["rubric_vars"] = {"original_task": original}
+    config = _get(data, "config") or {}
+    if isinstance(config, dict):
+        max_steps = _get(config, "max_steps") or config.get("maxTurns")
+        if max_steps is not None:
+            sample["max_steps"] = max_steps
+        if config:
+            sample["metadata"] = {"config": config}
+    if sample.get("category"):
+        sample["tags"] = [sample["category"]]
+    return sample

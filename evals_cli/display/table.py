@@ -1,0 +1,94 @@
+"""The final results table: a row per sample, per-grader aggregates, the gate verdict in words."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from evals_cli.display.state import Cell, RunState
+from evals_cli.models.results import RunSummary
+
+
+def _fmt(score: float | None) -> str:
+    return "—" if score is None else f"{score:.2f}"
+
+
+def _cell(cell: Cell | None) -> Text:
+    if cell is None:
+        return Text("")
+    if cell.error:
+        return Text("error", style="yellow")
+    text = _fmt(cell.score)
+    if cell.turns:
+        text += f" ({cell.turns[0]}/{cell.turns[1]})"
+    style = "green" if (cell.score or 0) >= 0.999 else ("red" if (cell.score or 0) < 0.5 else "yellow")
+    return Text(text, style=style)
+
+
+def _tools(tools: list[str]) -> str:
+    if not tools:
+        return "—"
+    shown = ", ".join(tools[:6])
+    return shown + (f" +{len(tools) - 6}" if len(tools) > 6 else "")
+
+
+def samples_table(state: RunState, title: str) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left", show_lines=False)
+    table.add_column("sample", overflow="fold")
+    table.add_column("tags")
+    table.add_column("tools called", overflow="fold")
+    for name in state.grader_names:
+        table.add_column(name, justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("", justify="center")
+    for row in state.rows:
+        if row.error:
+            mark = Text(f"error: {row.error}", style="yellow")
+        elif row.passed is None:
+            mark = Text("?", style="yellow")
+        else:
+            mark = Text("✓", style="green") if row.passed else Text("✗", style="red")
+        tools = _tools(row.tools) + ("" if row.stop_reason == "completed" else f" [{row.stop_reason}]")
+        table.add_row(row.sample_id, ",".join(row.tags), tools,
+                      *[_cell(row.cells.get(n)) for n in state.grader_names], _fmt(row.score), mark)
+    if state.hidden_rows:
+        table.caption = f"... {state.hidden_rows} more samples in the results file"
+    return table
+
+
+def aggregates_table(summary: RunSummary) -> Table:
+    table = Table(box=box.SIMPLE, title="graders", title_justify="left")
+    for col in ("grader", "graded", "errors", "avg", "accuracy", "min", "max", "median", "weight"):
+        table.add_column(col, justify="left" if col == "grader" else "right")
+    weights = summary.gate.weights if summary.gate else {}
+    for name, agg in summary.graders.items():
+        table.add_row(name, str(agg.count), str(agg.errors), _fmt(agg.avg_score), _fmt(agg.accuracy),
+                      _fmt(agg.min), _fmt(agg.max), _fmt(agg.median),
+                      f"{weights[name]:g}" if name in weights else "—")
+    return table
+
+
+def footer(summary: RunSummary) -> Text:
+    lines = Text()
+    counts = (f"{summary.total} samples: {summary.passed} passed, {summary.failed} failed, "
+              f"{summary.errored} errored")
+    lines.append(counts + "\n")
+    if summary.errors_by_category:
+        lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.errors_by_category.items())) + "\n")
+    tokens = f"tokens: agent {summary.usage.total_tokens:,}"
+    if summary.judge_usage.total_tokens:
+        tokens += f", judge {summary.judge_usage.total_tokens:,}"
+    lines.append(tokens + f"   time: {summary.duration_s:.1f}s\n")
+    if summary.status != "completed":
+        lines.append(f"Run {summary.status}: {summary.abort_reason or ''}\n", style="bold yellow")
+    gate = summary.gate
+    if gate is not None:
+        style = "bold green" if gate.passed else ("bold red" if gate.passed is False else "bold yellow")
+        lines.append(gate.message, style=style)
+    return lines
+
+
+def render_run(state: RunState, summary: RunSummary) -> RenderableType:
+    return Group(samples_table(state, f"{summary.suite}"), aggregates_table(summary), footer(summary))

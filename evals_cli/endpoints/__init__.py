@@ -1,0 +1,1 @@
+"""OpenAI-compatible endpoints: resolution from suite/env, shared clients, record and replay."""

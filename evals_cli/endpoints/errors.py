@@ -1,0 +1,63 @@
+"""Map SDK exceptions to an error category, a message naming what to fix, and whether the run can go on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evals_cli.endpoints.recording import ReplayMiss
+from evals_cli.endpoints.resolve import Endpoint
+
+
+@dataclass(frozen=True)
+class Classified:
+    category: str
+    message: str
+    fatal: bool  # no later sample can succeed either: stop the run with one message
+    fatal_after_success: bool = True  # False: only fatal until the endpoint has answered once
+
+
+class InvalidResponse(Exception):
+    """The endpoint answered, but not with something usable (no choices, no message)."""
+
+
+def _cause(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, kind):
+            return exc
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        seen += 1
+    return None
+
+
+def classify(exc: BaseException, endpoint: Endpoint) -> Classified:
+    import openai
+
+    where = endpoint.describe()
+    role = endpoint.role.upper()
+    miss = _cause(exc, ReplayMiss)
+    if miss is not None:
+        return Classified("replay", f"replay miss: {miss}", False)
+    if isinstance(exc, InvalidResponse):
+        return Classified("invalid_response", f"{where}: {exc}", False)
+    if isinstance(exc, openai.APITimeoutError):
+        return Classified("timeout", f"{where}: request timed out after {endpoint.timeout:g}s "
+                                     f"(raise timeout in the suite for slow models)", False)
+    if isinstance(exc, openai.APIConnectionError):
+        return Classified("endpoint", f"cannot reach {where}: {exc.__cause__ or exc}; check target.base_url "
+                                      f"or EVAL_{role}_BASE_URL and that the server is running", True, False)
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return Classified("auth", f"{where} refused the API key (HTTP {exc.status_code}); set "
+                                  f"EVAL_{role}_API_KEY", True)
+    if isinstance(exc, openai.NotFoundError):
+        return Classified("endpoint", f"{where}: not found (HTTP 404): the model name or base URL is wrong; "
+                                      f"check the model setting or EVAL_{role}_MODEL / EVAL_{role}_BASE_URL", True)
+    if isinstance(exc, openai.RateLimitError):
+        return Classified("rate_limit", f"{where}: rate limited (HTTP 429) after {endpoint.max_retries} "
+                                        f"retries; lower concurrency or raise max_retries", False)
+    if isinstance(exc, openai.APIStatusError):
+        body = str(exc.message)[:300]
+        return Classified("endpoint", f"{where}: HTTP {exc.status_code}: {body}", False)
+    if isinstance(exc, openai.APIResponseValidationError | ValueError):
+        return Classified("invalid_response", f"{where}: unusable response: {exc}", False)
+    return Classified("internal", f"{type(exc).__name__}: {exc}", False)

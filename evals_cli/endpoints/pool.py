@@ -1,0 +1,48 @@
+"""One shared AsyncOpenAI client per endpoint (a client per sample wastes connections and CPU)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evals_cli.endpoints.recording import RecordingTransport, ReplayTransport
+from evals_cli.endpoints.resolve import Endpoint
+
+
+class ClientPool:
+    def __init__(self, record: Path | None = None, replay: Path | None = None) -> None:
+        self.record = record
+        self.replay = ReplayTransport(replay) if replay else None
+        self._recorder: RecordingTransport | None = None
+        self._clients: dict[tuple[Any, ...], Any] = {}
+
+    def client(self, endpoint: Endpoint) -> Any:
+        key = (endpoint.base_url, endpoint.api_key, endpoint.timeout, endpoint.max_retries)
+        if key not in self._clients:
+            from openai import AsyncOpenAI
+
+            from evals_cli.endpoints.httpx_compat import httpx
+
+            http_client = None
+            retries = endpoint.max_retries
+            base_url = endpoint.base_url
+            if self.replay is not None:
+                http_client = httpx.AsyncClient(transport=self.replay)
+                retries = 0
+                base_url = base_url or "http://replay.invalid/v1"
+            elif self.record is not None:
+                if self._recorder is None:
+                    self._recorder = RecordingTransport(self.record)
+                http_client = httpx.AsyncClient(transport=self._recorder, timeout=endpoint.timeout)
+            self._clients[key] = AsyncOpenAI(
+                base_url=base_url, api_key=endpoint.api_key, timeout=endpoint.timeout,
+                max_retries=retries, http_client=http_client,
+            )
+        return self._clients[key]
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.close()
+        self._clients.clear()
+        if self._recorder is not None:
+            self._recorder.file.close()

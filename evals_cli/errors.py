@@ -1,0 +1,31 @@
+"""The project's own error types and exit codes: every user mistake becomes a ConfigError (exit 2)."""
+
+from __future__ import annotations
+
+EXIT_PASSED = 0
+EXIT_GATE_FAILED = 1
+EXIT_INVALID = 2
+EXIT_INCOMPLETE = 3
+EXIT_INTERRUPTED = 130
+
+
+class EvalsError(Exception):
+    """Base of every error evals-cli raises on purpose."""
+
+    exit_code = EXIT_INCOMPLETE
+
+
+class ConfigError(EvalsError):
+    """Invalid suite, dataset, rubric or usage. Holds every problem found, each naming where and how to fix it."""
+
+    exit_code = EXIT_INVALID
+
+    def __init__(self, problems: str | list[str]) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class RunAborted(EvalsError):
+    """The run cannot go on (endpoint unreachable, bad credentials, model not found): one message, exit 3."""
+
+    exit_code = EXIT_INCOMPLETE

@@ -1,0 +1,1 @@
+"""Graders: registry, extractors, deterministic graders and the LLM judge."""

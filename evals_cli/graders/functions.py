@@ -1,0 +1,141 @@
+"""Grading functions for `kind: tool`: the built-ins and the `@grader` decorator for custom ones."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evals_cli.models.results import Grade
+from evals_cli.models.sample import Sample
+
+GraderFn = Callable[..., Any]
+FUNCTIONS: dict[str, GraderFn] = {}
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def grader(fn: GraderFn | None = None, *, name: str | None = None) -> Any:
+    """Register a grading function `(sample, submission[, trajectory]) -> Grade | float | bool`.
+
+    The signature is checked here, when the decorator runs, so a mistake shows at load time and not
+    halfway through a run.
+    """
+
+    def register(func: GraderFn) -> GraderFn:
+        params = list(inspect.signature(func).parameters.values())
+        positional = [p for p in params if p.kind in _POSITIONAL and p.default is inspect.Parameter.empty]
+        required_kw = [p.name for p in params
+                       if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty]
+        if len(positional) not in (2, 3) or required_kw:
+            raise TypeError(
+                f"@grader {func.__qualname__}: expected parameters (sample, submission) or "
+                f"(sample, submission, trajectory), got ({', '.join(p.name for p in params)})"
+            )
+        func.__evals_grader__ = True  # type: ignore[attr-defined]
+        func.__evals_wants_trajectory__ = len(positional) == 3  # type: ignore[attr-defined]
+        FUNCTIONS[name or func.__name__] = func
+        return func
+
+    return register(fn) if fn is not None else register
+
+
+def to_grade(value: Any, where: str) -> Grade:
+    """Accept the convenient return types of grading functions."""
+    if isinstance(value, Grade):
+        return value
+    if isinstance(value, bool):
+        return Grade(score=1.0 if value else 0.0, rationale="passed" if value else "failed")
+    if isinstance(value, int | float):
+        return Grade(score=float(value), rationale=f"score {float(value):.3g}")
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], int | float | None):
+        return Grade(score=None if value[0] is None else float(value[0]), rationale=str(value[1]))
+    raise TypeError(f"{where} returned {type(value).__name__}; return a Grade, a float, a bool or (score, rationale)")
+
+
+def load_function(ref: str, base_dir: Path) -> GraderFn:
+    """A built-in name, or 'path/to/file.py:func' (the file runs as code: only paths named in the suite)."""
+    if ":" not in ref:
+        if ref not in FUNCTIONS:
+            raise ValueError(f"unknown function '{ref}'; built-ins: {', '.join(sorted(FUNCTIONS))}, "
+                             "or 'path/to/file.py:func' for a custom grader")
+        return FUNCTIONS[ref]
+    file_part, _, func_name = ref.rpartition(":")
+    path = Path(file_part)
+    path = path if path.is_absolute() else base_dir / path
+    if not path.is_file():
+        raise ValueError(f"custom grader file {file_part} not found (relative to the suite file)")
+    module_name = f"evals_custom_{abs(hash(str(path.resolve())))}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # the user's code: report, never crash
+            del sys.modules[module_name]
+            raise ValueError(f"{file_part}: importing failed: {type(exc).__name__}: {exc}") from None
+    fn = getattr(module, func_name, None)
+    if fn is None:
+        raise ValueError(f"{file_part} has no function '{func_name}'")
+    if not getattr(fn, "__evals_grader__", False):
+        raise ValueError(f"{file_part}:{func_name} is not decorated with @evals_cli.grader")
+    return fn
+
+
+def _alternatives(sample: Sample) -> list[str]:
+    gt = sample.ground_truth
+    if gt is None:
+        return []
+    return [str(g) for g in gt] if isinstance(gt, list) else [str(gt)]
+
+
+def _no_ground_truth() -> Grade:
+    return Grade(score=1.0, rationale="no ground truth: nothing to check")
+
+
+@grader
+def contains(sample: Sample, submission: str, *, case_sensitive: bool = False) -> Grade:
+    """Ground truth (any alternative) appears in the submission; case-insensitive by default."""
+    wanted = _alternatives(sample)
+    if not wanted:
+        return _no_ground_truth()
+    hay = submission if case_sensitive else submission.casefold()
+    for alt in wanted:
+        if (alt if case_sensitive else alt.casefold()) in hay:
+            return Grade(score=1.0, rationale=f"found {alt!r} in the submission")
+    return Grade(score=0.0, rationale=f"{' / '.join(map(repr, wanted))} not found in the submission")
+
+
+@grader
+def exact_match(sample: Sample, submission: str, *, case_sensitive: bool = True) -> Grade:
+    """Submission equals the ground truth after stripping whitespace; case-sensitive by default."""
+    wanted = _alternatives(sample)
+    if not wanted:
+        return _no_ground_truth()
+    got = submission.strip() if case_sensitive else submission.strip().casefold()
+    for alt in wanted:
+        if got == (alt.strip() if case_sensitive else alt.strip().casefold()):
+            return Grade(score=1.0, rationale=f"exact match with {alt!r}")
+    return Grade(score=0.0, rationale=f"{submission.strip()[:80]!r} does not equal {' / '.join(map(repr, wanted))}")
+
+
+@grader
+def regex_match(sample: Sample, submission: str, *, case_sensitive: bool = False) -> Grade:
+    """Ground truth is a regex searched in the submission; case-insensitive by default."""
+    wanted = _alternatives(sample)
+    if not wanted:
+        return _no_ground_truth()
+    flags = 0 if case_sensitive else re.IGNORECASE
+    for pattern in wanted:
+        try:
+            if re.search(pattern, submission, flags):
+                return Grade(score=1.0, rationale=f"matches /{pattern}/")
+        except re.error as exc:
+            return Grade.failed(f"ground truth /{pattern}/ is not a valid regex: {exc}")
+    return Grade(score=0.0, rationale=f"no match for {' / '.join(f'/{p}/' for p in wanted)}")

@@ -1,0 +1,70 @@
+"""Grade one trajectory with every grader; per-turn samples are graded turn by turn."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from evals_cli.graders.base import GradeContext, Grader
+from evals_cli.models.results import Grade, TurnGrade
+from evals_cli.models.sample import Sample
+from evals_cli.models.trajectory import Trajectory
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+async def _safe(grader: Grader, ctx: GradeContext) -> Grade:
+    """A grader that raises never takes the run down: its grade is an error (score None)."""
+    try:
+        return await grader.grade(ctx)
+    except Exception as exc:
+        return Grade.failed(f"grader raised {type(exc).__name__}: {exc}")
+
+
+async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory,
+                          passes: Callable[[float], bool]) -> Grade:
+    turns: list[TurnGrade] = []
+    grades: list[Grade] = []
+    for index in range(len(sample.user_turns)):
+        ground_truth = sample.ground_truth_for(index)
+        if index >= len(trajectory.turns):
+            grades.append(Grade(score=0.0, rationale=f"turn {index + 1} was never reached "
+                                                     f"({trajectory.stop_reason})"))
+        else:
+            view = Trajectory(prefilled=trajectory.prefilled, turns=[trajectory.turns[index]],
+                              stop_reason=trajectory.stop_reason)
+            ctx = GradeContext(sample, trajectory.scoped(index), view, index, ground_truth)
+            grades.append(await _safe(grader, ctx))
+        g = grades[-1]
+        turns.append(TurnGrade(turn=index + 1, score=g.score, rationale=g.rationale,
+                               submission=g.submission or "", ground_truth=ground_truth))
+    scores = [t.score for t in turns if t.score is not None]
+    errors = [t for t in turns if t.score is None]
+    usage = {"prompt_tokens": 0, "completion_tokens": 0}
+    for g in grades:
+        for key in usage:
+            usage[key] += g.metadata.get("usage", {}).get(key, 0)
+    passed = sum(1 for s in scores if passes(s))
+    rationale = f"{passed}/{len(turns)} turns passed"
+    if errors:
+        rationale += f"; {len(errors)} turn(s) could not be graded"
+    return Grade(score=_mean(scores), rationale=rationale, per_turn=turns, turns_passed=passed,
+                 turns_total=len(turns), error=None if scores else "no turn could be graded",
+                 metadata={"usage": usage})
+
+
+async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,
+                       passes: Callable[[float], bool]) -> dict[str, Grade]:
+    """Every grader's verdict on one sample, run concurrently (judge calls overlap)."""
+
+    async def one(grader: Grader) -> Grade:
+        if grader.per_turn and sample.per_turn:
+            return await _grade_per_turn(grader, sample, trajectory, passes)
+        ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None))
+        return await _safe(grader, ctx)
+
+    names = list(graders)
+    grades = await asyncio.gather(*(one(graders[n]) for n in names))
+    return dict(zip(names, grades, strict=True))

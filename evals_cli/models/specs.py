@@ -1,0 +1,193 @@
+"""Everything suite.yaml can say, as strict pydantic models (unknown keys are errors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, PrivateAttr, field_validator, model_validator
+
+from evals_cli.models.base import StrictModel
+from evals_cli.models.tools import ToolSpec
+
+Aggregation = Literal["avg_score", "accuracy", "min", "max", "median"]
+Op = Literal["gt", "gte", "lt", "lte", "eq"]
+
+
+class EndpointSpec(StrictModel):
+    """Where an OpenAI-compatible model lives. Unset fields fall back to environment variables."""
+
+    base_url: str | None = Field(default=None, description="API base URL, e.g. http://localhost:11434/v1.")
+    api_key: str | None = Field(default=None, description="API key; prefer the environment variable.")
+    model: str | None = Field(default=None, description="Model name sent with each request.")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Completion token cap per call.")
+    timeout: float = Field(default=120.0, gt=0, description="Per-request timeout in seconds.")
+    max_retries: int = Field(default=2, ge=0, description="Retries on 429, 5xx, timeouts and dropped connections.")
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="Extra JSON fields sent with each request.")
+
+
+class OpenAIChatTarget(EndpointSpec):
+    """The agent loop over Chat Completions with mocked tools."""
+
+    kind: Literal["openai_chat"] = "openai_chat"
+    system_prompt: str | None = Field(default=None, description="System prompt text.")
+    system_prompt_file: str | None = Field(default=None, description="System prompt file, relative to the suite.")
+    max_steps: int = Field(default=20, ge=1, description="Model calls allowed per user turn before the loop stops.")
+    tool_choice: Literal["auto", "required", "none"] = Field(default="auto", description="Sent as tool_choice.")
+    parallel_tool_calls: bool | None = Field(default=None, description="Sent as parallel_tool_calls when set.")
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> OpenAIChatTarget:
+        if self.system_prompt is not None and self.system_prompt_file is not None:
+            raise ValueError("give system_prompt or system_prompt_file, not both")
+        return self
+
+
+TargetSpec = OpenAIChatTarget
+
+
+class JudgeSpec(EndpointSpec):
+    """Default endpoint and model for model_judge graders."""
+
+    temperature: float | None = Field(default=0.0, ge=0, le=2, description="Judge sampling temperature.")
+
+
+class GraderBase(StrictModel):
+    """Options every grader has."""
+
+    description: str | None = Field(default=None, description="Shown in `evals list` and reports.")
+    extractor: str = Field(default="last_assistant", description="What part of the trajectory is graded.")
+    extractor_config: dict[str, Any] = Field(default_factory=dict, description="Options for the extractor.")
+
+    @model_validator(mode="after")
+    def _check_extractor(self) -> GraderBase:
+        from evals_cli.graders.extractors import check_extractor
+
+        check_extractor(self.extractor, self.extractor_config)
+        return self
+
+
+class ToolGraderSpec(GraderBase):
+    """A deterministic function of the extracted submission and the ground truth."""
+
+    kind: Literal["tool"] = "tool"
+    function: str = Field(
+        description="contains, exact_match, regex_match, or a custom grader 'path/to/file.py:func'."
+    )
+    case_sensitive: bool | None = Field(
+        default=None,
+        description="Default: contains and regex_match ignore case, exact_match does not.",
+    )
+
+
+class ToolOrderSpec(GraderBase):
+    """The tools called, against the expected order."""
+
+    kind: Literal["tool_order"] = "tool_order"
+    expected: list[str] | None = Field(default=None, description="Expected tools; default the sample's expected_tool_order.")
+    mode: Literal["subsequence"] = Field(default="subsequence", description="In order, extra calls allowed.")
+    score: Literal["binary", "fraction"] = Field(
+        default="binary", description="binary: 1 if all matched; fraction: matched prefix / expected."
+    )
+
+
+class ToolsAvoidedSpec(GraderBase):
+    """No forbidden tool was called."""
+
+    kind: Literal["tools_avoided"] = "tools_avoided"
+    tools: list[str] = Field(default_factory=list, description="Forbidden tools (globs), added to the sample's.")
+
+
+class ModelJudgeSpec(GraderBase):
+    """An LLM grades the submission with a Jinja2 rubric."""
+
+    kind: Literal["model_judge"] = "model_judge"
+    rubric: str | None = Field(default=None, description="Rubric file (Jinja2), relative to the suite.")
+    prompt: str | None = Field(default=None, description="Inline rubric text (Jinja2), instead of a file.")
+    scale: Literal["1-10", "0-1"] = Field(default="1-10", description="Score scale asked of the judge; normalised to [0, 1].")
+    base_url: str | None = Field(default=None, description="Judge endpoint; default the suite's judge block.")
+    api_key: str | None = Field(default=None, description="Judge key; default the suite's judge block.")
+    model: str | None = Field(default=None, description="Judge model; default the suite's judge block.")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Default 0.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Judge completion cap.")
+
+    @model_validator(mode="after")
+    def _one_rubric(self) -> ModelJudgeSpec:
+        if (self.rubric is None) == (self.prompt is None):
+            raise ValueError("give exactly one of 'rubric' (a file) or 'prompt' (inline text)")
+        return self
+
+
+GraderSpec = Annotated[
+    ToolGraderSpec | ToolOrderSpec | ToolsAvoidedSpec | ModelJudgeSpec, Field(discriminator="kind")
+]
+
+
+class GateSpec(StrictModel):
+    """The pass/fail decision over the run."""
+
+    kind: Literal["weighted_average"] = "weighted_average"
+    weights: dict[str, float] | None = Field(
+        default=None, description="Grader name -> weight; default every grader weighs 1."
+    )
+    aggregation: Aggregation = Field(default="avg_score", description="How each grader's sample scores are aggregated.")
+    op: Op = Field(default="gte", description="Comparison of the weighted metric with value.")
+    value: float = Field(default=0.7, description="Threshold for the weighted metric.")
+    pass_op: Op | None = Field(default=None, description="Per-sample pass comparison; default op.")
+    pass_value: float | None = Field(default=None, description="Per-sample pass threshold; default value.")
+
+    @field_validator("weights")
+    @classmethod
+    def _positive(cls, weights: dict[str, float] | None) -> dict[str, float] | None:
+        if weights is not None:
+            bad = [k for k, w in weights.items() if w < 0]
+            if bad:
+                raise ValueError(f"weights must be >= 0 (negative: {', '.join(bad)})")
+            if weights and sum(weights.values()) == 0:
+                raise ValueError("weights add up to 0")
+        return weights
+
+    @property
+    def sample_op(self) -> Op:
+        return self.pass_op or self.op
+
+    @property
+    def sample_value(self) -> float:
+        return self.value if self.pass_value is None else self.pass_value
+
+
+class SuiteSpec(StrictModel):
+    """A whole suite.yaml."""
+
+    name: str = Field(description="Suite name, used in output folder names.")
+    description: str | None = Field(default=None, description="Free text.")
+    dataset: str = Field(description="JSONL dataset (or tutorial JSON array), relative to the suite file.")
+    max_samples: int | None = Field(default=None, ge=1, description="Run at most this many samples.")
+    sample_tags: list[str] | None = Field(default=None, description="Run only samples carrying one of these tags.")
+    concurrency: int = Field(default=4, ge=1, description="Samples in flight at once.")
+    target: TargetSpec = Field(description="The agent under test.")
+    tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools offered to the agent.")
+    judge: JudgeSpec | None = Field(default=None, description="Default endpoint/model for model_judge graders.")
+    graders: dict[str, GraderSpec] = Field(min_length=1, description="Grader name -> grader spec.")
+    gate: GateSpec = Field(default_factory=GateSpec, description="The pass/fail decision.")
+
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+
+    @model_validator(mode="after")
+    def _weights_name_graders(self) -> SuiteSpec:
+        unknown = sorted(set(self.gate.weights or {}) - set(self.graders))
+        if unknown:
+            raise ValueError(
+                f"gate.weights names unknown grader(s) {', '.join(unknown)}; graders are: {', '.join(self.graders)}"
+            )
+        return self
+
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
+
+    def resolve(self, path: str) -> Path:
+        """A path from the suite, relative to the suite file."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self._base_dir / p

@@ -1,0 +1,98 @@
+"""The record of what the agent did; graders read only this."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from evals_cli.models.base import Record
+
+StopReason = Literal["completed", "max_steps", "error"]
+
+
+class Usage(Record):
+    """Token counts as the endpoint reported them."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: Usage | None) -> None:
+        if other is not None:
+            self.prompt_tokens += other.prompt_tokens
+            self.completion_tokens += other.completion_tokens
+
+
+class ToolCall(Record):
+    """One tool call the agent made and the mocked answer it got."""
+
+    id: str = ""
+    name: str
+    arguments: dict[str, Any] | None = Field(default=None, description="Parsed arguments; None when unparseable.")
+    raw_arguments: str = Field(default="", description="The argument string exactly as the model sent it.")
+    arguments_error: str | None = Field(default=None, description="Why the arguments could not be parsed.")
+    result: str = ""
+    is_error: bool = Field(default=False, description="The result is an error (unknown tool, bad arguments, mock error).")
+    unknown_tool: bool = False
+
+
+class Step(Record):
+    """One model call inside a user turn."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+
+
+class Turn(Record):
+    """One user message and everything the agent did in response."""
+
+    user: str | None = Field(default=None, description="The user message; None when it came pre-filled.")
+    steps: list[Step] = Field(default_factory=list)
+
+    @property
+    def answer(self) -> str:
+        """The last assistant text of the turn (its final answer when the loop completed)."""
+        for step in reversed(self.steps):
+            if step.content:
+                return step.content
+        return ""
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [call for step in self.steps for call in step.tool_calls]
+
+
+class Trajectory(Record):
+    """The whole conversation as run."""
+
+    prefilled: list[dict[str, Any]] = Field(default_factory=list, description="Pre-filled messages, as sent.")
+    turns: list[Turn] = Field(default_factory=list)
+    stop_reason: StopReason = "completed"
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [call for turn in self.turns for call in turn.tool_calls]
+
+    @property
+    def final_answer(self) -> str:
+        return self.turns[-1].answer if self.turns else ""
+
+    def usage(self) -> Usage:
+        total = Usage()
+        for turn in self.turns:
+            for step in turn.steps:
+                total.add(step.usage)
+        return total
+
+    def scoped(self, turn: int | None) -> Trajectory:
+        """The trajectory up to and including one turn, for per-turn grading (None: the whole of it)."""
+        if turn is None:
+            return self
+        return Trajectory(prefilled=self.prefilled, turns=self.turns[: turn + 1], stop_reason=self.stop_reason)

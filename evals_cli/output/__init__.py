@@ -1,0 +1,1 @@
+"""Results JSONL and summary: written as a run goes, read back for reports."""

@@ -1,0 +1,1 @@
+"""Loading suite.yaml into a validated SuiteSpec."""

@@ -1,0 +1,50 @@
+"""`${VAR}` and `${VAR:-default}` expansion in suite values."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class MissingVariable(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def expand_string(text: str, env: Mapping[str, str] | None = None) -> str:
+    """Expand every `${VAR}` / `${VAR:-default}`; `$${` stays a literal `${`."""
+    env = os.environ if env is None else env
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        value = env.get(name)
+        if value is None or (value == "" and default is not None):
+            if default is None:
+                raise MissingVariable(name)
+            return default
+        return value
+
+    parts = text.split("$${")
+    return "${".join(_PATTERN.sub(replace, part) for part in parts)
+
+
+def expand(value: Any, path: tuple[str | int, ...], problems: list[tuple[tuple[str | int, ...], str]],
+           env: Mapping[str, str] | None = None) -> Any:
+    """Expand variables in every string of a parsed YAML tree; collect missing ones with their key path."""
+    if isinstance(value, str):
+        try:
+            return expand_string(value, env)
+        except MissingVariable as exc:
+            problems.append((path, f"environment variable {exc.name} is not set; export it or write "
+                                   f"${{{exc.name}:-default}}"))
+            return value
+    if isinstance(value, dict):
+        return {k: expand(v, (*path, k), problems, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand(v, (*path, i), problems, env) for i, v in enumerate(value)]
+    return value

@@ -1,0 +1,125 @@
+"""Turn pydantic validation errors into `file:line: field.path: problem; hint` lines."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+Loc = tuple[str | int, ...]
+
+
+def _unwrap(tp: Any) -> Any:
+    """Strip Annotated and Optional layers."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+            continue
+        if origin in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(members) == 1:
+                tp = members[0]
+                continue
+        return tp
+
+
+def _tag_of(model: Any) -> str | None:
+    if isinstance(model, type) and issubclass(model, BaseModel) and "kind" in model.model_fields:
+        return model.model_fields["kind"].default
+    return None
+
+
+def _resolve(root: type[BaseModel], loc: Loc) -> tuple[Loc, list[str]]:
+    """Walk a model along an error location: the path as the user wrote it, and the keys valid at its end."""
+    path: list[str | int] = []
+    tp: Any = root
+    parent_fields: list[str] = list(root.model_fields)
+    for part in loc:
+        tp = _unwrap(tp)
+        origin = typing.get_origin(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            parent_fields = list(tp.model_fields)
+            field = tp.model_fields.get(part) if isinstance(part, str) else None
+            path.append(part)
+            tp = field.annotation if field is not None else None
+        elif origin is dict:
+            path.append(part)
+            tp = typing.get_args(tp)[1]
+        elif origin is list:
+            path.append(part)
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [m for m in typing.get_args(tp) if m is not type(None)]
+            chosen = next((m for m in members if _tag_of(_unwrap(m)) == part), None)
+            if chosen is not None:
+                tp = chosen
+            elif isinstance(part, int):
+                path.append(part)
+                tp = None
+            # otherwise: a union member label such as 'str' or 'list[str]': not part of the user's path
+        elif tp is None:
+            if isinstance(part, int) or not _looks_like_label(part):
+                path.append(part)
+        else:
+            path.append(part)
+            tp = None
+    return tuple(path), parent_fields
+
+
+def _looks_like_label(part: str) -> bool:
+    return "[" in part or part in {"str", "int", "float", "bool", "list", "dict", "none"}
+
+
+def _message(err: dict[str, Any], valid_keys: list[str], key: str | int | None) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        hint = difflib.get_close_matches(str(key), valid_keys, n=1, cutoff=0.6)
+        suggestion = f"did you mean '{hint[0]}'?" if hint else f"valid keys: {', '.join(valid_keys)}"
+        return f"unknown key '{key}'; {suggestion}"
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "union_tag_invalid":
+        ctx = err.get("ctx", {})
+        tags = [t.strip().strip("'") for t in str(ctx.get("expected_tags", "")).split(",") if t.strip()]
+        tag = str(ctx.get("tag", ""))
+        hint = difflib.get_close_matches(tag, tags, n=1, cutoff=0.5)
+        more = f"did you mean '{hint[0]}'? " if hint else ""
+        return f"unknown kind '{tag}'; {more}kinds: {', '.join(tags)}"
+    if kind == "union_tag_not_found":
+        return f"missing 'kind' (one of the registered kinds; see `evals list`)"
+    msg = str(err["msg"])
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    return msg[:1].lower() + msg[1:]
+
+
+def format_validation_error(
+    exc: ValidationError,
+    model: type[BaseModel],
+    where: str,
+    line_of: Callable[[Loc], int | None] | None = None,
+    prefix: Loc = (),
+) -> list[str]:
+    """One line per distinct problem, naming the file, line and field."""
+    merged: dict[tuple[Loc, str], list[str]] = {}
+    for err in exc.errors():
+        path, valid = _resolve(model, tuple(err["loc"]))
+        key = err["loc"][-1] if err["loc"] else None
+        message = _message(err, valid, key)
+        field = ".".join(str(p) for p in (*prefix, *path))
+        merged.setdefault((path, field), [])
+        if message not in merged[(path, field)]:
+            merged[(path, field)].append(message)
+    lines = []
+    for (path, field), messages in merged.items():
+        line = line_of(path) if line_of else None
+        location = f"{where}:{line}" if line else where
+        text = " or ".join(messages) if len(messages) > 1 and all(m.startswith("input should") for m in messages) \
+            else "; ".join(messages)
+        lines.append(f"{location}: {field}: {text}" if field else f"{location}: {text}")
+    return lines

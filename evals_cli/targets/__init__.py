@@ -1,0 +1,1 @@
+"""Targets: the agent under test. A target turns a Sample into a Trajectory."""

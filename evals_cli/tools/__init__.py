@@ -1,0 +1,1 @@
+"""Mocked tools: the agent sees real schemas; nothing is ever executed."""

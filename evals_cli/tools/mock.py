@@ -1,0 +1,91 @@
+"""A per-sample set of mocked tools: schemas for the agent, canned answers for its calls."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from evals_cli.models.tools import ToolSpec
+from evals_cli.models.trajectory import ToolCall
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def merge_tools(suite_tools: dict[str, ToolSpec], sample_tools: dict[str, ToolSpec] | None) -> dict[str, ToolSpec]:
+    """The sample's tools replace the suite's of the same name and add new ones."""
+    return {**suite_tools, **(sample_tools or {})}
+
+
+def openai_tools(tools: dict[str, ToolSpec]) -> list[dict[str, Any]]:
+    """Chat Completions function-tool schemas."""
+    return [
+        {"type": "function", "function": {"name": name, "description": spec.description,
+                                          "parameters": spec.json_schema()}}
+        for name, spec in tools.items()
+    ]
+
+
+class MockToolbox:
+    """Answers tool calls from specs. Keeps per-tool call counts for `sequence` results."""
+
+    def __init__(self, tools: dict[str, ToolSpec]) -> None:
+        self.tools = tools
+        self.calls: dict[str, int] = {}
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return openai_tools(self.tools)
+
+    def call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
+        """Run one call against the mocks and record it; never raises on bad input from the model."""
+        record = ToolCall(id=call_id, name=name, raw_arguments=raw_arguments or "")
+        spec = self.tools.get(name)
+        if spec is None:
+            record.unknown_tool = record.is_error = True
+            record.result = (f"Error: unknown tool '{name}'. Available tools: "
+                             f"{', '.join(self.tools) or 'none'}.")
+            self._parse(record)
+            return record
+        if not self._parse(record):
+            record.is_error = True
+            record.result = f"Error: the arguments are not valid JSON ({record.arguments_error}). Retry the call."
+            return record
+        index = self.calls.get(name, 0)
+        self.calls[name] = index + 1
+        record.result, record.is_error = self._answer(spec, record.arguments or {}, index)
+        return record
+
+    @staticmethod
+    def _parse(record: ToolCall) -> bool:
+        raw = record.raw_arguments.strip()
+        if not raw:
+            record.arguments = {}
+            return True
+        try:
+            parsed = json.loads(raw)
+        except ValueError as exc:
+            record.arguments_error = f"{exc.__class__.__name__}: {exc}"
+            return False
+        if not isinstance(parsed, dict):
+            record.arguments_error = f"expected a JSON object, got {type(parsed).__name__}"
+            return False
+        record.arguments = parsed
+        return True
+
+    @staticmethod
+    def _answer(spec: ToolSpec, arguments: dict[str, Any], index: int) -> tuple[str, bool]:
+        for case in spec.cases:
+            if all(arguments.get(k) == v for k, v in case.when.items()):
+                if case.error is not None:
+                    return f"Error: {case.error}", True
+                return _as_text(case.returns), False
+        if spec.error is not None:
+            return f"Error: {spec.error}", True
+        if spec.sequence is not None:
+            return _as_text(spec.sequence[min(index, len(spec.sequence) - 1)]), False
+        return _as_text(spec.returns), False

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from scripted_server import ScriptedServer  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    srv = ScriptedServer().start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never see the developer's endpoints or keys."""
+    for name in list(os.environ):
+        if name.startswith(("EVAL_AGENT_", "EVAL_JUDGE_", "OPENAI_")):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")

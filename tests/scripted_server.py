@@ -1,0 +1,180 @@
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1 for tests: the real `openai` client talks to it.
+
+A script is a function from the request (path and JSON body) to a reply. `agent_script` builds the common
+one: replies chosen by a key found in the latest user message, one reply per agent step.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+JUDGE_MARKER = "impartial evaluation judge"
+
+
+@dataclass
+class Reply:
+    """An HTTP answer: JSON body, status, headers, optional delay; `drop` closes the socket without answering."""
+
+    body: Any
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    drop: bool = False
+
+
+Script = Callable[[str, dict[str, Any]], Reply | dict[str, Any]]
+
+
+def completion(content: str | None = None, tool_calls: list[dict[str, Any]] | None = None,
+               prompt_tokens: int = 10, completion_tokens: int = 5) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion", "created": int(time.time()),
+        "model": "scripted", "choices": [{"index": 0, "message": message,
+                                          "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def text(content: str) -> dict[str, Any]:
+    return completion(content=content)
+
+
+def call(name: str, arguments: dict[str, Any] | str | None = None, *more: tuple[str, Any]) -> dict[str, Any]:
+    """A reply with one tool call (or several, for parallel calls: extra (name, arguments) pairs)."""
+    pairs = [(name, arguments), *more]
+    tool_calls = []
+    for i, (n, args) in enumerate(pairs):
+        raw = args if isinstance(args, str) else json.dumps(args or {})
+        tool_calls.append({"id": f"call_{uuid.uuid4().hex[:8]}_{i}", "type": "function",
+                           "function": {"name": n, "arguments": raw}})
+    return completion(tool_calls=tool_calls)
+
+
+def is_judge(body: dict[str, Any]) -> bool:
+    messages = body.get("messages") or []
+    return bool(messages) and JUDGE_MARKER in str(messages[0].get("content", ""))
+
+
+def last_user(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            return str(message.get("content") or "")
+    return ""
+
+
+def steps_since_user(body: dict[str, Any]) -> int:
+    count = 0
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            break
+        if message.get("role") == "assistant":
+            count += 1
+    return count
+
+
+def agent_script(replies: dict[str, list[Any]], judge: Callable[[dict[str, Any]], Any] | None = None,
+                 default: Any = None) -> Script:
+    """Replies by a key found in the latest user message; the n-th agent step gets the n-th reply (last repeats)."""
+
+    def script(path: str, body: dict[str, Any]) -> Any:
+        if is_judge(body):
+            if judge is None:
+                return Reply({"error": {"message": "no judge scripted"}}, status=500)
+            return judge(body)
+        user = last_user(body)
+        for key, steps in replies.items():
+            if key in user:
+                return steps[min(steps_since_user(body), len(steps) - 1)]
+        if default is not None:
+            return default
+        return Reply({"error": {"message": f"no script for user message {user[:80]!r}"}}, status=400)
+
+    return script
+
+
+def judge_score(score: float, reason: str = "scripted verdict") -> dict[str, Any]:
+    return text(json.dumps({"reason": reason, "score": score}))
+
+
+class ScriptedServer:
+    """Serves `script` on a free port of 127.0.0.1 in a background thread; records every request."""
+
+    def __init__(self, script: Script | None = None) -> None:
+        self.script: Script = script or (lambda path, body: Reply({"error": {"message": "no script"}}, 500))
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._send(Reply({"object": "list", "data": [{"id": "scripted", "object": "model"}]}))
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {}
+                with server.lock:
+                    server.requests.append({"path": self.path, "body": body,
+                                            "headers": {k.lower(): v for k, v in self.headers.items()}})
+                try:
+                    reply = server.script(self.path, body)
+                except Exception as exc:  # a broken script shows up as a 500 the test can see
+                    reply = Reply({"error": {"message": f"script raised {exc!r}"}}, status=500)
+                self._send(reply if isinstance(reply, Reply) else Reply(reply))
+
+            def _send(self, reply: Reply) -> None:
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.drop:
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                self.send_response(reply.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                for k, v in reply.headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def start(self) -> ScriptedServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def agent_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if not is_judge(r["body"])]
+
+    def judge_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if is_judge(r["body"])]
