@@ -148,7 +148,7 @@ class _Execution:
         summary.abort_reason = self.abort_reason
         summary.exit_code = self._exit_code(summary)
         self.writer.write_summary(summary)
-        messages = [self.abort_reason] if self.abort_reason else []
+        messages = [summary.abort_reason] if summary.abort_reason else []
         return RunOutcome(summary, self.output_dir, summary.exit_code, messages)
 
     def _exit_code(self, summary: RunSummary) -> int:

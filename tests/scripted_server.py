@@ -149,13 +149,16 @@ class ScriptedServer:
                     self.connection.close()
                     return
                 payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-                self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                for k, v in reply.headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+                    self.close_connection = True
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

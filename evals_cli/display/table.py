@@ -81,7 +81,7 @@ def footer(summary: RunSummary) -> Text:
     if summary.judge_usage.total_tokens:
         tokens += f", judge {summary.judge_usage.total_tokens:,}"
     lines.append(tokens + f"   time: {summary.duration_s:.1f}s\n")
-    if summary.status != "completed":
+    if summary.status != "completed" or summary.abort_reason:
         lines.append(f"Run {summary.status}: {summary.abort_reason or ''}\n", style="bold yellow")
     gate = summary.gate
     if gate is not None:

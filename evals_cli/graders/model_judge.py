@@ -92,8 +92,10 @@ class ModelJudgeGrader(Grader):
                 options["response_format"] = {"type": "json_object"}
             turn = "" if ctx.turn is None else f", turn {ctx.turn + 1}"
             CALL_CONTEXT.set(f"sample {ctx.sample.id}{turn}, judge '{self.name}' ({mode})")
+            # a server that rejects a response_format often answers 500: step down at once, no retries
+            caller = client if mode == "text" else client.with_options(max_retries=0)
             try:
-                response = await client.chat.completions.create(**options)
+                response = await caller.chat.completions.create(**options)
             except openai.APIStatusError as exc:
                 if exc.status_code in _STEP_DOWN_STATUS and mode != "text":
                     problems.append(f"{mode}: HTTP {exc.status_code}")

@@ -32,7 +32,7 @@ class ResultsWriter:
         self._fh = self.path.open("a", encoding="utf-8")
 
     def write(self, result: SampleResult) -> None:
-        self._fh.write(result.model_dump_json(exclude_none=True) + "\n")
+        self._fh.write(result.model_dump_json() + "\n")
         self._fh.flush()
 
     def write_summary(self, summary: RunSummary) -> Path:

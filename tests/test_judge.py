@@ -1,0 +1,161 @@
+"""The model_judge grader against a scripted judge: fallback chain, defensive parsing, failure is not zero."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import write_suite
+from scripted_server import Reply, ScriptedServer, agent_script, call, judge_score, text
+
+from evals_cli import load_suite, run_suite
+from evals_cli.errors import ConfigError
+from evals_cli.runner import RunOptions
+
+ROWS = [{"id": "host", "input": "db host?", "ground_truth": "localhost", "rubric_vars": {"persona": "strict"}}]
+AGENT = {"host": [call("read_file", {"path": ".env"}), text("It is localhost.")]}
+RUBRIC = ("Persona: {{ persona }}\nQ: {{ input }}\nRef: {{ ground_truth }}\nA: {{ submission }}\n"
+          "Tools: {% for c in tool_calls %}{{ c.name }}={{ c.result }};{% endfor %}\n{{ trajectory }}")
+
+
+def judged(server: ScriptedServer, tmp_path: Path, judge: Any, rows: list[dict] | None = None,
+           **grader: Any) -> tuple[dict, Any]:
+    server.script = agent_script(AGENT, judge=judge)
+    (tmp_path / "rubric.j2").write_text(RUBRIC)
+    spec = {"kind": "model_judge", "rubric": "rubric.j2", **grader}
+    suite_path = write_suite(tmp_path, rows or ROWS, base_url=server.url, graders={"judge": spec},
+                             gate={"value": 0.5})
+    outcome = run_suite(load_suite(suite_path), RunOptions(output=tmp_path / "out"))
+    line = json.loads((tmp_path / "out" / "results.jsonl").read_text().splitlines()[0])
+    return line["grades"]["judge"], outcome
+
+
+def test_structured_output_verdict_is_normalised(server: ScriptedServer, tmp_path: Path) -> None:
+    grade, outcome = judged(server, tmp_path, lambda body: judge_score(8, "right"))
+    assert grade["score"] == 0.8 and grade["rationale"] == "right"
+    assert grade["metadata"]["mode"] == "json_schema"
+    [request] = server.judge_requests()
+    body = request["body"]
+    assert body["response_format"]["type"] == "json_schema" and body["temperature"] == 0
+    assert body["messages"][0]["role"] == "system"
+    user = body["messages"][1]["content"]
+    assert user.startswith("<data>") and user.rstrip().endswith("</data>")
+    for expected in ("Persona: strict", "Q: db host?", "Ref: localhost", "A: It is localhost.",
+                     "read_file=DB_HOST=localhost", "[tool call] read_file", "[assistant] It is localhost."):
+        assert expected in user
+    assert outcome.exit_code == 0 and outcome.summary.judge_usage.total_tokens == 15
+
+
+def test_falls_back_to_json_object_then_remembers(server: ScriptedServer, tmp_path: Path) -> None:
+    def judge(body: dict) -> Any:
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return Reply({"error": {"message": "response_format json_schema unsupported"}}, status=500)
+        return judge_score(6)
+
+    rows = [dict(ROWS[0], id=f"s{i}") for i in range(3)]
+    grade, _ = judged(server, tmp_path, judge, rows=rows)
+    assert grade["score"] == 0.6 and grade["metadata"]["mode"] == "json_object"
+    modes = [r["body"].get("response_format", {}).get("type") for r in server.judge_requests()]
+    assert modes.count("json_object") == 3
+    assert 1 <= modes.count("json_schema") <= 2  # concurrency 2: later calls skip the refused mode
+
+
+def test_falls_back_to_plain_text_and_reads_a_score_line(server: ScriptedServer, tmp_path: Path) -> None:
+    def judge(body: dict) -> Any:
+        if "response_format" in body:
+            return Reply({"error": {"message": "bad request"}}, status=400)
+        return text("The answer matches the reference.\nScore: 9")
+
+    grade, _ = judged(server, tmp_path, judge)
+    assert grade["score"] == 0.9 and grade["metadata"]["mode"] == "text"
+
+
+@pytest.mark.parametrize("reply", [
+    '```json\n{"reason": "ok", "score": 7}\n```',
+    'Here is my verdict: {"reason": "ok", "score": 7} I hope this helps.',
+    '{"score": "7", "reason": "ok"}',
+])
+def test_defensive_parser_accepts_fences_and_prose(server: ScriptedServer, tmp_path: Path, reply: str) -> None:
+    grade, _ = judged(server, tmp_path, lambda body: text(reply))
+    assert grade["score"] == 0.7
+
+
+@pytest.mark.parametrize("reply", ["I cannot grade this.", '{"score": 15, "reason": "great"}', ""])
+def test_garbage_or_out_of_range_is_an_error_not_zero(server: ScriptedServer, tmp_path: Path, reply: str) -> None:
+    grade, outcome = judged(server, tmp_path, lambda body: text(reply))
+    assert grade["score"] is None and grade["error"].startswith("judge error")
+    assert len(server.judge_requests()) == 3  # json_schema, json_object, text
+    summary = outcome.summary
+    assert summary.graders["judge"].errors == 1 and summary.graders["judge"].count == 0
+    assert summary.errors_by_category == {"judge": 1}
+    assert summary.gate.passed is None and outcome.exit_code == 3  # nothing graded: no verdict
+
+
+def test_judge_timeout_is_an_error_and_the_run_goes_on(server: ScriptedServer, tmp_path: Path) -> None:
+    tmp2 = tmp_path
+    server.script = agent_script(AGENT, judge=lambda body: Reply(judge_score(9), delay=3))
+    (tmp2 / "rubric.j2").write_text("{{ submission }}")
+    suite_path = write_suite(tmp2, ROWS, base_url=server.url,
+                             graders={"judge": {"kind": "model_judge", "rubric": "rubric.j2"},
+                                      "answer": {"kind": "tool", "function": "contains"}},
+                             judge={"base_url": server.url, "model": "scripted", "timeout": 0.5, "max_retries": 0})
+    outcome = run_suite(load_suite(suite_path), RunOptions(output=tmp2 / "out"))
+    line = json.loads((tmp2 / "out" / "results.jsonl").read_text())
+    assert line["grades"]["judge"]["score"] is None and "timed out" in line["grades"]["judge"]["error"]
+    assert line["grades"]["answer"]["score"] == 1.0 and line["score"] == 1.0  # renormalised over the rest
+    assert outcome.exit_code == 0
+
+
+def test_judge_endpoint_resolution_order(server: ScriptedServer, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from evals_cli.endpoints.resolve import resolve_agent, resolve_judge
+    from evals_cli.models.specs import JudgeSpec, ModelJudgeSpec, OpenAIChatTarget
+
+    agent = resolve_agent(OpenAIChatTarget(base_url="http://agent/v1", model="agent-model", api_key="ka"))
+    bare = ModelJudgeSpec(prompt="x")
+    assert (resolve_judge(bare, None, agent).base_url, resolve_judge(bare, None, agent).model) == \
+        ("http://agent/v1", "agent-model")
+    monkeypatch.setenv("EVAL_JUDGE_BASE_URL", "http://env/v1")
+    monkeypatch.setenv("EVAL_JUDGE_MODEL", "env-model")
+    assert resolve_judge(bare, None, agent).model == "env-model"
+    block = JudgeSpec(base_url="http://suite/v1", model="suite-model")
+    assert resolve_judge(bare, block, agent).base_url == "http://suite/v1"
+    own = ModelJudgeSpec(prompt="x", model="grader-model", base_url="http://grader/v1")
+    resolved = resolve_judge(own, block, agent)
+    assert (resolved.base_url, resolved.model) == ("http://grader/v1", "grader-model")
+    assert "ka" not in resolved.describe()
+
+
+def test_missing_rubric_variable_stops_before_any_call(server: ScriptedServer, tmp_path: Path) -> None:
+    rows = [{"id": "no-persona", "input": "db host?", "ground_truth": "localhost"}]
+    server.script = agent_script(AGENT, judge=lambda body: judge_score(9))
+    (tmp_path / "rubric.j2").write_text(RUBRIC)
+    suite_path = write_suite(tmp_path, rows, base_url=server.url,
+                             graders={"judge": {"kind": "model_judge", "rubric": "rubric.j2"}})
+    with pytest.raises(ConfigError) as info:
+        run_suite(load_suite(suite_path), RunOptions(output=tmp_path / "out"))
+    message = "\n".join(info.value.problems)
+    assert "'persona' is undefined" in message and "no-persona" in message and "submission" in message
+    assert server.requests == []
+
+
+def test_per_turn_judging_grades_each_turn(server: ScriptedServer, tmp_path: Path) -> None:
+    rows = [{"id": "conv", "input": ["first: host?", "second: port?"], "ground_truth": ["localhost", "5432"],
+             "rubric_vars": {"persona": "p"}}]
+
+    def judge(body: dict) -> Any:
+        content = body["messages"][1]["content"]
+        return judge_score(10 if "Ref: localhost" in content else 2)
+
+    server.script = agent_script({"first": [text("localhost")], "second": [text("80")]}, judge=judge)
+    (tmp_path / "rubric.j2").write_text(RUBRIC)
+    suite_path = write_suite(tmp_path, rows, base_url=server.url,
+                             graders={"judge": {"kind": "model_judge", "rubric": "rubric.j2"}})
+    run_suite(load_suite(suite_path), RunOptions(output=tmp_path / "out"))
+    grade = json.loads((tmp_path / "out" / "results.jsonl").read_text())["grades"]["judge"]
+    assert [t["score"] for t in grade["per_turn"]] == [1.0, 0.2]
+    assert grade["score"] == pytest.approx(0.6) and grade["turns_passed"] == 1
+    second = server.judge_requests()[-1]["body"]["messages"][1]["content"]
+    assert "Q: second: port?" in second and "A: 80" in second
