@@ -1,0 +1,53 @@
+# Everything installs into .venv (created when missing); only Python 3.11+ is needed.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+EVALS  := $(BIN)/evals
+
+.PHONY: demo test eval-multi eval-multi-fast eval-per-turn validate lint record-demo clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+## The main job, offline: the demo suite replayed from a recording of a real model.
+demo: $(VENV)/.installed
+	$(EVALS) run suites/demo.yaml --replay suites/demo.recording.jsonl
+
+## The tests (offline; a scripted OpenAI-compatible server on 127.0.0.1).
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q
+
+## The multi-turn suite against EVAL_AGENT_* / EVAL_JUDGE_* (default: a local Ollama). Exit code = gate.
+eval-multi: $(VENV)/.installed
+	$(EVALS) run suites/multi_turn.yaml
+
+## The same suite, deterministic graders only: no judge calls.
+eval-multi-fast: $(VENV)/.installed
+	$(EVALS) run suites/multi_turn.yaml --no-judge
+
+eval-per-turn: $(VENV)/.installed
+	$(EVALS) run suites/per_turn.yaml
+
+validate: $(VENV)/.installed
+	@for suite in suites/*.yaml; do $(EVALS) validate $$suite || exit 2; done
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+
+## Re-record the demo from the endpoint in suites/demo.yaml (EVAL_AGENT_BASE_URL / --model to change it).
+record-demo: $(VENV)/.installed
+	rm -f suites/demo.recording.jsonl
+	$(EVALS) run suites/demo.yaml --record suites/demo.recording.jsonl
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

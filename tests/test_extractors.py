@@ -1,0 +1,204 @@
+"""Extractors: which part of a trajectory a grader judges."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from evals_cli.graders.extractors import EXTRACTORS, check_extractor, extract
+from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
+
+
+def call(name: str, arguments: dict[str, Any] | None, result: str, raw: str | None = None) -> ToolCall:
+    return ToolCall(id=f"id-{name}", name=name, arguments=arguments,
+                    raw_arguments=raw if raw is not None else json.dumps(arguments), result=result)
+
+
+@pytest.fixture
+def trajectory() -> Trajectory:
+    """Two user turns with text, tool calls, silent steps and an unparseable call."""
+    return Trajectory(turns=[
+        Turn(user="What is in .env?", steps=[
+            Step(content="Let me look.", tool_calls=[call("list_files", {"directory": "."}, ".env\nsrc/")]),
+            Step(content=None, tool_calls=[call("read_file", {"path": ".env"}, "DB_HOST=localhost")]),
+            Step(content="It holds DB_HOST."),
+        ]),
+        Turn(user="And the port?", steps=[
+            Step(content="", tool_calls=[call("read_file", None, "Error: bad JSON", raw='{"path": ')]),
+            Step(content="", tool_calls=[call("read_file", {"path": "config.ini"}, "PORT=5432")]),
+            Step(content="ANSWER: 5432 (draft)\nFinal ANSWER:  5432  "),
+        ]),
+    ])
+
+
+def run(name: str, trajectory: Trajectory, **config: Any) -> str:
+    return extract(name, trajectory, config)
+
+
+def test_registry_holds_the_documented_extractors() -> None:
+    assert set(EXTRACTORS) == {"last_assistant", "first_assistant", "all_assistant", "last_turn",
+                               "tool_arguments", "tool_output", "pattern", "after_marker"}
+    for name, entry in EXTRACTORS.items():
+        assert entry.name == name and entry.description
+
+
+def test_last_assistant(trajectory: Trajectory) -> None:
+    assert run("last_assistant", trajectory) == "ANSWER: 5432 (draft)\nFinal ANSWER:  5432  "
+
+
+def test_last_assistant_skips_steps_without_text() -> None:
+    traj = Trajectory(turns=[Turn(steps=[Step(content="answer"), Step(content=None, tool_calls=[
+        call("t", {}, "r")]), Step(content="")])])
+    assert run("last_assistant", traj) == "answer"
+
+
+def test_first_assistant(trajectory: Trajectory) -> None:
+    assert run("first_assistant", trajectory) == "Let me look."
+
+
+def test_all_assistant_joins_with_newlines(trajectory: Trajectory) -> None:
+    assert run("all_assistant", trajectory) == \
+        "Let me look.\nIt holds DB_HOST.\nANSWER: 5432 (draft)\nFinal ANSWER:  5432  "
+
+
+def test_all_assistant_custom_separator(trajectory: Trajectory) -> None:
+    assert run("all_assistant", trajectory, separator=" | ").startswith("Let me look. | It holds DB_HOST. | ANSWER")
+
+
+def test_last_turn_only_has_the_last_turns_text(trajectory: Trajectory) -> None:
+    assert run("last_turn", trajectory) == "ANSWER: 5432 (draft)\nFinal ANSWER:  5432  "
+    first_turn_only = trajectory.scoped(0)
+    assert run("last_turn", first_turn_only) == "Let me look.\nIt holds DB_HOST."
+
+
+def test_tool_arguments_last_call_of_any_tool(trajectory: Trajectory) -> None:
+    assert json.loads(run("tool_arguments", trajectory)) == {"path": "config.ini"}
+
+
+def test_tool_arguments_for_one_tool(trajectory: Trajectory) -> None:
+    assert json.loads(run("tool_arguments", trajectory, tool="list_files")) == {"directory": "."}
+    assert run("tool_arguments", trajectory, tool="never_called") == ""
+
+
+def test_tool_arguments_all_calls_one_json_per_line(trajectory: Trajectory) -> None:
+    lines = run("tool_arguments", trajectory, tool="read_file", all=True).split("\n")
+    assert len(lines) == 3
+    assert json.loads(lines[0]) == {"path": ".env"}
+    # unparseable arguments are given as the raw string, JSON-quoted
+    assert json.loads(lines[1]) == '{"path": '
+    assert json.loads(lines[2]) == {"path": "config.ini"}
+
+
+def test_tool_arguments_are_key_sorted() -> None:
+    traj = Trajectory(turns=[Turn(steps=[Step(tool_calls=[call("t", {"b": 1, "a": 2}, "")])])])
+    assert run("tool_arguments", traj) == '{"a": 2, "b": 1}'
+
+
+def test_tool_output(trajectory: Trajectory) -> None:
+    assert run("tool_output", trajectory) == "PORT=5432"
+    assert run("tool_output", trajectory, tool="list_files") == ".env\nsrc/"
+    assert run("tool_output", trajectory, tool="read_file", all=True) == \
+        "DB_HOST=localhost\nError: bad JSON\nPORT=5432"
+    assert run("tool_output", trajectory, tool="missing") == ""
+
+
+def test_pattern_uses_group_one_when_the_pattern_has_groups(trajectory: Trajectory) -> None:
+    assert run("pattern", trajectory, pattern=r"ANSWER:\s*(\d+)") == "5432"
+
+
+def test_pattern_without_groups_gives_the_whole_match(trajectory: Trajectory) -> None:
+    assert run("pattern", trajectory, pattern=r"\(\w+\)") == "(draft)"
+
+
+def test_pattern_explicit_and_named_groups(trajectory: Trajectory) -> None:
+    assert run("pattern", trajectory, pattern=r"(ANSWER): (\d+)", group=2) == "5432"
+    assert run("pattern", trajectory, pattern=r"(ANSWER): (\d+)", group=0) == "ANSWER: 5432"
+    assert run("pattern", trajectory, pattern=r"(?P<port>\d{4})", group="port") == "5432"
+
+
+def test_pattern_non_participating_group_is_empty(trajectory: Trajectory) -> None:
+    assert run("pattern", trajectory, pattern=r"(nothing)?ANSWER") == ""
+
+
+def test_pattern_only_searches_the_last_message_by_default(trajectory: Trajectory) -> None:
+    assert run("pattern", trajectory, pattern=r"DB_(\w+)") == ""
+    assert run("pattern", trajectory, pattern=r"DB_(\w+)", scope="all_assistant") == "HOST"
+
+
+def test_pattern_no_match_is_empty(trajectory: Trajectory) -> None:
+    assert run("pattern", trajectory, pattern=r"zzz(\d)") == ""
+
+
+def test_after_marker_uses_the_last_marker_and_strips(trajectory: Trajectory) -> None:
+    assert run("after_marker", trajectory, marker="ANSWER:") == "5432"
+    assert run("after_marker", trajectory, marker="(draft)") == "Final ANSWER:  5432"
+    assert run("after_marker", trajectory, marker="NOT THERE") == ""
+
+
+REQUIRED = {"pattern": {"pattern": "(x)"}, "after_marker": {"marker": "M:"}}
+
+
+@pytest.mark.parametrize("name", sorted(EXTRACTORS))
+@pytest.mark.parametrize("traj", [Trajectory(), Trajectory(turns=[Turn(user="hi")]),
+                                  Trajectory(turns=[Turn(user="hi", steps=[Step(content=None)])])],
+                         ids=["no-turns", "no-steps", "no-content"])
+def test_every_extractor_gives_empty_text_on_empty_trajectories(name: str, traj: Trajectory) -> None:
+    config = REQUIRED.get(name, {})
+    check_extractor(name, config)
+    assert run(name, traj, **config) == ""
+
+
+# --- check_extractor ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "config"), [
+    ("last_assistant", {}), ("all_assistant", {"separator": "; "}), ("tool_arguments", {"tool": "t", "all": True}),
+    ("tool_output", {"tool": "t"}), ("pattern", {"pattern": r"(\d+)", "group": 1, "scope": "all_assistant"}),
+    ("after_marker", {"marker": "ANSWER:"}),
+])
+def test_check_extractor_accepts_valid_configs(name: str, config: dict[str, Any]) -> None:
+    check_extractor(name, config)
+
+
+def test_unknown_extractor_with_hint() -> None:
+    with pytest.raises(ValueError) as info:
+        check_extractor("last_asistant", {})
+    message = str(info.value)
+    assert message.startswith("unknown extractor 'last_asistant'; did you mean 'last_assistant'? extractors: ")
+    assert "after_marker" in message
+
+
+def test_unknown_extractor_without_close_match_lists_all() -> None:
+    with pytest.raises(ValueError) as info:
+        check_extractor("zzzz", {})
+    message = str(info.value)
+    assert "did you mean" not in message
+    assert all(name in message for name in EXTRACTORS)
+
+
+def test_unknown_option() -> None:
+    with pytest.raises(ValueError, match=r"extractor 'last_assistant' has no option colour; options: none"):
+        check_extractor("last_assistant", {"colour": "red"})
+    with pytest.raises(ValueError, match=r"extractor 'tool_output' has no option pattern; options: tool, all"):
+        check_extractor("tool_output", {"pattern": "x"})
+
+
+@pytest.mark.parametrize(("name", "option"), [("pattern", "pattern"), ("after_marker", "marker")])
+def test_missing_required_option(name: str, option: str) -> None:
+    with pytest.raises(ValueError, match=f"extractor '{name}' needs extractor_config.{option}"):
+        check_extractor(name, {})
+
+
+def test_invalid_regex() -> None:
+    with pytest.raises(ValueError, match="extractor_config.pattern is not a valid regex"):
+        check_extractor("pattern", {"pattern": "(unclosed"})
+
+
+@pytest.mark.xfail(reason="BUG: check_extractor does not check `group` against the pattern; a group the regex "
+                          "lacks passes the check and raises IndexError ('no such group') at grading time",
+                   strict=True)
+def test_group_the_pattern_does_not_have_is_rejected_up_front() -> None:
+    with pytest.raises(ValueError):
+        check_extractor("pattern", {"pattern": r"ANSWER: (\d+)", "group": 2})
