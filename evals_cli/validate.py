@@ -67,6 +67,7 @@ def validate_suite(path: Path) -> ValidationReport:
         suite = load_suite(path)
     except ConfigError as exc:
         report.problems.extend(exc.problems)
+        report.problems.extend(_salvage(path, report))
         return report
     report.suite = suite
     agent = None
@@ -92,3 +93,46 @@ def validate_suite(path: Path) -> ValidationReport:
     except ConfigError as exc:
         report.problems.extend(exc.problems)
     return report
+
+
+def _salvage(path: Path, report: ValidationReport) -> list[str]:
+    """The suite is invalid, but its valid parts (graders, dataset) can still be checked: list it all at once."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from evals_cli.datasets.reader import check_dataset
+    from evals_cli.graders.base import GRADER_KINDS
+    from evals_cli.graders.build import build_graders  # noqa: F401  (registers the kinds)
+    from evals_cli.models.specs import GraderSpec
+    from evals_cli.suite.envvars import expand
+    from evals_cli.suite.loader import parse_yaml, read_text
+
+    try:
+        data, _ = parse_yaml(read_text(path, "suite file"), str(path))
+    except ConfigError:
+        return []
+    if not isinstance(data, dict):
+        return []
+    data = expand(data, (), [])
+    base = path.resolve().parent
+    problems: list[str] = []
+    adapter: TypeAdapter = TypeAdapter(GraderSpec)
+    graders = data.get("graders")
+    for name, raw in (graders.items() if isinstance(graders, dict) else []):
+        try:
+            spec = adapter.validate_python(raw)
+        except ValidationError:
+            continue  # already reported by the suite validation
+        cls = GRADER_KINDS[spec.kind]
+        extra = (None, None) if cls.uses_judge else ()  # no endpoint needed to check a judge's rubric
+        try:
+            cls(name, spec, base, *extra)  # type: ignore[call-arg]
+        except (ValueError, OSError, TypeError) as exc:
+            problems.append(f"{path}: graders.{name}: {exc}")
+    dataset = data.get("dataset")
+    if isinstance(dataset, str):
+        try:
+            report.samples, more = check_dataset(base / dataset)
+            problems.extend(more)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    return problems

@@ -1,0 +1,453 @@
+"""Grading functions (built-ins, @grader, custom files) and the deterministic tool graders."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evals_cli.graders.base import GradeContext, Grader
+from evals_cli.graders.deterministic import ToolGrader, ToolOrderGrader, ToolsAvoidedGrader
+from evals_cli.graders.functions import FUNCTIONS, contains, exact_match, grader, load_function, regex_match, to_grade
+from evals_cli.models.results import Grade
+from evals_cli.models.sample import Sample
+from evals_cli.models.specs import ToolGraderSpec, ToolOrderSpec, ToolsAvoidedSpec
+from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
+
+
+@pytest.fixture(autouse=True)
+def _restore_registry() -> Iterator[None]:
+    """@grader registers globally: leave the registry as each test found it."""
+    saved = dict(FUNCTIONS)
+    yield
+    FUNCTIONS.clear()
+    FUNCTIONS.update(saved)
+
+
+def gt(value: str | list[str] | None) -> Sample:
+    return Sample(input="question", ground_truth=value)
+
+
+# --- contains / exact_match / regex_match --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ground_truth", "submission", "kwargs", "score"),
+    [
+        ("Paris", "The capital is paris.", {}, 1.0),  # case-insensitive by default
+        ("Paris", "The capital is PARIS.", {}, 1.0),
+        ("Paris", "The capital is Lyon.", {}, 0.0),
+        ("Paris", "The capital is paris.", {"case_sensitive": True}, 0.0),
+        ("Paris", "The capital is Paris.", {"case_sensitive": True}, 1.0),
+        (["Lyon", "Paris"], "it is paris", {}, 1.0),  # list: any alternative
+        (["Lyon", "Marseille"], "it is paris", {}, 0.0),
+        ("Straße", "STRASSE", {}, 1.0),  # casefold, not just lower()
+    ],
+)
+def test_contains(ground_truth: Any, submission: str, kwargs: dict[str, Any], score: float) -> None:
+    assert contains(gt(ground_truth), submission, **kwargs).score == score
+
+
+def test_contains_rationale_names_what_was_looked_for() -> None:
+    assert contains(gt("Paris"), "paris!").rationale == "found 'Paris' in the submission"
+    assert contains(gt(["Lyon", "Nice"]), "paris").rationale == "'Lyon' / 'Nice' not found in the submission"
+
+
+@pytest.mark.parametrize(
+    ("ground_truth", "submission", "kwargs", "score"),
+    [
+        ("42", "42", {}, 1.0),
+        ("42", "  42\n", {}, 1.0),  # whitespace stripped
+        (" 42 ", "42", {}, 1.0),
+        ("42", "42.", {}, 0.0),
+        ("42", "The answer is 42", {}, 0.0),
+        ("Paris", "paris", {}, 0.0),  # case-sensitive by default
+        ("Paris", "paris", {"case_sensitive": False}, 1.0),
+        ("Paris", " PARIS ", {"case_sensitive": False}, 1.0),
+        (["Paris", "Lyon"], "Lyon", {}, 1.0),
+        (["Paris", "Lyon"], "Nice", {}, 0.0),
+    ],
+)
+def test_exact_match(ground_truth: Any, submission: str, kwargs: dict[str, Any], score: float) -> None:
+    assert exact_match(gt(ground_truth), submission, **kwargs).score == score
+
+
+@pytest.mark.parametrize(
+    ("ground_truth", "submission", "kwargs", "score"),
+    [
+        (r"port\s*=?\s*5432", "The PORT = 5432.", {}, 1.0),  # case-insensitive by default
+        (r"port\s*=?\s*5432", "The PORT = 5432.", {"case_sensitive": True}, 0.0),
+        (r"^\d+$", "123", {}, 1.0),
+        (r"^\d+$", "123 apples", {}, 0.0),
+        ([r"^yes\b", r"^no\b"], "No, it is not", {}, 1.0),
+        ([r"^yes\b", r"^no\b"], "Maybe", {}, 0.0),
+    ],
+)
+def test_regex_match(ground_truth: Any, submission: str, kwargs: dict[str, Any], score: float) -> None:
+    assert regex_match(gt(ground_truth), submission, **kwargs).score == score
+
+
+def test_regex_match_invalid_pattern_is_a_failed_grade_not_zero() -> None:
+    grade = regex_match(gt("(unclosed"), "anything")
+    assert grade.score is None
+    assert grade.error is not None and "not a valid regex" in grade.error
+
+
+@pytest.mark.parametrize("fn", [contains, exact_match, regex_match])
+@pytest.mark.parametrize("ground_truth", [None, []])
+def test_no_ground_truth_scores_one(fn: Any, ground_truth: Any) -> None:
+    grade = fn(gt(ground_truth), "whatever")
+    assert grade.score == 1.0
+    assert "no ground truth" in grade.rationale
+
+
+def test_builtins_are_registered() -> None:
+    for name in ("contains", "exact_match", "regex_match"):
+        assert load_function(name, Path(".")) is FUNCTIONS[name]
+
+
+def test_unknown_builtin_name() -> None:
+    with pytest.raises(ValueError, match="unknown function 'contain'; built-ins: .*contains"):
+        load_function("contain", Path("."))
+
+
+# --- @grader ------------------------------------------------------------------------------------------------
+
+
+def test_grader_accepts_two_and_three_positional_parameters() -> None:
+    @grader
+    def two(sample, submission):  # type: ignore[no-untyped-def]
+        return 1.0
+
+    @grader(name="three_named")
+    def three(sample, submission, trajectory):  # type: ignore[no-untyped-def]
+        return 1.0
+
+    assert FUNCTIONS["two"] is two
+    assert FUNCTIONS["three_named"] is three
+    assert "three" not in FUNCTIONS
+    assert two.__evals_grader__ and not two.__evals_wants_trajectory__
+    assert three.__evals_grader__ and three.__evals_wants_trajectory__
+
+
+def test_grader_accepts_optional_keyword_parameters() -> None:
+    @grader
+    def tolerant(sample, submission, *, case_sensitive=False, threshold=0.5):  # type: ignore[no-untyped-def]
+        return 1.0
+
+    assert FUNCTIONS["tolerant"] is tolerant
+
+
+def _one(sample):  # type: ignore[no-untyped-def]
+    return 1.0
+
+
+def _four(sample, submission, trajectory, extra):  # type: ignore[no-untyped-def]
+    return 1.0
+
+
+def _required_kw(sample, submission, *, threshold):  # type: ignore[no-untyped-def]
+    return 1.0
+
+
+def _varargs(*args):  # type: ignore[no-untyped-def]
+    return 1.0
+
+
+def _nothing():  # type: ignore[no-untyped-def]
+    return 1.0
+
+
+@pytest.mark.parametrize("fn", [_one, _four, _required_kw, _varargs, _nothing])
+def test_grader_rejects_wrong_signatures_at_decoration_time(fn: Any) -> None:
+    with pytest.raises(TypeError, match=r"@grader .*expected parameters \(sample, submission\) or "
+                                        r"\(sample, submission, trajectory\)"):
+        grader(fn)
+    assert fn.__name__ not in FUNCTIONS
+    assert not getattr(fn, "__evals_grader__", False)
+
+
+def test_grader_rejection_names_the_parameters_given() -> None:
+    with pytest.raises(TypeError, match=r"got \(sample, submission, threshold\)"):
+        grader(_required_kw)
+
+
+# --- load_function for custom files --------------------------------------------------------------------------
+
+
+def write_module(tmp_path: Path, body: str, name: str = "my_graders.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body), encoding="utf-8")
+    return path
+
+
+CUSTOM = """\
+from evals_cli import grader
+
+
+@grader
+def mentions_port(sample, submission):
+    return ("5432" in submission, "looked for 5432")
+
+
+@grader
+def counts_calls(sample, submission, trajectory):
+    return float(len(trajectory.tool_calls))
+
+
+def not_decorated(sample, submission):
+    return 1.0
+"""
+
+
+def test_load_custom_function_relative_to_base_dir(tmp_path: Path) -> None:
+    write_module(tmp_path, CUSTOM)
+    fn = load_function("my_graders.py:mentions_port", tmp_path)
+    assert fn(gt(None), "port 5432") == (True, "looked for 5432")
+    assert fn.__evals_grader__
+
+
+def test_load_custom_function_in_a_subfolder_and_by_absolute_path(tmp_path: Path) -> None:
+    (tmp_path / "graders").mkdir()
+    path = write_module(tmp_path / "graders", CUSTOM)
+    assert load_function("graders/my_graders.py:counts_calls", tmp_path).__evals_wants_trajectory__
+    assert load_function(f"{path}:mentions_port", Path("/nonexistent")) is not None
+
+
+def test_load_rejects_an_undecorated_function(tmp_path: Path) -> None:
+    write_module(tmp_path, CUSTOM)
+    with pytest.raises(ValueError, match=r"my_graders.py:not_decorated is not decorated with @evals_cli.grader"):
+        load_function("my_graders.py:not_decorated", tmp_path)
+
+
+def test_load_rejects_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"custom grader file nope.py not found"):
+        load_function("nope.py:anything", tmp_path)
+
+
+def test_load_rejects_a_missing_function(tmp_path: Path) -> None:
+    write_module(tmp_path, CUSTOM)
+    with pytest.raises(ValueError, match=r"my_graders.py has no function 'absent'"):
+        load_function("my_graders.py:absent", tmp_path)
+
+
+def test_load_reports_import_errors(tmp_path: Path) -> None:
+    write_module(tmp_path, "raise RuntimeError('boom at import')\n", name="broken.py")
+    with pytest.raises(ValueError, match=r"broken.py: importing failed: RuntimeError: boom at import"):
+        load_function("broken.py:g", tmp_path)
+
+
+def test_load_reports_a_wrong_signature_in_the_file(tmp_path: Path) -> None:
+    write_module(tmp_path, "from evals_cli import grader\n\n@grader\ndef g(sample):\n    return 1.0\n",
+                 name="bad_sig.py")
+    with pytest.raises(ValueError, match=r"importing failed: TypeError: @grader g"):
+        load_function("bad_sig.py:g", tmp_path)
+
+
+@pytest.mark.xfail(reason="BUG: @grader registers custom functions in the global FUNCTIONS by bare name, so a "
+                          "custom file defining `contains` silently replaces the built-in for every later lookup",
+                   strict=True)
+def test_custom_function_does_not_shadow_a_builtin(tmp_path: Path) -> None:
+    builtin = load_function("contains", tmp_path)
+    write_module(tmp_path, "from evals_cli import grader\n\n@grader\ndef contains(sample, submission):\n"
+                           "    return 0.0\n", name="shadow.py")
+    load_function("shadow.py:contains", tmp_path)
+    assert load_function("contains", tmp_path) is builtin
+
+
+# --- to_grade ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "score", "rationale"),
+    [
+        (Grade(score=0.3, rationale="as is"), 0.3, "as is"),
+        (0.75, 0.75, "score 0.75"),
+        (1, 1.0, "score 1"),
+        (True, 1.0, "passed"),
+        (False, 0.0, "failed"),
+        ((0.5, "half right"), 0.5, "half right"),
+        ((1, 42), 1.0, "42"),
+        ((None, "could not tell"), None, "could not tell"),
+    ],
+)
+def test_to_grade_accepts_convenient_types(value: Any, score: float | None, rationale: str) -> None:
+    grade = to_grade(value, "f")
+    assert isinstance(grade, Grade)
+    assert grade.score == score
+    assert grade.rationale == rationale
+
+
+def test_to_grade_keeps_the_same_grade_object() -> None:
+    grade = Grade(score=1.0)
+    assert to_grade(grade, "f") is grade
+
+
+@pytest.mark.parametrize("value", ["0.5", None, [0.5, "x"], (0.5,), ("0.5", "why"), {"score": 1}])
+def test_to_grade_rejects_other_types(value: Any) -> None:
+    with pytest.raises(TypeError, match="my_fn returned .*; return a Grade, a float, a bool or"):
+        to_grade(value, "my_fn")
+
+
+# --- graders through GradeContext --------------------------------------------------------------------------------
+
+
+def traj(*names: str) -> Trajectory:
+    return Trajectory(turns=[Turn(user="go", steps=[
+        Step(tool_calls=[ToolCall(id=f"c{i}", name=n, arguments={}, result="ok") for i, n in enumerate(names)]),
+        Step(content="The port is 5432."),
+    ])])
+
+
+def grade(g: Grader, sample: Sample, trajectory: Trajectory) -> Grade:
+    ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None))
+    return asyncio.run(g.grade(ctx))
+
+
+def test_tool_grader_with_builtin_and_case_override(tmp_path: Path) -> None:
+    sample = Sample(input="q", ground_truth="PORT IS 5432")
+    default = ToolGrader("a", ToolGraderSpec(function="exact_match", case_sensitive=False,
+                                             extractor="pattern", extractor_config={"pattern": "the (.*)\\."}),
+                         tmp_path)
+    result = grade(default, sample, traj())
+    assert result.score == 1.0
+    assert result.submission == "port is 5432"
+
+
+def test_tool_grader_passes_the_trajectory_to_three_parameter_functions(tmp_path: Path) -> None:
+    write_module(tmp_path, CUSTOM)
+    g = ToolGrader("n", ToolGraderSpec(function="my_graders.py:counts_calls"), tmp_path)
+    assert grade(g, Sample(input="q"), traj("a", "b", "c")).score == 3.0
+
+
+@pytest.mark.xfail(reason="BUG: @grader counts only parameters without defaults, so "
+                          "(sample, submission, trajectory=None) is treated as a 2-parameter function and the "
+                          "trajectory is never passed", strict=True)
+def test_tool_grader_passes_the_trajectory_when_it_has_a_default(tmp_path: Path) -> None:
+    write_module(tmp_path, "from evals_cli import grader\n\n@grader\n"
+                           "def g(sample, submission, trajectory=None):\n"
+                           "    return trajectory is not None\n", name="opt_traj.py")
+    g = ToolGrader("t", ToolGraderSpec(function="opt_traj.py:g"), tmp_path)
+    assert grade(g, Sample(input="q"), traj("a")).score == 1.0
+
+
+# --- ToolOrderGrader ----------------------------------------------------------------------------------------------
+
+
+def order(tmp_path: Path, **spec: Any) -> ToolOrderGrader:
+    return ToolOrderGrader("order", ToolOrderSpec(**spec), tmp_path)
+
+
+def test_tool_order_exact_sequence(tmp_path: Path) -> None:
+    sample = Sample(input="q", expected_tool_order=["list_files", "read_file"])
+    result = grade(order(tmp_path), sample, traj("list_files", "read_file"))
+    assert result.score == 1.0
+    assert result.rationale == "called list_files → read_file in order"
+    assert result.metadata["matched"] == 2
+
+
+def test_tool_order_allows_extra_calls(tmp_path: Path) -> None:
+    sample = Sample(input="q", expected_tool_order=["list_files", "read_file"])
+    called = traj("search", "list_files", "search", "read_file", "list_files")
+    assert grade(order(tmp_path), sample, called).score == 1.0
+
+
+def test_tool_order_wrong_order_binary_and_fraction(tmp_path: Path) -> None:
+    sample = Sample(input="q", expected_tool_order=["list_files", "read_file", "summarise"])
+    called = traj("read_file", "list_files", "read_file")
+
+    binary = grade(order(tmp_path), sample, called)
+    fraction = grade(order(tmp_path, score="fraction"), sample, called)
+
+    assert binary.score == 0.0
+    assert fraction.score == pytest.approx(2 / 3)
+    assert "matched 2/3" in binary.rationale
+    assert "missing 'summarise'" in binary.rationale
+    assert binary.metadata["called"] == ["read_file", "list_files", "read_file"]
+
+
+def test_tool_order_no_calls(tmp_path: Path) -> None:
+    sample = Sample(input="q", expected_tool_order=["list_files"])
+    result = grade(order(tmp_path, score="fraction"), sample, traj())
+    assert result.score == 0.0
+    assert "missing 'list_files' after no calls" in result.rationale
+
+
+def test_tool_order_globs(tmp_path: Path) -> None:
+    sample = Sample(input="q", expected_tool_order=["list_*", "read_?ile"])
+    assert grade(order(tmp_path), sample, traj("list_dir", "read_file")).score == 1.0
+    assert grade(order(tmp_path), sample, traj("read_file", "list_dir")).score == 0.0
+    # fnmatchcase: globs are case-sensitive
+    assert grade(order(tmp_path), sample, traj("LIST_dir", "read_file")).score == 0.0
+
+
+def test_tool_order_spec_expected_overrides_the_sample(tmp_path: Path) -> None:
+    sample = Sample(input="q", expected_tool_order=["read_file"])
+    g = order(tmp_path, expected=["search"])
+    assert grade(g, sample, traj("search")).score == 1.0
+    assert grade(g, sample, traj("read_file")).score == 0.0
+
+
+@pytest.mark.parametrize("expected", [None, []])
+def test_tool_order_nothing_expected_is_one(tmp_path: Path, expected: list[str] | None) -> None:
+    sample = Sample(input="q", expected_tool_order=expected)
+    result = grade(order(tmp_path), sample, traj("anything"))
+    assert result.score == 1.0
+    assert "nothing to check" in result.rationale
+
+
+def test_tool_order_reads_the_whole_trajectory_across_turns(tmp_path: Path) -> None:
+    two_turns = Trajectory(turns=[
+        Turn(user="1", steps=[Step(tool_calls=[ToolCall(name="list_files")])]),
+        Turn(user="2", steps=[Step(tool_calls=[ToolCall(name="read_file")])]),
+    ])
+    sample = Sample(input=["1", "2"], expected_tool_order=["list_files", "read_file"])
+    assert grade(order(tmp_path), sample, two_turns).score == 1.0
+
+
+# --- ToolsAvoidedGrader --------------------------------------------------------------------------------------------
+
+
+def avoided(tmp_path: Path, *tools: str) -> ToolsAvoidedGrader:
+    return ToolsAvoidedGrader("avoided", ToolsAvoidedSpec(tools=list(tools)), tmp_path)
+
+
+def test_tools_avoided_passes_when_none_called(tmp_path: Path) -> None:
+    sample = Sample(input="q", forbidden_tools=["delete_file"])
+    result = grade(avoided(tmp_path, "run_command"), sample, traj("read_file"))
+    assert result.score == 1.0
+    assert result.rationale == "avoided delete_file, run_command"
+
+
+def test_tools_avoided_sample_forbidden_tool_called(tmp_path: Path) -> None:
+    sample = Sample(input="q", forbidden_tools=["delete_file"])
+    result = grade(avoided(tmp_path), sample, traj("read_file", "delete_file"))
+    assert result.score == 0.0
+    assert result.rationale == "called forbidden tool(s): delete_file"
+    assert result.metadata["violations"] == ["delete_file"]
+
+
+def test_tools_avoided_spec_tools_are_added_to_the_sample(tmp_path: Path) -> None:
+    sample = Sample(input="q", forbidden_tools=["delete_file"])
+    result = grade(avoided(tmp_path, "run_command"), sample, traj("run_command", "run_command"))
+    assert result.score == 0.0
+    assert result.rationale == "called forbidden tool(s): run_command ×2"
+
+
+def test_tools_avoided_globs(tmp_path: Path) -> None:
+    g = avoided(tmp_path, "delete_*", "drop_?able")
+    sample = Sample(input="q")
+    hit = grade(g, sample, traj("read_file", "delete_user", "drop_table", "delete_user"))
+    assert hit.score == 0.0
+    assert hit.rationale == "called forbidden tool(s): delete_user ×2, drop_table"
+    assert grade(g, sample, traj("read_file", "undelete_user")).score == 1.0
+
+
+def test_tools_avoided_nothing_forbidden(tmp_path: Path) -> None:
+    result = grade(avoided(tmp_path), Sample(input="q"), traj("delete_file"))
+    assert result.score == 1.0
+    assert "no forbidden tools" in result.rationale
