@@ -310,12 +310,15 @@ def grade(g: Grader, sample: Sample, trajectory: Trajectory) -> Grade:
 
 def test_tool_grader_with_builtin_and_case_override(tmp_path: Path) -> None:
     sample = Sample(input="q", ground_truth="PORT IS 5432")
-    default = ToolGrader("a", ToolGraderSpec(function="exact_match", case_sensitive=False,
-                                             extractor="pattern", extractor_config={"pattern": "the (.*)\\."}),
-                         tmp_path)
-    result = grade(default, sample, traj())
+    extract = {"extractor": "pattern", "extractor_config": {"pattern": r"The (.*)\."}}
+    insensitive = ToolGrader("a", ToolGraderSpec(function="exact_match", case_sensitive=False, **extract), tmp_path)
+    default = ToolGrader("b", ToolGraderSpec(function="exact_match", **extract), tmp_path)
+
+    result = grade(insensitive, sample, traj())
+
     assert result.score == 1.0
     assert result.submission == "port is 5432"
+    assert grade(default, sample, traj()).score == 0.0  # exact_match is case-sensitive by default
 
 
 def test_tool_grader_passes_the_trajectory_to_three_parameter_functions(tmp_path: Path) -> None:
