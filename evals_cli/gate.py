@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -11,9 +10,11 @@ from evals_cli.models.results import GateResult, Grade, GraderAggregate, RunSumm
 from evals_cli.models.specs import GateSpec
 from evals_cli.models.trajectory import Usage
 
+_EPS = 1e-9  # averages of 0.7s land on 0.69999...: compare as a person reading the table would
 OPS: dict[str, Callable[[float, float], bool]] = {
-    "gt": operator.gt, "gte": operator.ge, "lt": operator.lt, "lte": operator.le,
-    "eq": lambda a, b: abs(a - b) < 1e-9,
+    "gt": lambda a, b: a > b + _EPS, "gte": lambda a, b: a >= b - _EPS,
+    "lt": lambda a, b: a < b - _EPS, "lte": lambda a, b: a <= b + _EPS,
+    "eq": lambda a, b: abs(a - b) <= _EPS,
 }
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
 

@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,12 @@ from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint, resolve_agent
 from evals_cli.errors import (
-    EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED, ConfigError, RunAborted,
+    EXIT_GATE_FAILED,
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_PASSED,
+    ConfigError,
+    RunAborted,
 )
 from evals_cli.gate import Accumulator, Gate
 from evals_cli.graders.base import Grader
@@ -76,6 +81,9 @@ class PreparedRun:
     def __init__(self, suite: SuiteSpec, options: RunOptions) -> None:
         self.suite = suite
         self.options = options
+        crossed = suite.cross_check()
+        if crossed:
+            raise ConfigError([f"{'.'.join(path)}: {message}" for path, message in crossed])
         self.dataset = suite.resolve(suite.dataset)
         self.pool = ClientPool(record=options.record, replay=options.replay)
         overrides = {"base_url": options.base_url, "model": options.model}
@@ -127,7 +135,7 @@ class _Execution:
 
     async def run(self) -> RunOutcome:
         started = time.time()
-        started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        started_at = datetime.now(UTC).isoformat(timespec="seconds")
         iterator = iter(self.p.samples())
         status = "completed"
         try:
@@ -140,7 +148,7 @@ class _Execution:
             await self.p.pool.aclose()
         summary = self.acc.summary()
         summary.started_at = started_at
-        summary.finished_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        summary.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
         summary.duration_s = time.time() - started
         if self.abort_reason:
             status = "aborted"

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from pathlib import Path
 
 import pytest
-from helpers import TOOLS, write_suite
-from scripted_server import Reply, ScriptedServer, agent_script, call, completion, text
+from helpers import TOOLS
+from scripted_server import ScriptedServer, agent_script, call, completion, text
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import resolve_agent

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -196,9 +197,26 @@ def test_invalid_regex() -> None:
         check_extractor("pattern", {"pattern": "(unclosed"})
 
 
-@pytest.mark.xfail(reason="BUG: check_extractor does not check `group` against the pattern; a group the regex "
-                          "lacks passes the check and raises IndexError ('no such group') at grading time",
-                   strict=True)
-def test_group_the_pattern_does_not_have_is_rejected_up_front() -> None:
-    with pytest.raises(ValueError):
-        check_extractor("pattern", {"pattern": r"ANSWER: (\d+)", "group": 2})
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"pattern": r"ANSWER: (\d+)", "group": 2}, "group 2 is not a group of the pattern (it has 1 groups)"),
+        ({"pattern": "no groups", "group": 1}, "group 1 is not a group of the pattern (it has 0 groups)"),
+        ({"pattern": r"(?P<port>\d+)", "group": "host"}, "group 'host' is not a group of the pattern"),
+    ],
+)
+def test_group_the_pattern_does_not_have_is_rejected_up_front(config: dict[str, Any], message: str) -> None:
+    """An earlier version accepted these and raised IndexError ('no such group') at grading time."""
+    with pytest.raises(ValueError, match=re.escape(f"extractor_config.{message}")):
+        check_extractor("pattern", config)
+
+
+@pytest.mark.parametrize("group", [0, 1, "port"])
+def test_groups_the_pattern_has_are_accepted(group: int | str) -> None:
+    check_extractor("pattern", {"pattern": r"(?P<port>\d+)", "group": group})
+
+
+@pytest.mark.parametrize("group", [[1], {"n": 1}])
+def test_unhashable_group_is_a_value_error(group: Any) -> None:
+    with pytest.raises(ValueError, match="extractor_config.group"):
+        check_extractor("pattern", {"pattern": "(a)", "group": group})

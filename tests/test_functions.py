@@ -12,7 +12,16 @@ import pytest
 
 from evals_cli.graders.base import GradeContext, Grader
 from evals_cli.graders.deterministic import ToolGrader, ToolOrderGrader, ToolsAvoidedGrader
-from evals_cli.graders.functions import FUNCTIONS, contains, exact_match, grader, load_function, regex_match, to_grade
+from evals_cli.graders.functions import (
+    BUILTINS,
+    REGISTRY,
+    contains,
+    exact_match,
+    grader,
+    load_function,
+    regex_match,
+    to_grade,
+)
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import ToolGraderSpec, ToolOrderSpec, ToolsAvoidedSpec
@@ -22,10 +31,10 @@ from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
 @pytest.fixture(autouse=True)
 def _restore_registry() -> Iterator[None]:
     """@grader registers globally: leave the registry as each test found it."""
-    saved = dict(FUNCTIONS)
+    saved = dict(REGISTRY)
     yield
-    FUNCTIONS.clear()
-    FUNCTIONS.update(saved)
+    REGISTRY.clear()
+    REGISTRY.update(saved)
 
 
 def gt(value: str | list[str] | None) -> Sample:
@@ -105,14 +114,23 @@ def test_no_ground_truth_scores_one(fn: Any, ground_truth: Any) -> None:
     assert "no ground truth" in grade.rationale
 
 
-def test_builtins_are_registered() -> None:
-    for name in ("contains", "exact_match", "regex_match"):
-        assert load_function(name, Path(".")) is FUNCTIONS[name]
+def test_builtins_are_loaded_by_name() -> None:
+    assert BUILTINS == {"contains": contains, "exact_match": exact_match, "regex_match": regex_match}
+    for name, fn in BUILTINS.items():
+        assert load_function(name, Path(".")) is fn
+        assert fn.__evals_grader__ and not fn.__evals_wants_trajectory__
 
 
-def test_unknown_builtin_name() -> None:
-    with pytest.raises(ValueError, match="unknown function 'contain'; built-ins: .*contains"):
+def test_unknown_builtin_name_with_hint() -> None:
+    with pytest.raises(ValueError, match=r"unknown function 'contain'; did you mean 'contains'\? "
+                                         r"built-ins: contains, exact_match, regex_match, or 'path/to/file.py:func'"):
         load_function("contain", Path("."))
+
+
+def test_unknown_builtin_name_without_hint() -> None:
+    with pytest.raises(ValueError) as info:
+        load_function("zzz", Path("."))
+    assert "did you mean" not in str(info.value)
 
 
 # --- @grader ------------------------------------------------------------------------------------------------
@@ -123,15 +141,22 @@ def test_grader_accepts_two_and_three_positional_parameters() -> None:
     def two(sample, submission):  # type: ignore[no-untyped-def]
         return 1.0
 
-    @grader(name="three_named")
+    @grader
     def three(sample, submission, trajectory):  # type: ignore[no-untyped-def]
         return 1.0
 
-    assert FUNCTIONS["two"] is two
-    assert FUNCTIONS["three_named"] is three
-    assert "three" not in FUNCTIONS
+    assert REGISTRY[f"{__name__}:{two.__qualname__}"] is two
+    assert REGISTRY[f"{__name__}:{three.__qualname__}"] is three
     assert two.__evals_grader__ and not two.__evals_wants_trajectory__
     assert three.__evals_grader__ and three.__evals_wants_trajectory__
+
+
+def test_grader_with_optional_trajectory_wants_the_trajectory() -> None:
+    @grader
+    def maybe(sample, submission, trajectory=None):  # type: ignore[no-untyped-def]
+        return 1.0
+
+    assert maybe.__evals_wants_trajectory__
 
 
 def test_grader_accepts_optional_keyword_parameters() -> None:
@@ -139,7 +164,17 @@ def test_grader_accepts_optional_keyword_parameters() -> None:
     def tolerant(sample, submission, *, case_sensitive=False, threshold=0.5):  # type: ignore[no-untyped-def]
         return 1.0
 
-    assert FUNCTIONS["tolerant"] is tolerant
+    assert tolerant in REGISTRY.values()
+    assert not tolerant.__evals_wants_trajectory__
+
+
+def test_decorating_does_not_replace_a_builtin() -> None:
+    @grader
+    def contains(sample, submission):  # type: ignore[no-untyped-def]  # noqa: F811
+        return 0.0
+
+    assert load_function("contains", Path(".")) is BUILTINS["contains"]
+    assert load_function("contains", Path(".")) is not contains
 
 
 def _one(sample):  # type: ignore[no-untyped-def]
@@ -162,12 +197,16 @@ def _nothing():  # type: ignore[no-untyped-def]
     return 1.0
 
 
-@pytest.mark.parametrize("fn", [_one, _four, _required_kw, _varargs, _nothing])
+def _four_with_default(sample, submission, trajectory, extra=None):  # type: ignore[no-untyped-def]
+    return 1.0
+
+
+@pytest.mark.parametrize("fn", [_one, _four, _four_with_default, _required_kw, _varargs, _nothing])
 def test_grader_rejects_wrong_signatures_at_decoration_time(fn: Any) -> None:
     with pytest.raises(TypeError, match=r"@grader .*expected parameters \(sample, submission\) or "
                                         r"\(sample, submission, trajectory\)"):
         grader(fn)
-    assert fn.__name__ not in FUNCTIONS
+    assert fn not in REGISTRY.values()
     assert not getattr(fn, "__evals_grader__", False)
 
 
@@ -196,7 +235,7 @@ def mentions_port(sample, submission):
 
 @grader
 def counts_calls(sample, submission, trajectory):
-    return float(len(trajectory.tool_calls))
+    return len(trajectory.tool_calls) / 10
 
 
 def not_decorated(sample, submission):
@@ -248,14 +287,14 @@ def test_load_reports_a_wrong_signature_in_the_file(tmp_path: Path) -> None:
         load_function("bad_sig.py:g", tmp_path)
 
 
-@pytest.mark.xfail(reason="BUG: @grader registers custom functions in the global FUNCTIONS by bare name, so a "
-                          "custom file defining `contains` silently replaces the built-in for every later lookup",
-                   strict=True)
 def test_custom_function_does_not_shadow_a_builtin(tmp_path: Path) -> None:
+    """An earlier version registered custom functions by bare name, replacing the built-in `contains`."""
     builtin = load_function("contains", tmp_path)
     write_module(tmp_path, "from evals_cli import grader\n\n@grader\ndef contains(sample, submission):\n"
                            "    return 0.0\n", name="shadow.py")
-    load_function("shadow.py:contains", tmp_path)
+    custom = load_function("shadow.py:contains", tmp_path)
+    assert custom is not builtin
+    assert custom(gt("x"), "x") == 0.0
     assert load_function("contains", tmp_path) is builtin
 
 
@@ -324,13 +363,17 @@ def test_tool_grader_with_builtin_and_case_override(tmp_path: Path) -> None:
 def test_tool_grader_passes_the_trajectory_to_three_parameter_functions(tmp_path: Path) -> None:
     write_module(tmp_path, CUSTOM)
     g = ToolGrader("n", ToolGraderSpec(function="my_graders.py:counts_calls"), tmp_path)
-    assert grade(g, Sample(input="q"), traj("a", "b", "c")).score == 3.0
+    assert grade(g, Sample(input="q"), traj("a", "b", "c")).score == 0.3
 
 
-@pytest.mark.xfail(reason="BUG: @grader counts only parameters without defaults, so "
-                          "(sample, submission, trajectory=None) is treated as a 2-parameter function and the "
-                          "trajectory is never passed", strict=True)
+def test_a_score_outside_0_1_is_a_grading_error_not_a_score(tmp_path: Path) -> None:
+    assert to_grade(5.0, "f").score is None and "outside [0, 1]" in (to_grade(5.0, "f").error or "")
+    assert to_grade(-0.1, "f").score is None
+    assert to_grade(1.0, "f").score == 1.0
+
+
 def test_tool_grader_passes_the_trajectory_when_it_has_a_default(tmp_path: Path) -> None:
+    """An earlier version counted only parameters without defaults and never passed the trajectory."""
     write_module(tmp_path, "from evals_cli import grader\n\n@grader\n"
                            "def g(sample, submission, trajectory=None):\n"
                            "    return trajectory is not None\n", name="opt_traj.py")

@@ -162,12 +162,26 @@ def test_case_values_compare_json_values() -> None:
     assert box.call("b", "t", '{"limit": "10", "filters": {"a": [1, 2]}}').result == "no"
 
 
-@pytest.mark.xfail(reason="BUG: MockToolbox._answer compares with Python ==, so JSON true matches 1 (and false "
-                          "matches 0); a case `when: {confirm: true}` fires for {\"confirm\": 1}", strict=True)
-def test_case_true_does_not_match_one() -> None:
-    tool = spec(cases=[{"when": {"confirm": True}, "returns": "deleted"}], returns="not confirmed")
-    call = MockToolbox({"t": tool}).call("a", "t", '{"confirm": 1}')
-    assert call.result == "not confirmed"
+@pytest.mark.parametrize(
+    ("when", "arguments", "matches"),
+    [
+        ({"confirm": True}, {"confirm": True}, True),
+        ({"confirm": True}, {"confirm": 1}, False),  # an earlier version matched: Python's True == 1
+        ({"confirm": False}, {"confirm": 0}, False),
+        ({"n": 1}, {"n": True}, False),
+        ({"n": 1}, {"n": 1.0}, True),  # the same JSON number
+        ({"flags": [True]}, {"flags": [1]}, False),
+        ({"opts": {"dry": False}}, {"opts": {"dry": 0}}, False),
+        ({"opts": {"dry": False}}, {"opts": {"dry": False}}, True),
+        ({"x": None}, {"x": None}, True),
+        ({"x": None}, {}, False),  # an absent argument is not null
+    ],
+)
+def test_case_matching_uses_json_equality(when: dict[str, object], arguments: dict[str, object],
+                                          matches: bool) -> None:
+    tool = spec(cases=[{"when": when, "returns": "matched"}], returns="default")
+    call = MockToolbox({"t": tool}).call("a", "t", json.dumps(arguments))
+    assert call.result == ("matched" if matches else "default")
 
 
 def test_sequence_answers_successive_calls_and_repeats_the_last() -> None:
@@ -184,12 +198,13 @@ def test_sequence_counts_are_per_tool_and_per_toolbox() -> None:
     assert MockToolbox(tools).call("4", "a", "").result == "a1"  # a fresh toolbox starts over
 
 
-def test_cases_take_precedence_over_sequence_but_count_as_calls() -> None:
+def test_cases_take_precedence_over_sequence_and_do_not_advance_it() -> None:
     tool = spec(cases=[{"when": {"q": "x"}, "returns": "case"}], sequence=["s1", "s2"])
     box = MockToolbox({"t": tool})
     assert box.call("1", "t", '{"q": "x"}').result == "case"
-    # the case call still counted as a call of the tool
-    assert box.call("2", "t", '{"q": "y"}').result == "s2"
+    assert box.call("2", "t", '{"q": "y"}').result == "s1"
+    assert box.call("3", "t", '{"q": "x"}').result == "case"
+    assert box.call("4", "t", '{"q": "y"}').result == "s2"
 
 
 # --- bad calls from the model ---------------------------------------------------------------------------------

@@ -57,10 +57,8 @@ def iter_rows(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
             except ValueError as exc:
                 yield where, number, [f"{where}: invalid JSON: {exc}"]
                 continue
-            if isinstance(raw, dict) and "id" not in raw:
-                raw["id"] = f"line-{number}"
-            elif isinstance(raw, dict):
-                raw["id"] = str(raw["id"])
+            if isinstance(raw, dict):
+                raw["id"] = f"line-{number}" if raw.get("id") is None else str(raw["id"])
             yield where, number, _validate(raw, where)
 
 
@@ -80,7 +78,7 @@ def _iter_array(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
                 yield where, index + 1, [f"{where}: {exc}"]
                 continue
         elif isinstance(item, dict):
-            item.setdefault("id", f"item-{index + 1}")
+            item["id"] = f"item-{index + 1}" if item.get("id") is None else str(item["id"])
         yield where, index + 1, _validate(item, where)
 
 
@@ -114,10 +112,12 @@ def select_samples(samples: Iterable[Sample], tags: list[str] | None, max_sample
     """Only samples carrying one of `tags` (when given), at most `max_samples` of them."""
     wanted = set(tags or [])
     taken = 0
+    if max_samples is not None and max_samples <= 0:
+        return
     for sample in samples:
-        if max_samples is not None and taken >= max_samples:
-            return
         if wanted and not wanted.intersection(sample.tags):
             continue
         taken += 1
         yield sample
+        if max_samples is not None and taken >= max_samples:
+            return

@@ -54,7 +54,8 @@ def tutorial_to_sample(item: dict[str, Any], index: int) -> dict[str, Any]:
     target = item.get("target") or {}
     if not isinstance(data, dict) or not isinstance(target, dict):
         raise ValueError("'data' and 'target' must be objects")
-    sample: dict[str, Any] = {"id": str(item.get("id") or data.get("id") or f"item-{index + 1}")}
+    given = next((v for v in (item.get("id"), data.get("id")) if v not in (None, "")), None)
+    sample: dict[str, Any] = {"id": f"item-{index + 1}" if given is None else str(given)}
     prompt = _get(data, "prompt")
     if prompt is not None:
         sample["input"] = prompt
@@ -74,7 +75,9 @@ def tutorial_to_sample(item: dict[str, Any], index: int) -> dict[str, Any]:
         sample["rubric_vars"] = {"original_task": original}
     config = _get(data, "config") or {}
     if isinstance(config, dict):
-        max_steps = _get(config, "max_steps") or config.get("maxTurns")
+        max_steps = _get(config, "max_steps")
+        if max_steps is None:
+            max_steps = config.get("maxTurns")
         if max_steps is not None:
             sample["max_steps"] = max_steps
         if config:

@@ -54,9 +54,17 @@ def check_extractor(name: str, config: dict[str, Any]) -> None:
         raise ValueError(f"extractor '{name}' needs extractor_config.{missing[0]}")
     if "pattern" in config:
         try:
-            re.compile(str(config["pattern"]))
+            compiled = re.compile(str(config["pattern"]))
         except re.error as exc:
             raise ValueError(f"extractor_config.pattern is not a valid regex: {exc}") from None
+        group = config.get("group")
+        if group is not None and not (
+            (type(group) is int and 0 <= group <= compiled.groups)
+            or (isinstance(group, str) and group in compiled.groupindex)
+        ):
+            names = f", named {', '.join(compiled.groupindex)}" if compiled.groupindex else ""
+            raise ValueError(f"extractor_config.group {group!r} is not a group of the pattern "
+                             f"(it has {compiled.groups} groups{names})")
 
 
 def extract(name: str, trajectory: Trajectory, config: dict[str, Any]) -> str:

@@ -14,37 +14,41 @@ from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 
 GraderFn = Callable[..., Any]
-FUNCTIONS: dict[str, GraderFn] = {}
+REGISTRY: dict[str, GraderFn] = {}  # every decorated function, by "module:qualname"
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def grader(fn: GraderFn | None = None, *, name: str | None = None) -> Any:
+def grader(func: GraderFn) -> GraderFn:
     """Register a grading function `(sample, submission[, trajectory]) -> Grade | float | bool`.
 
     The signature is checked here, when the decorator runs, so a mistake shows at load time and not
-    halfway through a run.
+    halfway through a run. Custom graders are looked up by file and name, so they never shadow a built-in.
     """
-
-    def register(func: GraderFn) -> GraderFn:
-        params = list(inspect.signature(func).parameters.values())
-        positional = [p for p in params if p.kind in _POSITIONAL and p.default is inspect.Parameter.empty]
-        required_kw = [p.name for p in params
-                       if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty]
-        if len(positional) not in (2, 3) or required_kw:
-            raise TypeError(
-                f"@grader {func.__qualname__}: expected parameters (sample, submission) or "
-                f"(sample, submission, trajectory), got ({', '.join(p.name for p in params)})"
-            )
-        func.__evals_grader__ = True  # type: ignore[attr-defined]
-        func.__evals_wants_trajectory__ = len(positional) == 3  # type: ignore[attr-defined]
-        FUNCTIONS[name or func.__name__] = func
-        return func
-
-    return register(fn) if fn is not None else register
+    params = list(inspect.signature(func).parameters.values())
+    positional = [p for p in params if p.kind in _POSITIONAL]
+    required = [p for p in positional if p.default is inspect.Parameter.empty]
+    required_kw = [p.name for p in params
+                   if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty]
+    if len(required) > 3 or len(positional) < 2 or len(positional) > 3 or required_kw:
+        raise TypeError(
+            f"@grader {func.__qualname__}: expected parameters (sample, submission) or "
+            f"(sample, submission, trajectory), got ({', '.join(p.name for p in params)})"
+        )
+    func.__evals_grader__ = True  # type: ignore[attr-defined]
+    func.__evals_wants_trajectory__ = len(positional) == 3  # type: ignore[attr-defined]
+    REGISTRY[f"{func.__module__}:{func.__qualname__}"] = func
+    return func
 
 
 def to_grade(value: Any, where: str) -> Grade:
-    """Accept the convenient return types of grading functions."""
+    """Accept the convenient return types of grading functions; a score outside [0, 1] is an error."""
+    grade = _coerce(value, where)
+    if grade.score is not None and not 0.0 <= grade.score <= 1.0:
+        return Grade.failed(f"{where} returned score {grade.score:g}, outside [0, 1]")
+    return grade
+
+
+def _coerce(value: Any, where: str) -> Grade:
     if isinstance(value, Grade):
         return value
     if isinstance(value, bool):
@@ -59,10 +63,14 @@ def to_grade(value: Any, where: str) -> Grade:
 def load_function(ref: str, base_dir: Path) -> GraderFn:
     """A built-in name, or 'path/to/file.py:func' (the file runs as code: only paths named in the suite)."""
     if ":" not in ref:
-        if ref not in FUNCTIONS:
-            raise ValueError(f"unknown function '{ref}'; built-ins: {', '.join(sorted(FUNCTIONS))}, "
+        if ref not in BUILTINS:
+            import difflib
+
+            hint = difflib.get_close_matches(ref, BUILTINS, n=1)
+            more = f"did you mean '{hint[0]}'? " if hint else ""
+            raise ValueError(f"unknown function '{ref}'; {more}built-ins: {', '.join(sorted(BUILTINS))}, "
                              "or 'path/to/file.py:func' for a custom grader")
-        return FUNCTIONS[ref]
+        return BUILTINS[ref]
     file_part, _, func_name = ref.rpartition(":")
     path = Path(file_part)
     path = path if path.is_absolute() else base_dir / path
@@ -139,3 +147,6 @@ def regex_match(sample: Sample, submission: str, *, case_sensitive: bool = False
         except re.error as exc:
             return Grade.failed(f"ground truth /{pattern}/ is not a valid regex: {exc}")
     return Grade(score=0.0, rationale=f"no match for {' / '.join(f'/{p}/' for p in wanted)}")
+
+
+BUILTINS: dict[str, GraderFn] = {f.__name__: f for f in (contains, exact_match, regex_match)}

@@ -78,3 +78,5 @@ def render_rubric(text: str, variables: dict[str, Any]) -> str:
             from None
     except SecurityError as exc:
         raise RubricError(f"rubric tried an unsafe operation: {exc}") from None
+    except Exception as exc:  # a template error at render time (a filter on the wrong type, ...)
+        raise RubricError(f"rendering failed: {type(exc).__name__}: {exc}") from None

@@ -105,7 +105,9 @@ class ModelJudgeSpec(GraderBase):
     kind: Literal["model_judge"] = "model_judge"
     rubric: str | None = Field(default=None, description="Rubric file (Jinja2), relative to the suite.")
     prompt: str | None = Field(default=None, description="Inline rubric text (Jinja2), instead of a file.")
-    scale: Literal["1-10", "0-1"] = Field(default="1-10", description="Score scale asked of the judge; normalised to [0, 1].")
+    scale: Literal["1-10", "0-1"] = Field(
+        default="1-10", description="Score scale asked of the judge; normalised to [0, 1]."
+    )
     base_url: str | None = Field(default=None, description="Judge endpoint; default the suite's judge block.")
     api_key: str | None = Field(default=None, description="Judge key; default the suite's judge block.")
     model: str | None = Field(default=None, description="Judge model; default the suite's judge block.")
@@ -174,14 +176,9 @@ class SuiteSpec(StrictModel):
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 
-    @model_validator(mode="after")
-    def _weights_name_graders(self) -> SuiteSpec:
-        unknown = sorted(set(self.gate.weights or {}) - set(self.graders))
-        if unknown:
-            raise ValueError(
-                f"gate.weights names unknown grader(s) {', '.join(unknown)}; graders are: {', '.join(self.graders)}"
-            )
-        return self
+    def cross_check(self) -> list[tuple[tuple[str, ...], str]]:
+        """Problems between sections (field path, message); see `cross_check_raw` for the loader."""
+        return cross_check_raw(self.model_dump(include={"gate", "graders"}))
 
     @property
     def base_dir(self) -> Path:
@@ -191,3 +188,18 @@ class SuiteSpec(StrictModel):
         """A path from the suite, relative to the suite file."""
         p = Path(path).expanduser()
         return p if p.is_absolute() else self._base_dir / p
+
+
+def cross_check_raw(data: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """Checks that span sections, run on the raw YAML too so they show even when other fields are invalid."""
+    gate, graders = data.get("gate"), data.get("graders")
+    if not isinstance(gate, dict) or not isinstance(graders, dict) or not isinstance(gate.get("weights"), dict):
+        return []
+    unknown = [g for g in gate["weights"] if g not in graders]
+    if not unknown:
+        return []
+    import difflib
+
+    hints = [f"'{u}' (did you mean '{m[0]}'?)" if (m := difflib.get_close_matches(str(u), list(graders), n=1))
+             else f"'{u}'" for u in unknown]
+    return [(("gate", "weights"), f"names unknown grader(s) {', '.join(hints)}; graders are: {', '.join(graders)}")]

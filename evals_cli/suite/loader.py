@@ -9,7 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from evals_cli.errors import ConfigError
-from evals_cli.models.specs import SuiteSpec
+from evals_cli.models.specs import SuiteSpec, cross_check_raw
 from evals_cli.suite.envvars import expand
 from evals_cli.suite.problems import Loc, format_validation_error
 
@@ -75,7 +75,7 @@ def line_finder(lines: dict[Loc, int]):
     return line_of
 
 
-def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> SuiteSpec:
+def load_suite(path: str | Path) -> SuiteSpec:
     """Load and validate a suite file; raises ConfigError listing every problem."""
     path = Path(path)
     where = str(path)
@@ -87,9 +87,8 @@ def load_suite(path: str | Path, overrides: dict[str, Any] | None = None) -> Sui
     line_of = line_finder(lines)
     env_problems: list[tuple[Loc, str]] = []
     data = expand(data, (), env_problems)
-    problems = [f"{where}:{line_of(p)}: {'.'.join(map(str, p))}: {msg}" for p, msg in env_problems]
-    for key, value in (overrides or {}).items():
-        data[key] = value
+    problems = [f"{where}:{line_of(p)}: {'.'.join(map(str, p))}: {msg}"
+                for p, msg in [*env_problems, *cross_check_raw(data)]]
     try:
         spec = SuiteSpec.model_validate(data)
     except ValidationError as exc:

@@ -91,7 +91,7 @@ def _message(err: dict[str, Any], valid_keys: list[str], key: str | int | None) 
         more = f"did you mean '{hint[0]}'? " if hint else ""
         return f"unknown kind '{tag}'; {more}kinds: {', '.join(tags)}"
     if kind == "union_tag_not_found":
-        return f"missing 'kind' (one of the registered kinds; see `evals list`)"
+        return "missing 'kind' (one of the registered kinds; see `evals list`)"
     msg = str(err["msg"])
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]

@@ -17,6 +17,17 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """JSON equality: true is not 1, false is not 0 (Python's == says they are)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
 def merge_tools(suite_tools: dict[str, ToolSpec], sample_tools: dict[str, ToolSpec] | None) -> dict[str, ToolSpec]:
     """The sample's tools replace the suite's of the same name and add new ones."""
     return {**suite_tools, **(sample_tools or {})}
@@ -55,9 +66,7 @@ class MockToolbox:
             record.is_error = True
             record.result = f"Error: the arguments are not valid JSON ({record.arguments_error}). Retry the call."
             return record
-        index = self.calls.get(name, 0)
-        self.calls[name] = index + 1
-        record.result, record.is_error = self._answer(spec, record.arguments or {}, index)
+        record.result, record.is_error = self._answer(name, spec, record.arguments or {})
         return record
 
     @staticmethod
@@ -77,15 +86,16 @@ class MockToolbox:
         record.arguments = parsed
         return True
 
-    @staticmethod
-    def _answer(spec: ToolSpec, arguments: dict[str, Any], index: int) -> tuple[str, bool]:
+    def _answer(self, name: str, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]:
         for case in spec.cases:
-            if all(arguments.get(k) == v for k, v in case.when.items()):
+            if all(k in arguments and same_value(arguments[k], v) for k, v in case.when.items()):
                 if case.error is not None:
                     return f"Error: {case.error}", True
                 return _as_text(case.returns), False
         if spec.error is not None:
             return f"Error: {spec.error}", True
-        if spec.sequence is not None:
+        if spec.sequence is not None:  # only calls that reach the sequence advance it
+            index = self.calls.get(name, 0)
+            self.calls[name] = index + 1
             return _as_text(spec.sequence[min(index, len(spec.sequence) - 1)]), False
         return _as_text(spec.returns), False
