@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from evals_cli.graders.base import GradeContext, Grader
-from evals_cli.graders.deterministic import ToolGrader, ToolOrderGrader, ToolsAvoidedGrader
 from evals_cli.graders.functions import (
     BUILTINS,
     REGISTRY,
@@ -22,6 +21,8 @@ from evals_cli.graders.functions import (
     regex_match,
     to_grade,
 )
+from evals_cli.graders.text import ToolGrader
+from evals_cli.graders.trajectory import ToolOrderGrader, ToolsAvoidedGrader
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import ToolGraderSpec, ToolOrderSpec, ToolsAvoidedSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint, resolve_judge
 from evals_cli.errors import ConfigError
-from evals_cli.graders import deterministic, model_judge  # noqa: F401  (registers the built-in kinds)
+from evals_cli.graders import model_judge, text, trajectory  # noqa: F401  (registers the built-in kinds)
 from evals_cli.graders.base import GRADER_KINDS, Grader
 from evals_cli.models.specs import SuiteSpec
 

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
+from evals_cli.models.grader_specs import (  # noqa: F401  (re-exported)
+    GraderBase,
+    GraderSpec,
+    ModelJudgeSpec,
+    ToolGraderSpec,
+    ToolOrderSpec,
+    ToolsAvoidedSpec,
+)
 from evals_cli.models.tools import ToolSpec
 
 Aggregation = Literal["avg_score", "accuracy", "min", "max", "median"]
@@ -51,79 +59,6 @@ class JudgeSpec(EndpointSpec):
     """Default endpoint and model for model_judge graders."""
 
     temperature: float | None = Field(default=0.0, ge=0, le=2, description="Judge sampling temperature.")
-
-
-class GraderBase(StrictModel):
-    """Options every grader has."""
-
-    description: str | None = Field(default=None, description="Shown in `evals list` and reports.")
-    extractor: str = Field(default="last_assistant", description="What part of the trajectory is graded.")
-    extractor_config: dict[str, Any] = Field(default_factory=dict, description="Options for the extractor.")
-
-    @model_validator(mode="after")
-    def _check_extractor(self) -> GraderBase:
-        from evals_cli.graders.extractors import check_extractor
-
-        check_extractor(self.extractor, self.extractor_config)
-        return self
-
-
-class ToolGraderSpec(GraderBase):
-    """A deterministic function of the extracted submission and the ground truth."""
-
-    kind: Literal["tool"] = "tool"
-    function: str = Field(
-        description="contains, exact_match, regex_match, or a custom grader 'path/to/file.py:func'."
-    )
-    case_sensitive: bool | None = Field(
-        default=None,
-        description="Default: contains and regex_match ignore case, exact_match does not.",
-    )
-
-
-class ToolOrderSpec(GraderBase):
-    """The tools called, against the expected order."""
-
-    kind: Literal["tool_order"] = "tool_order"
-    expected: list[str] | None = Field(default=None, description="Expected tools; default the sample's expected_tool_order.")
-    mode: Literal["subsequence"] = Field(default="subsequence", description="In order, extra calls allowed.")
-    score: Literal["binary", "fraction"] = Field(
-        default="binary", description="binary: 1 if all matched; fraction: matched prefix / expected."
-    )
-
-
-class ToolsAvoidedSpec(GraderBase):
-    """No forbidden tool was called."""
-
-    kind: Literal["tools_avoided"] = "tools_avoided"
-    tools: list[str] = Field(default_factory=list, description="Forbidden tools (globs), added to the sample's.")
-
-
-class ModelJudgeSpec(GraderBase):
-    """An LLM grades the submission with a Jinja2 rubric."""
-
-    kind: Literal["model_judge"] = "model_judge"
-    rubric: str | None = Field(default=None, description="Rubric file (Jinja2), relative to the suite.")
-    prompt: str | None = Field(default=None, description="Inline rubric text (Jinja2), instead of a file.")
-    scale: Literal["1-10", "0-1"] = Field(
-        default="1-10", description="Score scale asked of the judge; normalised to [0, 1]."
-    )
-    base_url: str | None = Field(default=None, description="Judge endpoint; default the suite's judge block.")
-    api_key: str | None = Field(default=None, description="Judge key; default the suite's judge block.")
-    model: str | None = Field(default=None, description="Judge model; default the suite's judge block.")
-    temperature: float | None = Field(default=None, ge=0, le=2, description="Default 0.")
-    max_tokens: int | None = Field(default=None, ge=1, description="Judge completion cap.")
-
-    @model_validator(mode="after")
-    def _one_rubric(self) -> ModelJudgeSpec:
-        if (self.rubric is None) == (self.prompt is None):
-            raise ValueError("give exactly one of 'rubric' (a file) or 'prompt' (inline text)")
-        return self
-
-
-GraderSpec = Annotated[
-    ToolGraderSpec | ToolOrderSpec | ToolsAvoidedSpec | ModelJudgeSpec, Field(discriminator="kind")
-]
 
 
 class GateSpec(StrictModel):

@@ -1,0 +1,35 @@
+"""`kind: tool`: a function (built-in or custom) of the submission and the ground truth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evals_cli.graders.base import GradeContext, Grader, register_grader
+from evals_cli.graders.functions import load_function, to_grade
+from evals_cli.models.grader_specs.text import ToolGraderSpec
+from evals_cli.models.results import Grade
+
+
+@register_grader
+class ToolGrader(Grader):
+    """A function of the submission and the ground truth (built-in or `path.py:func`)."""
+
+    kind = "tool"
+    per_turn = True
+    spec: ToolGraderSpec
+
+    def __init__(self, name: str, spec: ToolGraderSpec, base_dir: Path) -> None:
+        super().__init__(name, spec)
+        self.fn = load_function(spec.function, base_dir)
+        self.kwargs = {} if spec.case_sensitive is None else {"case_sensitive": spec.case_sensitive}
+
+    async def grade(self, ctx: GradeContext) -> Grade:
+        submission = ctx.submission(self.spec.extractor, self.spec.extractor_config)
+        sample = ctx.sample.model_copy(update={"ground_truth": ctx.ground_truth})
+        args = [sample, submission]
+        if getattr(self.fn, "__evals_wants_trajectory__", False):
+            args.append(ctx.view)
+        grade = to_grade(self.fn(*args, **self.kwargs), f"grader function {self.spec.function}")
+        if grade.submission is None:
+            grade.submission = submission
+        return grade

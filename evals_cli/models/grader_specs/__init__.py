@@ -1,0 +1,23 @@
+"""Grader specs, one module per family; `GraderSpec` is the `kind`-discriminated union the suite uses.
+
+A new grader kind adds its spec class in its family's module and one line to the union below.
+"""
+
+from typing import Annotated
+
+from pydantic import Field
+
+from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.grader_specs.judge import ModelJudgeSpec
+from evals_cli.models.grader_specs.text import ToolGraderSpec
+from evals_cli.models.grader_specs.trajectory import ToolOrderSpec, ToolsAvoidedSpec
+
+GraderSpec = Annotated[
+    ToolGraderSpec
+    | ToolOrderSpec
+    | ToolsAvoidedSpec
+    | ModelJudgeSpec,
+    Field(discriminator="kind"),
+]
+
+__all__ = ["GraderBase", "GraderSpec", "ModelJudgeSpec", "ToolGraderSpec", "ToolOrderSpec", "ToolsAvoidedSpec"]
