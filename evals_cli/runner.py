@@ -34,6 +34,7 @@ from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.files import ResultsWriter, default_output_dir
 from evals_cli.targets.base import SampleFailed, Target
 from evals_cli.targets.openai_chat import OpenAIChat
+from evals_cli.tools.mock import merge_tools
 from evals_cli.validate import check_rubrics
 
 ResultCallback = Callable[[SampleResult], None]
@@ -209,7 +210,8 @@ class _Execution:
             return result
         result.trajectory = trajectory
         result.usage = trajectory.usage()
-        result.grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes)
+        tools = merge_tools(self.p.suite.tools, sample.tools)
+        result.grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools)
         result.score, result.passed = self.p.gate.score_sample(result.grades)
         judge = Usage()
         for grade in result.grades.values():

@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from evals_cli.graders.extractors import extract
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
+from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
 
 
 @dataclass(frozen=True)
 class GradeContext:
-    """What one grading call sees. In per-turn mode, `view` holds only the graded turn."""
+    """What one grading call sees. In per-turn mode, `view` holds only the graded turn.
+    `tools` are the mocked tools the agent was offered (suite tools merged with the sample's)."""
 
     sample: Sample
     trajectory: Trajectory
     view: Trajectory
     turn: int | None
     ground_truth: Any
+    tools: dict[str, ToolSpec] = field(default_factory=dict)
 
     def submission(self, extractor: str, config: dict[str, Any]) -> str:
         return extract(extractor, self.view, config)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from evals_cli.graders.base import GradeContext, Grader
 from evals_cli.models.results import Grade, TurnGrade
 from evals_cli.models.sample import Sample
+from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
 
 
@@ -24,7 +25,7 @@ async def _safe(grader: Grader, ctx: GradeContext) -> Grade:
 
 
 async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory,
-                          passes: Callable[[float], bool]) -> Grade:
+                          passes: Callable[[float], bool], tools: dict[str, ToolSpec]) -> Grade:
     turns: list[TurnGrade] = []
     grades: list[Grade] = []
     for index in range(len(sample.user_turns)):
@@ -35,7 +36,7 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
         else:
             view = Trajectory(prefilled=trajectory.prefilled, turns=[trajectory.turns[index]],
                               stop_reason=trajectory.stop_reason)
-            ctx = GradeContext(sample, trajectory.scoped(index), view, index, ground_truth)
+            ctx = GradeContext(sample, trajectory.scoped(index), view, index, ground_truth, tools)
             grades.append(await _safe(grader, ctx))
         g = grades[-1]
         turns.append(TurnGrade(turn=index + 1, score=g.score, rationale=g.rationale,
@@ -56,13 +57,14 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
 
 
 async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,
-                       passes: Callable[[float], bool]) -> dict[str, Grade]:
+                       passes: Callable[[float], bool], tools: dict[str, ToolSpec] | None = None) -> dict[str, Grade]:
     """Every grader's verdict on one sample, run concurrently (judge calls overlap)."""
+    tools = tools or {}
 
     async def one(grader: Grader) -> Grade:
         if grader.per_turn and sample.per_turn:
-            return await _grade_per_turn(grader, sample, trajectory, passes)
-        ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None))
+            return await _grade_per_turn(grader, sample, trajectory, passes, tools)
+        ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None), tools)
         return await _safe(grader, ctx)
 
     names = list(graders)
