@@ -50,7 +50,9 @@ def _guard(fn):  # type: ignore[no-untyped-def]
             _fail(exc.problems, exc.exit_code)
         except EvalsError as exc:
             _fail([str(exc)], exc.exit_code)
-        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        except KeyboardInterrupt:  # before the run started (or after): nothing to save
+            raise typer.Exit(130) from None
+        except (typer.Exit, typer.Abort):
             raise
         except Exception as exc:
             if os.environ.get("EVALS_DEBUG"):
@@ -75,6 +77,13 @@ def run(
     base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite).")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Agent model (overrides the suite).")] = None,
     max_error_rate: Annotated[float, typer.Option("--max-error-rate", min=0, max=1, help="Exit 3 past this share of errored samples.")] = 0.2,
+    repeats: Annotated[int | None, typer.Option("--repeats", "-k", min=1, help="Run every sample k times.")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Per-request timeout in seconds.")] = None,
+    sample_timeout: Annotated[float | None, typer.Option("--sample-timeout", min=0.001, help="Seconds one sample may take in all.")] = None,
+    max_retries: Annotated[int | None, typer.Option("--max-retries", min=0, help="Retries on 429, 5xx, timeouts, dropped connections.")] = None,
+    resume: Annotated[Path | None, typer.Option("--resume", help="Continue a run: its folder or results.jsonl.")] = None,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="With --resume: run errored samples again.")] = False,
+    grace: Annotated[float, typer.Option("--grace", min=0, help="Seconds in-flight samples get after Ctrl-C.")] = 10.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the gate verdict.")] = False,
 ) -> None:
     """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
@@ -84,17 +93,22 @@ def run(
     from evals_cli.display.live import LiveProgress
     from evals_cli.display.state import RunState
     from evals_cli.display.table import render_run
-    from evals_cli.runner import PreparedRun, RunOptions
+    from evals_cli.runner import PreparedRun, RunOptions, execute
     from evals_cli.suite.loader import load_suite
 
     if record and replay:
         raise ConfigError("--record and --replay cannot be used together")
+    if resume and output:
+        raise ConfigError("--resume continues the run in its own folder; drop -o/--output")
+    if retry_errors and not resume:
+        raise ConfigError("--retry-errors only makes sense with --resume RUN")
     if replay and not replay.is_file():
         raise ConfigError(f"{replay}: recording not found (--replay)")
     spec = load_suite(suite)
     options = RunOptions(output=output, concurrency=concurrency, max_samples=max_samples, tags=tag or None,
-                         no_judge=no_judge, record=record, replay=replay, base_url=base_url, model=model,
-                         max_error_rate=max_error_rate)
+                         repeats=repeats, no_judge=no_judge, record=record, replay=replay, base_url=base_url,
+                         model=model, timeout=timeout, sample_timeout=sample_timeout, max_retries=max_retries,
+                         max_error_rate=max_error_rate, resume=resume, retry_errors=retry_errors, grace_s=grace)
     prepared = PreparedRun(spec, options)
     console = make_console()
     state = RunState(list(prepared.graders), total_expected=prepared.expected)
@@ -103,10 +117,7 @@ def run(
             state.add(result)
             live.update()
 
-        try:
-            outcome = asyncio.run(prepared.execute(on_result))
-        except KeyboardInterrupt:
-            raise typer.Exit(130) from None
+        outcome = asyncio.run(execute(prepared, on_result))
     summary = outcome.summary
     if quiet:
         console.print(summary.gate.message if summary.gate else "no gate", markup=False)

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from evals_cli.errors import ConfigError
 from evals_cli.graders.base import Grader
-from evals_cli.graders.rubric import RubricError, compile_rubric, render_rubric, rubric_variables
-from evals_cli.models.sample import Sample
+from evals_cli.graders.rubric_check import RubricChecker
 from evals_cli.models.specs import SuiteSpec
-from evals_cli.models.trajectory import Trajectory
 
 
 @dataclass
@@ -21,43 +18,8 @@ class ValidationReport:
     problems: list[str] = field(default_factory=list)
 
 
-def check_rubrics(suite: SuiteSpec, samples: Iterable[Sample], graders: dict[str, Grader]) -> list[str]:
-    """Render every judge rubric for every sample (placeholders for the run's values): missing variables
-    and template errors show now, not at the first judge call."""
-    judges = {name: g for name, g in graders.items() if getattr(g, "rubric_text", None) is not None}
-    if not judges:
-        return []
-    missing: dict[tuple[str, str], list[str]] = {}
-    problems: list[str] = []
-    empty = Trajectory()
-    for name, grader in list(judges.items()):
-        try:
-            compile_rubric(grader.rubric_text)  # type: ignore[attr-defined]
-        except RubricError as exc:
-            problems.append(f"graders.{name}: rubric {_rubric_name(grader)}: {exc}")
-            del judges[name]
-    for sample in samples:
-        turns = range(len(sample.user_turns)) if sample.per_turn else [None]
-        for name, grader in judges.items():
-            for turn in turns:
-                variables = rubric_variables(sample, empty, "", sample.ground_truth_for(turn), turn)
-                try:
-                    render_rubric(grader.rubric_text, variables)  # type: ignore[attr-defined]
-                except RubricError as exc:
-                    missing.setdefault((name, str(exc)), []).append(str(sample.id))
-                    break
-    for (name, problem), ids in missing.items():
-        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-        problems.append(f"graders.{name}: rubric {_rubric_name(judges[name])}: {problem} (samples: {shown})")
-    return problems
-
-
-def _rubric_name(grader: Grader) -> str:
-    return grader.spec.rubric or "(inline prompt)"
-
-
 def validate_suite(path: Path) -> ValidationReport:
-    from evals_cli.datasets.reader import check_dataset, iter_rows
+    from evals_cli.datasets.reader import check_dataset
     from evals_cli.endpoints.resolve import resolve_agent
     from evals_cli.graders.build import build_graders
     from evals_cli.suite.loader import load_suite
@@ -84,12 +46,11 @@ def validate_suite(path: Path) -> ValidationReport:
     except ConfigError as exc:
         report.problems.extend(f"{path}: {p}" for p in exc.problems)
     dataset = suite.resolve(suite.dataset)
+    rubrics = RubricChecker(graders)
     try:
-        count, problems = check_dataset(dataset)
-        report.samples = count
+        report.samples, problems = check_dataset(dataset, on_sample=rubrics)
         report.problems.extend(problems)
-        samples = (row for _, _, row in iter_rows(dataset) if isinstance(row, Sample))
-        report.problems.extend(check_rubrics(suite, samples, graders))
+        report.problems.extend(rubrics.problems())
     except ConfigError as exc:
         report.problems.extend(exc.problems)
     return report

@@ -205,7 +205,7 @@ def test_check_dataset_caps_listed_problems(tmp_path: Path) -> None:
     assert count == 0
     assert len(problems) == 3
     assert problems[0].startswith(f"{path}:1:") and problems[1].startswith(f"{path}:2:")
-    assert problems[2] == f"{path}: ... and 3 more invalid rows"
+    assert problems[2] == f"{path}: ... and 3 more problems"
 
 
 @pytest.mark.parametrize("content", ["", "\n\n   \n"])
@@ -451,3 +451,17 @@ def test_prefilled_messages_ending_with_user() -> None:
 def test_empty_input_list_is_rejected() -> None:
     with pytest.raises(ValueError, match="empty list"):
         Sample(input=[])
+
+
+def test_duplicate_ids_are_reported_with_their_rows(tmp_path: Path) -> None:
+    rows = [{"id": "a", "input": "x"}, {"id": "b", "input": "y"}, {"id": "a", "input": "z"}, {"input": "w"}]
+    path = write_lines(tmp_path, [json.dumps(r) for r in rows])
+    count, problems = check_dataset(path)
+    assert count == 4
+    assert problems == [f"{path}: duplicate sample id 'a' (rows 1, 3); give every sample a unique id"]
+
+
+def test_on_sample_adds_per_sample_problems(tmp_path: Path) -> None:
+    path = write_lines(tmp_path, [json.dumps({"id": "a", "input": "x"}), json.dumps({"id": "b", "input": "y"})])
+    _, problems = check_dataset(path, on_sample=lambda s: [f"checked {s.id}"] if s.id == "b" else [])
+    assert problems == ["checked b"]

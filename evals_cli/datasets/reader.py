@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,22 +92,56 @@ def iter_samples(path: Path) -> Iterator[Sample]:
         yield row
 
 
-def check_dataset(path: Path, limit: int = 50) -> tuple[int, list[str]]:
-    """Read every row; (valid sample count, problems), at most `limit` problems listed."""
+def _id_hash(sample_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(sample_id.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def check_dataset(path: Path, limit: int = 50,
+                  on_sample: Callable[[Sample], list[str]] | None = None) -> tuple[int, list[str]]:
+    """Read every row once, streaming; (valid sample count, problems), at most `limit` problems listed.
+
+    Sample ids must be unique (results, resume and comparisons pair samples by id); to keep memory flat on
+    huge files only 8-byte hashes are kept, and a second pass runs only when a duplicate shows up.
+    `on_sample` adds checks per valid sample (rubric variables, ...).
+    """
     count, problems, extra = 0, [], 0
+    hashes = array("Q")
+
+    def add(found: list[str]) -> None:
+        nonlocal extra
+        if len(problems) < limit:
+            problems.extend(found)
+        else:
+            extra += len(found)
+
     for _, _, row in iter_rows(path):
         if isinstance(row, list):
-            if len(problems) < limit:
-                problems.extend(row)
-            else:
-                extra += 1
-        else:
-            count += 1
+            add(row)
+            continue
+        count += 1
+        hashes.append(_id_hash(str(row.id)))
+        if on_sample is not None:
+            add(on_sample(row))
+    add(_duplicate_ids(path, hashes))
     if extra:
-        problems.append(f"{path}: ... and {extra} more invalid rows")
+        problems.append(f"{path}: ... and {extra} more problems")
     if count == 0 and not problems:
         problems.append(f"{path}: the dataset has no samples; add one JSON object per line")
     return count, problems
+
+
+def _duplicate_ids(path: Path, hashes: array) -> list[str]:
+    ordered = sorted(hashes)
+    dup = {a for a, b in zip(ordered, ordered[1:], strict=False) if a == b}
+    del ordered
+    if not dup:
+        return []
+    seen: dict[str, list[str]] = {}
+    for where, _, row in iter_rows(path):
+        if not isinstance(row, list) and _id_hash(str(row.id)) in dup:
+            seen.setdefault(str(row.id), []).append(where.rsplit(":", 1)[-1].strip())
+    return [f"{path}: duplicate sample id {sid!r} (rows {', '.join(rows)}); give every sample a unique id"
+            for sid, rows in seen.items() if len(rows) > 1]
 
 
 def select_samples(samples: Iterable[Sample], tags: list[str] | None, max_samples: int | None) -> Iterator[Sample]:

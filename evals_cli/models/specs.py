@@ -42,6 +42,9 @@ class OpenAIChatTarget(EndpointSpec):
     system_prompt: str | None = Field(default=None, description="System prompt text.")
     system_prompt_file: str | None = Field(default=None, description="System prompt file, relative to the suite.")
     max_steps: int = Field(default=20, ge=1, description="Model calls allowed per user turn before the loop stops.")
+    sample_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds one sample may take in all (its model calls and retries)."
+    )
     tool_choice: Literal["auto", "required", "none"] = Field(default="auto", description="Sent as tool_choice.")
     parallel_tool_calls: bool | None = Field(default=None, description="Sent as parallel_tool_calls when set.")
 
@@ -103,6 +106,7 @@ class SuiteSpec(StrictModel):
     max_samples: int | None = Field(default=None, ge=1, description="Run at most this many samples.")
     sample_tags: list[str] | None = Field(default=None, description="Run only samples carrying one of these tags.")
     concurrency: int = Field(default=4, ge=1, description="Samples in flight at once.")
+    repeats: int = Field(default=1, ge=1, description="Run every sample this many times (independent conversations).")
     target: TargetSpec = Field(description="The agent under test.")
     tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools offered to the agent.")
     judge: JudgeSpec | None = Field(default=None, description="Default endpoint/model for model_judge graders.")

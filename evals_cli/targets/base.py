@@ -22,7 +22,9 @@ class Target:
 
     kind: ClassVar[str]
 
-    async def run(self, sample: Sample) -> Trajectory:
+    async def run(self, sample: Sample, trajectory: Trajectory | None = None) -> Trajectory:
+        """Fill `trajectory` (the runner passes one in, so a sample cut short by its timeout keeps what it
+        did) and return it; raise SampleFailed on errors."""
         raise NotImplementedError
 
     def endpoints(self) -> list[Any]:

@@ -41,11 +41,12 @@ class OpenAIChat(Target):
         head = [{"role": "system", "content": self.system_prompt}] if self.system_prompt and not has_system else []
         return head + prefilled
 
-    async def run(self, sample: Sample) -> Trajectory:
+    async def run(self, sample: Sample, trajectory: Trajectory | None = None) -> Trajectory:
         toolbox = MockToolbox(merge_tools(self.tools, sample.tools))
         schemas = toolbox.schemas()
         messages = self._initial_messages(sample)
-        trajectory = Trajectory(prefilled=messages[:])
+        trajectory = trajectory if trajectory is not None else Trajectory()
+        trajectory.prefilled = messages[:]
         max_steps = sample.max_steps or self.spec.max_steps
         user_turns: list[str | None] = list(sample.user_turns) or [None]
         try:

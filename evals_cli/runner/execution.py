@@ -1,0 +1,217 @@
+"""The run itself: (sample, repeat) pairs stream through the target and the graders with bounded
+concurrency; each result is written the moment it completes. Ctrl-C (or SIGTERM) stops scheduling and
+gives in-flight samples a grace period; a second one cancels them at once. Either way the summary is
+written, marked `interrupted`."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from evals_cli.endpoints.errors import classify
+from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
+from evals_cli.gate import Accumulator
+from evals_cli.graders.grading import grade_sample
+from evals_cli.models.results import ErrorInfo, Grade, RunSummary, SampleResult
+from evals_cli.models.sample import Sample
+from evals_cli.models.trajectory import Trajectory, Usage
+from evals_cli.output.files import ResultsWriter, default_output_dir
+from evals_cli.runner.fingerprint import fingerprint
+from evals_cli.runner.options import ResultCallback, RunOutcome
+from evals_cli.runner.prepare import PreparedRun
+from evals_cli.runner.resume import load_for_resume, write_manifest
+from evals_cli.targets.base import SampleFailed
+from evals_cli.tools.mock import merge_tools
+
+
+class Redactor:
+    """Replaces API keys in any text we write; servers sometimes echo them in error bodies."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        self.secrets = [s for s in secrets if len(s) >= 6]
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+
+class Execution:
+    def __init__(self, prepared: PreparedRun, on_result: ResultCallback | None) -> None:
+        self.p = prepared
+        self.on_result = on_result
+        options = prepared.options
+        self.fingerprint = fingerprint(prepared.suite, prepared.dataset)
+        self.resume = None
+        if options.resume is not None:
+            self.resume = load_for_resume(options.resume, self.fingerprint, options.retry_errors)
+            self.output_dir = self.resume.directory
+        else:
+            self.output_dir = options.output or default_output_dir(prepared.suite.name)
+        self.acc = Accumulator(prepared.gate, prepared.suite.name, prepared.graders)
+        self.redact = Redactor(prepared.secrets())
+        self.any_success = False
+        self.abort_reason: str | None = None
+        self.stop = False
+        self.interrupts = 0
+        self.messages: list[str] = []
+
+    # --- the run --------------------------------------------------------------------------------------
+
+    async def run(self) -> RunOutcome:
+        started = time.time()
+        started_at = datetime.now(UTC).isoformat(timespec="seconds")
+        if self.resume is None:
+            write_manifest(self.output_dir, self.p.suite.name, self.fingerprint)
+        self.writer = ResultsWriter(self.output_dir)
+        skip: set[tuple[str, int]] = set()
+        if self.resume is not None:
+            if self.resume.repaired:
+                self.messages.append(self.resume.repaired)
+            for result in self.resume.kept:
+                self._account(result)
+            skip = self.resume.skip
+            self.resume.kept = []
+        work = ((s, r) for s, r in self.p.work() if (str(s.id), r) not in skip)
+        workers = [asyncio.create_task(self._worker(work)) for _ in range(self.p.concurrency)]
+        self._install_signals(workers)
+        try:
+            await asyncio.gather(*workers, return_exceptions=True)
+        finally:
+            self._remove_signals()
+            self.writer.close()
+            await self.p.pool.aclose()
+        return self._finish(started, started_at)
+
+    def _finish(self, started: float, started_at: str) -> RunOutcome:
+        summary = self.acc.summary()
+        summary.started_at = started_at
+        summary.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
+        summary.duration_s = time.time() - started
+        if self.interrupts:
+            summary.status = "interrupted"
+            summary.abort_reason = "interrupted by the user; finished samples are kept (resume with --resume)"
+        elif self.abort_reason:
+            summary.status = "aborted"
+            summary.abort_reason = self.abort_reason
+        summary.exit_code = self._exit_code(summary)
+        self.writer.write_summary(summary)
+        if summary.abort_reason:
+            self.messages.append(summary.abort_reason)
+        return RunOutcome(summary, self.output_dir, summary.exit_code, self.messages)
+
+    def _exit_code(self, summary: RunSummary) -> int:
+        if summary.status == "interrupted":
+            return EXIT_INTERRUPTED
+        if summary.status == "aborted":
+            return EXIT_INCOMPLETE
+        if summary.total and summary.errored / summary.total > self.p.options.max_error_rate:
+            summary.abort_reason = (f"{summary.errored}/{summary.total} samples errored, more than "
+                                    f"--max-error-rate {self.p.options.max_error_rate:g}")
+            return EXIT_INCOMPLETE
+        if summary.gate is None or summary.gate.passed is None:
+            return EXIT_INCOMPLETE
+        return EXIT_PASSED if summary.gate.passed else EXIT_GATE_FAILED
+
+    # --- interruption ---------------------------------------------------------------------------------
+
+    def _install_signals(self, workers: list[asyncio.Task[None]]) -> None:
+        loop = asyncio.get_running_loop()
+
+        def cancel() -> None:
+            for task in workers:
+                task.cancel()
+
+        def on_signal() -> None:
+            self.interrupts += 1
+            self.stop = True
+            if self.interrupts == 1:
+                loop.call_later(self.p.options.grace_s, cancel)
+            else:
+                cancel()
+
+        self._signals = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, on_signal)
+                self._signals.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal
+                pass
+
+    def _remove_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self._signals:
+            loop.remove_signal_handler(sig)
+
+    # --- one (sample, repeat) -------------------------------------------------------------------------
+
+    async def _worker(self, work: Iterator[tuple[Sample, int]]) -> None:
+        while not self.stop:
+            try:
+                sample, repeat = next(work)
+            except StopIteration:
+                return
+            result = await self._run_sample(sample, repeat)
+            self.writer.write(result)
+            self._account(result)
+            self._check_error_rate()
+
+    def _account(self, result: SampleResult) -> None:
+        self.acc.add(result)
+        if self.on_result is not None:
+            self.on_result(result)
+
+    def _check_error_rate(self) -> None:
+        acc = self.acc
+        if acc.total >= 10 and acc.errored / acc.total > self.p.options.max_error_rate and not self.stop:
+            self._abort(f"{acc.errored}/{acc.total} samples errored, more than --max-error-rate "
+                        f"{self.p.options.max_error_rate:g}; stopped scheduling")
+
+    def _abort(self, message: str) -> None:
+        if not self.stop:
+            self.stop = True
+            self.abort_reason = message
+
+    async def _run_sample(self, sample: Sample, repeat: int) -> SampleResult:
+        started = time.perf_counter()
+        result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags, input=sample.input_text())
+        trajectory = Trajectory()
+        limit = self.p.suite.target.sample_timeout
+        try:
+            await asyncio.wait_for(self.p.target.run(sample, trajectory), timeout=limit)
+            self.any_success = True
+        except (SampleFailed, TimeoutError) as failed:
+            trajectory.stop_reason = "error"
+            if isinstance(failed, TimeoutError):
+                error = ErrorInfo(category="timeout", message=f"sample {sample.id} took longer than sample_timeout "
+                                                              f"{limit:g}s; raise target.sample_timeout")
+            else:
+                found = classify(failed.cause, self.p.agent)
+                error = ErrorInfo(category=found.category, message=self.redact(found.message))  # type: ignore[arg-type]
+                if found.fatal and (found.fatal_after_success or not self.any_success):
+                    self._abort(error.message)
+            result.trajectory, result.usage, result.error = trajectory, trajectory.usage(), error
+            result.latency_s = time.perf_counter() - started
+            return result
+        result.trajectory = trajectory
+        result.usage = trajectory.usage()
+        tools = merge_tools(self.p.suite.tools, sample.tools)
+        grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools)
+        result.grades = {name: self._redacted(g) for name, g in grades.items()}
+        result.score, result.passed = self.p.gate.score_sample(result.grades)
+        judge = Usage()
+        for grade in result.grades.values():
+            judge.add(Usage.model_validate(grade.metadata.get("usage", {})))
+        result.judge_usage = judge
+        result.latency_s = time.perf_counter() - started
+        return result
+
+    def _redacted(self, grade: Grade) -> Grade:
+        if grade.error:
+            grade.error = self.redact(grade.error)
+            grade.rationale = self.redact(grade.rationale)
+        return grade

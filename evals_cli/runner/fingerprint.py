@@ -1,0 +1,44 @@
+"""A fingerprint of what makes results comparable, stored with each run so that resume can refuse a
+changed suite or dataset instead of mixing incomparable results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from evals_cli.models.specs import SuiteSpec
+
+# settings that change how a run goes, not what its results mean
+_VOLATILE_TARGET = {"base_url", "api_key", "timeout", "max_retries", "sample_timeout"}
+
+
+class Fingerprint(BaseModel):
+    suite: str
+    dataset: str
+
+
+def _digest(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def fingerprint(suite: SuiteSpec, dataset: Path) -> Fingerprint:
+    data = suite.model_dump(include={"target", "tools", "graders", "gate", "judge"})
+    data["target"] = {k: v for k, v in data["target"].items() if k not in _VOLATILE_TARGET}
+    if data.get("judge"):
+        data["judge"] = {k: v for k, v in data["judge"].items() if k not in _VOLATILE_TARGET}
+    for grader in data["graders"].values():
+        grader.pop("api_key", None)
+        grader.pop("base_url", None)
+    return Fingerprint(suite=_digest(data), dataset=file_digest(dataset))

@@ -1,0 +1,102 @@
+"""Everything that can fail before the first model call is checked here: suite, endpoints, graders,
+every dataset row, every rubric against every sample. Streaming, so a huge dataset costs no memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from evals_cli.datasets.reader import check_dataset, iter_samples, select_samples
+from evals_cli.endpoints.pool import ClientPool
+from evals_cli.endpoints.resolve import NO_KEY, Endpoint, resolve_agent
+from evals_cli.errors import ConfigError
+from evals_cli.gate import Gate
+from evals_cli.graders.base import Grader
+from evals_cli.graders.build import build_graders
+from evals_cli.graders.rubric_check import RubricChecker
+from evals_cli.models.sample import Sample
+from evals_cli.models.specs import SuiteSpec
+from evals_cli.runner.options import RunOptions
+from evals_cli.targets.base import Target
+from evals_cli.targets.openai_chat import OpenAIChat
+
+
+def _read_system_prompt(suite: SuiteSpec) -> str | None:
+    target = suite.target
+    if target.system_prompt_file is None:
+        return target.system_prompt
+    path = suite.resolve(target.system_prompt_file)
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"target.system_prompt_file: cannot read {path}: {type(exc).__name__}") from None
+
+
+def _with_overrides(suite: SuiteSpec, options: RunOptions) -> SuiteSpec:
+    """CLI overrides of target settings, validated like the YAML (a bad value is a ConfigError)."""
+    update = {k: v for k, v in (("timeout", options.timeout), ("sample_timeout", options.sample_timeout),
+                                ("max_retries", options.max_retries)) if v is not None}
+    if not update:
+        return suite
+    target = suite.target.model_validate({**suite.target.model_dump(), **update})
+    copy = suite.model_copy(update={"target": target})
+    copy._base_dir = suite.base_dir
+    return copy
+
+
+class PreparedRun:
+    """A suite with its target, graders, gate and dataset checked: nothing left to fail but the endpoints."""
+
+    def __init__(self, suite: SuiteSpec, options: RunOptions) -> None:
+        crossed = suite.cross_check()
+        if crossed:
+            raise ConfigError([f"{'.'.join(path)}: {message}" for path, message in crossed])
+        self.suite = _with_overrides(suite, options)
+        self.options = options
+        self.dataset: Path = suite.resolve(suite.dataset)
+        self.pool = ClientPool(record=options.record, replay=options.replay)
+        overrides = {"base_url": options.base_url, "model": options.model}
+        self.agent: Endpoint = resolve_agent(self.suite.target, overrides)
+        self.target: Target = OpenAIChat(self.suite.target, suite.tools, self.agent, self.pool,
+                                         _read_system_prompt(suite))
+        self.graders: dict[str, Grader] = build_graders(self.suite, self.pool, self.agent, no_judge=options.no_judge)
+        self.gate = Gate(suite.gate, self.graders)
+        self.tags = options.tags if options.tags is not None else suite.sample_tags
+        self.max_samples = options.max_samples or suite.max_samples
+        self.concurrency = options.concurrency or suite.concurrency
+        self.repeats = options.repeats or suite.repeats
+        self.expected: int | None = None
+        if options.precheck:
+            self._precheck()
+
+    def secrets(self) -> list[str]:
+        """Keys that must never appear in any output."""
+        keys = {self.agent.api_key, *(getattr(g, "endpoint", None) and g.endpoint.api_key
+                                      for g in self.graders.values())}
+        return sorted(k for k in keys if k and k != NO_KEY)
+
+    def _precheck(self) -> None:
+        rubrics = RubricChecker(self.graders)
+        wanted = set(self.tags or [])
+        selected = 0
+
+        def on_sample(sample: Sample) -> list[str]:
+            nonlocal selected
+            if not wanted or wanted.intersection(sample.tags):
+                selected += 1
+                return rubrics(sample)
+            return []
+
+        _, problems = check_dataset(self.dataset, on_sample=on_sample)
+        problems.extend(rubrics.problems())
+        if problems:
+            raise ConfigError(problems)
+        if selected == 0:
+            raise ConfigError(f"{self.dataset}: no sample carries any of the tags {', '.join(sorted(wanted))}")
+        self.expected = min(selected, self.max_samples or selected) * self.repeats
+
+    def work(self) -> Iterator[tuple[Sample, int]]:
+        """(sample, repeat) pairs in dataset order; repeats of a sample run back to back."""
+        for sample in select_samples(iter_samples(self.dataset), self.tags, self.max_samples):
+            for repeat in range(self.repeats):
+                yield sample, repeat

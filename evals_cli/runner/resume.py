@@ -1,0 +1,82 @@
+"""Resume a killed or interrupted run: keep what finished, repair a torn last line, refuse a changed suite."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from evals_cli.errors import ConfigError
+from evals_cli.models.results import SampleResult
+from evals_cli.output.files import RESULTS_NAME, results_path
+from evals_cli.runner.fingerprint import Fingerprint
+
+MANIFEST_NAME = "run.json"
+
+
+def write_manifest(directory: Path, suite_name: str, fp: Fingerprint) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    data = {"suite": suite_name, "fingerprint": fp.model_dump()}
+    (directory / MANIFEST_NAME).write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+@dataclass
+class ResumeState:
+    directory: Path
+    kept: list[SampleResult] = field(default_factory=list)
+    skip: set[tuple[str, int]] = field(default_factory=set)
+    repaired: str | None = None
+
+
+def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool) -> ResumeState:
+    """Read the earlier results; with `retry_errors`, errored lines are dropped so their reruns do not
+    duplicate them. The results file is rewritten (atomically) only when something must go."""
+    path = results_path(target)
+    directory = path.parent
+    manifest = directory / MANIFEST_NAME
+    if not manifest.is_file():
+        raise ConfigError(f"{directory}: no {MANIFEST_NAME}; --resume needs the folder of a run started by evals "
+                          "run (or its results.jsonl)")
+    try:
+        old = Fingerprint.model_validate(json.loads(manifest.read_text(encoding="utf-8"))["fingerprint"])
+    except (ValueError, KeyError, ValidationError):
+        raise ConfigError(f"{manifest}: unreadable run manifest; start a new run instead of resuming") from None
+    changed = [what for what in ("suite", "dataset") if getattr(old, what) != getattr(fp, what)]
+    if changed:
+        raise ConfigError(f"{directory}: cannot resume: the {' and the '.join(changed)} changed since this run "
+                          "started, so old and new results would not be comparable; start a new run (-o NEW_DIR)")
+    state = ResumeState(directory=directory)
+    if not path.is_file():
+        return state
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+    keep_lines: list[str] = []
+    dropped = 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            result = SampleResult.model_validate(json.loads(line))
+        except (ValueError, ValidationError):
+            if number == len(lines):
+                state.repaired = f"{path}:{number}: torn last line removed (the run was killed while writing)"
+                dropped += 1
+                continue
+            raise ConfigError(f"{path}:{number}: not a results line; cannot resume from a damaged file") from None
+        key = (result.sample_id, result.repeat)
+        if key in state.skip:
+            dropped += 1
+            continue  # a duplicate from an older resume: keep the first
+        if result.error is not None and retry_errors:
+            dropped += 1
+            continue
+        state.skip.add(key)
+        state.kept.append(result)
+        keep_lines.append(line if line.endswith("\n") else line + "\n")
+    if dropped:
+        tmp = directory / (RESULTS_NAME + ".tmp")
+        tmp.write_text("".join(keep_lines), encoding="utf-8")
+        os.replace(tmp, path)
+    return state
