@@ -111,7 +111,7 @@ def run(
                          max_error_rate=max_error_rate, resume=resume, retry_errors=retry_errors, grace_s=grace)
     prepared = PreparedRun(spec, options)
     console = make_console()
-    state = RunState(list(prepared.graders), total_expected=prepared.expected)
+    state = RunState(list(prepared.graders), total_expected=prepared.expected, repeats=prepared.repeats)
     with LiveProgress(console, state, enabled=not quiet) as live:
         def on_result(result):  # type: ignore[no-untyped-def]
             state.add(result)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import statistics
-from collections import Counter
 from collections.abc import Callable, Iterable
 
-from evals_cli.models.results import GateResult, Grade, GraderAggregate, RunSummary, SampleResult
+from evals_cli.models.results import GateResult, Grade, GraderAggregate, Reliability
 from evals_cli.models.specs import GateSpec
-from evals_cli.models.trajectory import Usage
 
 _EPS = 1e-9  # averages of 0.7s land on 0.69999...: compare as a person reading the table would
 OPS: dict[str, Callable[[float, float], bool]] = {
@@ -16,6 +14,7 @@ OPS: dict[str, Callable[[float, float], bool]] = {
     "lt": lambda a, b: a < b - _EPS, "lte": lambda a, b: a <= b + _EPS,
     "eq": lambda a, b: abs(a - b) <= _EPS,
 }
+RUN_LEVEL = ("pass_at_k", "pass_hat_k")
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
 
 
@@ -67,70 +66,31 @@ class Gate:
         score = weighted({g: grade.score for g, grade in grades.items()}, self.weights)
         return score, (None if score is None else self.passes(score))
 
-    def decide(self, aggregates: dict[str, GraderAggregate]) -> GateResult:
+    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None = None) -> GateResult:
         spec = self.spec
-        metrics = {g: getattr(aggregates[g], spec.aggregation) if g in aggregates else None for g in self.weights}
-        metric = weighted(metrics, self.weights)
-        parts = ", ".join(f"{g}×{w:g}" for g, w in self.weights.items())
+        if spec.aggregation in RUN_LEVEL:
+            # pass@k / pass^k are properties of whole samples over their repeats, not of single graders
+            metric = getattr(reliability, spec.aggregation) if reliability else None
+            parts = f"over {reliability.samples if reliability else 0} samples × {reliability.repeats if reliability else 1}"
+        else:
+            metrics = {g: getattr(aggregates[g], spec.aggregation) if g in aggregates else None for g in self.weights}
+            metric = weighted(metrics, self.weights)
+            parts = ", ".join(f"{g}×{w:g}" for g, w in self.weights.items())
         if metric is None:
             return GateResult(passed=None, metric=None, op=spec.op, value=spec.value, aggregation=spec.aggregation,
                               weights=self.weights, message="Gate could not be evaluated: no sample was graded")
         passed = OPS[spec.op](metric, spec.value)
         verdict = "PASSED" if passed else "FAILED"
-        message = (f"Gate {verdict}: weighted {spec.aggregation} ({parts}) = {metric:.3f} "
+        what = spec.aggregation if spec.aggregation in RUN_LEVEL else f"weighted {spec.aggregation}"
+        message = (f"Gate {verdict}: {what} ({parts}) = {metric:.3f} "
                    f"{SYMBOLS[spec.op] if passed else 'not ' + SYMBOLS[spec.op]} {spec.value:g}")
         return GateResult(passed=passed, metric=metric, op=spec.op, value=spec.value, aggregation=spec.aggregation,
                           weights=self.weights, message=message)
 
 
-class Accumulator:
-    """Folds results into a summary as they arrive (no need to keep every result in memory)."""
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    if name == "Accumulator":  # moved to evals_cli.output.summary; kept importable from here
+        from evals_cli.output.summary import Accumulator
 
-    def __init__(self, gate: Gate, suite: str, grader_names: Iterable[str]) -> None:
-        self.gate = gate
-        self.suite = suite
-        self.scores: dict[str, list[float]] = {g: [] for g in grader_names}
-        self.grade_errors: Counter[str] = Counter()
-        self.total = self.errored = self.passed = self.failed = 0
-        self.errors_by_category: Counter[str] = Counter()
-        self.usage = Usage()
-        self.judge_usage = Usage()
-
-    def add(self, result: SampleResult) -> None:
-        self.total += 1
-        self.usage.add(result.usage)
-        self.judge_usage.add(result.judge_usage)
-        if result.error is not None:
-            self.errored += 1
-            self.errors_by_category[result.error.category] += 1
-            return
-        for name, grade in result.grades.items():
-            if grade.score is None:
-                self.grade_errors[name] += 1
-                self.errors_by_category["judge" if "judge" in grade.metadata else "grader"] += 1
-            else:
-                self.scores.setdefault(name, []).append(grade.score)
-        if result.passed is True:
-            self.passed += 1
-        elif result.passed is False:
-            self.failed += 1
-
-    def aggregates(self) -> dict[str, GraderAggregate]:
-        out = {}
-        for name, scores in self.scores.items():
-            out[name] = GraderAggregate(
-                count=len(scores), errors=self.grade_errors[name],
-                avg_score=aggregate(scores, "avg_score", self.gate.passes),
-                accuracy=aggregate(scores, "accuracy", self.gate.passes),
-                min=aggregate(scores, "min", self.gate.passes), max=aggregate(scores, "max", self.gate.passes),
-                median=aggregate(scores, "median", self.gate.passes),
-            )
-        return out
-
-    def summary(self) -> RunSummary:
-        aggregates = self.aggregates()
-        return RunSummary(
-            suite=self.suite, total=self.total, graded=self.total - self.errored, errored=self.errored,
-            passed=self.passed, failed=self.failed, errors_by_category=dict(self.errors_by_category),
-            graders=aggregates, gate=self.gate.decide(aggregates), usage=self.usage, judge_usage=self.judge_usage,
-        )
+        return Accumulator
+    raise AttributeError(name)

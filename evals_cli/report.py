@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from evals_cli.display.state import RunState
-from evals_cli.gate import Accumulator, Gate
+from evals_cli.gate import Gate
 from evals_cli.models.results import RunSummary
 from evals_cli.models.specs import GateSpec
 from evals_cli.output.files import read_results, read_summary
+from evals_cli.output.summary import Accumulator
 
 
 def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
@@ -19,7 +20,8 @@ def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
     for result in read_results(target, warnings):
         if state is None:
             names = list(saved.graders) if saved else list(result.grades)
-            state = RunState(names)
+            repeats = saved.reliability.repeats if saved and saved.reliability else 1
+            state = RunState(names, repeats=repeats)
             weights = saved.gate.weights if saved and saved.gate else None
             acc = Accumulator(Gate(GateSpec(weights=weights or None), names), saved.suite if saved else "run", names)
         state.add(result)

@@ -1,4 +1,5 @@
-"""What the display knows about a run, folded from results as they arrive."""
+"""What the display knows about a run, folded from results as they arrive: one row per sample, its
+repeats merged (mean scores, passes out of runs)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,18 @@ MAX_ROWS = 200
 
 @dataclass
 class Cell:
-    score: float | None
-    error: bool = False
+    total: float = 0.0
+    scored: int = 0
+    errors: int = 0
     turns: tuple[int, int] | None = None
+
+    @property
+    def score(self) -> float | None:
+        return self.total / self.scored if self.scored else None
+
+    @property
+    def error(self) -> bool:
+        return self.scored == 0 and self.errors > 0
 
 
 @dataclass
@@ -21,22 +31,34 @@ class Row:
     sample_id: str
     tags: list[str]
     tools: list[str]
-    cells: dict[str, Cell]
-    score: float | None
-    passed: bool | None
-    error: str | None
-    stop_reason: str
+    cells: dict[str, Cell] = field(default_factory=dict)
+    score_total: float = 0.0
+    scored: int = 0
+    runs: int = 0
+    passes: int = 0
+    graded: int = 0
+    error: str | None = None
+    stop_reason: str = "completed"
+
+    @property
+    def score(self) -> float | None:
+        return self.score_total / self.scored if self.scored else None
+
+    @property
+    def passed(self) -> bool | None:
+        return None if not self.graded else self.passes == self.graded
 
 
 @dataclass
 class RunState:
     grader_names: list[str]
     total_expected: int | None = None
+    repeats: int = 1
     done: int = 0
     errored: int = 0
     passed: int = 0
     graded: int = 0
-    rows: list[Row] = field(default_factory=list)
+    rows: dict[str, Row] = field(default_factory=dict)
     hidden_rows: int = 0
 
     def add(self, result: SampleResult) -> None:
@@ -46,16 +68,38 @@ class RunState:
         elif result.passed is not None:
             self.graded += 1
             self.passed += int(result.passed)
-        if len(self.rows) >= MAX_ROWS:
-            self.hidden_rows += 1
-            return
-        cells = {}
+        row = self.rows.get(result.sample_id)
+        if row is None:
+            if len(self.rows) >= MAX_ROWS:
+                self.hidden_rows += 1
+                return
+            row = self.rows[result.sample_id] = Row(result.sample_id, result.tags, result.tools_called)
+        self._merge(row, result)
+
+    @staticmethod
+    def _merge(row: Row, result: SampleResult) -> None:
+        row.runs += 1
+        if result.error is not None:
+            row.error = result.error.category
+            row.stop_reason = result.trajectory.stop_reason
+        elif result.trajectory.stop_reason != "completed":
+            row.stop_reason = result.trajectory.stop_reason
+        if result.passed is not None:
+            row.graded += 1
+            row.passes += int(result.passed)
+        if result.score is not None:
+            row.score_total += result.score
+            row.scored += 1
         for name, grade in result.grades.items():
-            turns = (grade.turns_passed, grade.turns_total) if grade.turns_total else None
-            cells[name] = Cell(grade.score, grade.score is None, turns)  # type: ignore[arg-type]
-        self.rows.append(Row(result.sample_id, result.tags, result.tools_called, cells, result.score,
-                             result.passed, result.error.category if result.error else None,
-                             result.trajectory.stop_reason))
+            cell = row.cells.setdefault(name, Cell())
+            if grade.score is None:
+                cell.errors += 1
+            else:
+                cell.total += grade.score
+                cell.scored += 1
+            if grade.turns_total:
+                passed, total = cell.turns or (0, 0)
+                cell.turns = (passed + (grade.turns_passed or 0), total + grade.turns_total)
 
     @property
     def pass_rate(self) -> float | None:

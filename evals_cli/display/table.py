@@ -42,9 +42,14 @@ def samples_table(state: RunState, title: str) -> Table:
     for name in state.grader_names:
         table.add_column(name, justify="right")
     table.add_column("score", justify="right")
-    table.add_column("", justify="center")
-    for row in state.rows:
-        if row.error:
+    table.add_column("pass" if state.repeats > 1 else "", justify="center")
+    for row in state.rows.values():
+        if row.runs > 1:
+            style = "green" if row.passes == row.runs else ("red" if row.passes == 0 else "yellow")
+            mark = Text(f"{row.passes}/{row.runs}", style=style)
+            if row.error:
+                mark.append(f" ({row.error})", style="yellow")
+        elif row.error:
             mark = Text(f"error: {row.error}", style="yellow")
         elif row.passed is None:
             mark = Text("?", style="yellow")
@@ -77,9 +82,17 @@ def footer(summary: RunSummary) -> Text:
     lines.append(counts + "\n")
     if summary.errors_by_category:
         lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.errors_by_category.items())) + "\n")
+    rel = summary.reliability
+    if rel is not None:
+        lines.append(f"reliability over {rel.repeats} repeats: pass@{rel.repeats} {_fmt(rel.pass_at_k)}, "
+                     f"pass^{rel.repeats} {_fmt(rel.pass_hat_k)}, mean pass rate {_fmt(rel.mean_pass_rate)}\n")
     tokens = f"tokens: agent {summary.usage.total_tokens:,}"
     if summary.judge_usage.total_tokens:
         tokens += f", judge {summary.judge_usage.total_tokens:,}"
+    if summary.cost is not None:
+        tokens += f"   cost: {summary.cost:.4f}"
+    if summary.latency_p50_s is not None:
+        tokens += f"   latency p50 {summary.latency_p50_s:.2f}s p95 {summary.latency_p95_s:.2f}s"
     lines.append(tokens + f"   time: {summary.duration_s:.1f}s\n")
     if summary.status != "completed" or summary.abort_reason:
         lines.append(f"Run {summary.status}: {summary.abort_reason or ''}\n", style="bold yellow")

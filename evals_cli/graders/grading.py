@@ -51,9 +51,12 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
     rationale = f"{passed}/{len(turns)} turns passed"
     if errors:
         rationale += f"; {len(errors)} turn(s) could not be graded"
+    metadata: dict = {"usage": usage}
+    judge = next((g.metadata["judge"] for g in grades if "judge" in g.metadata), None)
+    if judge is not None:
+        metadata["judge"] = judge
     return Grade(score=_mean(scores), rationale=rationale, per_turn=turns, turns_passed=passed,
-                 turns_total=len(turns), error=None if scores else "no turn could be graded",
-                 metadata={"usage": usage})
+                 turns_total=len(turns), error=None if scores else "no turn could be graded", metadata=metadata)
 
 
 async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,

@@ -67,6 +67,7 @@ class SampleResult(Record):
     latency_s: float = 0.0
     usage: Usage = Field(default_factory=Usage)
     judge_usage: Usage = Field(default_factory=Usage)
+    cost: float | None = None
 
     @property
     def tools_called(self) -> list[str]:
@@ -83,6 +84,16 @@ class GraderAggregate(Record):
     min: float | None = None
     max: float | None = None
     median: float | None = None
+
+
+class Reliability(Record):
+    """Consistency over repeats: a sample passes@k if any of its k runs passed, pass^k if all did."""
+
+    repeats: int
+    samples: int
+    pass_at_k: float | None = None
+    pass_hat_k: float | None = None
+    mean_pass_rate: float | None = None
 
 
 class GateResult(Record):
@@ -115,6 +126,10 @@ class RunSummary(Record):
     gate: GateResult | None = None
     usage: Usage = Field(default_factory=Usage)
     judge_usage: Usage = Field(default_factory=Usage)
+    reliability: Reliability | None = None
+    cost: float | None = Field(default=None, description="Spend in the pricing table's currency.")
+    latency_p50_s: float | None = None
+    latency_p95_s: float | None = None
     status: Literal["completed", "aborted", "interrupted"] = "completed"
     abort_reason: str | None = None
     exit_code: int = 0

@@ -18,7 +18,7 @@ from evals_cli.models.grader_specs import (  # noqa: F401  (re-exported)
 )
 from evals_cli.models.tools import ToolSpec
 
-Aggregation = Literal["avg_score", "accuracy", "min", "max", "median"]
+Aggregation = Literal["avg_score", "accuracy", "min", "max", "median", "pass_at_k", "pass_hat_k"]
 Op = Literal["gt", "gte", "lt", "lte", "eq"]
 
 
@@ -97,6 +97,13 @@ class GateSpec(StrictModel):
         return self.value if self.pass_value is None else self.pass_value
 
 
+class Price(StrictModel):
+    """Price per million tokens."""
+
+    input: float = Field(ge=0, description="Per million prompt tokens.")
+    output: float = Field(ge=0, description="Per million completion tokens.")
+
+
 class SuiteSpec(StrictModel):
     """A whole suite.yaml."""
 
@@ -112,6 +119,10 @@ class SuiteSpec(StrictModel):
     judge: JudgeSpec | None = Field(default=None, description="Default endpoint/model for model_judge graders.")
     graders: dict[str, GraderSpec] = Field(min_length=1, description="Grader name -> grader spec.")
     gate: GateSpec = Field(default_factory=GateSpec, description="The pass/fail decision.")
+    pricing: dict[str, Price] = Field(default_factory=dict, description="Model name -> price per million tokens.")
+    max_cost: float | None = Field(
+        default=None, gt=0, description="Stop scheduling new samples once the run has spent this much (needs pricing)."
+    )
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 

@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 
 from evals_cli.endpoints.errors import classify
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
-from evals_cli.gate import Accumulator
 from evals_cli.graders.grading import grade_sample
 from evals_cli.models.results import ErrorInfo, Grade, RunSummary, SampleResult
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.files import ResultsWriter, default_output_dir
+from evals_cli.output.summary import Accumulator
 from evals_cli.runner.fingerprint import fingerprint
 from evals_cli.runner.options import ResultCallback, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
@@ -52,7 +52,8 @@ class Execution:
             self.output_dir = self.resume.directory
         else:
             self.output_dir = options.output or default_output_dir(prepared.suite.name)
-        self.acc = Accumulator(prepared.gate, prepared.suite.name, prepared.graders)
+        pricing = {m: (p.input, p.output) for m, p in prepared.suite.pricing.items()}
+        self.acc = Accumulator(prepared.gate, prepared.suite.name, prepared.graders, prepared.repeats, pricing)
         self.redact = Redactor(prepared.secrets())
         self.any_success = False
         self.abort_reason: str | None = None
@@ -159,6 +160,7 @@ class Execution:
             self.writer.write(result)
             self._account(result)
             self._check_error_rate()
+            self._check_spend()
 
     def _account(self, result: SampleResult) -> None:
         self.acc.add(result)
@@ -170,6 +172,27 @@ class Execution:
         if acc.total >= 10 and acc.errored / acc.total > self.p.options.max_error_rate and not self.stop:
             self._abort(f"{acc.errored}/{acc.total} samples errored, more than --max-error-rate "
                         f"{self.p.options.max_error_rate:g}; stopped scheduling")
+
+    def _check_spend(self) -> None:
+        cap = self.p.suite.max_cost
+        if cap is not None and self.acc.cost >= cap and not self.stop:
+            self._abort(f"spend cap max_cost {cap:g} reached ({self.acc.cost:.4f} after {self.acc.total} samples); "
+                        "stopped scheduling new samples")
+
+    def _cost(self, result: SampleResult) -> float | None:
+        """Agent tokens at the agent model's price, judge tokens at each judge model's price."""
+        pricing = self.p.suite.pricing
+        if not pricing:
+            return None
+        total = 0.0
+        parts = [(self.p.agent.model, result.usage)]
+        parts += [(g.metadata.get("judge"), Usage.model_validate(g.metadata.get("usage", {})))
+                  for g in result.grades.values() if g.metadata.get("judge")]
+        for model, usage in parts:
+            price = pricing.get(str(model))
+            if price is not None:
+                total += (usage.prompt_tokens * price.input + usage.completion_tokens * price.output) / 1e6
+        return total
 
     def _abort(self, message: str) -> None:
         if not self.stop:
@@ -196,6 +219,7 @@ class Execution:
                     self._abort(error.message)
             result.trajectory, result.usage, result.error = trajectory, trajectory.usage(), error
             result.latency_s = time.perf_counter() - started
+            result.cost = self._cost(result)
             return result
         result.trajectory = trajectory
         result.usage = trajectory.usage()
@@ -207,6 +231,7 @@ class Execution:
         for grade in result.grades.values():
             judge.add(Usage.model_validate(grade.metadata.get("usage", {})))
         result.judge_usage = judge
+        result.cost = self._cost(result)
         result.latency_s = time.perf_counter() - started
         return result
 

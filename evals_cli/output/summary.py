@@ -1,0 +1,102 @@
+"""Fold results into a run summary as they arrive (no need to keep every result in memory)."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable
+
+from evals_cli.gate import Gate, aggregate
+from evals_cli.models.results import GraderAggregate, Reliability, RunSummary, SampleResult
+from evals_cli.models.trajectory import Usage
+
+
+class Accumulator:
+    """Folds results into a summary as they arrive (no need to keep every result in memory)."""
+
+    def __init__(self, gate: Gate, suite: str, grader_names: Iterable[str], repeats: int = 1,
+                 pricing: dict[str, tuple[float, float]] | None = None) -> None:
+        self.gate = gate
+        self.suite = suite
+        self.repeats = repeats
+        self.pricing = pricing or {}
+        self.cost = 0.0
+        self.latencies: list[float] = []
+        # per sample: (passes, graded runs); only kept when samples repeat
+        self.per_sample: dict[str, list[int]] = {}
+        self.scores: dict[str, list[float]] = {g: [] for g in grader_names}
+        self.grade_errors: Counter[str] = Counter()
+        self.total = self.errored = self.passed = self.failed = 0
+        self.errors_by_category: Counter[str] = Counter()
+        self.usage = Usage()
+        self.judge_usage = Usage()
+
+    def add(self, result: SampleResult) -> None:
+        self.total += 1
+        self.usage.add(result.usage)
+        self.judge_usage.add(result.judge_usage)
+        self.latencies.append(result.latency_s)
+        if result.cost is not None:
+            self.cost += result.cost
+        bad_args = sum(1 for call in result.trajectory.tool_calls if call.arguments_error)
+        if bad_args:
+            self.errors_by_category["tool_args"] += bad_args
+        if self.repeats > 1:
+            counts = self.per_sample.setdefault(result.sample_id, [0, 0])
+            if result.passed is not None:
+                counts[0] += int(result.passed)
+                counts[1] += 1
+        if result.error is not None:
+            self.errored += 1
+            self.errors_by_category[result.error.category] += 1
+            return
+        for name, grade in result.grades.items():
+            if grade.score is None:
+                self.grade_errors[name] += 1
+                self.errors_by_category["judge" if "judge" in grade.metadata else "grader"] += 1
+            else:
+                self.scores.setdefault(name, []).append(grade.score)
+        if result.passed is True:
+            self.passed += 1
+        elif result.passed is False:
+            self.failed += 1
+
+    def aggregates(self) -> dict[str, GraderAggregate]:
+        out = {}
+        for name, scores in self.scores.items():
+            out[name] = GraderAggregate(
+                count=len(scores), errors=self.grade_errors[name],
+                avg_score=aggregate(scores, "avg_score", self.gate.passes),
+                accuracy=aggregate(scores, "accuracy", self.gate.passes),
+                min=aggregate(scores, "min", self.gate.passes), max=aggregate(scores, "max", self.gate.passes),
+                median=aggregate(scores, "median", self.gate.passes),
+            )
+        return out
+
+    def reliability(self) -> Reliability | None:
+        """pass@k (at least one of k passed) and pass^k (all k passed), averaged over samples."""
+        if self.repeats <= 1:
+            return None
+        graded = [(p, n) for p, n in self.per_sample.values() if n > 0]
+        if not graded:
+            return Reliability(repeats=self.repeats, samples=0)
+        return Reliability(
+            repeats=self.repeats, samples=len(graded),
+            pass_at_k=sum(1 for p, _ in graded if p > 0) / len(graded),
+            pass_hat_k=sum(1 for p, n in graded if p == n) / len(graded),
+            mean_pass_rate=sum(p / n for p, n in graded) / len(graded),
+        )
+
+    def summary(self) -> RunSummary:
+        aggregates = self.aggregates()
+        reliability = self.reliability()
+        lat = sorted(self.latencies)
+        return RunSummary(
+            suite=self.suite, total=self.total, graded=self.total - self.errored, errored=self.errored,
+            passed=self.passed, failed=self.failed, errors_by_category=dict(self.errors_by_category),
+            graders=aggregates, gate=self.gate.decide(aggregates, reliability), usage=self.usage,
+            judge_usage=self.judge_usage, reliability=reliability,
+            cost=self.cost if self.pricing else None,
+            latency_p50_s=statistics.median(lat) if lat else None,
+            latency_p95_s=lat[min(len(lat) - 1, int(0.95 * len(lat)))] if lat else None,
+        )
