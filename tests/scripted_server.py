@@ -7,6 +7,7 @@ one: replies chosen by a key found in the latest user message, one reply per age
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
@@ -20,13 +21,15 @@ JUDGE_MARKER = "impartial evaluation judge"
 
 @dataclass
 class Reply:
-    """An HTTP answer: JSON body, status, headers, optional delay; `drop` closes the socket without answering."""
+    """An HTTP answer: JSON body, status, headers, optional delay; `drop` closes the socket without answering,
+    `partial` sends the headers and half the body, then closes (a connection lost mid-response)."""
 
     body: Any
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     drop: bool = False
+    partial: bool = False
 
 
 Script = Callable[[str, dict[str, Any]], Reply | dict[str, Any]]
@@ -156,6 +159,12 @@ class ScriptedServer:
                     for k, v in reply.headers.items():
                         self.send_header(k, v)
                     self.end_headers()
+                    if reply.partial:
+                        self.wfile.write(payload[: len(payload) // 2])
+                        self.wfile.flush()
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
                     self.close_connection = True

@@ -44,8 +44,13 @@ def classify(exc: BaseException, endpoint: Endpoint) -> Classified:
         return Classified("timeout", f"{where}: request timed out after {endpoint.timeout:g}s "
                                      f"(raise timeout in the suite for slow models)", False)
     if isinstance(exc, openai.APIConnectionError):
-        return Classified("endpoint", f"cannot reach {where}: {exc.__cause__ or exc}; check target.base_url "
-                                      f"or EVAL_{role}_BASE_URL and that the server is running", True, False)
+        from evals_cli.endpoints.httpx_compat import httpx
+
+        if _cause(exc, httpx.ConnectError) is not None:  # refused / no route: nothing will get through
+            return Classified("endpoint", f"cannot reach {where}: {exc.__cause__ or exc}; check target.base_url "
+                                          f"or EVAL_{role}_BASE_URL and that the server is running", True, False)
+        return Classified("endpoint", f"{where}: connection lost ({exc.__cause__ or exc}) after "
+                                      f"{endpoint.max_retries} retries", False)
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
         return Classified("auth", f"{where} refused the API key (HTTP {exc.status_code}); set "
                                   f"EVAL_{role}_API_KEY", True)
@@ -55,6 +60,9 @@ def classify(exc: BaseException, endpoint: Endpoint) -> Classified:
     if isinstance(exc, openai.RateLimitError):
         return Classified("rate_limit", f"{where}: rate limited (HTTP 429) after {endpoint.max_retries} "
                                         f"retries; lower concurrency or raise max_retries", False)
+    if isinstance(exc, openai.BadRequestError):
+        return Classified("endpoint", f"{where} rejected the request (HTTP 400: {str(exc.message)[:200]}); check "
+                                      "the target's model, temperature, max_tokens, tool_choice and extra_body", True, False)
     if isinstance(exc, openai.APIStatusError):
         body = str(exc.message)[:300]
         return Classified("endpoint", f"{where}: HTTP {exc.status_code}: {body}", False)

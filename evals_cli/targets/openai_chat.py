@@ -73,20 +73,10 @@ class OpenAIChat(Target):
             started = time.perf_counter()
             response = await client.chat.completions.create(messages=messages, **kwargs)
             latency = time.perf_counter() - started
-            if not response.choices:
-                raise InvalidResponse("the response has no choices")
-            choice = response.choices[0]
-            message = choice.message
-            if message is None:
-                raise InvalidResponse("the first choice has no message")
-            usage = response.usage
-            step = Step(content=message.content, finish_reason=choice.finish_reason, latency_s=latency,
-                        usage=Usage(prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                                    completion_tokens=getattr(usage, "completion_tokens", 0) or 0))
+            step, calls = _read_response(response, latency)
             turn.steps.append(step)
-            calls = message.tool_calls or []
             if not calls:
-                messages.append({"role": "assistant", "content": message.content or ""})
+                messages.append({"role": "assistant", "content": step.content or ""})
                 return True
             wire_calls = []
             for i, call in enumerate(calls):
@@ -96,7 +86,7 @@ class OpenAIChat(Target):
                 call_id = call.id or f"call_{turn_index}_{step_index}_{i}"
                 wire_calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}})
                 step.tool_calls.append(toolbox.call(call_id, name, raw))
-            messages.append({"role": "assistant", "content": message.content or "", "tool_calls": wire_calls})
+            messages.append({"role": "assistant", "content": step.content or "", "tool_calls": wire_calls})
             for record in step.tool_calls:
                 messages.append({"role": "tool", "tool_call_id": record.id, "content": record.result})
         return False
@@ -116,3 +106,25 @@ class OpenAIChat(Target):
         if spec.extra_body:
             options["extra_body"] = spec.extra_body
         return options
+
+
+def _read_response(response: Any, latency: float) -> tuple[Step, list[Any]]:
+    """The step a response describes, and its tool calls; a malformed body is InvalidResponse, not a crash."""
+    try:
+        choices = response.choices
+        if not choices:
+            raise InvalidResponse("the response has no choices")
+        choice = choices[0]
+        message = choice.message
+        if message is None:
+            raise InvalidResponse("the first choice has no message")
+        usage = response.usage
+        step = Step(content=message.content, finish_reason=choice.finish_reason, latency_s=latency,
+                    usage=Usage(prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                                completion_tokens=getattr(usage, "completion_tokens", 0) or 0))
+        calls = list(message.tool_calls or [])
+    except InvalidResponse:
+        raise
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        raise InvalidResponse(f"malformed chat completion ({type(exc).__name__}: {exc})") from None
+    return step, calls
