@@ -30,11 +30,13 @@ def _fail(problems: list[str], code: int) -> NoReturn:
 
     err = make_console(stderr=True)
     heading = "invalid input" if code == EXIT_INVALID else "run could not complete"
-    err.print(f"[bold red]error[/]: {heading} ({len(problems)} problem{'s' if len(problems) != 1 else ''})"
-              if len(problems) > 1 else f"[bold red]error[/]: {problems[0]}", markup=True, highlight=False)
+    from rich.markup import escape
+
+    first = f"{heading} ({len(problems)} problems)" if len(problems) > 1 else escape(problems[0])
+    err.print(f"[bold red]error[/]: {first}", markup=True, highlight=False, soft_wrap=True)
     if len(problems) > 1:
         for problem in problems:
-            err.print(f"  - {problem}", markup=False, highlight=False)
+            err.print(f"  - {problem}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -123,9 +125,9 @@ def run(
         console.print(summary.gate.message if summary.gate else "no gate", markup=False)
     else:
         console.print(render_run(state, summary))
-        console.print(f"results: {outcome.output_dir}", markup=False, highlight=False)
+        console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
     for message in outcome.messages:
-        make_console(stderr=True).print(f"error: {message}", markup=False, highlight=False)
+        make_console(stderr=True).print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -155,7 +157,7 @@ def report(run_path: Annotated[Path, typer.Argument(metavar="RUN", help="A resul
     console = make_console()
     console.print(render_run(state, summary))
     for warning in warnings:
-        make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False)
+        make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
 
 
 def main() -> None:

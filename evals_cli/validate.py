@@ -7,7 +7,7 @@ from pathlib import Path
 
 from evals_cli.errors import ConfigError
 from evals_cli.graders.base import Grader
-from evals_cli.graders.rubric_check import RubricChecker
+from evals_cli.graders.rubric_check import SampleChecker
 from evals_cli.models.specs import SuiteSpec
 
 
@@ -22,6 +22,7 @@ def validate_suite(path: Path) -> ValidationReport:
     from evals_cli.datasets.reader import check_dataset
     from evals_cli.endpoints.resolve import resolve_agent
     from evals_cli.graders.build import build_graders
+    from evals_cli.runner.prepare import read_system_prompt
     from evals_cli.suite.loader import load_suite
 
     report = ValidationReport()
@@ -37,20 +38,21 @@ def validate_suite(path: Path) -> ValidationReport:
         agent = resolve_agent(suite.target)
     except ConfigError as exc:
         report.problems.extend(exc.problems)
-    if suite.target.system_prompt_file and not suite.resolve(suite.target.system_prompt_file).is_file():
-        report.problems.append(f"{path}: target.system_prompt_file: {suite.target.system_prompt_file} not found "
-                               f"(relative to the suite file)")
+    try:
+        read_system_prompt(suite)
+    except ConfigError as exc:
+        report.problems.extend(f"{path}: {p}" for p in exc.problems)
     graders: dict[str, Grader] = {}
     try:
         graders = build_graders(suite, None, agent)
     except ConfigError as exc:
         report.problems.extend(f"{path}: {p}" for p in exc.problems)
     dataset = suite.resolve(suite.dataset)
-    rubrics = RubricChecker(graders)
+    checker = SampleChecker(graders)
     try:
-        report.samples, problems = check_dataset(dataset, on_sample=rubrics)
+        report.samples, problems = check_dataset(dataset, on_sample=checker)
         report.problems.extend(problems)
-        report.problems.extend(rubrics.problems())
+        report.problems.extend(checker.problems())
     except ConfigError as exc:
         report.problems.extend(exc.problems)
     return report

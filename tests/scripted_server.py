@@ -169,8 +169,11 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
                     self.close_connection = True
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 512  # the default backlog of 5 refuses connections under load
+            daemon_threads = True
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property

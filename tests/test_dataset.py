@@ -47,7 +47,7 @@ def test_iter_samples_is_lazy_and_raises_only_at_the_bad_row(tmp_path: Path) -> 
     assert (second.id, second.input) == ("line-2", "two")
     with pytest.raises(ConfigError) as info:
         next(samples)
-    assert info.value.problems[0].startswith(f"{path}:3: invalid JSON: ")
+    assert info.value.problems[0].startswith(f"{path}:3: invalid JSON at column ")
 
 
 def test_iter_samples_does_nothing_before_first_next(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_sample_fields_are_parsed(tmp_path: Path) -> None:
 
 def test_invalid_json_problem(tmp_path: Path) -> None:
     path = write_lines(tmp_path, [row(input="ok"), '{"input": "oops",}'])
-    assert only_problem(path).startswith(f"{path}:2: invalid JSON: ")
+    assert only_problem(path).startswith(f"{path}:2: invalid JSON at column ")
 
 
 @pytest.mark.parametrize(("line", "type_name"), [("[1, 2]", "list"), ('"text"', "str"), ("7", "int"),
@@ -463,5 +463,5 @@ def test_duplicate_ids_are_reported_with_their_rows(tmp_path: Path) -> None:
 
 def test_on_sample_adds_per_sample_problems(tmp_path: Path) -> None:
     path = write_lines(tmp_path, [json.dumps({"id": "a", "input": "x"}), json.dumps({"id": "b", "input": "y"})])
-    _, problems = check_dataset(path, on_sample=lambda s: [f"checked {s.id}"] if s.id == "b" else [])
-    assert problems == ["checked b"]
+    _, problems = check_dataset(path, on_sample=lambda s, where: [f"{where} checked {s.id}"] if s.id == "b" else [])
+    assert problems == [f"{path}:2 checked b"]

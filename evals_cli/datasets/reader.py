@@ -56,8 +56,9 @@ def iter_rows(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
                 continue
             try:
                 raw = json.loads(text)
-            except ValueError as exc:
-                yield where, number, [f"{where}: invalid JSON: {exc}"]
+            except json.JSONDecodeError as exc:
+                yield where, number, [f"{where}: invalid JSON at column {exc.colno}: {exc.msg} (JSONL needs one "
+                                      "complete JSON object per line)"]
                 continue
             if isinstance(raw, dict):
                 raw["id"] = f"line-{number}" if raw.get("id") is None else str(raw["id"])
@@ -97,12 +98,12 @@ def _id_hash(sample_id: str) -> int:
 
 
 def check_dataset(path: Path, limit: int = 50,
-                  on_sample: Callable[[Sample], list[str]] | None = None) -> tuple[int, list[str]]:
+                  on_sample: Callable[[Sample, str], list[str]] | None = None) -> tuple[int, list[str]]:
     """Read every row once, streaming; (valid sample count, problems), at most `limit` problems listed.
 
     Sample ids must be unique (results, resume and comparisons pair samples by id); to keep memory flat on
     huge files only 8-byte hashes are kept, and a second pass runs only when a duplicate shows up.
-    `on_sample` adds checks per valid sample (rubric variables, ...).
+    `on_sample(sample, "file:line")` adds checks per valid sample (rubric variables, regexes, ...).
     """
     count, problems, extra = 0, [], 0
     hashes = array("Q")
@@ -114,14 +115,14 @@ def check_dataset(path: Path, limit: int = 50,
         else:
             extra += len(found)
 
-    for _, _, row in iter_rows(path):
+    for where, _, row in iter_rows(path):
         if isinstance(row, list):
             add(row)
             continue
         count += 1
         hashes.append(_id_hash(str(row.id)))
         if on_sample is not None:
-            add(on_sample(row))
+            add(on_sample(row, where))
     add(_duplicate_ids(path, hashes))
     if extra:
         problems.append(f"{path}: ... and {extra} more problems")

@@ -43,6 +43,10 @@ class Grader:
     async def grade(self, ctx: GradeContext) -> Grade:
         raise NotImplementedError
 
+    def check_sample(self, sample: Sample) -> list[str]:
+        """Problems this grader will have with a sample, found before any model call (default: none)."""
+        return []
+
 
 GRADER_KINDS: dict[str, type[Grader]] = {}
 

@@ -11,6 +11,21 @@ from evals_cli.models.trajectory import Trajectory
 _EMPTY = Trajectory()
 
 
+class SampleChecker:
+    """Every grader's per-sample checks and the rubric rendering, as one `check_dataset(on_sample=...)` hook."""
+
+    def __init__(self, graders: dict[str, Grader]) -> None:
+        self.graders = graders
+        self.rubrics = RubricChecker(graders)
+
+    def __call__(self, sample: Sample, where: str = "") -> list[str]:
+        problems = [f"{where}: {p}" if where else p for g in self.graders.values() for p in g.check_sample(sample)]
+        return problems + self.rubrics(sample)
+
+    def problems(self) -> list[str]:
+        return self.rubrics.problems()
+
+
 class RubricChecker:
     """Feed it samples (it fits `check_dataset(on_sample=...)`), then read `problems()`."""
 

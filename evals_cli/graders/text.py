@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from evals_cli.graders.base import GradeContext, Grader, register_grader
 from evals_cli.graders.functions import load_function, to_grade
 from evals_cli.models.grader_specs.text import ToolGraderSpec
 from evals_cli.models.results import Grade
+from evals_cli.models.sample import Sample
 
 
 @register_grader
@@ -22,6 +24,19 @@ class ToolGrader(Grader):
         super().__init__(name, spec)
         self.fn = load_function(spec.function, base_dir)
         self.kwargs = {} if spec.case_sensitive is None else {"case_sensitive": spec.case_sensitive}
+
+    def check_sample(self, sample: Sample) -> list[str]:
+        if self.spec.function != "regex_match" or sample.ground_truth is None:
+            return []
+        patterns = sample.ground_truth if isinstance(sample.ground_truth, list) else [sample.ground_truth]
+        problems = []
+        for pattern in patterns:
+            try:
+                re.compile(str(pattern))
+            except re.error as exc:
+                problems.append(f"sample {sample.id!r}: ground_truth /{pattern}/ is not a valid regex ({exc}), "
+                                f"needed by grader {self.name} (regex_match)")
+        return problems
 
     async def grade(self, ctx: GradeContext) -> Grade:
         submission = ctx.submission(self.spec.extractor, self.spec.extractor_config)

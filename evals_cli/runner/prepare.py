@@ -13,7 +13,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.gate import Gate
 from evals_cli.graders.base import Grader
 from evals_cli.graders.build import build_graders
-from evals_cli.graders.rubric_check import RubricChecker
+from evals_cli.graders.rubric_check import SampleChecker
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import SuiteSpec
 from evals_cli.runner.options import RunOptions
@@ -21,13 +21,16 @@ from evals_cli.targets.base import Target
 from evals_cli.targets.openai_chat import OpenAIChat
 
 
-def _read_system_prompt(suite: SuiteSpec) -> str | None:
+def read_system_prompt(suite: SuiteSpec) -> str | None:
     target = suite.target
     if target.system_prompt_file is None:
         return target.system_prompt
     path = suite.resolve(target.system_prompt_file)
     try:
         return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"target.system_prompt_file: {target.system_prompt_file} not found "
+                          "(the path is relative to the suite file)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"target.system_prompt_file: cannot read {path}: {type(exc).__name__}") from None
 
@@ -58,7 +61,7 @@ class PreparedRun:
         overrides = {"base_url": options.base_url, "model": options.model}
         self.agent: Endpoint = resolve_agent(self.suite.target, overrides)
         self.target: Target = OpenAIChat(self.suite.target, suite.tools, self.agent, self.pool,
-                                         _read_system_prompt(suite))
+                                         read_system_prompt(suite))
         self.graders: dict[str, Grader] = build_graders(self.suite, self.pool, self.agent, no_judge=options.no_judge)
         self.gate = Gate(suite.gate, self.graders)
         self.tags = options.tags if options.tags is not None else suite.sample_tags
@@ -76,19 +79,19 @@ class PreparedRun:
         return sorted(k for k in keys if k and k != NO_KEY)
 
     def _precheck(self) -> None:
-        rubrics = RubricChecker(self.graders)
+        checker = SampleChecker(self.graders)
         wanted = set(self.tags or [])
         selected = 0
 
-        def on_sample(sample: Sample) -> list[str]:
+        def on_sample(sample: Sample, where: str) -> list[str]:
             nonlocal selected
             if not wanted or wanted.intersection(sample.tags):
                 selected += 1
-                return rubrics(sample)
+                return checker(sample, where)
             return []
 
         _, problems = check_dataset(self.dataset, on_sample=on_sample)
-        problems.extend(rubrics.problems())
+        problems.extend(checker.problems())
         if problems:
             raise ConfigError(problems)
         if selected == 0:

@@ -109,6 +109,8 @@ def format_validation_error(
     merged: dict[tuple[Loc, str], list[str]] = {}
     for err in exc.errors():
         path, valid = _resolve(model, tuple(err["loc"]))
+        if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            path = (*path, "kind")  # point at the kind line (or its mapping when kind is missing)
         key = err["loc"][-1] if err["loc"] else None
         message = _message(err, valid, key)
         field = ".".join(str(p) for p in (*prefix, *path))

@@ -1,0 +1,48 @@
+"""Every malformed input of the corpus (tests/bad_inputs.py): exit 2, a precise message, no traceback,
+from both `evals validate` and `evals run`; and validate lists several problems at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bad_inputs import CASES, OK, Case, suite
+from helpers import run_cli
+
+
+def materialise(case: Case, tmp_path: Path) -> Path:
+    for name, content in case.files.items():
+        path = tmp_path / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return tmp_path / "suite.yaml"
+
+
+def test_the_corpus_is_large() -> None:
+    assert len(CASES) >= 40
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_validate_and_run_reject_with_a_precise_message(case: Case, tmp_path: Path) -> None:
+    path = materialise(case, tmp_path)
+    for command in ("validate", "run"):
+        result = run_cli(command, str(path), env=case.env)
+        output = result.stdout + result.stderr
+        assert result.returncode == 2, f"{command}: exit {result.returncode}\n{output}"
+        assert "Traceback" not in output
+        for fragment in case.expect:
+            assert fragment in result.stderr, f"{command}: {fragment!r} missing from:\n{result.stderr}"
+
+
+def test_validate_reports_all_problems_at_once(tmp_path: Path) -> None:
+    text = suite("concurrency: 2", "concurrency: 0").replace("function: contains", "function: containz")
+    (tmp_path / "suite.yaml").write_text(text + "gate2: {}\n")
+    (tmp_path / "data.jsonl").write_text(OK + '{"id": "b", "inptu": "x"}\nnot json\n')
+    result = run_cli("validate", str(tmp_path / "suite.yaml"))
+    assert result.returncode == 2
+    for fragment in ("concurrency", "gate2", "containz", "data.jsonl:2", "data.jsonl:3"):
+        assert fragment in result.stderr
+    assert "problems" in result.stderr.splitlines()[0]
