@@ -41,7 +41,9 @@ def test_structured_output_verdict_is_normalised(server: ScriptedServer, tmp_pat
     assert body["response_format"]["type"] == "json_schema" and body["temperature"] == 0
     assert body["messages"][0]["role"] == "system"
     user = body["messages"][1]["content"]
-    assert user.startswith("<data>") and user.rstrip().endswith("</data>")
+    nonce = user.split(">", 1)[0].removeprefix("<data-")
+    assert len(nonce) == 10 and user.rstrip().endswith(f"</data-{nonce}>")
+    assert f"<data-{nonce}>" in body["messages"][0]["content"]  # the judge is told where the data is
     for expected in ("Persona: strict", "Q: db host?", "Ref: localhost", "A: It is localhost.",
                      "read_file=DB_HOST=localhost", "[tool call] read_file", "[assistant] It is localhost."):
         assert expected in user
@@ -101,7 +103,7 @@ def test_judge_timeout_is_an_error_and_the_run_goes_on(server: ScriptedServer, t
                              graders={"judge": {"kind": "model_judge", "rubric": "rubric.j2"},
                                       "answer": {"kind": "tool", "function": "contains"}},
                              judge={"base_url": server.url, "model": "scripted", "timeout": 0.5, "max_retries": 0})
-    outcome = run_suite(load_suite(suite_path), RunOptions(output=tmp2 / "out"))
+    outcome = run_suite(load_suite(suite_path), RunOptions(output=tmp2 / "out", max_error_rate=0.5))
     line = json.loads((tmp2 / "out" / "results.jsonl").read_text())
     assert line["grades"]["judge"]["score"] is None and "timed out" in line["grades"]["judge"]["error"]
     assert line["grades"]["answer"]["score"] == 1.0 and line["score"] == 1.0  # renormalised over the rest

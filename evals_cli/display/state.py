@@ -15,6 +15,7 @@ class Cell:
     total: float = 0.0
     scored: int = 0
     errors: int = 0
+    unreliable: int = 0
     turns: tuple[int, int] | None = None
 
     @property
@@ -92,6 +93,7 @@ class RunState:
             row.scored += 1
         for name, grade in result.grades.items():
             cell = row.cells.setdefault(name, Cell())
+            cell.unreliable += int(bool(grade.metadata.get("unreliable")))
             if grade.score is None:
                 cell.errors += 1
             else:

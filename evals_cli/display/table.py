@@ -23,6 +23,8 @@ def _cell(cell: Cell | None) -> Text:
     text = _fmt(cell.score)
     if cell.turns:
         text += f" ({cell.turns[0]}/{cell.turns[1]})"
+    if cell.unreliable:
+        text += " unreliable"
     style = "green" if (cell.score or 0) >= 0.999 else ("red" if (cell.score or 0) < 0.5 else "yellow")
     return Text(text, style=style)
 
@@ -82,6 +84,15 @@ def footer(summary: RunSummary) -> Text:
     lines.append(counts + "\n")
     if summary.errors_by_category:
         lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.errors_by_category.items())) + "\n")
+    for name, agreement in summary.judge_agreement.items():
+        parts = []
+        if agreement.alpha is not None:
+            parts.append(f"Krippendorff's alpha {agreement.alpha:.2f} across {', '.join(agreement.judges)} "
+                         f"over {agreement.units} grades")
+        if agreement.unreliable:
+            parts.append(f"{agreement.unreliable} grade(s) flagged unreliable (spread > max_spread)")
+        if parts:
+            lines.append(f"judge {name}: " + "; ".join(parts) + "\n")
     rel = summary.reliability
     if rel is not None:
         lines.append(f"reliability over {rel.repeats} repeats: pass@{rel.repeats} {_fmt(rel.pass_at_k)}, "

@@ -55,6 +55,11 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
     judge = next((g.metadata["judge"] for g in grades if "judge" in g.metadata), None)
     if judge is not None:
         metadata["judge"] = judge
+    units = [u for g in grades for u in g.metadata.get("panel_units", [])]
+    if units:
+        metadata["panel_units"] = units
+    if any(g.metadata.get("unreliable") for g in grades):
+        metadata["unreliable"] = True
     return Grade(score=_mean(scores), rationale=rationale, per_turn=turns, turns_passed=passed,
                  turns_total=len(turns), error=None if scores else "no turn could be graded", metadata=metadata)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError
@@ -68,7 +70,60 @@ def rubric_variables(sample: Sample, trajectory: Trajectory, submission: str, gr
     }
 
 
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "rubrics"
+_LETTA_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_JINJA_BLOCK = re.compile(r"\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+
+
+def builtin_rubrics() -> list[str]:
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.j2"))
+
+
+def load_rubric(reference: str | None, inline: str | None, base_dir: Path) -> str:
+    """The rubric text: inline, `builtin:NAME`, or a file relative to the suite (ValueError when missing)."""
+    if inline is not None:
+        return inline
+    assert reference is not None
+    if reference.startswith("builtin:"):
+        name = reference.removeprefix("builtin:")
+        path = BUILTIN_DIR / f"{name}.j2"
+        if not path.is_file():
+            raise ValueError(f"unknown built-in rubric '{name}'; built-ins: {', '.join(builtin_rubrics())}")
+        return path.read_text(encoding="utf-8")
+    try:
+        return (base_dir / reference).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"rubric file {reference} cannot be read ({type(exc).__name__}); "
+                         "the path is relative to the suite file") from None
+
+
+def is_letta_style(text: str) -> bool:
+    """letta-evals rubrics use Python-format placeholders ({input}, {submission}, {ground_truth}) and double
+    braces for literal ones. Once doubled braces are set aside, a Jinja2 template has no `{name}` field left
+    (`{{ input }}` leaves ` input `), a letta one does; Jinja2 blocks (`{% %}`, `{# #}`) settle it too."""
+    without_literals = text.replace("{{", "").replace("}}", "")
+    return not _JINJA_BLOCK.search(text) and bool(_LETTA_FIELD.search(without_literals))
+
+
+def _render_letta(text: str, variables: dict[str, Any]) -> str:
+    """Substitute {name} fields only (no attribute access, no format specs: nothing to exploit)."""
+    protected = text.replace("{{", "\x00").replace("}}", "\x01")
+
+    def field(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in variables:
+            available = ", ".join(sorted(variables))
+            raise RubricError(f"'{name}' is undefined; available variables: {available} "
+                              "(add it to the sample's rubric_vars)")
+        value = variables[name]
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+    return _LETTA_FIELD.sub(field, protected).replace("\x00", "{").replace("\x01", "}")
+
+
 def render_rubric(text: str, variables: dict[str, Any]) -> str:
+    if is_letta_style(text):
+        return _render_letta(text, variables)
     template = compile_rubric(text)
     try:
         return template.render(**variables)

@@ -4,7 +4,7 @@ a template error shows at once, listed with the samples it affects."""
 from __future__ import annotations
 
 from evals_cli.graders.base import Grader
-from evals_cli.graders.rubric import RubricError, compile_rubric, render_rubric, rubric_variables
+from evals_cli.graders.rubric import RubricError, compile_rubric, is_letta_style, render_rubric, rubric_variables
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 
@@ -38,7 +38,8 @@ class RubricChecker:
             if text is None:
                 continue
             try:
-                compile_rubric(text)
+                if not is_letta_style(text):
+                    compile_rubric(text)
             except RubricError as exc:
                 self._syntax.append(f"graders.{name}: rubric {self._name(grader)}: {exc}")
                 continue
@@ -54,8 +55,8 @@ class RubricChecker:
             for turn in turns:
                 variables = rubric_variables(sample, _EMPTY, "", sample.ground_truth_for(turn), turn)
                 try:
-                    render_rubric(grader.rubric_text, variables)  # type: ignore[attr-defined]
-                except RubricError as exc:
+                    render_rubric(grader.rubric_for(sample), variables)  # type: ignore[attr-defined]
+                except (RubricError, ValueError) as exc:
                     self._missing.setdefault((name, str(exc)), []).append(str(sample.id))
                     break
         return []

@@ -96,6 +96,15 @@ class Reliability(Record):
     mean_pass_rate: float | None = None
 
 
+class JudgeAgreement(Record):
+    """How far a judge grader can be trusted over the run."""
+
+    judges: list[str] = Field(default_factory=list)
+    units: int = 0
+    alpha: float | None = Field(default=None, description="Krippendorff's alpha (interval) across the panel.")
+    unreliable: int = Field(default=0, description="Grades whose verdict spread exceeded max_spread.")
+
+
 class GateResult(Record):
     """The gate's verdict in numbers and words."""
 
@@ -127,6 +136,9 @@ class RunSummary(Record):
     usage: Usage = Field(default_factory=Usage)
     judge_usage: Usage = Field(default_factory=Usage)
     reliability: Reliability | None = None
+    judge_agreement: dict[str, JudgeAgreement] = Field(default_factory=dict)
+    grades_total: int = 0
+    grades_missing: int = Field(default=0, description="Grades with score None (grader or judge errors).")
     cost: float | None = Field(default=None, description="Spend in the pricing table's currency.")
     latency_p50_s: float | None = None
     latency_p95_s: float | None = None

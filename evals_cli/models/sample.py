@@ -42,6 +42,10 @@ class Sample(StrictModel):
     )
     tags: list[str] = Field(default_factory=list, description="Free labels, used by sample_tags filtering.")
     rubric_vars: dict[str, Any] = Field(default_factory=dict, description="Extra variables for judge rubrics.")
+    rubric: str | None = Field(
+        default=None, description="This sample's own judge rubric: inline text, builtin:NAME, or a file "
+        "relative to the suite (ends in .j2, .jinja, .txt or .md)."
+    )
     max_steps: int | None = Field(default=None, ge=1, description="Override of the target's loop bound.")
     category: str | None = Field(default=None, description="Free category label.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Anything else; carried into results.")

@@ -7,7 +7,8 @@ from collections import Counter
 from collections.abc import Iterable
 
 from evals_cli.gate import Gate, aggregate
-from evals_cli.models.results import GraderAggregate, Reliability, RunSummary, SampleResult
+from evals_cli.graders.agreement import krippendorff_alpha
+from evals_cli.models.results import GraderAggregate, JudgeAgreement, Reliability, RunSummary, SampleResult
 from evals_cli.models.trajectory import Usage
 
 
@@ -30,6 +31,10 @@ class Accumulator:
         self.errors_by_category: Counter[str] = Counter()
         self.usage = Usage()
         self.judge_usage = Usage()
+        self.grades_total = 0
+        self.unreliable: Counter[str] = Counter()
+        # judge panels: per grader, one {judge: score} unit per graded sample (for Krippendorff's alpha)
+        self.panel_units: dict[str, list[dict[str, float]]] = {}
 
     def add(self, result: SampleResult) -> None:
         self.total += 1
@@ -51,6 +56,11 @@ class Accumulator:
             self.errors_by_category[result.error.category] += 1
             return
         for name, grade in result.grades.items():
+            self.grades_total += 1
+            if grade.metadata.get("unreliable"):
+                self.unreliable[name] += 1
+            for unit in grade.metadata.get("panel_units", []):
+                self.panel_units.setdefault(name, []).append(unit)
             if grade.score is None:
                 self.grade_errors[name] += 1
                 self.errors_by_category["judge" if "judge" in grade.metadata else "grader"] += 1
@@ -87,6 +97,19 @@ class Accumulator:
             mean_pass_rate=sum(p / n for p, n in graded) / len(graded),
         )
 
+    def judge_agreement(self) -> dict[str, JudgeAgreement]:
+        out = {}
+        for name in sorted(set(self.panel_units) | set(self.unreliable)):
+            units = self.panel_units.get(name, [])
+            judges = sorted({j for u in units for j in u})
+            out[name] = JudgeAgreement(judges=judges, units=len(units), alpha=krippendorff_alpha(units),
+                                       unreliable=self.unreliable[name])
+        return out
+
+    @property
+    def missing_grades(self) -> int:
+        return sum(self.grade_errors.values())
+
     def summary(self) -> RunSummary:
         aggregates = self.aggregates()
         reliability = self.reliability()
@@ -95,7 +118,8 @@ class Accumulator:
             suite=self.suite, total=self.total, graded=self.total - self.errored, errored=self.errored,
             passed=self.passed, failed=self.failed, errors_by_category=dict(self.errors_by_category),
             graders=aggregates, gate=self.gate.decide(aggregates, reliability), usage=self.usage,
-            judge_usage=self.judge_usage, reliability=reliability,
+            judge_usage=self.judge_usage, reliability=reliability, judge_agreement=self.judge_agreement(),
+            grades_total=self.grades_total, grades_missing=self.missing_grades,
             cost=self.cost if self.pricing else None,
             latency_p50_s=statistics.median(lat) if lat else None,
             latency_p95_s=lat[min(len(lat) - 1, int(0.95 * len(lat)))] if lat else None,

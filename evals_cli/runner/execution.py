@@ -110,9 +110,14 @@ class Execution:
             return EXIT_INTERRUPTED
         if summary.status == "aborted":
             return EXIT_INCOMPLETE
-        if summary.total and summary.errored / summary.total > self.p.options.max_error_rate:
+        rate = self.p.options.max_error_rate
+        if summary.total and summary.errored / summary.total > rate:
             summary.abort_reason = (f"{summary.errored}/{summary.total} samples errored, more than "
-                                    f"--max-error-rate {self.p.options.max_error_rate:g}")
+                                    f"--max-error-rate {rate:g}")
+            return EXIT_INCOMPLETE
+        if summary.grades_total and summary.grades_missing / summary.grades_total > rate:
+            summary.abort_reason = (f"{summary.grades_missing}/{summary.grades_total} grades are missing (grader or "
+                                    f"judge errors), more than --max-error-rate {rate:g}")
             return EXIT_INCOMPLETE
         if summary.gate is None or summary.gate.passed is None:
             return EXIT_INCOMPLETE

@@ -1,0 +1,1 @@
+"""Built-in judge rubrics, usable as `rubric: builtin:NAME`."""
