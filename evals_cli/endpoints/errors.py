@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evals_cli.endpoints.recording import ReplayMiss
+from evals_cli.endpoints.context import ReplayMiss
 from evals_cli.endpoints.resolve import Endpoint
 
 

@@ -5,15 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evals_cli.endpoints.recording import RecordingTransport, ReplayTransport
 from evals_cli.endpoints.resolve import Endpoint
 
 
 class ClientPool:
     def __init__(self, record: Path | None = None, replay: Path | None = None) -> None:
         self.record = record
-        self.replay = ReplayTransport(replay) if replay else None
-        self._recorder: RecordingTransport | None = None
+        self.replay = None
+        if replay:
+            from evals_cli.endpoints.recording import ReplayTransport
+
+            self.replay = ReplayTransport(replay)
+        self._recorder: Any = None
         self._clients: dict[tuple[Any, ...], Any] = {}
 
     def client(self, endpoint: Endpoint) -> Any:
@@ -32,6 +35,8 @@ class ClientPool:
                 base_url = base_url or "http://replay.invalid/v1"
             elif self.record is not None:
                 if self._recorder is None:
+                    from evals_cli.endpoints.recording import RecordingTransport
+
                     self._recorder = RecordingTransport(self.record)
                 http_client = httpx.AsyncClient(transport=self._recorder, timeout=endpoint.timeout)
             self._clients[key] = AsyncOpenAI(

@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from evals_cli.endpoints.context import CALL_CONTEXT, ReplayMiss
 from evals_cli.endpoints.httpx_compat import httpx
 
-CALL_CONTEXT: ContextVar[str] = ContextVar("evals_call_context", default="unknown call")
-
-
-class ReplayMiss(Exception):
-    """A request that the recording does not hold."""
+__all__ = ["CALL_CONTEXT", "RecordingTransport", "ReplayMiss", "ReplayTransport", "api_path", "request_key"]
 
 
 def api_path(path: str) -> str:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.pool import ClientPool
-from evals_cli.endpoints.recording import CALL_CONTEXT
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.graders.agreement import combine, spread
 from evals_cli.graders.base import GradeContext, Grader, register_grader

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.endpoints.pool import ClientPool
-from evals_cli.endpoints.recording import CALL_CONTEXT
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import OpenAIChatTarget
