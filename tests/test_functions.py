@@ -389,6 +389,14 @@ def order(tmp_path: Path, **spec: Any) -> ToolOrderGrader:
     return ToolOrderGrader("order", ToolOrderSpec(**spec), tmp_path)
 
 
+def seq(*names: str) -> Trajectory:
+    """One model step per call: a sequential trajectory (calls of one step are parallel, so unordered)."""
+    return Trajectory(turns=[Turn(user="go", steps=[
+        *[Step(tool_calls=[ToolCall(id=f"c{i}", name=n, arguments={}, result="ok")]) for i, n in enumerate(names)],
+        Step(content="done"),
+    ])])
+
+
 def test_tool_order_exact_sequence(tmp_path: Path) -> None:
     sample = Sample(input="q", expected_tool_order=["list_files", "read_file"])
     result = grade(order(tmp_path), sample, traj("list_files", "read_file"))
@@ -421,15 +429,15 @@ def test_tool_order_no_calls(tmp_path: Path) -> None:
     sample = Sample(input="q", expected_tool_order=["list_files"])
     result = grade(order(tmp_path, score="fraction"), sample, traj())
     assert result.score == 0.0
-    assert "missing 'list_files' after no calls" in result.rationale
+    assert "missing 'list_files'; no tool calls were made" in result.rationale
 
 
 def test_tool_order_globs(tmp_path: Path) -> None:
     sample = Sample(input="q", expected_tool_order=["list_*", "read_?ile"])
-    assert grade(order(tmp_path), sample, traj("list_dir", "read_file")).score == 1.0
-    assert grade(order(tmp_path), sample, traj("read_file", "list_dir")).score == 0.0
+    assert grade(order(tmp_path), sample, seq("list_dir", "read_file")).score == 1.0
+    assert grade(order(tmp_path), sample, seq("read_file", "list_dir")).score == 0.0
     # fnmatchcase: globs are case-sensitive
-    assert grade(order(tmp_path), sample, traj("LIST_dir", "read_file")).score == 0.0
+    assert grade(order(tmp_path), sample, seq("LIST_dir", "read_file")).score == 0.0
 
 
 def test_tool_order_spec_expected_overrides_the_sample(tmp_path: Path) -> None:

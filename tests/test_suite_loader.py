@@ -188,8 +188,8 @@ def test_several_problems_are_all_reported_at_once(tmp_path: Path) -> None:
     assert f"{path}:3: concurency: unknown key 'concurency'; did you mean 'concurrency'?" in problems
     assert f"{path}:5: target.modle: unknown key 'modle'; did you mean 'model'?" in problems
     assert f"{path}:7: graders.j: unknown extractor 'last_asistant'; did you mean 'last_assistant'?" in joined
-    assert f"{path}:11: graders.k: unknown kind 'toll'" in joined
-    assert f"{path}:13: graders.m: missing 'kind'" in joined
+    assert f"{path}:12: graders.k.kind: unknown kind 'toll'" in joined  # the line of the kind itself
+    assert f"{path}:13: graders.m.kind: missing 'kind'" in joined  # no kind line: the grader's own
 
 
 # --- YAML and file-level problems ---------------------------------------------------------------------------
@@ -320,21 +320,22 @@ def test_missing_env_variable_inside_a_list_names_the_index(tmp_path: Path,
 def test_unknown_grader_kind_has_hint_and_lists_kinds(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("kind: tool\n", "kind: toll\n"))
     (problem,) = problems_of(path)
-    assert problem == (f"{path}:7: graders.answer: unknown kind 'toll'; did you mean 'tool'? "
-                       "kinds: tool, tool_order, tools_avoided, model_judge")
+    assert problem == (f"{path}:8: graders.answer.kind: unknown kind 'toll'; did you mean 'tool'? "
+                       "kinds: tool, tool_order, tools_avoided, tool_args, no_loops, stop_behavior, tool_schema, "
+                       "grounding, model_judge")
 
 
 def test_unknown_grader_kind_without_close_match(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("kind: tool\n", "kind: banana\n"))
     (problem,) = problems_of(path)
-    assert "unknown kind 'banana'; kinds: tool, tool_order, tools_avoided, model_judge" in problem
+    assert "unknown kind 'banana'; kinds: tool, tool_order, tools_avoided, tool_args," in problem
     assert "did you mean" not in problem
 
 
 def test_missing_grader_kind(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("    kind: tool\n", ""))
     (problem,) = problems_of(path)
-    assert problem.startswith(f"{path}:7: graders.answer: missing 'kind'")
+    assert problem.startswith(f"{path}:7: graders.answer.kind: missing 'kind'")
 
 
 def test_no_graders_at_all(tmp_path: Path) -> None:
@@ -407,6 +408,7 @@ def test_model_validator_errors_name_their_block(tmp_path: Path) -> None:
 
     assert f"{path}:3: target: give system_prompt or system_prompt_file, not both" in problems
     assert f"{path}:7: tools.both: give only one of returns, sequence, error (got returns, error)" in problems
-    assert f"{path}:9: graders.j: give exactly one of 'rubric' (a file) or 'prompt' (inline text)" in problems
+    assert f"{path}:9: graders.j: give exactly one of 'rubric' (a file or builtin:NAME) or 'prompt' (inline text)" \
+        in problems
 
 

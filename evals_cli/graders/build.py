@@ -5,7 +5,7 @@ from __future__ import annotations
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint, resolve_judge
 from evals_cli.errors import ConfigError
-from evals_cli.graders import model_judge, text, trajectory  # noqa: F401  (registers the built-in kinds)
+from evals_cli.graders import grounding, loops, model_judge, stop, text, tool_args, tool_schema, trajectory  # noqa: F401
 from evals_cli.graders.base import GRADER_KINDS, Grader
 from evals_cli.models.specs import SuiteSpec
 
@@ -21,7 +21,8 @@ def build_graders(suite: SuiteSpec, pool: ClientPool | None, agent: Endpoint | N
         try:
             if cls.uses_judge:
                 endpoint = resolve_judge(spec, suite.judge, agent)
-                graders[name] = cls(name, spec, suite.base_dir, endpoint, pool)  # type: ignore[call-arg]
+                panel = [resolve_judge(member, None, endpoint) for member in spec.panel or []]
+                graders[name] = cls(name, spec, suite.base_dir, endpoint, pool, panel)  # type: ignore[call-arg]
             else:
                 graders[name] = cls(name, spec, suite.base_dir)  # type: ignore[call-arg]
         except ConfigError as exc:

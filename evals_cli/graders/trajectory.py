@@ -1,22 +1,154 @@
-"""Graders that read the tool calls of a trajectory: order, forbidden tools."""
+"""Graders of which tools were called: order (five modes) and forbidden tools.
+
+Parallel calls (one model step) are an unordered group: a model that asks for `list_files` and `read_file` in
+one step did not choose an order, so `strict` and `subsequence` accept either order inside the step.
+
+`score: fraction`, with n expected and m calls:
+- subsequence: the longest prefix of the expected list called in order / n ("how far along the plan it got";
+  the behaviour before modes existed, kept so existing scores do not move);
+- strict: the longest common subsequence (parallel groups unordered) / max(n, m), so extra calls cost too;
+- unordered: expected calls matched one-to-one (a maximum matching, globs) / max(n, m);
+- subset: expected calls matched one-to-one / n;
+- superset: calls matching some expected glob / m (1 with no calls).
+"""
 
 from __future__ import annotations
 
-import fnmatch
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from evals_cli.graders.base import GradeContext, Grader, register_grader
+from evals_cli.graders.calls import any_glob, describe_groups, glob_match, max_matching, step_groups
 from evals_cli.models.grader_specs.trajectory import ToolOrderSpec, ToolsAvoidedSpec
 from evals_cli.models.results import Grade
 
 
-def _matches(name: str, pattern: str) -> bool:
-    return fnmatch.fnmatchcase(name, pattern)
+def _fits(pattern: str, name: str) -> bool:
+    return glob_match(name, pattern)
+
+
+def grouped_lcs(expected: Sequence[str], names: Sequence[str], groups: Sequence[Sequence[int]]) -> list[int]:
+    """Indices of `expected` in a longest common subsequence with the calls, any order inside a group.
+
+    Dynamic programme over groups: best[j] is the best alignment of expected[:j] with the groups seen so far.
+    A group takes a window expected[i:j] and matches any of it (bipartite matching: order-free, globs)."""
+    n = len(expected)
+    best: list[tuple[int, ...]] = [()] * (n + 1)
+    for group in groups:
+        calls = [names[k] for k in group]
+        new = list(best)
+        if len(calls) == 1:  # the common case, as in plain LCS: extend the alignment that ends just before j
+            for j in range(1, n + 1):
+                if _fits(expected[j - 1], calls[0]) and len(best[j - 1]) + 1 > len(new[j]):
+                    new[j] = best[j - 1] + (j - 1,)
+        # a window may start only where the alignment grows: an earlier start with the same length sees more
+        starts = [i for i in range(n + 1) if i == 0 or len(best[i]) > len(best[i - 1])] if len(calls) > 1 else []
+        for i in starts:
+            for j in range(i + 1, n + 1):
+                matched = max_matching(expected[i:j], calls, _fits)
+                candidate = best[i] + tuple(sorted(i + k for k in matched))
+                if len(candidate) > len(new[j]):
+                    new[j] = candidate
+                if len(matched) == len(calls):  # the group is used up: wider windows add nothing
+                    break
+        for j in range(1, n + 1):  # expected items may stay unmatched at the end of a window
+            if len(new[j - 1]) > len(new[j]):
+                new[j] = new[j - 1]
+        best = new
+    return list(best[n])
+
+
+def grouped_prefix(expected: Sequence[str], names: Sequence[str], groups: Sequence[Sequence[int]]) -> int:
+    """How many of `expected` were called in order from the start (extra calls skipped, any order inside a group).
+
+    Greedy is optimal here: each group takes the longest next stretch of `expected` it can match, because being
+    further along never leaves less to match later."""
+    done = 0
+    for group in groups:
+        calls = [names[k] for k in group]
+        for size in range(min(len(calls), len(expected) - done), 0, -1):
+            if len(max_matching(expected[done: done + size], calls, _fits)) == size:
+                done += size
+                break
+    return done
+
+
+def strict_divergence(expected: Sequence[str], names: Sequence[str], groups: Sequence[Sequence[int]]) -> str | None:
+    """Where the calls first leave the exact expected sequence (None: they never do)."""
+    offset = 0
+    for group in groups:
+        calls = [names[k] for k in group]
+        window = list(expected[offset: offset + len(group)])
+        if not window:
+            return f"unexpected extra call(s) {', '.join(calls)} after the {len(expected)} expected"
+        if len(max_matching(window, calls, _fits)) < len(group):
+            where = f"call {offset + 1}" if len(group) == 1 else f"parallel calls {offset + 1}-{offset + len(group)}"
+            wanted = " + ".join(window) + (" then the end" if len(window) < len(group) else "")
+            return f"{where}: expected {wanted}, got {' + '.join(calls)}"
+        offset += len(group)
+    if offset < len(expected):
+        return f"missing {', '.join(repr(e) for e in expected[offset:])} after the last call"
+    return None
+
+
+@dataclass
+class _Verdict:
+    complete: bool
+    fraction: float
+    matched: int
+    why: str
+
+
+def _judge(mode: str, expected: list[str], names: list[str], groups: list[list[int]]) -> _Verdict:
+    called = f"calls: {describe_groups(names, groups)}" if names else "no tool calls were made"
+    n, m = len(expected), len(names)
+    arrow = " → ".join(expected)
+    if mode == "subsequence":
+        done = grouped_prefix(expected, names, groups)
+        if done == n:
+            return _Verdict(True, 1.0, n, f"called {arrow} in order")
+        return _Verdict(False, done / n, done, f"expected {arrow}; matched {done}/{n}, missing {expected[done]!r}; {called}")
+    if mode == "strict":
+        hit = grouped_lcs(expected, names, groups)
+        divergence = strict_divergence(expected, names, groups)
+        fraction = len(hit) / max(n, m) if max(n, m) else 1.0
+        if divergence is None:
+            return _Verdict(True, 1.0, n, f"called exactly {arrow}" if n else "no tool calls, as expected")
+        return _Verdict(False, fraction, len(hit), f"expected exactly {arrow or 'no calls'}; {divergence}; {called}")
+    if mode == "superset":
+        outside = [nm for nm in names if not any_glob(nm, expected)]
+        inside = m - len(outside)
+        if not outside:
+            why = (f"every call is among {', '.join(expected)}" if m else
+                   f"no tool calls, so none outside {', '.join(expected) or 'the (empty) expected set'}")
+            return _Verdict(True, 1.0, inside, why)
+        counts = Counter(outside)
+        listed = ", ".join(f"{k} ×{v}" if v > 1 else k for k, v in counts.items())
+        allowed = ", ".join(expected) or "nothing (no tools expected)"
+        return _Verdict(False, inside / m, inside, f"called tool(s) outside {allowed}: {listed}")
+    matching = max_matching(expected, names, _fits)
+    missing = [e for k, e in enumerate(expected) if k not in matching]
+    extra = [nm for j, nm in enumerate(names) if j not in set(matching.values())]
+    if mode == "subset":
+        if not missing:
+            return _Verdict(True, 1.0, n, f"called every expected tool: {', '.join(expected)}")
+        return _Verdict(False, len(matching) / n, len(matching),
+                        f"matched {len(matching)}/{n}, missing {', '.join(repr(e) for e in missing)}; {called}")
+    # unordered: the same multiset
+    if not missing and not extra:
+        return _Verdict(True, 1.0, n, f"called exactly {', '.join(expected)} (any order)" if n else
+                        "no tool calls, as expected")
+    problems = [f"missing {', '.join(repr(e) for e in missing)}"] if missing else []
+    problems += [f"unexpected {', '.join(extra)}"] if extra else []
+    return _Verdict(False, len(matching) / max(n, m), len(matching),
+                    f"expected {', '.join(expected) or 'no calls'} in any order; {'; '.join(problems)}")
 
 
 @register_grader
 class ToolOrderGrader(Grader):
-    """Expected tools appear in order (extra calls allowed in `subsequence` mode)."""
+    """The tools called against the expected ones, in one of five modes (see ToolOrderSpec)."""
 
     kind = "tool_order"
     spec: ToolOrderSpec
@@ -26,23 +158,16 @@ class ToolOrderGrader(Grader):
 
     async def grade(self, ctx: GradeContext) -> Grade:
         expected = self.spec.expected if self.spec.expected is not None else ctx.sample.expected_tool_order
-        called = [c.name for c in ctx.trajectory.tool_calls]
-        if not expected:
+        names = [c.name for c in ctx.trajectory.tool_calls]
+        mode = self.spec.mode
+        # An empty list still says something in the modes that limit calls: "call nothing".
+        if expected is None or (not expected and mode in ("subsequence", "subset")):
             return Grade(score=1.0, rationale="no expected tool order: nothing to check",
-                         metadata={"called": called})
-        matched = 0
-        for name in called:
-            if matched < len(expected) and _matches(name, expected[matched]):
-                matched += 1
-        complete = matched == len(expected)
-        score = (1.0 if complete else 0.0) if self.spec.score == "binary" else matched / len(expected)
-        if complete:
-            why = f"called {' → '.join(expected)} in order"
-        else:
-            why = (f"expected {' → '.join(expected)}; matched {matched}/{len(expected)}, "
-                   f"missing {expected[matched]!r} after {called[:] or 'no calls'}")
-        return Grade(score=score, rationale=why,
-                     metadata={"called": called, "expected": expected, "matched": matched})
+                         metadata={"called": names, "mode": mode})
+        verdict = _judge(mode, list(expected), names, step_groups(ctx.trajectory))
+        score = (1.0 if verdict.complete else 0.0) if self.spec.score == "binary" else verdict.fraction
+        return Grade(score=score, rationale=verdict.why,
+                     metadata={"called": names, "expected": list(expected), "matched": verdict.matched, "mode": mode})
 
 
 @register_grader
@@ -59,7 +184,7 @@ class ToolsAvoidedGrader(Grader):
         forbidden = list(dict.fromkeys([*(ctx.sample.forbidden_tools or []), *self.spec.tools]))
         if not forbidden:
             return Grade(score=1.0, rationale="no forbidden tools: nothing was broken")
-        hits = [c.name for c in ctx.trajectory.tool_calls if any(_matches(c.name, f) for f in forbidden)]
+        hits = [c.name for c in ctx.trajectory.tool_calls if any_glob(c.name, forbidden)]
         if hits:
             counts = {n: hits.count(n) for n in dict.fromkeys(hits)}
             listed = ", ".join(f"{n} ×{k}" if k > 1 else n for n, k in counts.items())

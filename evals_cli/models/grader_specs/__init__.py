@@ -10,12 +10,25 @@ from pydantic import Field
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.judge import ModelJudgeSpec
 from evals_cli.models.grader_specs.text import ToolGraderSpec
-from evals_cli.models.grader_specs.trajectory import ToolOrderSpec, ToolsAvoidedSpec
+from evals_cli.models.grader_specs.trajectory import (
+    GroundingSpec,
+    NoLoopsSpec,
+    StopBehaviorSpec,
+    ToolArgsSpec,
+    ToolOrderSpec,
+    ToolsAvoidedSpec,
+    ToolSchemaSpec,
+)
 
 GraderSpec = Annotated[
     ToolGraderSpec
     | ToolOrderSpec
     | ToolsAvoidedSpec
+    | ToolArgsSpec
+    | NoLoopsSpec
+    | StopBehaviorSpec
+    | ToolSchemaSpec
+    | GroundingSpec
     | ModelJudgeSpec,
     Field(discriminator="kind"),
 ]

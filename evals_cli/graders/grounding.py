@@ -1,0 +1,113 @@
+"""`kind: grounding`: the answer carries the values the tools returned, and not the listed misreadings.
+
+Catches "the tool returned DB_HOST=localhost and the agent reports the host is 5432" without a judge:
+`must_cite: [localhost]`, `must_not_say: ["5432"]`. A cited value must also be in some tool result
+(`require_source`), so a right answer guessed without reading the tool is reported as ungrounded.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from evals_cli.graders.base import GradeContext, Grader, register_grader
+from evals_cli.models.grader_specs.trajectory import GroundingSpec
+from evals_cli.models.results import Grade
+from evals_cli.models.sample import Sample
+from evals_cli.models.trajectory import Trajectory
+
+
+def _values(metadata: dict[str, Any], key: str) -> list[str]:
+    raw = metadata.get(key)
+    if raw is None:
+        return []
+    if isinstance(raw, str | int | float) and not isinstance(raw, bool):
+        return [str(raw)]
+    if isinstance(raw, list) and all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in raw):
+        return [str(v) for v in raw]
+    raise ValueError(f"sample metadata.{key} must be a string or a list of strings, got {raw!r}")
+
+
+def tool_texts(trajectory: Trajectory) -> list[str]:
+    """Everything the tools said: results of the run's calls and pre-filled `tool` messages."""
+    texts = [c.result for c in trajectory.tool_calls if c.result]
+    texts += [str(m.get("content") or "") for m in trajectory.prefilled if m.get("role") == "tool"]
+    return texts
+
+
+class Finder:
+    """Finds a value in text under the spec's case and whole-word rules."""
+
+    def __init__(self, case_sensitive: bool, whole_word: bool) -> None:
+        self.flags = 0 if case_sensitive else re.IGNORECASE
+        self.whole_word = whole_word
+
+    def pattern(self, value: str) -> re.Pattern[str]:
+        escaped = re.escape(value)
+        return re.compile(rf"(?<!\w){escaped}(?!\w)" if self.whole_word else escaped, self.flags)
+
+    def line_with(self, value: str, texts: list[str]) -> str | None:
+        """The first line of `texts` holding `value` (to show where the tool said it), or None."""
+        pattern = self.pattern(value)
+        for text in texts:
+            for line in text.splitlines():
+                if pattern.search(line):
+                    return line.strip()[:80]
+        return None
+
+
+@register_grader
+class GroundingGrader(Grader):
+    """Each must_cite value in the answer (and in a tool result), no must_not_say value in the answer."""
+
+    kind = "grounding"
+    spec: GroundingSpec
+
+    def __init__(self, name: str, spec: GroundingSpec, base_dir: Path) -> None:
+        super().__init__(name, spec)
+
+    def check_sample(self, sample: Sample) -> list[str]:
+        """Malformed metadata.must_cite / must_not_say show before any model call."""
+        problems = []
+        for key in ("must_cite", "must_not_say"):
+            try:
+                _values(sample.metadata, key)
+            except ValueError as exc:
+                why = str(exc).removeprefix("sample ")
+                problems.append(f"sample {sample.id!r}: {why}, needed by grader {self.name} (grounding)")
+        return problems
+
+    async def grade(self, ctx: GradeContext) -> Grade:
+        try:
+            cite = list(dict.fromkeys([*self.spec.must_cite, *_values(ctx.sample.metadata, "must_cite")]))
+            avoid = list(dict.fromkeys([*self.spec.must_not_say, *_values(ctx.sample.metadata, "must_not_say")]))
+        except ValueError as exc:
+            return Grade.failed(str(exc))
+        answer = ctx.submission(self.spec.extractor, self.spec.extractor_config)
+        if not cite and not avoid:
+            return Grade(score=1.0, rationale="no must_cite or must_not_say values: nothing to check", submission=answer)
+        find = Finder(self.spec.case_sensitive, self.spec.whole_word)
+        sources = tool_texts(ctx.trajectory)
+        problems: list[str] = []
+        for value in cite:
+            source = find.line_with(value, sources)
+            if not find.pattern(value).search(answer):
+                where = f" (the tool said {source!r})" if source else ""
+                problems.append(f"the answer does not cite {value!r}{where}")
+            elif self.spec.require_source and source is None:
+                problems.append(f"the answer says {value!r} but no tool result contains it (ungrounded)")
+        for value in avoid:
+            if find.pattern(value).search(answer):
+                source = find.line_with(value, sources)
+                where = f"; the tool said {source!r}" if source else ""
+                problems.append(f"the answer says {value!r}, a listed misreading{where}")
+        total = len(cite) + len(avoid)
+        score = (1.0 - len(problems) / total) if self.spec.score == "fraction" else float(not problems)
+        metadata = {"must_cite": cite, "must_not_say": avoid, "problems": problems}
+        if problems:
+            return Grade(score=score, rationale="; ".join(problems), submission=answer, metadata=metadata)
+        parts = [f"cites {', '.join(repr(v) for v in cite)}" + (" (found in tool results)" if
+                                                                 self.spec.require_source else "")] if cite else []
+        parts += [f"avoids {', '.join(repr(v) for v in avoid)}"] if avoid else []
+        return Grade(score=score, rationale="the answer " + " and ".join(parts), submission=answer, metadata=metadata)

@@ -1,0 +1,125 @@
+"""`kind: stop_behavior`: did the agent stop at the right time? Three checks, each with its own score:
+
+- premature_stop: it stopped by itself before the required tools were called;
+- no_stop: it kept calling tools (or called a mutating tool) after the required calls were complete;
+- max_steps: the loop cut it off at the step limit (stop_reason max_steps).
+
+"Complete" is the first model step after which every required tool (globs, as a multiset, any order) has been
+called by a call that reached a tool; unknown tools and unparseable arguments do not count, so a retry of a
+malformed call is not "after completion". Order is tool_order's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from evals_cli.graders.base import GradeContext, Grader, register_grader
+from evals_cli.graders.calls import any_glob, glob_match, label, max_matching, reached_tool, step_groups
+from evals_cli.models.grader_specs.trajectory import StopBehaviorSpec
+from evals_cli.models.results import Grade
+from evals_cli.models.trajectory import ToolCall
+
+
+@dataclass(frozen=True)
+class Check:
+    score: float
+    rationale: str
+
+
+def _fits(pattern: str, name: str) -> bool:
+    return glob_match(name, pattern)
+
+
+def completion(required: list[str], calls: list[ToolCall], groups: list[list[int]]) -> tuple[int | None, list[str]]:
+    """(index into `groups` of the step that completed the required calls, or -1 when nothing is required,
+    or None when they never completed; the required tools still missing at the end)."""
+    if not required:
+        return -1, []
+    seen: list[str] = []
+    matched: dict[int, int] = {}
+    for step, group in enumerate(groups):
+        seen += [calls[i].name for i in group if reached_tool(calls[i])]
+        matched = max_matching(required, seen, _fits)
+        if len(matched) == len(required):
+            return step, []
+    return None, [r for k, r in enumerate(required) if k not in matched]
+
+
+def _listed(calls: list[ToolCall], limit: int = 4) -> str:
+    shown = ", ".join(label(c, 60) for c in calls[:limit])
+    return shown + (f" and {len(calls) - limit} more" if len(calls) > limit else "")
+
+
+class _Checks:
+    """The three checks over one trajectory; each returns a Check."""
+
+    def __init__(self, spec: StopBehaviorSpec, ctx: GradeContext, required: list[str] | None) -> None:
+        self.spec = spec
+        self.stop_reason = ctx.trajectory.stop_reason
+        self.calls = ctx.trajectory.tool_calls
+        self.groups = step_groups(ctx.trajectory)
+        self.required = required
+        self.done, self.missing = completion(required or [], self.calls, self.groups)
+
+    def premature_stop(self) -> Check:
+        if self.required is None:
+            return Check(1.0, "no required tools: nothing to check")
+        if self.stop_reason != "completed":
+            return Check(1.0, f"not applicable: the agent did not stop by itself ({self.stop_reason}; see max_steps)")
+        if self.done is not None:
+            if not self.required:
+                return Check(1.0, "nothing was required; it stopped by itself")
+            return Check(1.0, f"stopped after the required calls ({', '.join(self.required)})")
+        return Check(0.0, f"stopped before calling required tool(s) {', '.join(repr(m) for m in self.missing)}")
+
+    def no_stop(self) -> Check:
+        if self.required is None:
+            return Check(1.0, "no required tools: nothing to check")
+        if self.done is None:
+            return Check(1.0, "the required calls never completed: nothing to stop after")
+        after = [self.calls[i] for group in self.groups[self.done + 1:] for i in group]
+        mutating = [c for c in after if any_glob(c.name, self.spec.mutating)]
+        since = "after the required calls were complete" if self.required else "though none were needed"
+        limit = self.spec.max_extra_calls
+        if len(after) > limit:
+            why = f"{len(after)} tool call(s) {since} (max {limit}): {_listed(after)}"
+            if mutating:
+                why += f"; mutating: {', '.join(dict.fromkeys(c.name for c in mutating))}"
+            return Check(0.0, why)
+        if mutating:
+            return Check(0.0, f"mutating call(s) {since}: {_listed(mutating)}")
+        if not after:
+            return Check(1.0, f"no tool calls {since}" if self.required else "no tool calls, and none were needed")
+        return Check(1.0, f"{len(after)} tool call(s) {since}, within the {limit} allowed")
+
+    def max_steps(self) -> Check:
+        if self.stop_reason == "max_steps":
+            return Check(0.0, "cut off at the step limit (stop_reason max_steps): no final answer of its own")
+        return Check(1.0, f"stopped by itself (stop_reason {self.stop_reason})")
+
+
+@register_grader
+class StopBehaviorGrader(Grader):
+    """The selected checks, each in metadata.checks; the grade is their min (or mean)."""
+
+    kind = "stop_behavior"
+    spec: StopBehaviorSpec
+
+    def __init__(self, name: str, spec: StopBehaviorSpec, base_dir: Path) -> None:
+        super().__init__(name, spec)
+
+    async def grade(self, ctx: GradeContext) -> Grade:
+        required = self.spec.required if self.spec.required is not None else ctx.sample.expected_tool_order
+        checks = _Checks(self.spec, ctx, required)
+        results = {name: getattr(checks, name)() for name in self.spec.checks}
+        scores = [c.score for c in results.values()]
+        score = min(scores) if self.spec.combine == "min" else sum(scores) / len(scores)
+        failed = [name for name, c in results.items() if c.score < 1.0]
+        metadata = {"checks": {n: {"score": c.score, "rationale": c.rationale} for n, c in results.items()},
+                    "failed": failed}
+        if failed:
+            why = f"failed {', '.join(failed)} — " + "; ".join(f"{n}: {results[n].rationale}" for n in failed)
+        else:
+            why = "passed " + "; ".join(f"{n}: {c.rationale}" for n, c in results.items())
+        return Grade(score=score, rationale=why, metadata=metadata)
