@@ -1,12 +1,19 @@
-"""Aggregation and the pass/fail decision. Grades with score None (errors) are left out, never counted as 0."""
+"""Aggregation and the pass/fail decision. Grades with score None (errors) are left out, never counted as 0.
+
+A gate is a tree: `weighted_average` and `simple` gates are leaves that compare one aggregated number with a
+threshold, `logical` gates join sub-gates with and/or. `Gate` keeps the one-object API the runner, the summary
+and the exporters use (`passes`, `score_sample`, `decide`, `weights`) whatever the kind.
+"""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from evals_cli.models.results import GateResult, Grade, GraderAggregate, Reliability
-from evals_cli.models.specs import GateSpec
+from evals_cli.models.specs import AnyGate, LogicalGate, SimpleGate, WeightedAverageGate
 
 _EPS = 1e-9  # averages of 0.7s land on 0.69999...: compare as a person reading the table would
 OPS: dict[str, Callable[[float, float], bool]] = {
@@ -15,17 +22,45 @@ OPS: dict[str, Callable[[float, float], bool]] = {
     "eq": lambda a, b: abs(a - b) <= _EPS,
 }
 RUN_LEVEL = ("pass_at_k", "pass_hat_k")
+PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
 
 
-def effective_weights(gate: GateSpec, graders: Iterable[str]) -> dict[str, float]:
-    """The gate's weights over the graders that actually run (equal weights when none are given)."""
+def threshold_key(op: str, value: float) -> str:
+    """How a per-sample pass rule is named in `GraderAggregate.accuracy_at` (e.g. 'gte 1')."""
+    return f"{op} {value:g}"
+
+
+def effective_weights(gate: AnyGate, graders: Iterable[str]) -> dict[str, float]:
+    """The graders a gate reads, with their weights, among those that actually run.
+
+    weighted_average: its weights (equal weights when none are given, or none of the weighted graders run);
+    simple: its one grader; logical: every grader its sub-gates read (the first weight seen wins).
+    """
     active = list(graders)
+    if isinstance(gate, SimpleGate):
+        return {gate.metric_key: 1.0} if gate.metric_key in active else {}
+    if isinstance(gate, LogicalGate):
+        merged: dict[str, float] = {}
+        for sub in gate.gates:
+            if _runs(sub, active):
+                for name, weight in effective_weights(sub, active).items():
+                    merged.setdefault(name, weight)
+        return merged
     if gate.weights:
         weights = {g: w for g, w in gate.weights.items() if g in active}
         if weights and sum(weights.values()) > 0:
             return weights
     return {g: 1.0 for g in active}
+
+
+def _runs(gate: AnyGate, active: list[str]) -> bool:
+    """Whether any grader this gate names runs (a sub-gate on a skipped judge is dropped, as weights are)."""
+    if isinstance(gate, SimpleGate):
+        return gate.metric_key in active
+    if isinstance(gate, LogicalGate):
+        return any(_runs(sub, active) for sub in gate.gates)
+    return not gate.weights or any(g in active and w > 0 for g, w in gate.weights.items())
 
 
 def weighted(scores: dict[str, float | None], weights: dict[str, float]) -> float | None:
@@ -36,7 +71,17 @@ def weighted(scores: dict[str, float | None], weights: dict[str, float]) -> floa
     return sum(w * scores[g] for g, w in weights.items() if scores.get(g) is not None) / total  # type: ignore[operator]
 
 
+def percentile(scores: list[float], q: float) -> float:
+    """Linear interpolation between the closest ranks (numpy's default), so p50 is the median."""
+    ordered = sorted(scores)
+    position = (len(ordered) - 1) * q
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
 def aggregate(scores: list[float], aggregation: str, passes: Callable[[float], bool]) -> float | None:
+    """One number from a grader's sample scores; `passes` decides what counts for accuracy."""
     if not scores:
         return None
     if aggregation == "avg_score":
@@ -49,15 +94,55 @@ def aggregate(scores: list[float], aggregation: str, passes: Callable[[float], b
         return max(scores)
     if aggregation == "median":
         return statistics.median(scores)
+    if aggregation in PERCENTILES:
+        return percentile(scores, PERCENTILES[aggregation])
     raise ValueError(f"unknown aggregation {aggregation}")
 
 
-class Gate:
-    """Decides per sample and over the run."""
+@dataclass(frozen=True)
+class Verdict:
+    """One (sub-)gate's decision: `text` reads as a clause of the gate message."""
 
-    def __init__(self, spec: GateSpec, graders: Iterable[str]) -> None:
+    passed: bool | None
+    metric: float | None
+    text: str
+
+
+def _and(values: list[bool | None]) -> bool | None:
+    if any(v is False for v in values):
+        return False
+    return None if any(v is None for v in values) or not values else True
+
+
+def _or(values: list[bool | None]) -> bool | None:
+    if any(v is True for v in values):
+        return True
+    return None if any(v is None for v in values) or not values else False
+
+
+class _Node:
+    """A gate of one kind over the active graders."""
+
+    def passes(self, score: float) -> bool:
+        raise NotImplementedError
+
+    def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:
+        raise NotImplementedError
+
+    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None) -> Verdict:
+        raise NotImplementedError
+
+    def thresholds(self) -> dict[str, set[tuple[str, float]]]:
+        """Grader -> the per-sample pass rules this gate applies to it (for accuracy)."""
+        raise NotImplementedError
+
+
+class _Leaf(_Node):
+    """A gate that compares one aggregated number with `value`: weighted_average and simple."""
+
+    def __init__(self, spec: WeightedAverageGate | SimpleGate, weights: dict[str, float]) -> None:
         self.spec = spec
-        self.weights = effective_weights(spec, graders)
+        self.weights = weights
 
     def passes(self, score: float) -> bool:
         return OPS[self.spec.sample_op](score, self.spec.sample_value)
@@ -66,31 +151,124 @@ class Gate:
         score = weighted({g: grade.score for g, grade in grades.items()}, self.weights)
         return score, (None if score is None else self.passes(score))
 
-    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None = None) -> GateResult:
+    def thresholds(self) -> dict[str, set[tuple[str, float]]]:
+        return {g: {(self.spec.sample_op, self.spec.sample_value)} for g in self.weights}
+
+    def _metric(self, grader: str, aggregates: dict[str, GraderAggregate]) -> float | None:
+        agg = aggregates.get(grader)
+        if agg is None:
+            return None
+        if self.spec.aggregation == "accuracy":
+            key = threshold_key(self.spec.sample_op, self.spec.sample_value)
+            return agg.accuracy_at.get(key, agg.accuracy)
+        return getattr(agg, self.spec.aggregation, None)
+
+    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None) -> Verdict:
         spec = self.spec
         if spec.aggregation in RUN_LEVEL:
             # pass@k / pass^k are properties of whole samples over their repeats, not of single graders
             metric = getattr(reliability, spec.aggregation) if reliability else None
-            parts = f"over {reliability.samples if reliability else 0} samples × {reliability.repeats if reliability else 1}"
+            what = (f"{spec.aggregation} (over {reliability.samples if reliability else 0} samples × "
+                    f"{reliability.repeats if reliability else 1})")
         else:
-            metrics = {g: getattr(aggregates[g], spec.aggregation) if g in aggregates else None for g in self.weights}
-            metric = weighted(metrics, self.weights)
-            parts = ", ".join(f"{g}×{w:g}" for g, w in self.weights.items())
+            metric = weighted({g: self._metric(g, aggregates) for g in self.weights}, self.weights)
+            what = self._what()
         if metric is None:
-            return GateResult(passed=None, metric=None, op=spec.op, value=spec.value, aggregation=spec.aggregation,
-                              weights=self.weights, message="Gate could not be evaluated: no sample was graded")
+            return Verdict(None, None, f"{what}: not evaluated, no sample was graded")
         passed = OPS[spec.op](metric, spec.value)
-        verdict = "PASSED" if passed else "FAILED"
-        what = spec.aggregation if spec.aggregation in RUN_LEVEL else f"weighted {spec.aggregation}"
-        message = (f"Gate {verdict}: {what} ({parts}) = {metric:.3f} "
-                   f"{SYMBOLS[spec.op] if passed else 'not ' + SYMBOLS[spec.op]} {spec.value:g}")
-        return GateResult(passed=passed, metric=metric, op=spec.op, value=spec.value, aggregation=spec.aggregation,
-                          weights=self.weights, message=message)
+        symbol = SYMBOLS[spec.op] if passed else "not " + SYMBOLS[spec.op]
+        return Verdict(passed, metric, f"{what} = {metric:.3f} {symbol} {spec.value:g}")
+
+    def _what(self) -> str:
+        if isinstance(self.spec, SimpleGate):
+            return f"{self.spec.metric_key} {self.spec.aggregation}"
+        parts = ", ".join(f"{g}×{w:g}" for g, w in self.weights.items())
+        return f"weighted {self.spec.aggregation} ({parts})"
 
 
-def __getattr__(name: str):  # type: ignore[no-untyped-def]
-    if name == "Accumulator":  # moved to evals_cli.output.summary; kept importable from here
-        from evals_cli.output.summary import Accumulator
+class _Logical(_Node):
+    """Sub-gates joined by and/or, with three-valued logic: an undecided sub-gate decides nothing."""
 
-        return Accumulator
-    raise AttributeError(name)
+    def __init__(self, spec: LogicalGate, children: list[_Node]) -> None:
+        self.spec = spec
+        self.children = children
+        self.combine = _and if spec.operator == "and" else _or
+
+    def passes(self, score: float) -> bool:
+        """One threshold for callers that need one (per-turn pass counts): the first sub-gate's."""
+        return self.children[0].passes(score) if self.children else OPS["gte"](score, 1.0)
+
+    def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:
+        """The sample's score is the mean of its sub-gates' scores (for the table); `passed` is the logic."""
+        results = [child.score_sample(grades) for child in self.children]
+        scores = [s for s, _ in results if s is not None]
+        return (sum(scores) / len(scores) if scores else None), self.combine([p for _, p in results])
+
+    def thresholds(self) -> dict[str, set[tuple[str, float]]]:
+        merged: dict[str, set[tuple[str, float]]] = {}
+        for child in self.children:
+            for grader, rules in child.thresholds().items():
+                merged.setdefault(grader, set()).update(rules)
+        return merged
+
+    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None) -> Verdict:
+        verdicts = [child.decide(aggregates, reliability) for child in self.children]
+        passed = self.combine([v.passed for v in verdicts])
+        share = sum(1 for v in verdicts if v.passed) / len(verdicts) if verdicts else None
+        word = "all of" if self.spec.operator == "and" else "any of"
+        return Verdict(passed, share, f"{word} ({'; '.join(v.text for v in verdicts)})")
+
+
+def _build(spec: AnyGate, active: list[str]) -> _Node:
+    if isinstance(spec, LogicalGate):
+        return _Logical(spec, [_build(sub, active) for sub in spec.gates if _runs(sub, active)])
+    return _Leaf(spec, effective_weights(spec, active))
+
+
+class Gate:
+    """Decides per sample and over the run, for every gate kind."""
+
+    def __init__(self, spec: AnyGate, graders: Iterable[str]) -> None:
+        self.spec = spec
+        active = list(graders)
+        self.weights = effective_weights(spec, active)
+        self.root = _build(spec, active)
+
+    def passes(self, score: float) -> bool:
+        """The per-sample pass rule (of the first sub-gate, for a logical gate)."""
+        return self.root.passes(score)
+
+    def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:
+        """The sample's gate score and whether it passed (None when nothing it reads was graded)."""
+        return self.root.score_sample(grades)
+
+    def pass_thresholds(self) -> dict[str, set[tuple[str, float]]]:
+        """Grader -> the per-sample pass rules the gate applies to it; the summary computes accuracy under each."""
+        return self.root.thresholds()
+
+    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None = None) -> GateResult:
+        """The run's verdict; the message says in words what was compared with what."""
+        spec = self.spec
+        verdict = self.root.decide(aggregates, reliability)
+        if isinstance(spec, LogicalGate):
+            # metric: the share of sub-gates that passed; `and` needs all of them, `or` one
+            count = len(self.root.children) if isinstance(self.root, _Logical) else 0
+            op, aggregation = spec.operator, "logical"
+            value = 1.0 if spec.operator == "and" or count == 0 else 1 / count
+        else:
+            op, value, aggregation = spec.op, spec.value, spec.aggregation
+        if verdict.passed is None:
+            message = f"Gate could not be evaluated: {self._why_undecided(verdict)}"
+        else:
+            message = f"Gate {'PASSED' if verdict.passed else 'FAILED'}: {verdict.text}"
+        return GateResult(passed=verdict.passed, metric=verdict.metric if verdict.passed is not None else None,
+                          op=op, value=value, aggregation=aggregation, weights=self.weights, message=message)
+
+    def _why_undecided(self, verdict: Verdict) -> str:
+        spec = self.spec
+        if isinstance(spec, SimpleGate) and not self.weights:
+            return f"grader '{spec.metric_key}' did not run"
+        if isinstance(self.root, _Logical):
+            return verdict.text if self.root.children else "none of the graders it names ran"
+        return "no sample was graded"
+

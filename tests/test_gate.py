@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
-from evals_cli.gate import Accumulator, Gate, aggregate, effective_weights, weighted
+from evals_cli.gate import Gate, aggregate, effective_weights, weighted
 from evals_cli.models.results import ErrorInfo, Grade, GraderAggregate, SampleResult
 from evals_cli.models.specs import GateSpec
 from evals_cli.models.trajectory import Usage
+from evals_cli.output.summary import Accumulator
 
 
 def gate_spec(**fields: Any) -> GateSpec:

@@ -1,0 +1,33 @@
+"""Small helpers every exporter shares, so a sample is named and counted the same way in every format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evals_cli.models.results import SampleResult
+
+
+def case_name(result: SampleResult) -> str:
+    """`sample_id`, or `sample_id#repeat` for repeats after the first: unique within a run, stable across runs."""
+    return result.sample_id if result.repeat <= 0 else f"{result.sample_id}#{result.repeat}"
+
+
+def model_calls(result: SampleResult) -> int:
+    """How many times the agent's model was called (one step = one call)."""
+    return sum(len(turn.steps) for turn in result.trajectory.turns)
+
+
+def unique(names: list[str]) -> list[str]:
+    """Names without repeats, in order of first appearance."""
+    return list(dict.fromkeys(names))
+
+
+def fmt_score(score: float | None) -> str:
+    return "—" if score is None else f"{score:.2f}"
+
+
+def prepare(path: Path | str) -> Path:
+    """The output path, with its folder created (exports usually go next to, not inside, the run folder)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return out
