@@ -13,13 +13,15 @@ class ClientPool:
         self.record = record
         self.replay = None
         if replay:
-            from evals_cli.endpoints.recording import ReplayTransport
+            from evals_cli.endpoints.replay import Recording, ReplayClient
 
-            self.replay = ReplayTransport(replay)
+            self.replay = ReplayClient(Recording(replay))
         self._recorder: Any = None
         self._clients: dict[tuple[Any, ...], Any] = {}
 
     def client(self, endpoint: Endpoint) -> Any:
+        if self.replay is not None:
+            return self.replay
         key = (endpoint.base_url, endpoint.api_key, endpoint.timeout, endpoint.max_retries)
         if key not in self._clients:
             from openai import AsyncOpenAI
@@ -27,21 +29,15 @@ class ClientPool:
             from evals_cli.endpoints.httpx_compat import httpx
 
             http_client = None
-            retries = endpoint.max_retries
-            base_url = endpoint.base_url
-            if self.replay is not None:
-                http_client = httpx.AsyncClient(transport=self.replay)
-                retries = 0
-                base_url = base_url or "http://replay.invalid/v1"
-            elif self.record is not None:
+            if self.record is not None:
                 if self._recorder is None:
                     from evals_cli.endpoints.recording import RecordingTransport
 
                     self._recorder = RecordingTransport(self.record)
                 http_client = httpx.AsyncClient(transport=self._recorder, timeout=endpoint.timeout)
             self._clients[key] = AsyncOpenAI(
-                base_url=base_url, api_key=endpoint.api_key, timeout=endpoint.timeout,
-                max_retries=retries, http_client=http_client,
+                base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=endpoint.timeout,
+                max_retries=endpoint.max_retries, http_client=http_client,
             )
         return self._clients[key]
 

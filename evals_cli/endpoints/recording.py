@@ -1,8 +1,6 @@
-"""Record every model call to a JSONL file, or serve calls from one with no network at all.
-
-Works at the HTTP transport, so the agent and the judge, and any API the SDK speaks, are covered alike.
-Requests are keyed by a hash of their canonical JSON body and API path; headers (and so keys) are never stored.
-"""
+"""Record every model call to a JSONL file, at the HTTP transport, so the agent and the judge, and any API
+the SDK speaks, are covered alike. Requests are keyed by a hash of their canonical JSON body and API path;
+headers (and so keys) are never stored. `replay.py` serves them back."""
 
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ from typing import Any
 from evals_cli.endpoints.context import CALL_CONTEXT, ReplayMiss
 from evals_cli.endpoints.httpx_compat import httpx
 
-__all__ = ["CALL_CONTEXT", "RecordingTransport", "ReplayMiss", "ReplayTransport", "api_path", "request_key"]
+__all__ = ["CALL_CONTEXT", "RecordingTransport", "ReplayMiss", "api_path", "body_key", "request_key"]
 
 
 def api_path(path: str) -> str:
@@ -25,14 +23,19 @@ def api_path(path: str) -> str:
     return "/".join(parts)
 
 
+def body_key(method: str, path: str, body: Any) -> str:
+    """The recording key of a request: method, API path and the canonical JSON of its body."""
+    canonical = body if isinstance(body, str) else json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
+
+
 def request_key(request: Any) -> str:
-    body = request.content or b""
+    raw = request.content or b""
     try:
-        canonical = json.dumps(json.loads(body), sort_keys=True, separators=(",", ":"))
+        body: Any = json.loads(raw)
     except ValueError:
-        canonical = body.decode("utf-8", "replace")
-    raw = f"{request.method} {api_path(request.url.path)}\n{canonical}"
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+        body = raw.decode("utf-8", "replace")
+    return body_key(request.method, api_path(request.url.path), body)
 
 
 class RecordingTransport(httpx.AsyncBaseTransport):
@@ -64,37 +67,3 @@ class RecordingTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         self.file.close()
         await self.inner.aclose()
-
-
-class ReplayTransport(httpx.AsyncBaseTransport):
-    """Answers from a recording; identical requests are served in recorded order, the last one repeating."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.entries: dict[str, list[dict[str, Any]]] = {}
-        self.served: dict[str, int] = {}
-        with path.open(encoding="utf-8") as fh:
-            for number, text in enumerate(fh, 1):
-                if not text.strip():
-                    continue
-                try:
-                    entry = json.loads(text)
-                    self.entries.setdefault(entry["key"], []).append(entry)
-                except (ValueError, KeyError, TypeError):
-                    from evals_cli.errors import ConfigError
-
-                    raise ConfigError(f"{path}:{number}: not a recording line (expected JSON with 'key')") from None
-
-    async def handle_async_request(self, request: Any) -> Any:
-        key = request_key(request)
-        entries = self.entries.get(key)
-        if not entries:
-            raise ReplayMiss(f"{CALL_CONTEXT.get()}: no recorded response in {self.path.name} for this request "
-                             f"(the suite, dataset or model changed since recording; re-record with --record)")
-        index = min(self.served.get(key, 0), len(entries) - 1)
-        self.served[key] = index + 1
-        entry = entries[index]
-        body = entry["response"]
-        content = body.encode("utf-8") if isinstance(body, str) else json.dumps(body).encode("utf-8")
-        return httpx.Response(status_code=entry.get("status", 200), content=content,
-                              headers={"content-type": "application/json"}, request=request)

@@ -75,6 +75,9 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
         ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None), tools)
         return await _safe(grader, ctx)
 
-    names = list(graders)
-    grades = await asyncio.gather(*(one(graders[n]) for n in names))
-    return dict(zip(names, grades, strict=True))
+    # deterministic graders run inline; only judges (network calls) are worth a task each
+    out = {name: await one(g) for name, g in graders.items() if not g.uses_judge}
+    judges = [name for name, g in graders.items() if g.uses_judge]
+    if judges:
+        out.update(zip(judges, await asyncio.gather(*(one(graders[n]) for n in judges)), strict=True))
+    return {name: out[name] for name in graders}

@@ -210,7 +210,10 @@ class Execution:
         trajectory = Trajectory()
         limit = self.p.suite.target.sample_timeout
         try:
-            await asyncio.wait_for(self.p.target.run(sample, trajectory), timeout=limit)
+            if limit is None:  # wait_for costs a task per sample: only pay for it when there is a limit
+                await self.p.target.run(sample, trajectory)
+            else:
+                await asyncio.wait_for(self.p.target.run(sample, trajectory), timeout=limit)
             self.any_success = True
         except (SampleFailed, TimeoutError) as failed:
             trajectory.stop_reason = "error"

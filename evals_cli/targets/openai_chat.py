@@ -28,6 +28,7 @@ class OpenAIChat(Target):
         self.endpoint = endpoint
         self.pool = pool
         self.system_prompt = system_prompt
+        self._suite_schemas: list[dict[str, Any]] | None = None
 
     def endpoints(self) -> list[Endpoint]:
         return [self.endpoint]
@@ -43,7 +44,12 @@ class OpenAIChat(Target):
 
     async def run(self, sample: Sample, trajectory: Trajectory | None = None) -> Trajectory:
         toolbox = MockToolbox(merge_tools(self.tools, sample.tools))
-        schemas = toolbox.schemas()
+        if sample.tools:
+            schemas = toolbox.schemas()
+        else:  # the suite's tools: the same schemas for every sample
+            if self._suite_schemas is None:
+                self._suite_schemas = toolbox.schemas()
+            schemas = self._suite_schemas
         messages = self._initial_messages(sample)
         trajectory = trajectory if trajectory is not None else Trajectory()
         trajectory.prefilled = messages[:]

@@ -1,0 +1,91 @@
+"""Serve model calls from a recording with no network at all.
+
+Chat completions are answered straight from the recording, without building HTTP requests: the key is the
+one the recording transport computed from the same JSON body, and a replay run then measures the harness,
+not the HTTP stack. Identical requests are served in recorded order, the last one repeating.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from evals_cli.endpoints.context import CALL_CONTEXT, ReplayMiss
+from evals_cli.endpoints.recording import body_key
+from evals_cli.errors import ConfigError
+
+_REQUEST_ONLY = {"extra_headers", "extra_query", "extra_body", "timeout"}
+
+
+class Recording:
+    """The exchanges of a recording file, by key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: dict[str, list[dict[str, Any]]] = {}
+        self.served: dict[str, int] = {}
+        self.parsed: dict[tuple[str, int], Any] = {}
+        with path.open(encoding="utf-8") as fh:
+            for number, text in enumerate(fh, 1):
+                if not text.strip():
+                    continue
+                try:
+                    entry = json.loads(text)
+                    self.entries.setdefault(entry["key"], []).append(entry)
+                except (ValueError, KeyError, TypeError):
+                    raise ConfigError(f"{path}:{number}: not a recording line (expected JSON with 'key')") from None
+
+    def next(self, key: str) -> tuple[int, dict[str, Any]]:
+        entries = self.entries.get(key)
+        if not entries:
+            raise ReplayMiss(f"{CALL_CONTEXT.get()}: no recorded response in {self.path.name} for this request "
+                             "(the suite, dataset or model changed since recording; re-record with --record)")
+        index = min(self.served.get(key, 0), len(entries) - 1)
+        self.served[key] = index + 1
+        return index, entries[index]
+
+
+def _status_error(status: int, body: Any) -> Exception:
+    import openai
+
+    from evals_cli.endpoints.httpx_compat import httpx
+
+    classes = {400: openai.BadRequestError, 401: openai.AuthenticationError, 403: openai.PermissionDeniedError,
+               404: openai.NotFoundError, 422: openai.UnprocessableEntityError, 429: openai.RateLimitError}
+    cls = classes.get(status, openai.InternalServerError if status >= 500 else openai.APIStatusError)
+    response = httpx.Response(status, request=httpx.Request("POST", "http://replay.invalid/v1/chat/completions"))
+    message = body.get("error", {}).get("message", str(body)) if isinstance(body, dict) else str(body)
+    return cls(f"Error code: {status} - {message}", response=response, body=body)
+
+
+class ReplayClient:
+    """Stands in for AsyncOpenAI in replay mode (the part of it the targets and the judge use)."""
+
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+        self.chat = SimpleNamespace(completions=self)
+
+    def with_options(self, **_: Any) -> ReplayClient:
+        return self
+
+    async def create(self, **kwargs: Any) -> Any:
+        from openai.types.chat import ChatCompletion
+
+        body = {k: v for k, v in kwargs.items() if k not in _REQUEST_ONLY}
+        body.update(kwargs.get("extra_body") or {})
+        key = body_key("POST", "chat/completions", body)
+        index, entry = self.recording.next(key)
+        status, payload = entry.get("status", 200), entry["response"]
+        if status != 200:
+            raise _status_error(status, payload)
+        if not isinstance(payload, dict):
+            raise ValueError(f"recorded response is not a JSON object: {str(payload)[:100]}")
+        parsed = self.recording.parsed.get((key, index))
+        if parsed is None:  # responses are only read, never changed: one parse serves every identical request
+            parsed = self.recording.parsed[(key, index)] = ChatCompletion.construct(**payload)
+        return parsed
+
+    async def close(self) -> None:
+        pass
