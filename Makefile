@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 EVALS  := $(BIN)/evals
 
-.PHONY: demo test eval-multi eval-multi-fast eval-per-turn validate lint record-demo clean
+.PHONY: demo test eval-multi eval-multi-fast eval-per-turn validate lint record-demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,3 +51,7 @@ record-demo: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) results .pytest_cache
+
+## Side-by-side benchmark against a bare openai-client loop (see bench/run.py; scenario d takes a while).
+bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/run.py
