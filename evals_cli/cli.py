@@ -65,6 +65,10 @@ def _guard(fn):  # type: ignore[no-untyped-def]
     return wrapper
 
 
+TARGET_HELP = ("A YAML file with the OpenAI-compatible agent to test (a target block, or target: with optional "
+               "tools: and judge:), instead of the suite's target; letta-evals suites need one.")
+
+
 @app.command()
 @_guard
 def run(
@@ -87,6 +91,11 @@ def run(
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="With --resume: run errored samples again.")] = False,
     grace: Annotated[float, typer.Option("--grace", min=0, help="Seconds in-flight samples get after Ctrl-C.")] = 10.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the gate verdict.")] = False,
+    target: Annotated[Path | None, typer.Option("--target", help=TARGET_HELP)] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML here (one testcase per sample).")] = None,
+    task_results: Annotated[Path | None, typer.Option("--task-results", help="Also write TaskResult JSONL here.")] = None,
+    shard: Annotated[str | None, typer.Option("--shard", help="K/N: run only the K-th of N stable parts of the samples (see `evals merge`).")] = None,
+    otel: Annotated[bool, typer.Option("--otel", help="Export OpenTelemetry spans (OTLP; needs the [otel] extra). Also on when OTEL_EXPORTER_OTLP_ENDPOINT is set.")] = False,
 ) -> None:
     """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
     import asyncio
@@ -96,7 +105,7 @@ def run(
     from evals_cli.display.state import RunState
     from evals_cli.display.table import render_run
     from evals_cli.runner import PreparedRun, RunOptions, execute
-    from evals_cli.suite.loader import load_suite
+    from evals_cli.suite.loader import TargetOverride, load_suite
 
     if record and replay:
         raise ConfigError("--record and --replay cannot be used together")
@@ -106,11 +115,12 @@ def run(
         raise ConfigError("--retry-errors only makes sense with --resume RUN")
     if replay and not replay.is_file():
         raise ConfigError(f"{replay}: recording not found (--replay)")
-    spec = load_suite(suite)
+    spec = load_suite(suite, TargetOverride(file=target, base_url=base_url, model=model))
     options = RunOptions(output=output, concurrency=concurrency, max_samples=max_samples, tags=tag or None,
                          repeats=repeats, no_judge=no_judge, record=record, replay=replay, base_url=base_url,
                          model=model, timeout=timeout, sample_timeout=sample_timeout, max_retries=max_retries,
-                         max_error_rate=max_error_rate, resume=resume, retry_errors=retry_errors, grace_s=grace)
+                         max_error_rate=max_error_rate, resume=resume, retry_errors=retry_errors, grace_s=grace,
+                         shard=shard, otel=otel)
     prepared = PreparedRun(spec, options)
     console = make_console()
     state = RunState(list(prepared.graders), total_expected=prepared.expected, repeats=prepared.repeats)
@@ -128,16 +138,26 @@ def run(
         console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
     for message in outcome.messages:
         make_console(stderr=True).print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    if junit or task_results:
+        from evals_cli.exporters import export_run
+
+        export_run(outcome.output_dir, summary, junit=junit, task_results=task_results,
+                   threshold=spec.gate.sample_value)
     raise typer.Exit(outcome.exit_code)
 
 
 @app.command()
 @_guard
-def validate(suite: Annotated[Path, typer.Argument(help="The suite YAML file.")]) -> None:
+def validate(
+    suite: Annotated[Path, typer.Argument(help="The suite YAML file.")],
+    target: Annotated[Path | None, typer.Option("--target", help=TARGET_HELP)] = None,
+) -> None:
     """Check a suite, every dataset row and every rubric without calling any model; exit 2 on problems."""
+    from evals_cli.suite.loader import TargetOverride, target_override
     from evals_cli.validate import validate_suite
 
-    report = validate_suite(suite)
+    with target_override(TargetOverride(file=target)):
+        report = validate_suite(suite)
     if report.problems:
         _fail(report.problems, EXIT_INVALID)
     assert report.suite is not None
@@ -147,8 +167,11 @@ def validate(suite: Annotated[Path, typer.Argument(help="The suite YAML file.")]
 
 @app.command()
 @_guard
-def report(run_path: Annotated[Path, typer.Argument(metavar="RUN", help="A results.jsonl or a run folder.")]) -> None:
-    """Re-render the table of a finished (or killed) run from its results."""
+def report(
+    run_path: Annotated[Path, typer.Argument(metavar="RUN", help="A results.jsonl or a run folder.")],
+    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")] = None,
+) -> None:
+    """Re-render the table of a finished (or killed) run from its results; --html writes a report file."""
     from evals_cli.display.console import make_console
     from evals_cli.display.table import render_run
     from evals_cli.report import load_run
@@ -158,6 +181,94 @@ def report(run_path: Annotated[Path, typer.Argument(metavar="RUN", help="A resul
     console.print(render_run(state, summary))
     for warning in warnings:
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    if html is not None:
+        from evals_cli.exporters import write_html
+        from evals_cli.output.files import read_results
+
+        write_html(read_results(run_path), summary, html, notes=warnings)
+        console.print(f"html report: {html}", markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
+@_guard
+def compare(
+    run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="The baseline run (folder or results.jsonl).")],
+    run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="The candidate run.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    fail_on_regression: Annotated[bool, typer.Option("--fail-on-regression", help="Exit 1 when B is significantly worse.")] = False,
+) -> None:
+    """Per-grader and per-sample differences between two runs of a suite, with paired significance tests."""
+    from evals_cli.compare import compare_runs, render_comparison
+    from evals_cli.display.console import make_console
+
+    comparison = compare_runs(run_a, run_b)
+    if as_json:
+        print(comparison.model_dump_json(indent=2))
+    else:
+        make_console().print(render_comparison(comparison))
+    raise typer.Exit(1 if fail_on_regression and comparison.regression else 0)
+
+
+@app.command()
+@_guard
+def merge(
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN...", help="The result folders of the shards.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The merged run's folder (new).")],
+    max_error_rate: Annotated[float, typer.Option("--max-error-rate", min=0, max=1, help="Exit 3 past this share of errored samples.")] = 0.2,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML of the merged run.")] = None,
+    task_results: Annotated[Path | None, typer.Option("--task-results", help="Also write TaskResult JSONL.")] = None,
+) -> None:
+    """Join the result folders of `evals run --shard K/N` jobs into one run, one summary, one gate verdict."""
+    from evals_cli.display.console import make_console
+    from evals_cli.display.table import render_run
+    from evals_cli.output.merge import merge_runs
+    from evals_cli.report import load_run
+
+    summary, warnings = merge_runs(runs, output, max_error_rate)
+    state, _, _ = load_run(output)
+    console = make_console()
+    console.print(render_run(state, summary))
+    console.print(f"merged {len(runs)} runs into {output}", markup=False, highlight=False, soft_wrap=True)
+    for warning in warnings:
+        make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    if summary.abort_reason:
+        make_console(stderr=True).print(f"error: {summary.abort_reason}", markup=False, highlight=False,
+                                        soft_wrap=True)
+    if junit or task_results:
+        from evals_cli.exporters import export_run
+
+        export_run(output, summary, junit=junit, task_results=task_results)
+    raise typer.Exit(summary.exit_code)
+
+
+LISTABLE = ("graders", "extractors", "targets", "gates")
+
+
+@app.command("list")
+@_guard
+def list_kinds(
+    what: Annotated[str | None, typer.Argument(metavar="WHAT", help="graders, extractors, targets or gates "
+                                                                        "(default: all four).")] = None,
+) -> None:
+    """List every registered grader, extractor, target and gate kind with its options, from the schemas."""
+    import shutil
+
+    if what is not None and what not in LISTABLE:
+        import difflib
+
+        hint = difflib.get_close_matches(what, LISTABLE, n=1)
+        more = f"did you mean '{hint[0]}'? " if hint else ""
+        raise ConfigError(f"cannot list '{what}'; {more}choose one of: {', '.join(LISTABLE)}")
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
+    sections = [what] if what else list(LISTABLE)
+    from evals_cli.catalog import render_section
+
+    text = "\n\n".join(render_section(name, width) for name in sections)
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `evals list | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def main() -> None:

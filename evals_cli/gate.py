@@ -214,7 +214,8 @@ class _Logical(_Node):
     def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None) -> Verdict:
         verdicts = [child.decide(aggregates, reliability) for child in self.children]
         passed = self.combine([v.passed for v in verdicts])
-        share = sum(1 for v in verdicts if v.passed) / len(verdicts) if verdicts else None
+        decided = any(v.passed is not None for v in verdicts)
+        share = sum(1 for v in verdicts if v.passed) / len(verdicts) if decided else None
         word = "all of" if self.spec.operator == "and" else "any of"
         return Verdict(passed, share, f"{word} ({'; '.join(v.text for v in verdicts)})")
 
@@ -237,6 +238,17 @@ class Gate:
     def passes(self, score: float) -> bool:
         """The per-sample pass rule (of the first sub-gate, for a logical gate)."""
         return self.root.passes(score)
+
+    @property
+    def sample_rule(self) -> tuple[str, float] | None:
+        """(op, value) of the rule `passes` applies; None when a logical gate has no sub-gate left."""
+        node = self.root
+        while isinstance(node, _Logical):
+            if not node.children:
+                return None
+            node = node.children[0]
+        assert isinstance(node, _Leaf)
+        return node.spec.sample_op, node.spec.sample_value
 
     def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:
         """The sample's gate score and whether it passed (None when nothing it reads was graded)."""
@@ -268,7 +280,7 @@ class Gate:
         spec = self.spec
         if isinstance(spec, SimpleGate) and not self.weights:
             return f"grader '{spec.metric_key}' did not run"
-        if isinstance(self.root, _Logical):
-            return verdict.text if self.root.children else "none of the graders it names ran"
-        return "no sample was graded"
+        if isinstance(self.root, _Logical) and not self.root.children:
+            return "none of the graders it names ran"
+        return "no sample was graded" if verdict.metric is None else verdict.text
 

@@ -84,6 +84,14 @@ class GraderAggregate(Record):
     min: float | None = None
     max: float | None = None
     median: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    accuracy_at: dict[str, float] = Field(
+        default_factory=dict,
+        description="Accuracy under other per-sample pass rules the gate applies to this grader ('gte 1' -> share), "
+        "when a logical gate's sub-gates differ from its first rule.",
+    )
 
 
 class Reliability(Record):

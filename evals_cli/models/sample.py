@@ -42,6 +42,11 @@ class Sample(StrictModel):
     )
     tags: list[str] = Field(default_factory=list, description="Free labels, used by sample_tags filtering.")
     rubric_vars: dict[str, Any] = Field(default_factory=dict, description="Extra variables for judge rubrics.")
+    agent_args: dict[str, Any] | None = Field(
+        default=None,
+        description="letta-evals' per-sample agent creation arguments: accepted and carried, so letta datasets "
+        "load as they are; an OpenAI-compatible target has no agent to create and does not read them.",
+    )
     rubric: str | None = Field(
         default=None, description="This sample's own judge rubric: inline text, builtin:NAME, or a file "
         "relative to the suite (ends in .j2, .jinja, .txt or .md)."

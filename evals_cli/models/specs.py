@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    Discriminator,
+    Field,
+    GetCoreSchemaHandler,
+    PrivateAttr,
+    Tag,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
 
 from evals_cli.models.base import StrictModel
 from evals_cli.models.grader_specs import (  # noqa: F401  (re-exported)
@@ -18,8 +27,11 @@ from evals_cli.models.grader_specs import (  # noqa: F401  (re-exported)
 )
 from evals_cli.models.tools import ToolSpec
 
-Aggregation = Literal["avg_score", "accuracy", "min", "max", "median", "pass_at_k", "pass_hat_k"]
+Aggregation = Literal[
+    "avg_score", "accuracy", "min", "max", "median", "p50", "p95", "p99", "pass_at_k", "pass_hat_k"
+]
 Op = Literal["gt", "gte", "lt", "lte", "eq"]
+LogicalOp = Literal["and", "or"]
 
 
 class EndpointSpec(StrictModel):
@@ -64,18 +76,31 @@ class JudgeSpec(EndpointSpec):
     temperature: float | None = Field(default=0.0, ge=0, le=2, description="Judge sampling temperature.")
 
 
-class GateSpec(StrictModel):
-    """The pass/fail decision over the run."""
+class _Thresholds(StrictModel):
+    """The run-level comparison and the per-sample pass rule every scoring gate kind shares."""
+
+    op: Op = Field(default="gte", description="Comparison of the aggregated metric with value.")
+    value: float = Field(default=0.7, description="Threshold for the aggregated metric.")
+    pass_op: Op | None = Field(default=None, description="Per-sample pass comparison (and accuracy); default op.")
+    pass_value: float | None = Field(default=None, description="Per-sample pass threshold (and accuracy); default value.")
+
+    @property
+    def sample_op(self) -> Op:
+        return self.pass_op or self.op
+
+    @property
+    def sample_value(self) -> float:
+        return self.value if self.pass_value is None else self.pass_value
+
+
+class WeightedAverageGate(_Thresholds):
+    """The weighted mean, over graders, of each grader's aggregated score, compared with value."""
 
     kind: Literal["weighted_average"] = "weighted_average"
     weights: dict[str, float] | None = Field(
         default=None, description="Grader name -> weight; default every grader weighs 1."
     )
     aggregation: Aggregation = Field(default="avg_score", description="How each grader's sample scores are aggregated.")
-    op: Op = Field(default="gte", description="Comparison of the weighted metric with value.")
-    value: float = Field(default=0.7, description="Threshold for the weighted metric.")
-    pass_op: Op | None = Field(default=None, description="Per-sample pass comparison; default op.")
-    pass_value: float | None = Field(default=None, description="Per-sample pass threshold; default value.")
 
     @field_validator("weights")
     @classmethod
@@ -88,13 +113,77 @@ class GateSpec(StrictModel):
                 raise ValueError("weights add up to 0")
         return weights
 
+
+class SimpleGate(_Thresholds):
+    """One grader's aggregated score compared with value; a sample passes on that grader's score alone."""
+
+    kind: Literal["simple"] = "simple"
+    metric_key: str = Field(description="The grader whose scores are aggregated.")
+    aggregation: Aggregation = Field(default="avg_score", description="How the grader's sample scores are aggregated.")
+
+
+class LogicalGate(StrictModel):
+    """Several gates joined by and/or; a sample passes when its sub-gates' sample verdicts do."""
+
+    kind: Literal["logical"] = "logical"
+    operator: LogicalOp = Field(description="and: every sub-gate must pass; or: at least one.")
+    gates: list[GateField] = Field(min_length=1, description="The sub-gates: simple, weighted_average or logical.")
+
     @property
     def sample_op(self) -> Op:
-        return self.pass_op or self.op
+        """The first sub-gate's per-sample comparison, for callers that need one per-sample rule."""
+        return self.gates[0].sample_op
 
     @property
     def sample_value(self) -> float:
-        return self.value if self.pass_value is None else self.pass_value
+        """The first sub-gate's per-sample threshold, for callers that need one per-sample rule."""
+        return self.gates[0].sample_value
+
+
+def _gate_kind(value: Any) -> str | None:
+    """The tag of a gate: its `kind`, weighted_average when it has none (the gate of earlier versions)."""
+    if isinstance(value, dict):
+        kind = value.get("kind", "weighted_average")
+        return kind if isinstance(kind, str) else repr(kind)
+    return getattr(value, "kind", "weighted_average")
+
+
+GateField = Annotated[
+    Annotated[WeightedAverageGate, Tag("weighted_average")]
+    | Annotated[SimpleGate, Tag("simple")]
+    | Annotated[LogicalGate, Tag("logical")],
+    Discriminator(_gate_kind),
+]
+LogicalGate.model_rebuild()
+AnyGate = WeightedAverageGate | SimpleGate | LogicalGate
+GATE_KINDS: dict[str, type[StrictModel]] = {"weighted_average": WeightedAverageGate, "simple": SimpleGate,
+                                            "logical": LogicalGate}
+_GATE_ADAPTER: TypeAdapter[AnyGate] = TypeAdapter(GateField)
+
+
+class _GateSpecType(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, tuple(GATE_KINDS.values()))
+
+
+class GateSpec(metaclass=_GateSpecType):
+    """The pass/fail decision: one of GATE_KINDS, chosen by `kind` (default weighted_average).
+
+    A callable stand-in for the union, so callers written before gate kinds existed keep working:
+    `GateSpec(weights=...)` and `GateSpec.model_validate(data)` build the right kind, and
+    `isinstance(x, GateSpec)` holds for every kind.
+    """
+
+    def __new__(cls, **data: Any) -> AnyGate:  # type: ignore[misc]
+        return _GATE_ADAPTER.validate_python(data)
+
+    @classmethod
+    def model_validate(cls, data: Any) -> AnyGate:
+        return _GATE_ADAPTER.validate_python(data)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> Any:
+        return handler.generate_schema(GateField)
 
 
 class Price(StrictModel):
@@ -118,7 +207,7 @@ class SuiteSpec(StrictModel):
     tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools offered to the agent.")
     judge: JudgeSpec | None = Field(default=None, description="Default endpoint/model for model_judge graders.")
     graders: dict[str, GraderSpec] = Field(min_length=1, description="Grader name -> grader spec.")
-    gate: GateSpec = Field(default_factory=GateSpec, description="The pass/fail decision.")
+    gate: GateField = Field(default_factory=WeightedAverageGate, description="The pass/fail decision.")
     pricing: dict[str, Price] = Field(default_factory=dict, description="Model name -> price per million tokens.")
     max_cost: float | None = Field(
         default=None, gt=0, description="Stop scheduling new samples once the run has spent this much (needs pricing)."
@@ -141,15 +230,34 @@ class SuiteSpec(StrictModel):
 
 
 def cross_check_raw(data: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:
-    """Checks that span sections, run on the raw YAML too so they show even when other fields are invalid."""
+    """Checks that span sections, run on the raw YAML too so they show even when other fields are invalid:
+    every grader a gate names (weights, metric_key, in nested gates too) must exist."""
     gate, graders = data.get("gate"), data.get("graders")
-    if not isinstance(gate, dict) or not isinstance(graders, dict) or not isinstance(gate.get("weights"), dict):
+    if not isinstance(gate, dict) or not isinstance(graders, dict):
         return []
-    unknown = [g for g in gate["weights"] if g not in graders]
-    if not unknown:
-        return []
+    return _check_gate_names(gate, ("gate",), [str(g) for g in graders])
+
+
+def _check_gate_names(gate: dict[str, Any], path: tuple[Any, ...], graders: list[str]) -> list[tuple[Any, str]]:
+    problems: list[tuple[Any, str]] = []
+    weights, key, subs = gate.get("weights"), gate.get("metric_key"), gate.get("gates")
+    if isinstance(weights, dict):
+        unknown = [g for g in weights if g not in graders]
+        if unknown:
+            hints = ", ".join(_named(u, graders) for u in unknown)
+            problems.append(((*path, "weights"), f"names unknown grader(s) {hints}; graders are: {', '.join(graders)}"))
+    if isinstance(key, str) and key not in graders:
+        problems.append(((*path, "metric_key"), f"names unknown grader {_named(key, graders)}; "
+                                                f"graders are: {', '.join(graders)}"))
+    if isinstance(subs, list):
+        for i, sub in enumerate(subs):
+            if isinstance(sub, dict):
+                problems.extend(_check_gate_names(sub, (*path, "gates", i), graders))
+    return problems
+
+
+def _named(name: Any, graders: list[str]) -> str:
     import difflib
 
-    hints = [f"'{u}' (did you mean '{m[0]}'?)" if (m := difflib.get_close_matches(str(u), list(graders), n=1))
-             else f"'{u}'" for u in unknown]
-    return [(("gate", "weights"), f"names unknown grader(s) {', '.join(hints)}; graders are: {', '.join(graders)}")]
+    match = difflib.get_close_matches(str(name), graders, n=1)
+    return f"'{name}' (did you mean '{match[0]}'?)" if match else f"'{name}'"

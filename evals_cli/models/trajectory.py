@@ -47,6 +47,7 @@ class Step(Record):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    started: float = Field(default=0.0, description="Wall-clock start of the model call (epoch seconds).")
     latency_s: float = 0.0
 
 

@@ -6,7 +6,7 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable
 
-from evals_cli.gate import Gate, aggregate
+from evals_cli.gate import OPS, Gate, aggregate, threshold_key
 from evals_cli.graders.agreement import krippendorff_alpha
 from evals_cli.models.results import GraderAggregate, JudgeAgreement, Reliability, RunSummary, SampleResult
 from evals_cli.models.trajectory import Usage
@@ -72,14 +72,22 @@ class Accumulator:
             self.failed += 1
 
     def aggregates(self) -> dict[str, GraderAggregate]:
+        passes = self.gate.passes
+        default = self.gate.sample_rule
+        rules = self.gate.pass_thresholds()  # a logical gate's sub-gates may each have their own rule
         out = {}
         for name, scores in self.scores.items():
+            others = sorted(r for r in rules.get(name, ()) if r != default)
             out[name] = GraderAggregate(
                 count=len(scores), errors=self.grade_errors[name],
-                avg_score=aggregate(scores, "avg_score", self.gate.passes),
-                accuracy=aggregate(scores, "accuracy", self.gate.passes),
-                min=aggregate(scores, "min", self.gate.passes), max=aggregate(scores, "max", self.gate.passes),
-                median=aggregate(scores, "median", self.gate.passes),
+                avg_score=aggregate(scores, "avg_score", passes),
+                accuracy=aggregate(scores, "accuracy", passes),
+                min=aggregate(scores, "min", passes), max=aggregate(scores, "max", passes),
+                median=aggregate(scores, "median", passes),
+                p50=aggregate(scores, "p50", passes), p95=aggregate(scores, "p95", passes),
+                p99=aggregate(scores, "p99", passes),
+                accuracy_at={threshold_key(op, value): acc for op, value in others if (acc := aggregate(
+                    scores, "accuracy", lambda s, op=op, value=value: OPS[op](s, value))) is not None},
             )
         return out
 

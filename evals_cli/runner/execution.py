@@ -12,18 +12,20 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from evals_cli.endpoints.errors import classify
-from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
 from evals_cli.graders.grading import grade_sample
-from evals_cli.models.results import ErrorInfo, Grade, RunSummary, SampleResult
+from evals_cli.models.results import ErrorInfo, Grade, SampleResult
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.files import ResultsWriter, default_output_dir
 from evals_cli.output.summary import Accumulator
+from evals_cli.runner.exit_codes import exit_code_for
 from evals_cli.runner.fingerprint import fingerprint
+from evals_cli.runner.manifest import Manifest, write_manifest
 from evals_cli.runner.options import ResultCallback, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
-from evals_cli.runner.resume import load_for_resume, write_manifest
+from evals_cli.runner.resume import load_for_resume
 from evals_cli.targets.base import SampleFailed
+from evals_cli.telemetry import make_telemetry, otel_requested
 from evals_cli.tools.mock import merge_tools
 
 
@@ -55,6 +57,7 @@ class Execution:
         pricing = {m: (p.input, p.output) for m, p in prepared.suite.pricing.items()}
         self.acc = Accumulator(prepared.gate, prepared.suite.name, prepared.graders, prepared.repeats, pricing)
         self.redact = Redactor(prepared.secrets())
+        self.telemetry = make_telemetry(otel_requested(options.otel), options.tracer_provider)
         self.any_success = False
         self.abort_reason: str | None = None
         self.stop = False
@@ -67,8 +70,12 @@ class Execution:
         started = time.time()
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
         if self.resume is None:
-            write_manifest(self.output_dir, self.p.suite.name, self.fingerprint)
+            write_manifest(self.output_dir, Manifest(
+                suite=self.p.suite.name, fingerprint=self.fingerprint, gate=self.p.suite.gate.model_dump(),
+                graders=list(self.p.graders), repeats=self.p.repeats, shard=self.p.options.shard,
+                pricing={m: (p.input, p.output) for m, p in self.p.suite.pricing.items()}))
         self.writer = ResultsWriter(self.output_dir)
+        self.telemetry.run_started(self.p.suite.name, self.p.agent.model)
         skip: set[tuple[str, int]] = set()
         if self.resume is not None:
             if self.resume.repaired:
@@ -99,29 +106,12 @@ class Execution:
         elif self.abort_reason:
             summary.status = "aborted"
             summary.abort_reason = self.abort_reason
-        summary.exit_code = self._exit_code(summary)
+        summary.exit_code = exit_code_for(summary, self.p.options.max_error_rate)
         self.writer.write_summary(summary)
+        self.telemetry.run_finished(summary)
         if summary.abort_reason:
             self.messages.append(summary.abort_reason)
         return RunOutcome(summary, self.output_dir, summary.exit_code, self.messages)
-
-    def _exit_code(self, summary: RunSummary) -> int:
-        if summary.status == "interrupted":
-            return EXIT_INTERRUPTED
-        if summary.status == "aborted":
-            return EXIT_INCOMPLETE
-        rate = self.p.options.max_error_rate
-        if summary.total and summary.errored / summary.total > rate:
-            summary.abort_reason = (f"{summary.errored}/{summary.total} samples errored, more than "
-                                    f"--max-error-rate {rate:g}")
-            return EXIT_INCOMPLETE
-        if summary.grades_total and summary.grades_missing / summary.grades_total > rate:
-            summary.abort_reason = (f"{summary.grades_missing}/{summary.grades_total} grades are missing (grader or "
-                                    f"judge errors), more than --max-error-rate {rate:g}")
-            return EXIT_INCOMPLETE
-        if summary.gate is None or summary.gate.passed is None:
-            return EXIT_INCOMPLETE
-        return EXIT_PASSED if summary.gate.passed else EXIT_GATE_FAILED
 
     # --- interruption ---------------------------------------------------------------------------------
 
@@ -161,8 +151,10 @@ class Execution:
                 sample, repeat = next(work)
             except StopIteration:
                 return
+            started = time.time_ns()
             result = await self._run_sample(sample, repeat)
             self.writer.write(result)
+            self.telemetry.sample_finished(result, started, time.time_ns())
             self._account(result)
             self._check_error_rate()
             self._check_spend()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evals_cli.models.results import RunSummary, SampleResult
 
@@ -32,6 +33,9 @@ class RunOptions:
     resume: Path | None = None
     retry_errors: bool = False
     grace_s: float = 10.0
+    shard: str | None = None  # "K/N": run only the K-th of N stable parts of the samples
+    otel: bool = False  # or OTEL_EXPORTER_OTLP_ENDPOINT set
+    tracer_provider: Any = None  # an OpenTelemetry TracerProvider to use instead of OTLP (tests)
     precheck: bool = True
 
 

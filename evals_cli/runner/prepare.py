@@ -17,6 +17,7 @@ from evals_cli.graders.rubric_check import SampleChecker
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import SuiteSpec
 from evals_cli.runner.options import RunOptions
+from evals_cli.runner.shard import in_shard, parse_shard
 from evals_cli.targets.base import Target
 from evals_cli.targets.openai_chat import OpenAIChat
 
@@ -68,6 +69,7 @@ class PreparedRun:
         self.max_samples = options.max_samples or suite.max_samples
         self.concurrency = options.concurrency or suite.concurrency
         self.repeats = options.repeats or suite.repeats
+        self.shard = parse_shard(options.shard) if options.shard else None
         self.expected: int | None = None
         if options.precheck:
             self._precheck()
@@ -86,7 +88,8 @@ class PreparedRun:
         def on_sample(sample: Sample, where: str) -> list[str]:
             nonlocal selected
             if not wanted or wanted.intersection(sample.tags):
-                selected += 1
+                if self.shard is None or in_shard(str(sample.id), self.shard):
+                    selected += 1
                 return checker(sample, where)
             return []
 
@@ -94,12 +97,14 @@ class PreparedRun:
         problems.extend(checker.problems())
         if problems:
             raise ConfigError(problems)
-        if selected == 0:
+        if selected == 0 and self.shard is None:
             raise ConfigError(f"{self.dataset}: no sample carries any of the tags {', '.join(sorted(wanted))}")
         self.expected = min(selected, self.max_samples or selected) * self.repeats
 
     def work(self) -> Iterator[tuple[Sample, int]]:
         """(sample, repeat) pairs in dataset order; repeats of a sample run back to back."""
         for sample in select_samples(iter_samples(self.dataset), self.tags, self.max_samples):
+            if self.shard is not None and not in_shard(str(sample.id), self.shard):
+                continue
             for repeat in range(self.repeats):
                 yield sample, repeat

@@ -13,14 +13,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.models.results import SampleResult
 from evals_cli.output.files import RESULTS_NAME, results_path
 from evals_cli.runner.fingerprint import Fingerprint
-
-MANIFEST_NAME = "run.json"
-
-
-def write_manifest(directory: Path, suite_name: str, fp: Fingerprint) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    data = {"suite": suite_name, "fingerprint": fp.model_dump()}
-    (directory / MANIFEST_NAME).write_text(json.dumps(data, indent=2), encoding="utf-8")
+from evals_cli.runner.manifest import MANIFEST_NAME, read_manifest
 
 
 @dataclass
@@ -36,14 +29,10 @@ def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool) -> Resume
     duplicate them. The results file is rewritten (atomically) only when something must go."""
     path = results_path(target)
     directory = path.parent
-    manifest = directory / MANIFEST_NAME
-    if not manifest.is_file():
+    if not (directory / MANIFEST_NAME).is_file():
         raise ConfigError(f"{directory}: no {MANIFEST_NAME}; --resume needs the folder of a run started by evals "
                           "run (or its results.jsonl)")
-    try:
-        old = Fingerprint.model_validate(json.loads(manifest.read_text(encoding="utf-8"))["fingerprint"])
-    except (ValueError, KeyError, ValidationError):
-        raise ConfigError(f"{manifest}: unreadable run manifest; start a new run instead of resuming") from None
+    old = read_manifest(directory).fingerprint
     changed = [what for what in ("suite", "dataset") if getattr(old, what) != getattr(fp, what)]
     if changed:
         raise ConfigError(f"{directory}: cannot resume: the {' and the '.join(changed)} changed since this run "

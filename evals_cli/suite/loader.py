@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from evals_cli.errors import ConfigError
-from evals_cli.models.specs import SuiteSpec, cross_check_raw
+from evals_cli.models.base import StrictModel
+from evals_cli.models.specs import JudgeSpec, OpenAIChatTarget, SuiteSpec, cross_check_raw
+from evals_cli.models.tools import ToolSpec
 from evals_cli.suite.envvars import expand
+from evals_cli.suite.letta import letta_reason, remap_lines, rename_fields, translate
 from evals_cli.suite.problems import Loc, format_validation_error
 
 
@@ -75,8 +82,41 @@ def line_finder(lines: dict[Loc, int]):
     return line_of
 
 
-def load_suite(path: str | Path) -> SuiteSpec:
-    """Load and validate a suite file; raises ConfigError listing every problem."""
+@dataclass(frozen=True)
+class TargetOverride:
+    """An OpenAI-compatible agent named on the command line (`--target FILE`, or `--base-url`/`--model`).
+
+    letta-evals suites describe agents on a Letta server, which cannot run here: the override gives the agent
+    to test instead, leaving the suite file as it is. `--target FILE` also points any suite at another agent.
+    """
+
+    file: Path | None = None
+    base_url: str | None = None
+    model: str | None = None
+
+
+_OVERRIDE: ContextVar[TargetOverride | None] = ContextVar("evals_target_override", default=None)
+
+
+@contextmanager
+def target_override(override: TargetOverride | None) -> Iterator[None]:
+    """Make `load_suite` use this override when its caller does not pass one (e.g. through `validate_suite`)."""
+    token = _OVERRIDE.set(override)
+    try:
+        yield
+    finally:
+        _OVERRIDE.reset(token)
+
+
+def _located(where: str, line_of: Callable[[Loc], int | None], path: Loc, message: str) -> str:
+    line = line_of(path)
+    field = ".".join(map(str, path))
+    return f"{where}:{line}: {field}: {message}" if line else f"{where}: {field}: {message}"
+
+
+def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteSpec:
+    """Load and validate a suite file (this project's format or letta-evals'); raises ConfigError listing every
+    problem, each at the line the user wrote."""
     path = Path(path)
     where = str(path)
     text = read_text(path, "suite file")
@@ -84,17 +124,92 @@ def load_suite(path: str | Path) -> SuiteSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping of suite keys (name, dataset, target, graders, ...), "
                           f"got {type(data).__name__}")
-    line_of = line_finder(lines)
+    override = target if target is not None else _OVERRIDE.get()
+    written_line_of = line_finder(lines)
     env_problems: list[tuple[Loc, str]] = []
     data = expand(data, (), env_problems)
-    problems = [f"{where}:{line_of(p)}: {'.'.join(map(str, p))}: {msg}"
-                for p, msg in [*env_problems, *cross_check_raw(data)]]
+    problems = [_located(where, written_line_of, p, msg) for p, msg in env_problems]
+    moves: list[tuple[Loc, Loc]] = []
+    letta_target = False
+    if letta_reason(data) is not None:
+        translation = translate(data)
+        data, moves, letta_target = translation.data, translation.moves, translation.letta_target
+        problems += [_located(where, written_line_of, p, msg) for p, msg in translation.problems]
+    problems += _apply_target(data, override, letta_target, where, written_line_of)
+    line_of = line_finder(remap_lines(lines, moves))
+    problems += rename_fields([_located(where, line_of, p, msg) for p, msg in cross_check_raw(data)], where, moves)
     try:
         spec = SuiteSpec.model_validate(data)
     except ValidationError as exc:
-        problems.extend(format_validation_error(exc, SuiteSpec, where, line_of))
+        problems.extend(rename_fields(format_validation_error(exc, SuiteSpec, where, line_of), where, moves))
         raise ConfigError(problems) from None
     if problems:
         raise ConfigError(problems)
     spec._base_dir = path.resolve().parent
     return spec
+
+
+def _apply_target(data: dict[str, Any], override: TargetOverride | None, letta_target: bool, where: str,
+                  line_of: Callable[[Loc], int | None]) -> list[str]:
+    """Put the command line's agent in place of the suite's target; a Letta target without one is an error."""
+    if override is not None and override.file is not None:
+        try:
+            blocks = load_target_file(override.file)
+        except ConfigError as exc:
+            data["target"] = {"kind": "openai_chat"}  # check the rest of the suite all the same
+            return exc.problems
+        data.update({k: v for k, v in blocks.items() if k != "tools"})
+        if blocks.get("tools"):
+            suite_tools = data.get("tools") if isinstance(data.get("tools"), dict) else {}
+            data["tools"] = {**suite_tools, **blocks["tools"]}
+        return []
+    if not letta_target:
+        return []
+    if override is not None and (override.base_url or override.model):
+        data["target"] = {"kind": "openai_chat", **{k: v for k, v in (("base_url", override.base_url),
+                                                                      ("model", override.model)) if v}}
+        return []
+    kind = data["target"].get("kind")
+    what = f"{kind} is a letta-evals target" if kind else "this is a letta-evals target"
+    data["target"] = {"kind": "openai_chat"}  # validate the rest of the suite all the same
+    return [_located(where, line_of, ("target", "kind") if kind else ("target",),
+                     f"{what} (an agent on a Letta server), which evals-cli cannot run; give the OpenAI-compatible "
+                     "agent to test with --target FILE (a YAML file holding a target block) or, for evals run, "
+                     "--base-url URL --model NAME")]
+
+
+class TargetFile(StrictModel):
+    """What a `--target` file may hold: the agent, and what letta-evals suites have no place for."""
+
+    target: OpenAIChatTarget = Field(description="The OpenAI-compatible agent under test.")
+    tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools, added to the suite's.")
+    judge: JudgeSpec | None = Field(default=None, description="Default judge endpoint, instead of the suite's.")
+
+
+def load_target_file(path: Path) -> dict[str, Any]:
+    """A `--target` file: a bare target block (kind, base_url, model, system_prompt_file, ...), or a mapping with
+    `target:` and optionally `tools:` and `judge:`. Checked on its own, so a mistake names this file and line;
+    a relative system_prompt_file is relative to this file."""
+    where = str(path)
+    data, lines = parse_yaml(read_text(path, "target file"), where)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a target block (kind, base_url, model, ...) or a mapping with "
+                          f"target: (and optionally tools:, judge:), got {type(data).__name__}")
+    line_of = line_finder(lines)
+    env_problems: list[tuple[Loc, str]] = []
+    data = expand(data, (), env_problems)
+    problems = [_located(where, line_of, p, msg) for p, msg in env_problems]
+    wrapped = "target" in data
+    blocks = data if wrapped else {"target": data}
+    try:
+        TargetFile.model_validate(blocks)
+    except ValidationError as exc:
+        located = line_of if wrapped else (lambda loc: line_of(tuple(loc[1:])))
+        problems.extend(format_validation_error(exc, TargetFile, where, located))
+    if problems:
+        raise ConfigError(problems)
+    target = dict(blocks["target"])
+    prompt_file = target.get("system_prompt_file")
+    if isinstance(prompt_file, str) and not Path(prompt_file).expanduser().is_absolute():
+        target["system_prompt_file"] = str(path.resolve().parent / prompt_file)
+    return {**blocks, "target": target}

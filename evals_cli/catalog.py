@@ -1,0 +1,150 @@
+"""What `evals list` prints: every registered grader, extractor, target and gate kind with its options,
+generated from the pydantic schemas and the registries (nothing hard-coded)."""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterable
+from typing import Any
+
+
+def render_section(name: str, width: int) -> str:
+    import textwrap
+
+    intro, kinds = _CATALOG[name]()
+    lines = [f"{name}:"] + textwrap.wrap(intro, width, initial_indent="  ", subsequent_indent="  ")
+    for kind, description, options in kinds:
+        lines.append("")
+        lines += textwrap.wrap(f"{kind} — {description}" if description else kind, width,
+                               subsequent_indent="    ")
+        for option, shape, text in options:
+            lines += textwrap.wrap(f"{option}: {shape}", width, initial_indent="    ", subsequent_indent="        ")
+            if text:
+                lines += textwrap.wrap(text, width, initial_indent="        ", subsequent_indent="        ")
+    return "\n".join(lines)
+
+
+Option = tuple[str, str, str]
+
+
+def _model_options(model: Any, skip: Iterable[str] = ("kind",)) -> list[Option]:
+    """(name, 'type = default', description) of every field of a pydantic model: its own fields first, then
+    the ones it inherits, each in declaration order."""
+    own = set(vars(model).get("__annotations__", {}))
+    out = []
+    for name, info in sorted(model.model_fields.items(), key=lambda item: item[0] not in own):
+        if name in skip:
+            continue
+        if info.is_required():
+            shape = f"{_type_name(info.annotation)}, required"
+        else:
+            try:
+                default = info.get_default(call_default_factory=True)
+            except TypeError:  # a factory that needs the other fields
+                default = None
+            shape = f"{_type_name(info.annotation)} = {_value_text(default)}"
+        out.append((name, shape, info.description or ""))
+    return out
+
+
+def _value_text(value: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except TypeError:
+        return repr(value)
+
+
+def _type_name(annotation: Any) -> str:
+    """An annotation as a user reads it: `float | null`, `"auto" | "required"`, `list[str]`."""
+    import types
+
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is type(None):
+        return "null"
+    if annotation is typing.Any:
+        return "any"
+    if origin is typing.Annotated:
+        return _type_name(args[0])
+    if origin is typing.Literal:
+        return " | ".join(_value_text(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in args)
+    if origin in (list, dict, tuple, set):
+        return f"{origin.__name__}[{', '.join(_type_name(a) for a in args)}]"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _doc(obj: Any) -> str:
+    """The first paragraph of a docstring, on one line."""
+    import inspect
+
+    text = inspect.getdoc(obj) or ""
+    return " ".join(text.split("\n\n")[0].split())
+
+
+def _union_members(annotation: Any) -> dict[str, Any]:
+    """kind -> model class, for a (possibly Annotated, possibly tagged) union of `kind`-discriminated models."""
+
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    members = typing.get_args(annotation) or (annotation,)
+    out = {}
+    for member in members:
+        while typing.get_origin(member) is typing.Annotated:
+            member = typing.get_args(member)[0]
+        fields = getattr(member, "model_fields", {})
+        if "kind" in fields:
+            out[fields["kind"].default] = member
+    return out
+
+
+def _grader_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
+    from evals_cli.graders import build  # noqa: F401  (registers every grader kind)
+    from evals_cli.graders.base import GRADER_KINDS
+    from evals_cli.models.grader_specs import GraderBase, GraderSpec
+
+    specs = _union_members(GraderSpec)
+    common = ", ".join(f"{name} ({shape})" for name, shape, _ in _model_options(GraderBase))
+    kinds = []
+    for kind in [*[k for k in specs if k in GRADER_KINDS], *[k for k in GRADER_KINDS if k not in specs]]:
+        spec, impl = specs.get(kind), GRADER_KINDS[kind]
+        options = _model_options(spec, skip=("kind", *GraderBase.model_fields)) if spec else []
+        kinds.append((kind, _doc(spec) or _doc(impl), options))
+    return f"`kind:` of an entry under graders:. Every kind also takes {common}; see `evals list extractors`.", kinds
+
+
+def _extractor_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
+    from evals_cli.graders.extractors import EXTRACTORS
+
+    kinds = [(name, ext.description,
+              [(option, "required" if option in ext.required else "optional", text)
+               for option, text in ext.options.items()]) for name, ext in EXTRACTORS.items()]
+    return "`extractor:` of a grader (what it grades); options go in `extractor_config:`.", kinds
+
+
+def _target_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
+    from evals_cli.models.specs import SuiteSpec
+    from evals_cli.targets import openai_chat  # noqa: F401  (registers the target kinds)
+    from evals_cli.targets.base import TARGET_KINDS
+
+    specs = _union_members(SuiteSpec.model_fields["target"].annotation)
+    kinds = [(kind, _doc(specs.get(kind)) or _doc(impl), _model_options(specs[kind]) if kind in specs else [])
+             for kind, impl in TARGET_KINDS.items()]
+    return ("`kind:` of the suite's target: (or of a --target file). letta-evals targets (agent, letta_agent, "
+            "letta_code) are read but cannot run: give one of these with --target."), kinds
+
+
+def _gate_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
+    from evals_cli.gate import PERCENTILES, RUN_LEVEL
+    from evals_cli.models.specs import GATE_KINDS
+
+    kinds = [(kind, _doc(spec), _model_options(spec)) for kind, spec in GATE_KINDS.items()]
+    return (f"`kind:` of the suite's gate: (default weighted_average). Percentiles ({', '.join(PERCENTILES)}) "
+            f"interpolate between ranks; {' and '.join(RUN_LEVEL)} are over whole samples repeated with "
+            "--repeats."), kinds
+
+
+_CATALOG = {"graders": _grader_catalog, "extractors": _extractor_catalog, "targets": _target_catalog,
+            "gates": _gate_catalog}
