@@ -8,9 +8,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
-
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 
@@ -21,14 +18,26 @@ class RubricError(ValueError):
     """A rubric that cannot be parsed or rendered for a sample."""
 
 
-_ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+@lru_cache(maxsize=1)
+def _environment() -> Any:
+    """Jinja2 is imported on first use: suites without a judge never pay for it."""
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
 @lru_cache(maxsize=64)
+def jinja_errors() -> Any:
+    import jinja2.exceptions
+
+    return jinja2.exceptions
+
+
 def compile_rubric(text: str) -> Any:
     try:
-        return _ENV.from_string(text)
-    except TemplateSyntaxError as exc:
+        return _environment().from_string(text)
+    except jinja_errors().TemplateSyntaxError as exc:
         raise RubricError(f"line {exc.lineno}: Jinja2 syntax error: {exc.message}") from None
 
 
@@ -127,11 +136,11 @@ def render_rubric(text: str, variables: dict[str, Any]) -> str:
     template = compile_rubric(text)
     try:
         return template.render(**variables)
-    except UndefinedError as exc:
+    except jinja_errors().UndefinedError as exc:
         available = ", ".join(sorted(variables))
         raise RubricError(f"{exc.message}; available variables: {available} (add it to the sample's rubric_vars)") \
             from None
-    except SecurityError as exc:
+    except jinja_errors().SecurityError as exc:
         raise RubricError(f"rubric tried an unsafe operation: {exc}") from None
     except Exception as exc:  # a template error at render time (a filter on the wrong type, ...)
         raise RubricError(f"rendering failed: {type(exc).__name__}: {exc}") from None
