@@ -115,12 +115,21 @@ def run(
         raise ConfigError("--retry-errors only makes sense with --resume RUN")
     if replay and not replay.is_file():
         raise ConfigError(f"{replay}: recording not found (--replay)")
-    spec = load_suite(suite, TargetOverride(file=target, base_url=base_url, model=model))
     options = RunOptions(output=output, concurrency=concurrency, max_samples=max_samples, tags=tag or None,
                          repeats=repeats, no_judge=no_judge, record=record, replay=replay, base_url=base_url,
                          model=model, timeout=timeout, sample_timeout=sample_timeout, max_retries=max_retries,
                          max_error_rate=max_error_rate, resume=resume, retry_errors=retry_errors, grace_s=grace,
                          shard=shard, otel=otel)
+    from evals_cli.sessions.suite import is_sessions_suite
+
+    if is_sessions_suite(suite):  # before load_suite: --target must not replace the recorded sessions
+        from evals_cli.sessions.cli import run_sessions_suite
+
+        if target is not None or junit or task_results:
+            raise ConfigError("--target, --junit and --task-results apply to live agents; a recorded_sessions "
+                              "suite has none")
+        raise typer.Exit(run_sessions_suite(load_suite(suite), options, quiet=quiet))
+    spec = load_suite(suite, TargetOverride(file=target, base_url=base_url, model=model))
     prepared = PreparedRun(spec, options)
     console = make_console()
     state = RunState(list(prepared.graders), total_expected=prepared.expected, repeats=prepared.repeats)
@@ -207,6 +216,28 @@ def compare(
     else:
         make_console().print(render_comparison(comparison))
     raise typer.Exit(1 if fail_on_regression and comparison.regression else 0)
+
+
+@app.command()
+@_guard
+def analyze(
+    path: Annotated[Path, typer.Argument(help="Session file: JSONL, or JSON (one session or a list).")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Output folder (default results/analyze-<file>-<time>).")] = None,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model (else EVAL_JUDGE_MODEL; none: deterministic only).")] = None,
+    judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (else EVAL_JUDGE_BASE_URL).")] = None,
+    no_judge: Annotated[bool, typer.Option("--no-judge", help="Deterministic metrics only: no judge calls.")] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Sessions analysed at once.")] = 4,
+    record: Annotated[Path | None, typer.Option("--record", help="Record every judge call to this JSONL file.")] = None,
+    replay: Annotated[Path | None, typer.Option("--replay", help="Serve judge calls from a recording; no network.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print every analysis and the summary as one JSON document.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the gate verdict.")] = False,
+) -> None:
+    """Analyse recorded multi-agent sessions at session, turn and agent level; exit with the gate's code."""
+    from evals_cli.sessions.cli import analyze_command
+
+    raise typer.Exit(analyze_command(path, output, judge_model=judge_model, judge_base_url=judge_base_url,
+                                     no_judge=no_judge, json_out=json_out, quiet=quiet, concurrency=concurrency,
+                                     record=record, replay=replay))
 
 
 @app.command()

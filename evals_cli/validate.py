@@ -23,8 +23,18 @@ def validate_suite(path: Path) -> ValidationReport:
     from evals_cli.endpoints.resolve import resolve_agent
     from evals_cli.graders.build import build_graders
     from evals_cli.runner.prepare import read_system_prompt
+    from evals_cli.sessions.suite import check_sessions_suite, is_sessions_suite
     from evals_cli.suite.loader import load_suite
 
+    if is_sessions_suite(path):
+        report = ValidationReport()
+        try:
+            report.suite = load_suite(path)
+        except ConfigError as exc:
+            report.problems.extend(exc.problems)
+            return report
+        report.samples, report.problems = check_sessions_suite(report.suite)
+        return report
     report = ValidationReport()
     try:
         suite = load_suite(path)

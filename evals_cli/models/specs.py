@@ -12,6 +12,7 @@ from pydantic import (
     PrivateAttr,
     Tag,
     TypeAdapter,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -26,6 +27,7 @@ from evals_cli.models.grader_specs import (  # noqa: F401  (re-exported)
     ToolsAvoidedSpec,
 )
 from evals_cli.models.tools import ToolSpec
+from evals_cli.sessions.spec import RecordedSessionsTarget
 
 Aggregation = Literal[
     "avg_score", "accuracy", "min", "max", "median", "p50", "p95", "p99", "pass_at_k", "pass_hat_k"
@@ -67,7 +69,19 @@ class OpenAIChatTarget(EndpointSpec):
         return self
 
 
-TargetSpec = OpenAIChatTarget
+def _target_kind(value: Any) -> str | None:
+    """The tag of a target: its `kind`, openai_chat when it has none (the default target)."""
+    if isinstance(value, dict):
+        kind = value.get("kind", "openai_chat")
+        return kind if isinstance(kind, str) else repr(kind)
+    return getattr(value, "kind", "openai_chat")
+
+
+TargetSpec = Annotated[
+    Annotated[OpenAIChatTarget, Tag("openai_chat")]
+    | Annotated[RecordedSessionsTarget, Tag("recorded_sessions")],
+    Discriminator(_target_kind),
+]
 
 
 class JudgeSpec(EndpointSpec):
@@ -206,7 +220,10 @@ class SuiteSpec(StrictModel):
     target: TargetSpec = Field(description="The agent under test.")
     tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools offered to the agent.")
     judge: JudgeSpec | None = Field(default=None, description="Default endpoint/model for model_judge graders.")
-    graders: dict[str, GraderSpec] = Field(min_length=1, description="Grader name -> grader spec.")
+    graders: dict[str, GraderSpec] = Field(
+        default_factory=dict, validate_default=True,
+        description="Grader name -> grader spec (none for a recorded_sessions target)."
+    )
     gate: GateField = Field(default_factory=WeightedAverageGate, description="The pass/fail decision.")
     pricing: dict[str, Price] = Field(default_factory=dict, description="Model name -> price per million tokens.")
     max_cost: float | None = Field(
@@ -214,6 +231,13 @@ class SuiteSpec(StrictModel):
     )
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+
+    @field_validator("graders")
+    @classmethod
+    def _graders_for_live_targets(cls, graders: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if not graders and getattr(info.data.get("target"), "kind", None) != "recorded_sessions":
+            raise ValueError("required field is missing: give at least one grader")
+        return graders
 
     def cross_check(self) -> list[tuple[tuple[str, ...], str]]:
         """Problems between sections (field path, message); see `cross_check_raw` for the loader."""

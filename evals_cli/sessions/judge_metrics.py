@@ -1,0 +1,163 @@
+"""The judge-based session metrics: one question per call, asked the way the model_judge grader asks.
+
+Reused, not copied: shared clients (`ClientPool`), endpoint resolution (`resolve_judge`: suite judge block,
+else EVAL_JUDGE_*), the judge's system prompt with nonce-fenced data (`model_judge.SYSTEM`), the verdict
+formats (`Scale`: 1-10, pass-fail, labelled choices), the defensive parser (`extract`, which cuts out anything
+echoed from inside the data fence), and the structured-output step-down json_schema → json_object → text.
+A call that yields no verdict leaves its metric null with the reason in `judge.errors`, never 0. A judge that
+cannot be reached at all (refused connection, rejected key, unknown model) stops the run: exit 3, one message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from evals_cli.endpoints.errors import classify
+from evals_cli.endpoints.pool import ClientPool
+from evals_cli.endpoints.recording import CALL_CONTEXT
+from evals_cli.endpoints.resolve import Endpoint
+from evals_cli.errors import RunAborted
+from evals_cli.graders.model_judge import _STEP_DOWN_STATUS, MODES, SYSTEM
+from evals_cli.graders.scales import Choice, Scale
+from evals_cli.graders.verdict import VerdictError, extract
+from evals_cli.sessions import prompts
+from evals_cli.sessions.models import AgentSession
+from evals_cli.sessions.results import JudgeInfo
+
+SCORE = Scale.of("1-10")
+PASS_FAIL = Scale.of("pass-fail")
+TURN_LABELS = ("good", "ccm", "rdm", "hallucination", "bad")
+TURN = Scale.of([Choice(label=label, score=1.0 if label == "good" else 0.0) for label in TURN_LABELS])
+
+
+@dataclass(frozen=True)
+class Verdict:
+    score: float  # in [0, 1]
+    label: str  # the raw answer: a score, pass/fail or a turn label
+    reason: str
+
+
+@dataclass
+class JudgeLog:
+    """One session's judge calls: counted apart so each results line says what its own judge did."""
+
+    model: str | None
+    calls: int = 0
+    errors: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def info(self) -> JudgeInfo:
+        return JudgeInfo(model=self.model, calls=self.calls, errors=self.errors, prompt_tokens=self.prompt_tokens,
+                         completion_tokens=self.completion_tokens)
+
+
+class SessionJudge:
+    """Asks one endpoint, with bounded concurrency over all sessions of a run."""
+
+    def __init__(self, endpoint: Endpoint, pool: ClientPool, temperature: float | None = 0.0,
+                 max_tokens: int | None = None, concurrency: int = 8,
+                 redact: Callable[[str], str] = lambda text: text) -> None:
+        self.endpoint = endpoint
+        self.pool = pool
+        self.temperature = 0.0 if temperature is None else temperature
+        self.max_tokens = max_tokens
+        self.semaphore = asyncio.Semaphore(concurrency)
+        self.redact = redact
+        self.first_mode = 0  # modes the endpoint refused are skipped by later calls
+        self.any_success = False
+
+    def log(self) -> JudgeLog:
+        return JudgeLog(model=self.endpoint.model)
+
+    async def ask(self, prompt: str, scale: Scale, context: str, log: JudgeLog) -> Verdict | None:
+        nonce = hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:10]
+        messages = [{"role": "system", "content": SYSTEM.format(nonce=nonce, instruction=scale.instruction())},
+                    {"role": "user", "content": f"<data-{nonce}>\n{prompt}\n</data-{nonce}>"}]
+        async with self.semaphore:
+            log.calls += 1
+            verdict, failures = await self._ask(messages, nonce, scale, context, log)
+        if verdict is None:
+            log.errors.append(self.redact(f"{context}: " + "; ".join(failures or ["no usable verdict"])))
+        return verdict
+
+    async def _ask(self, messages: list[dict[str, Any]], nonce: str, scale: Scale, context: str,
+                   log: JudgeLog) -> tuple[Verdict | None, list[str]]:
+        import openai
+
+        client = self.pool.client(self.endpoint)
+        failures: list[str] = []
+        for mode_index in range(self.first_mode, len(MODES)):
+            mode = MODES[mode_index]
+            options: dict[str, Any] = {"model": self.endpoint.model, "messages": messages,
+                                       "temperature": self.temperature}
+            if self.max_tokens:
+                options["max_tokens"] = self.max_tokens
+            if mode == "json_schema":
+                options["response_format"] = scale.response_format()
+            elif mode == "json_object":
+                options["response_format"] = {"type": "json_object"}
+            CALL_CONTEXT.set(f"{context}, judge {self.endpoint.model} ({mode})")
+            caller = client if mode == "text" else client.with_options(max_retries=0)
+            try:
+                response = await caller.chat.completions.create(**options)
+            except openai.APIStatusError as exc:
+                if exc.status_code in _STEP_DOWN_STATUS and mode != "text":
+                    failures.append(f"{mode}: HTTP {exc.status_code}")
+                    continue
+                self._maybe_fatal(exc)
+                failures.append(classify(exc, self.endpoint).message)
+                break
+            except Exception as exc:  # connection, timeout, replay miss: this metric fails, the run goes on
+                self._maybe_fatal(exc)
+                failures.append(classify(exc, self.endpoint).message)
+                break
+            if response.usage is not None:
+                log.prompt_tokens += response.usage.prompt_tokens or 0
+                log.completion_tokens += response.usage.completion_tokens or 0
+            try:
+                raw, reason = extract(response.choices[0].message.content or "", scale.key, nonce)
+                value, raw = scale.normalise(raw)
+            except (VerdictError, AttributeError, IndexError, TypeError) as exc:
+                failures.append(f"{mode}: {exc}")
+                continue
+            self.first_mode = mode_index
+            self.any_success = True
+            label = raw if isinstance(raw, str) else f"{raw:g}"
+            return Verdict(value, label, reason), failures
+        return None, failures
+
+    def _maybe_fatal(self, exc: BaseException) -> None:
+        found = classify(exc, self.endpoint)
+        if found.fatal and (found.fatal_after_success or not self.any_success):
+            raise RunAborted(self.redact(found.message))
+
+
+async def judge_interaction(judge: SessionJudge, log: JudgeLog, session: AgentSession, turn_index: int, index: int,
+                            metrics: dict[str, str | None]) -> dict[str, Verdict | None]:
+    """metric -> verdict for one interaction; `metrics` maps each metric asked to the handoff target (or None)."""
+    agent = session.turns[turn_index].agent_interactions[index].agent_id
+    names = list(metrics)
+    verdicts = await asyncio.gather(*[
+        judge.ask(prompts.interaction_prompt(m, session, turn_index, index, metrics[m]), SCORE,
+                  f"session {session.id}, turn {turn_index + 1}, agent {agent}, {m}", log) for m in names])
+    return dict(zip(names, verdicts, strict=True))
+
+
+async def judge_turn(judge: SessionJudge, log: JudgeLog, session: AgentSession, turn_index: int) -> Verdict | None:
+    return await judge.ask(prompts.turn_prompt(session, turn_index), TURN,
+                           f"session {session.id}, turn {turn_index + 1}, turn verdict", log)
+
+
+async def judge_session(judge: SessionJudge, log: JudgeLog, session: AgentSession,
+                        metrics: list[str]) -> dict[str, Verdict | None]:
+    """coordination and intent_drift on 1-10 (intent drift is asked as focus and inverted by the caller),
+    task_completion on pass-fail."""
+    verdicts = await asyncio.gather(*[
+        judge.ask(prompts.session_prompt(m, session), PASS_FAIL if m == "task_completion" else SCORE,
+                  f"session {session.id}, {m}", log) for m in metrics])
+    return dict(zip(metrics, verdicts, strict=True))

@@ -1,0 +1,137 @@
+"""The session file format: one recorded multi-agent session (a JSON object, a JSON list of them, or JSONL).
+
+Strict like every user-facing model (unknown keys are errors with a 'did you mean' hint): a recording whose
+fields are misspelt would otherwise be scored as if the agents had done nothing. `metadata` holds anything else.
+The JSON Schema shipped as `session.schema.json` is generated from these models (see `schema.py`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from evals_cli.models.base import StrictModel
+
+
+class ToolDefinition(StrictModel):
+    """A tool an agent may call."""
+
+    name: str = Field(min_length=1, description="Tool name.")
+    parameters_schema: dict[str, Any] = Field(description="JSON Schema of the parameters object; {} means unchecked.")
+    description: str | None = Field(default=None, description="Free text.")
+
+
+class AgentDefinition(StrictModel):
+    """One cooperating agent and the only tools its role allows."""
+
+    agent_id: str = Field(min_length=1, description="Unique within the session, e.g. planner.")
+    role: str = Field(description="What the agent is for; shown to the judge.")
+    tools_available: list[ToolDefinition] = Field(description="Tools this agent may call ([] for none).")
+
+    @model_validator(mode="after")
+    def _unique_tools(self) -> AgentDefinition:
+        names = [t.name for t in self.tools_available]
+        if len(names) != len(set(names)):
+            raise ValueError(f"agent {self.agent_id!r} lists a tool twice: {', '.join(names)}")
+        return self
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self.tools_available]
+
+
+class ToolCallRecord(StrictModel):
+    """One tool call as it happened."""
+
+    tool_name: str = Field(min_length=1, description="The tool called.")
+    parameters: dict[str, Any] = Field(description="The parameters sent.")
+    result: Any = Field(description="What the tool returned (any JSON).")
+    latency_ms: float | None = Field(ge=0, description="How long the call took.")
+
+
+class AgentStep(StrictModel):
+    """One step of an agent: a thought, a tool call and/or an output."""
+
+    thought: str | None = Field(default=None, description="The agent's reasoning, when recorded.")
+    tool_call: ToolCallRecord | None = Field(default=None, description="A tool call made in this step.")
+    output: str | None = Field(default=None, description="Text the agent produced.")
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> AgentStep:
+        if self.thought is None and self.tool_call is None and self.output is None:
+            raise ValueError("a step needs at least one of thought, tool_call or output")
+        return self
+
+
+class AgentInteraction(StrictModel):
+    """One agent's turn at the work inside a user turn, possibly ending with a handoff."""
+
+    agent_id: str = Field(description="Which agent acted (one of the session's agents).")
+    latency_ms: float | None = Field(ge=0, description="Wall time of the whole interaction.")
+    agent_steps: list[AgentStep] = Field(description="What the agent did, in order.")
+    handoff_to: str | None = Field(default=None, description="The agent the work was handed to.")
+    handoff_context: str | dict[str, Any] | None = Field(default=None, description="What was passed along.")
+
+    @property
+    def tool_calls(self) -> list[tuple[int, ToolCallRecord]]:
+        """(step index, call) of every tool call."""
+        return [(i, s.tool_call) for i, s in enumerate(self.agent_steps) if s.tool_call is not None]
+
+    @property
+    def thoughts(self) -> list[str]:
+        return [s.thought for s in self.agent_steps if s.thought]
+
+    @property
+    def outputs(self) -> list[str]:
+        return [s.output for s in self.agent_steps if s.output]
+
+    def context_text(self) -> str:
+        """The handoff context as text ('' when none was passed)."""
+        ctx = self.handoff_context
+        if ctx is None:
+            return ""
+        return ctx if isinstance(ctx, str) else json.dumps(ctx, ensure_ascii=False, sort_keys=True)
+
+
+class SessionTurn(StrictModel):
+    """One user message, the agents' work on it, and the answer the user got."""
+
+    user_message: str = Field(description="What the user said.")
+    agent_interactions: list[AgentInteraction] = Field(description="The agents' work, in order.")
+    final_response: str = Field(description="The answer the user got.")
+
+
+class AgentSession(StrictModel):
+    """A whole recorded multi-agent session."""
+
+    id: str = Field(min_length=1, description="Unique session id.")
+    task: str = Field(description="What the agents were asked to achieve.")
+    agents: list[AgentDefinition] = Field(min_length=1, description="The cooperating agents.")
+    turns: list[SessionTurn] = Field(min_length=1, description="The conversation, turn by turn.")
+    total_cost: float | None = Field(default=None, ge=0, description="Spend of the session, when known.")
+    total_latency_ms: float | None = Field(default=None, ge=0, description="Wall time of the session.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Anything else; carried along, not scored.")
+
+    @model_validator(mode="after")
+    def _known_agents(self) -> AgentSession:
+        ids = [a.agent_id for a in self.agents]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"agent ids must be unique: {', '.join(ids)}")
+        problems = []
+        for t, turn in enumerate(self.turns):
+            for i, interaction in enumerate(turn.agent_interactions):
+                where = f"turns[{t}].agent_interactions[{i}]"
+                for field, value in (("agent_id", interaction.agent_id), ("handoff_to", interaction.handoff_to)):
+                    if value is not None and value not in ids:
+                        hint = difflib.get_close_matches(value, ids, n=1)
+                        more = f" (did you mean {hint[0]!r}?)" if hint else ""
+                        problems.append(f"{where}.{field} {value!r} is not one of the agents ({', '.join(ids)}){more}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def agent(self, agent_id: str) -> AgentDefinition:
+        return next(a for a in self.agents if a.agent_id == agent_id)

@@ -1,0 +1,181 @@
+"""Analyse a session file: check it all first (exit 2 lists every problem, nothing written), then stream the
+sessions with bounded concurrency, append and flush one results line per session as it finishes, and write
+summary.json with the gate's verdict.
+
+Exit codes, as for `evals run`: 0 gate passed, 1 gate failed, 2 invalid input (ConfigError, file:line), 3
+incomplete (the judge unreachable or refusing the key, more than `max_error_rate` of the judge calls without a
+verdict, a session that could not be analysed, or nothing to gate on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TextIO
+
+from evals_cli.endpoints.pool import ClientPool
+from evals_cli.endpoints.resolve import Endpoint, resolve_judge
+from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INVALID, EXIT_PASSED, ConfigError, RunAborted
+from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, default_output_dir
+from evals_cli.sessions.analysis import analyze_session
+from evals_cli.sessions.gate import decide
+from evals_cli.sessions.judge_metrics import SessionJudge
+from evals_cli.sessions.models import AgentSession
+from evals_cli.sessions.reader import check_sessions, iter_sessions
+from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
+from evals_cli.sessions.suite import SessionsSuiteSpec
+from evals_cli.sessions.summary import SessionsAccumulator
+
+MAX_KEPT = 200  # analyses kept in memory for the display; the results file has them all
+
+
+@dataclass
+class SessionsOptions:
+    """What a caller can override; None means 'as the suite says'."""
+
+    output: Path | None = None
+    concurrency: int | None = None
+    max_sessions: int | None = None
+    no_judge: bool = False
+    judge_model: str | None = None
+    judge_base_url: str | None = None
+    judge_api_key: str | None = None
+    timeout: float | None = None
+    max_retries: int | None = None
+    record: Path | None = None
+    replay: Path | None = None
+    max_error_rate: float = 0.2
+
+
+@dataclass
+class SessionsOutcome:
+    exit_code: int
+    output_dir: Path | None = None
+    summary: SessionsSummary | None = None
+    analyses: list[SessionAnalysis] = field(default_factory=list)  # input order, at most MAX_KEPT
+    hidden: int = 0  # analysed but not kept for display
+    messages: list[str] = field(default_factory=list)
+
+
+def judge_endpoint(suite: SessionsSuiteSpec, options: SessionsOptions) -> Endpoint | None:
+    """The judge, when one is wanted: the suite has a judge block, or a judge model is given (option or
+    EVAL_JUDGE_MODEL), and some metric asks for it. A base URL alone does not switch the judge on."""
+    if options.no_judge or not any(suite.target.judge_metrics.model_dump().values()):
+        return None
+    if suite.judge is None and not options.judge_model and not os.environ.get("EVAL_JUDGE_MODEL"):
+        return None
+    overrides = SimpleNamespace(model=options.judge_model, base_url=options.judge_base_url,
+                                api_key=options.judge_api_key)
+    endpoint = resolve_judge(overrides, suite.judge, None)
+    if options.timeout is not None:
+        endpoint = dataclasses.replace(endpoint, timeout=options.timeout)
+    if options.max_retries is not None:
+        endpoint = dataclasses.replace(endpoint, max_retries=options.max_retries)
+    return endpoint
+
+
+class SessionsRun:
+    def __init__(self, suite: SessionsSuiteSpec, options: SessionsOptions) -> None:
+        self.suite = suite
+        self.options = options
+        self.dataset = suite.resolve(suite.dataset)
+        self.endpoint = judge_endpoint(suite, options)
+        self.acc = SessionsAccumulator(suite.name, str(self.dataset))
+        self.kept: list[tuple[int, SessionAnalysis]] = []
+        self.hidden = 0
+        self.abort_reason: str | None = None
+
+    async def run(self) -> SessionsOutcome:
+        count, problems = check_sessions(self.dataset)
+        if problems:
+            raise ConfigError(problems)
+        started, started_at = time.time(), datetime.now(UTC).isoformat(timespec="seconds")
+        output_dir = self.options.output or default_output_dir(self.suite.name)
+        output_dir.mkdir(parents=True, exist_ok=True)
+        pool = ClientPool(record=self.options.record, replay=self.options.replay)
+        judge = None
+        if self.endpoint is not None:
+            from evals_cli.runner.execution import Redactor
+
+            judge = SessionJudge(self.endpoint, pool, temperature=self.suite.judge.temperature if self.suite.judge else 0,
+                                 max_tokens=self.suite.judge.max_tokens if self.suite.judge else None,
+                                 concurrency=self.suite.target.judge_concurrency,
+                                 redact=Redactor([self.endpoint.api_key]))
+        # "w": sessions have no resume, so a reused -o folder must not mix two runs; each line is still flushed
+        with (output_dir / RESULTS_NAME).open("w", encoding="utf-8") as results:
+            try:
+                await self._stream(judge, results)
+            finally:
+                await pool.aclose()
+        summary = self._finish(started, started_at)
+        (output_dir / SUMMARY_NAME).write_text(summary.model_dump_json(indent=2), encoding="utf-8")
+        analyses = [a for _, a in sorted(self.kept, key=lambda pair: pair[0])]
+        messages = [summary.abort_reason] if summary.abort_reason else []
+        return SessionsOutcome(summary.exit_code, output_dir, summary, analyses, self.hidden, messages)
+
+    async def _stream(self, judge: SessionJudge | None, results: TextIO) -> None:
+        limit = self.options.concurrency or self.suite.concurrency
+        most = self.options.max_sessions or self.suite.max_samples
+        slots = asyncio.Semaphore(limit)
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def one(index: int, session: AgentSession) -> None:
+            try:
+                analysis = await analyze_session(session, self.suite.target, judge)
+            except RunAborted as exc:
+                self.abort_reason = self.abort_reason or f"judge unavailable: {exc}; stopped analysing"
+                return
+            except Exception as exc:  # a bug: record it, keep the other sessions
+                analysis = SessionAnalysis(session_id=session.id, task=session.task,
+                                           error=f"internal error: {type(exc).__name__}: {exc}")
+            finally:
+                slots.release()
+            results.write(analysis.model_dump_json() + "\n")
+            results.flush()
+            self.acc.add(analysis)
+            if len(self.kept) < MAX_KEPT:
+                self.kept.append((index, analysis))
+            else:
+                self.hidden += 1
+
+        for index, session in enumerate(iter_sessions(self.dataset)):
+            if self.abort_reason or (most is not None and index >= most):
+                break
+            await slots.acquire()
+            task = asyncio.create_task(one(index, session))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        await asyncio.gather(*tasks)
+
+    def _finish(self, started: float, started_at: str) -> SessionsSummary:
+        summary = self.acc.summary()
+        summary.started_at, summary.duration_s = started_at, round(time.time() - started, 3)
+        summary.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
+        summary.gate = decide(summary, self.suite.target.gate)
+        rate, judge = self.options.max_error_rate, self.acc.judge
+        if self.abort_reason:
+            summary.status, summary.abort_reason = "aborted", self.abort_reason
+        elif summary.errored:
+            summary.abort_reason = f"{summary.errored}/{summary.sessions} sessions could not be analysed"
+        elif judge.calls and self.acc.judge_errors / judge.calls > rate:
+            summary.abort_reason = (f"{self.acc.judge_errors}/{judge.calls} judge calls gave no verdict, more than "
+                                    f"max_error_rate {rate:g}; first: {judge.errors[0] if judge.errors else '?'}")
+        if summary.abort_reason or summary.gate.passed is None:
+            summary.exit_code = EXIT_INCOMPLETE
+        else:
+            summary.exit_code = EXIT_PASSED if summary.gate.passed else EXIT_GATE_FAILED
+        return summary
+
+
+def run_sessions(suite: SessionsSuiteSpec, options: SessionsOptions | None = None) -> SessionsOutcome:
+    """Run to the end; invalid input comes back as exit 2 with every problem in `messages`."""
+    try:
+        return asyncio.run(SessionsRun(suite, options or SessionsOptions()).run())
+    except ConfigError as exc:
+        return SessionsOutcome(EXIT_INVALID, messages=exc.problems)

@@ -1,0 +1,129 @@
+"""A sessions suite: `suites/multi_agent.yaml` with `target: {kind: recorded_sessions, ...}`.
+
+The YAML is written so that both loaders accept it: `load_sessions_suite` here (works today), and the main
+`load_suite` once `RecordedSessionsTarget` is in SuiteSpec's target union; `from_suite` turns that SuiteSpec
+into a `SessionsSuiteSpec`. That is why the session gate lives in `target.gate` (the top-level `gate` is the
+grader gate). This module is not `spec.py`: it needs `JudgeSpec` from `evals_cli.models.specs`, which in turn
+will import `spec.py`, and a cycle would break whichever is imported first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, PrivateAttr, ValidationError
+
+from evals_cli.errors import ConfigError
+from evals_cli.models.base import StrictModel
+from evals_cli.models.specs import JudgeSpec
+from evals_cli.sessions.spec import RecordedSessionsTarget
+from evals_cli.suite.envvars import expand
+from evals_cli.suite.loader import line_finder, parse_yaml, read_text
+from evals_cli.suite.problems import format_validation_error
+
+NOT_FOR_SESSIONS = {"graders": "the session metrics are built in (tune target.interaction_weights and "
+                               "target.session_weights)",
+                    "tools": "recorded sessions declare their tools per agent (tools_available)",
+                    "gate": "the session gate is target.gate", "repeats": "recorded sessions are analysed once",
+                    "sample_tags": "sessions carry no tags", "pricing": "sessions carry total_cost",
+                    "max_cost": "no agent is called"}
+
+
+class SessionsSuiteSpec(StrictModel):
+    """A whole sessions suite."""
+
+    name: str = Field(description="Suite name, used in output folder names.")
+    description: str | None = Field(default=None, description="Free text.")
+    dataset: str = Field(description="Session file (JSONL, or JSON: one session or a list), relative to the suite.")
+    max_samples: int | None = Field(default=None, ge=1, description="Analyse at most this many sessions.")
+    concurrency: int = Field(default=4, ge=1, description="Sessions analysed at once.")
+    target: RecordedSessionsTarget = Field(description="Weights, thresholds, judge metrics and the gate.")
+    judge: JudgeSpec | None = Field(default=None, description="The judge endpoint and model (else EVAL_JUDGE_*).")
+
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
+
+    def resolve(self, path: str) -> Path:
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self._base_dir / p
+
+    @classmethod
+    def convert(cls, suite: Any) -> tuple[SessionsSuiteSpec, list[str]]:
+        """From the main SuiteSpec whose target is recorded_sessions: the spec, and the keys set that do not apply."""
+        if getattr(suite.target, "kind", None) != "recorded_sessions":
+            raise ConfigError(f"suite {suite.name!r}: target.kind is {suite.target.kind!r}, not recorded_sessions")
+        given = [k for k in NOT_FOR_SESSIONS if k in suite.model_fields_set and getattr(suite, k)]
+        spec = cls(name=suite.name, description=suite.description, dataset=suite.dataset,
+                   max_samples=suite.max_samples, concurrency=suite.concurrency, target=suite.target, judge=suite.judge)
+        spec._base_dir = Path(suite.base_dir)
+        return spec, [f"suite {suite.name!r}: {k}: does not apply to recorded_sessions; {NOT_FOR_SESSIONS[k]}"
+                      for k in given]
+
+    @classmethod
+    def from_suite(cls, suite: Any) -> SessionsSuiteSpec:
+        """`convert`, with a ConfigError for the keys that do not apply."""
+        spec, problems = cls.convert(suite)
+        if problems:
+            raise ConfigError(problems)
+        return spec
+
+
+def load_sessions_suite(path: str | Path) -> SessionsSuiteSpec:
+    """Load and validate a sessions suite file the way `load_suite` loads others (env expansion, file:line)."""
+    path = Path(path)
+    where = str(path)
+    data, lines = parse_yaml(read_text(path, "suite file"), where)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping of suite keys (name, dataset, target, ...), "
+                          f"got {type(data).__name__}")
+    line_of = line_finder(lines)
+    env_problems: list[tuple[tuple[str | int, ...], str]] = []
+    data = expand(data, (), env_problems)
+    problems = [f"{where}:{line_of(p)}: {'.'.join(map(str, p))}: {msg}" for p, msg in env_problems]
+    problems += [f"{where}:{line_of((k,))}: {k}: does not apply to recorded_sessions; {why}"
+                 for k, why in NOT_FOR_SESSIONS.items() if k in data]
+    try:
+        spec = SessionsSuiteSpec.model_validate({k: v for k, v in data.items() if k not in NOT_FOR_SESSIONS})
+    except ValidationError as exc:
+        problems.extend(format_validation_error(exc, SessionsSuiteSpec, where, line_of))
+        raise ConfigError(problems) from None
+    if problems:
+        raise ConfigError(problems)
+    spec._base_dir = path.resolve().parent
+    return spec
+
+
+def is_sessions_suite(path: str | Path) -> bool:
+    """A cheap look at a suite file: does its target say recorded_sessions? (False when it cannot be read;
+    the normal loader then reports why.) Lets `evals validate` / `evals run` route before full validation."""
+    try:
+        data, _ = parse_yaml(read_text(Path(path), "suite file"), str(path))
+    except ConfigError:
+        return False
+    target = data.get("target") if isinstance(data, dict) else None
+    return isinstance(target, dict) and target.get("kind") == "recorded_sessions"
+
+
+def check_sessions_suite(suite: Any) -> tuple[int, list[str]]:
+    """What `evals validate` reports for a sessions suite, without calling any model: (sessions, problems) over
+    the keys that do not apply, every session of the dataset and the judge settings."""
+    from evals_cli.sessions.reader import check_sessions
+    from evals_cli.sessions.runner import SessionsOptions, judge_endpoint
+
+    try:
+        spec, problems = (suite, []) if isinstance(suite, SessionsSuiteSpec) else SessionsSuiteSpec.convert(suite)
+    except ConfigError as exc:
+        return 0, exc.problems
+    try:
+        judge_endpoint(spec, SessionsOptions())
+    except ConfigError as exc:
+        problems += exc.problems
+    try:
+        count, found = check_sessions(spec.resolve(spec.dataset))
+    except ConfigError as exc:
+        return 0, problems + exc.problems
+    return count, problems + found
