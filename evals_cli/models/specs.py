@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -69,18 +70,23 @@ class OpenAIChatTarget(EndpointSpec):
         return self
 
 
-def _target_kind(value: Any) -> str | None:
-    """The tag of a target: its `kind`, openai_chat when it has none (the default target)."""
-    if isinstance(value, dict):
-        kind = value.get("kind", "openai_chat")
-        return kind if isinstance(kind, str) else repr(kind)
-    return getattr(value, "kind", "openai_chat")
+def kind_or(default: str) -> Callable[[Any], str]:
+    """A discriminator reading `kind`, with a default for specs that omit it (openai_chat targets, and the
+    weighted_average gates of earlier versions)."""
+
+    def kind_of(value: Any) -> str:
+        if isinstance(value, dict):
+            kind = value.get("kind", default)
+            return kind if isinstance(kind, str) else repr(kind)
+        return getattr(value, "kind", default)
+
+    return kind_of
 
 
 TargetSpec = Annotated[
     Annotated[OpenAIChatTarget, Tag("openai_chat")]
     | Annotated[RecordedSessionsTarget, Tag("recorded_sessions")],
-    Discriminator(_target_kind),
+    Discriminator(kind_or("openai_chat")),
 ]
 
 
@@ -154,19 +160,11 @@ class LogicalGate(StrictModel):
         return self.gates[0].sample_value
 
 
-def _gate_kind(value: Any) -> str | None:
-    """The tag of a gate: its `kind`, weighted_average when it has none (the gate of earlier versions)."""
-    if isinstance(value, dict):
-        kind = value.get("kind", "weighted_average")
-        return kind if isinstance(kind, str) else repr(kind)
-    return getattr(value, "kind", "weighted_average")
-
-
 GateField = Annotated[
     Annotated[WeightedAverageGate, Tag("weighted_average")]
     | Annotated[SimpleGate, Tag("simple")]
     | Annotated[LogicalGate, Tag("logical")],
-    Discriminator(_gate_kind),
+    Discriminator(kind_or("weighted_average")),
 ]
 LogicalGate.model_rebuild()
 AnyGate = WeightedAverageGate | SimpleGate | LogicalGate

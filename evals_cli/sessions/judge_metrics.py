@@ -1,7 +1,7 @@
 """The judge-based session metrics: one question per call, asked the way the model_judge grader asks.
 
 Reused, not copied: shared clients (`ClientPool`), endpoint resolution (`resolve_judge`: suite judge block,
-else EVAL_JUDGE_*), the judge's system prompt with nonce-fenced data (`model_judge.SYSTEM`), the verdict
+else EVAL_JUDGE_*), the judge call itself (`judge_call.ask_judge`: nonce-fenced data, mode step-down), the verdict
 formats (`Scale`: 1-10, pass-fail, labelled choices), the defensive parser (`extract`, which cuts out anything
 echoed from inside the data fence), and the structured-output step-down json_schema → json_object → text.
 A call that yields no verdict leaves its metric null with the reason in `judge.errors`, never 0. A judge that
@@ -11,19 +11,15 @@ cannot be reached at all (refused connection, rejected key, unknown model) stops
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.pool import ClientPool
-from evals_cli.endpoints.recording import CALL_CONTEXT
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.errors import RunAborted
-from evals_cli.graders.model_judge import _STEP_DOWN_STATUS, MODES, SYSTEM
+from evals_cli.graders.judge_call import ask_judge, judge_messages
 from evals_cli.graders.scales import Choice, Scale
-from evals_cli.graders.verdict import VerdictError, extract
 from evals_cli.sessions import prompts
 from evals_cli.sessions.models import AgentSession
 from evals_cli.sessions.results import JudgeInfo
@@ -75,61 +71,23 @@ class SessionJudge:
         return JudgeLog(model=self.endpoint.model)
 
     async def ask(self, prompt: str, scale: Scale, context: str, log: JudgeLog) -> Verdict | None:
-        nonce = hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:10]
-        messages = [{"role": "system", "content": SYSTEM.format(nonce=nonce, instruction=scale.instruction())},
-                    {"role": "user", "content": f"<data-{nonce}>\n{prompt}\n</data-{nonce}>"}]
+        messages, nonce = judge_messages(prompt, scale)
+        usage = {"prompt_tokens": 0, "completion_tokens": 0}
         async with self.semaphore:
             log.calls += 1
-            verdict, failures = await self._ask(messages, nonce, scale, context, log)
-        if verdict is None:
+            answer, failures = await ask_judge(
+                self.pool.client(self.endpoint), self.endpoint, messages, nonce, scale, first_mode=self.first_mode,
+                temperature=self.temperature, max_tokens=self.max_tokens, usage=usage,
+                context=f"{context}, judge {self.endpoint.model}", on_error=self._maybe_fatal)
+        log.prompt_tokens += usage["prompt_tokens"]
+        log.completion_tokens += usage["completion_tokens"]
+        if answer is None:
             log.errors.append(self.redact(f"{context}: " + "; ".join(failures or ["no usable verdict"])))
-        return verdict
-
-    async def _ask(self, messages: list[dict[str, Any]], nonce: str, scale: Scale, context: str,
-                   log: JudgeLog) -> tuple[Verdict | None, list[str]]:
-        import openai
-
-        client = self.pool.client(self.endpoint)
-        failures: list[str] = []
-        for mode_index in range(self.first_mode, len(MODES)):
-            mode = MODES[mode_index]
-            options: dict[str, Any] = {"model": self.endpoint.model, "messages": messages,
-                                       "temperature": self.temperature}
-            if self.max_tokens:
-                options["max_tokens"] = self.max_tokens
-            if mode == "json_schema":
-                options["response_format"] = scale.response_format()
-            elif mode == "json_object":
-                options["response_format"] = {"type": "json_object"}
-            CALL_CONTEXT.set(f"{context}, judge {self.endpoint.model} ({mode})")
-            caller = client if mode == "text" else client.with_options(max_retries=0)
-            try:
-                response = await caller.chat.completions.create(**options)
-            except openai.APIStatusError as exc:
-                if exc.status_code in _STEP_DOWN_STATUS and mode != "text":
-                    failures.append(f"{mode}: HTTP {exc.status_code}")
-                    continue
-                self._maybe_fatal(exc)
-                failures.append(classify(exc, self.endpoint).message)
-                break
-            except Exception as exc:  # connection, timeout, replay miss: this metric fails, the run goes on
-                self._maybe_fatal(exc)
-                failures.append(classify(exc, self.endpoint).message)
-                break
-            if response.usage is not None:
-                log.prompt_tokens += response.usage.prompt_tokens or 0
-                log.completion_tokens += response.usage.completion_tokens or 0
-            try:
-                raw, reason = extract(response.choices[0].message.content or "", scale.key, nonce)
-                value, raw = scale.normalise(raw)
-            except (VerdictError, AttributeError, IndexError, TypeError) as exc:
-                failures.append(f"{mode}: {exc}")
-                continue
-            self.first_mode = mode_index
-            self.any_success = True
-            label = raw if isinstance(raw, str) else f"{raw:g}"
-            return Verdict(value, label, reason), failures
-        return None, failures
+            return None
+        self.first_mode = answer.mode_index
+        self.any_success = True
+        label = answer.raw if isinstance(answer.raw, str) else f"{answer.raw:g}"
+        return Verdict(answer.score, label, answer.reason)
 
     def _maybe_fatal(self, exc: BaseException) -> None:
         found = classify(exc, self.endpoint)
