@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from evals_cli.models.results import GateResult, Grade, GraderAggregate, Reliability
 from evals_cli.models.specs import AnyGate, LogicalGate, SimpleGate, WeightedAverageGate
+from evals_cli.output.streaming import ScoreCounts
 
 _EPS = 1e-9  # averages of 0.7s land on 0.69999...: compare as a person reading the table would
 OPS: dict[str, Callable[[float, float], bool]] = {
@@ -80,10 +81,12 @@ def percentile(scores: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def aggregate(scores: list[float], aggregation: str, passes: Callable[[float], bool]) -> float | None:
+def aggregate(scores: list[float] | ScoreCounts, aggregation: str, passes: Callable[[float], bool]) -> float | None:
     """One number from a grader's sample scores; `passes` decides what counts for accuracy."""
     if not scores:
         return None
+    if isinstance(scores, ScoreCounts):
+        return _aggregate_counts(scores, aggregation, passes)
     if aggregation == "avg_score":
         return sum(scores) / len(scores)
     if aggregation == "accuracy":
@@ -96,6 +99,22 @@ def aggregate(scores: list[float], aggregation: str, passes: Callable[[float], b
         return statistics.median(scores)
     if aggregation in PERCENTILES:
         return percentile(scores, PERCENTILES[aggregation])
+    raise ValueError(f"unknown aggregation {aggregation}")
+
+
+def _aggregate_counts(scores: ScoreCounts, aggregation: str, passes: Callable[[float], bool]) -> float:
+    if aggregation == "avg_score":
+        return scores.total / len(scores)
+    if aggregation == "accuracy":
+        return scores.share(passes)
+    if aggregation == "min":
+        return scores.min()
+    if aggregation == "max":
+        return scores.max()
+    if aggregation == "median":
+        return scores.quantile(0.5)
+    if aggregation in PERCENTILES:
+        return scores.quantile(PERCENTILES[aggregation])
     raise ValueError(f"unknown aggregation {aggregation}")
 
 

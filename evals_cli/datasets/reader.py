@@ -131,10 +131,21 @@ def check_dataset(path: Path, limit: int = 50,
     return count, problems
 
 
+def _duplicated(hashes: array) -> set[int]:
+    """Hashes seen more than once. Sorted bucket by bucket (by the top byte): a full sort would turn the
+    8-byte array into a list of Python ints several times its size."""
+    buckets: dict[int, array] = {}
+    for h in hashes:
+        buckets.setdefault(h >> 56, array("Q")).append(h)
+    dup: set[int] = set()
+    for bucket in buckets.values():
+        ordered = sorted(bucket)
+        dup.update(a for a, b in zip(ordered, ordered[1:], strict=False) if a == b)
+    return dup
+
+
 def _duplicate_ids(path: Path, hashes: array) -> list[str]:
-    ordered = sorted(hashes)
-    dup = {a for a, b in zip(ordered, ordered[1:], strict=False) if a == b}
-    del ordered
+    dup = _duplicated(hashes)
     if not dup:
         return []
     seen: dict[str, list[str]] = {}

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from collections.abc import Iterable
 
 from evals_cli.gate import OPS, Gate, aggregate, threshold_key
-from evals_cli.graders.agreement import krippendorff_alpha
 from evals_cli.models.results import GraderAggregate, JudgeAgreement, Reliability, RunSummary, SampleResult
 from evals_cli.models.trajectory import Usage
+from evals_cli.output.streaming import AlphaSums, LatencyHistogram, ScoreCounts
 
 
 class Accumulator:
@@ -22,10 +21,10 @@ class Accumulator:
         self.repeats = repeats
         self.pricing = pricing or {}
         self.cost = 0.0
-        self.latencies: list[float] = []
+        self.latencies = LatencyHistogram()
         # per sample: (passes, graded runs); only kept when samples repeat
         self.per_sample: dict[str, list[int]] = {}
-        self.scores: dict[str, list[float]] = {g: [] for g in grader_names}
+        self.scores: dict[str, ScoreCounts] = {g: ScoreCounts() for g in grader_names}
         self.grade_errors: Counter[str] = Counter()
         self.total = self.errored = self.passed = self.failed = 0
         self.errors_by_category: Counter[str] = Counter()
@@ -34,13 +33,13 @@ class Accumulator:
         self.grades_total = 0
         self.unreliable: Counter[str] = Counter()
         # judge panels: per grader, one {judge: score} unit per graded sample (for Krippendorff's alpha)
-        self.panel_units: dict[str, list[dict[str, float]]] = {}
+        self.panel_units: dict[str, AlphaSums] = {}
 
     def add(self, result: SampleResult) -> None:
         self.total += 1
         self.usage.add(result.usage)
         self.judge_usage.add(result.judge_usage)
-        self.latencies.append(result.latency_s)
+        self.latencies.add(result.latency_s)
         if result.cost is not None:
             self.cost += result.cost
         bad_args = sum(1 for call in result.trajectory.tool_calls if call.arguments_error)
@@ -60,12 +59,12 @@ class Accumulator:
             if grade.metadata.get("unreliable"):
                 self.unreliable[name] += 1
             for unit in grade.metadata.get("panel_units", []):
-                self.panel_units.setdefault(name, []).append(unit)
+                self.panel_units.setdefault(name, AlphaSums()).add(unit)
             if grade.score is None:
                 self.grade_errors[name] += 1
                 self.errors_by_category["judge" if "judge" in grade.metadata else "grader"] += 1
             else:
-                self.scores.setdefault(name, []).append(grade.score)
+                self.scores.setdefault(name, ScoreCounts()).append(grade.score)
         if result.passed is True:
             self.passed += 1
         elif result.passed is False:
@@ -108,9 +107,8 @@ class Accumulator:
     def judge_agreement(self) -> dict[str, JudgeAgreement]:
         out = {}
         for name in sorted(set(self.panel_units) | set(self.unreliable)):
-            units = self.panel_units.get(name, [])
-            judges = sorted({j for u in units for j in u})
-            out[name] = JudgeAgreement(judges=judges, units=len(units), alpha=krippendorff_alpha(units),
+            sums = self.panel_units.get(name, AlphaSums())
+            out[name] = JudgeAgreement(judges=sorted(sums.judges), units=sums.units, alpha=sums.alpha(),
                                        unreliable=self.unreliable[name])
         return out
 
@@ -121,7 +119,6 @@ class Accumulator:
     def summary(self) -> RunSummary:
         aggregates = self.aggregates()
         reliability = self.reliability()
-        lat = sorted(self.latencies)
         return RunSummary(
             suite=self.suite, total=self.total, graded=self.total - self.errored, errored=self.errored,
             passed=self.passed, failed=self.failed, errors_by_category=dict(self.errors_by_category),
@@ -129,6 +126,5 @@ class Accumulator:
             judge_usage=self.judge_usage, reliability=reliability, judge_agreement=self.judge_agreement(),
             grades_total=self.grades_total, grades_missing=self.missing_grades,
             cost=self.cost if self.pricing else None,
-            latency_p50_s=statistics.median(lat) if lat else None,
-            latency_p95_s=lat[min(len(lat) - 1, int(0.95 * len(lat)))] if lat else None,
+            latency_p50_s=self.latencies.quantile(0.5), latency_p95_s=self.latencies.quantile(0.95),
         )
