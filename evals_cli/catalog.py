@@ -126,7 +126,7 @@ def _extractor_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
 
 def _target_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
     from evals_cli.models.specs import SuiteSpec
-    from evals_cli.targets import openai_chat  # noqa: F401  (registers the target kinds)
+    from evals_cli.targets import factory  # noqa: F401  (registers the target kinds)
     from evals_cli.targets.base import TARGET_KINDS
 
     specs = _union_members(SuiteSpec.model_fields["target"].annotation)

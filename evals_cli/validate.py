@@ -20,11 +20,12 @@ class ValidationReport:
 
 def validate_suite(path: Path) -> ValidationReport:
     from evals_cli.datasets.reader import check_dataset
-    from evals_cli.endpoints.resolve import resolve_agent
+    from evals_cli.endpoints.pool import ClientPool
     from evals_cli.graders.build import build_graders
     from evals_cli.runner.prepare import read_system_prompt
     from evals_cli.sessions.suite import check_sessions_suite, is_sessions_suite
     from evals_cli.suite.loader import load_suite
+    from evals_cli.targets.factory import build_target, judge_fallback, resolve_target_endpoint
 
     if is_sessions_suite(path):
         report = ValidationReport()
@@ -45,11 +46,13 @@ def validate_suite(path: Path) -> ValidationReport:
     report.suite = suite
     agent = None
     try:
-        agent = resolve_agent(suite.target)
+        agent = judge_fallback(suite.target, resolve_target_endpoint(suite.target))
     except ConfigError as exc:
         report.problems.extend(exc.problems)
     try:
-        read_system_prompt(suite)
+        prompt = read_system_prompt(suite)
+        if suite.target.kind == "python":  # loads the agent file: a bad path or signature shows now
+            build_target(suite, resolve_target_endpoint(suite.target), ClientPool(), prompt)
     except ConfigError as exc:
         report.problems.extend(f"{path}: {p}" for p in exc.problems)
     graders: dict[str, Grader] = {}

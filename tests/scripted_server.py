@@ -2,6 +2,10 @@
 
 A script is a function from the request (path and JSON body) to a reply. `agent_script` builds the common
 one: replies chosen by a key found in the latest user message, one reply per agent step.
+
+The Responses API (POST /v1/responses) is served too: `response_text` / `response_call` build its replies, and
+`agent_script` answers a /responses request given a chat completion (`text`, `call`) by converting it with
+`as_response`, so one script can drive both APIs.
 """
 
 from __future__ import annotations
@@ -70,19 +74,49 @@ def is_judge(body: dict[str, Any]) -> bool:
 
 
 def last_user(body: dict[str, Any]) -> str:
-    for message in reversed(body.get("messages") or []):
+    if isinstance(body.get("input"), str):  # Responses API, a bare string input
+        return body["input"]
+    for message in reversed(body.get("messages") or _input_items(body)):
         if message.get("role") == "user":
-            return str(message.get("content") or "")
+            return _text_of(message.get("content"))
     return ""
 
 
 def steps_since_user(body: dict[str, Any]) -> int:
+    if "messages" not in body and isinstance(body.get("input"), list):
+        return _response_steps_since_user(body["input"])
     count = 0
     for message in reversed(body.get("messages") or []):
         if message.get("role") == "user":
             break
         if message.get("role") == "assistant":
             count += 1
+    return count
+
+
+def _input_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    items = body.get("input")
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _text_of(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a Responses content list."""
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def _response_steps_since_user(items: list[Any]) -> int:
+    """Agent steps since the latest user message in Responses input: each step that called tools left one run
+    of function_call items (and a final answer ends the turn, so the next step follows a user message)."""
+    count, in_calls = 0, False
+    for item in reversed(items):
+        if not isinstance(item, dict) or item.get("role") == "user":
+            break
+        is_call = item.get("type") == "function_call"
+        if is_call and not in_calls:
+            count += 1
+        in_calls = is_call
     return count
 
 
@@ -98,12 +132,75 @@ def agent_script(replies: dict[str, list[Any]], judge: Callable[[dict[str, Any]]
         user = last_user(body)
         for key, steps in replies.items():
             if key in user:
-                return steps[min(steps_since_user(body), len(steps) - 1)]
+                return _for_path(path, steps[min(steps_since_user(body), len(steps) - 1)])
         if default is not None:
-            return default
+            return _for_path(path, default)
         return Reply({"error": {"message": f"no script for user message {user[:80]!r}"}}, status=400)
 
     return script
+
+
+def _for_path(path: str, reply: Any) -> Any:
+    """A chat completion reply, converted when the request was for the Responses API."""
+    if not path.rstrip("/").endswith("/responses"):
+        return reply
+    if isinstance(reply, Reply):
+        if isinstance(reply.body, dict) and "choices" in reply.body and reply.status == 200:
+            return Reply(as_response(reply.body), reply.status, reply.headers, reply.delay, reply.drop, reply.partial)
+        return reply
+    return as_response(reply) if isinstance(reply, dict) and "choices" in reply else reply
+
+
+def response(output: list[dict[str, Any]], input_tokens: int = 10, output_tokens: int = 5,
+             status: str = "completed", **extra: Any) -> dict[str, Any]:
+    """A Responses API body with these output items."""
+    return {
+        "id": "resp_" + uuid.uuid4().hex[:12], "object": "response", "created_at": int(time.time()),
+        "status": status, "model": "scripted", "output": output, "error": None, "incomplete_details": None,
+        "instructions": None, "metadata": {}, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        "temperature": 1.0, "top_p": 1.0,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                  "total_tokens": input_tokens + output_tokens, "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}},
+        **extra,
+    }
+
+
+def message_item(content: str) -> dict[str, Any]:
+    return {"type": "message", "id": "msg_" + uuid.uuid4().hex[:12], "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": content, "annotations": []}]}
+
+
+def function_call_item(name: str, arguments: dict[str, Any] | str | None = None,
+                       call_id: str | None = None) -> dict[str, Any]:
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    return {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:12], "status": "completed",
+            "call_id": call_id or f"call_{uuid.uuid4().hex[:8]}", "name": name, "arguments": raw}
+
+
+def response_text(content: str, **usage: int) -> dict[str, Any]:
+    return response([message_item(content)], **usage)
+
+
+def response_call(name: str, arguments: dict[str, Any] | str | None = None, *more: tuple[str, Any]) -> dict[str, Any]:
+    """A Responses reply with one function call (or several: extra (name, arguments) pairs)."""
+    return response([function_call_item(n, args, f"call_{uuid.uuid4().hex[:8]}_{i}")
+                     for i, (n, args) in enumerate([(name, arguments), *more])])
+
+
+def as_response(body: dict[str, Any]) -> dict[str, Any]:
+    """A chat completion body (`text`, `call`, `completion`) as the Responses API body that says the same."""
+    choices = body.get("choices") or []
+    usage = body.get("usage") or {}
+    output: list[dict[str, Any]] = []
+    if choices:
+        message = choices[0].get("message") or {}
+        if message.get("content"):
+            output.append(message_item(message["content"]))
+        for tool_call in message.get("tool_calls") or []:
+            function = tool_call.get("function") or {}
+            output.append(function_call_item(function.get("name"), function.get("arguments"), tool_call.get("id")))
+    return response(output, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
 
 
 def judge_score(score: float, reason: str = "scripted verdict") -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Serve model calls from a recording with no network at all.
 
-Chat completions are answered straight from the recording, without building HTTP requests: the key is the
-one the recording transport computed from the same JSON body, and a replay run then measures the harness,
-not the HTTP stack. Identical requests are served in recorded order, the last one repeating.
+Chat completions and Responses API calls are answered straight from the recording, without building HTTP
+requests: the key is the one the recording transport computed from the same JSON body and API path, and a
+replay run then measures the harness, not the HTTP stack. Identical requests are served in recorded order,
+the last one repeating.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Recording:
         return index, entries[index]
 
 
-def _status_error(status: int, body: Any) -> Exception:
+def _status_error(status: int, body: Any, path: str = "chat/completions") -> Exception:
     import openai
 
     from evals_cli.endpoints.httpx_compat import httpx
@@ -55,37 +56,57 @@ def _status_error(status: int, body: Any) -> Exception:
     classes = {400: openai.BadRequestError, 401: openai.AuthenticationError, 403: openai.PermissionDeniedError,
                404: openai.NotFoundError, 422: openai.UnprocessableEntityError, 429: openai.RateLimitError}
     cls = classes.get(status, openai.InternalServerError if status >= 500 else openai.APIStatusError)
-    response = httpx.Response(status, request=httpx.Request("POST", "http://replay.invalid/v1/chat/completions"))
+    response = httpx.Response(status, request=httpx.Request("POST", f"http://replay.invalid/v1/{path}"))
     message = body.get("error", {}).get("message", str(body)) if isinstance(body, dict) else str(body)
     return cls(f"Error code: {status} - {message}", response=response, body=body)
 
 
 class ReplayClient:
-    """Stands in for AsyncOpenAI in replay mode (the part of it the targets and the judge use)."""
+    """Stands in for AsyncOpenAI in replay mode (the part of it the targets and the judge use):
+    `chat.completions.create` and `responses.create`."""
 
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
         self.chat = SimpleNamespace(completions=self)
+        self.responses = _ReplayResponses(self)
 
     def with_options(self, **_: Any) -> ReplayClient:
         return self
 
     async def create(self, **kwargs: Any) -> Any:
+        """chat.completions.create"""
         from openai.types.chat import ChatCompletion
 
+        return self.serve("chat/completions", kwargs, ChatCompletion)
+
+    def serve(self, path: str, kwargs: dict[str, Any], model: Any) -> Any:
+        """The recorded answer to the request these create() arguments make: the body the SDK would send (the
+        arguments without the request-only options, with extra_body merged in) keys it, as at recording."""
         body = {k: v for k, v in kwargs.items() if k not in _REQUEST_ONLY}
         body.update(kwargs.get("extra_body") or {})
-        key = body_key("POST", "chat/completions", body)
+        key = body_key("POST", path, body)
         index, entry = self.recording.next(key)
         status, payload = entry.get("status", 200), entry["response"]
         if status != 200:
-            raise _status_error(status, payload)
+            raise _status_error(status, payload, path)
         if not isinstance(payload, dict):
             raise ValueError(f"recorded response is not a JSON object: {str(payload)[:100]}")
         parsed = self.recording.parsed.get((key, index))
         if parsed is None:  # responses are only read, never changed: one parse serves every identical request
-            parsed = self.recording.parsed[(key, index)] = ChatCompletion.construct(**payload)
+            parsed = self.recording.parsed[(key, index)] = model.construct(**payload)
         return parsed
 
     async def close(self) -> None:
         pass
+
+
+class _ReplayResponses:
+    """`client.responses` in replay mode."""
+
+    def __init__(self, client: ReplayClient) -> None:
+        self.client = client
+
+    async def create(self, **kwargs: Any) -> Any:
+        from openai.types.responses import Response
+
+        return self.client.serve("responses", kwargs, Response)

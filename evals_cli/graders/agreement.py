@@ -28,25 +28,16 @@ def spread(scores: list[float]) -> float:
     return max(scores) - min(scores) if scores else 0.0
 
 
-def _pair_sum(values: list[float]) -> float:
-    """Sum over ordered pairs i != j of (v_i - v_j)^2, in O(n)."""
-    n, total, squares = len(values), sum(values), sum(v * v for v in values)
-    return 2 * (n * squares - total * total)
-
-
 def krippendorff_alpha(units: Iterable[Mapping[str, float]]) -> float | None:
-    """Interval alpha over units (each: judge -> score). None when there is nothing to compare.
+    """Interval alpha over units (each: judge -> score); None when there is nothing to compare.
 
     alpha = 1 - D_o / D_e, with D_o the disagreement within units and D_e the disagreement expected from
-    all pairable values pooled; only units with two or more values count.
+    all pairable values pooled; only units with two or more values count. Computed from running sums
+    (`AlphaSums`), the same code the run summary uses.
     """
-    pairable = [list(u.values()) for u in units if len(u) >= 2]
-    n = sum(len(u) for u in pairable)
-    if n < 2:
-        return None
-    observed = sum(_pair_sum(u) / (len(u) - 1) for u in pairable) / n
-    pooled = [v for u in pairable for v in u]
-    expected = _pair_sum(pooled) / (n * (n - 1))
-    if expected == 0:
-        return 1.0 if observed == 0 else None
-    return 1.0 - observed / expected
+    from evals_cli.output.streaming import AlphaSums
+
+    sums = AlphaSums()
+    for unit in units:
+        sums.add(dict(unit))
+    return sums.alpha()

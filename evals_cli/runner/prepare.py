@@ -8,7 +8,7 @@ from pathlib import Path
 
 from evals_cli.datasets.reader import check_dataset, iter_samples, select_samples
 from evals_cli.endpoints.pool import ClientPool
-from evals_cli.endpoints.resolve import NO_KEY, Endpoint, resolve_agent
+from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError
 from evals_cli.gate import Gate
 from evals_cli.graders.base import Grader
@@ -19,7 +19,7 @@ from evals_cli.models.specs import SuiteSpec
 from evals_cli.runner.options import RunOptions
 from evals_cli.runner.shard import in_shard, parse_shard
 from evals_cli.targets.base import Target
-from evals_cli.targets.openai_chat import OpenAIChat
+from evals_cli.targets.factory import build_target, judge_fallback, resolve_target_endpoint
 
 
 def read_system_prompt(suite: SuiteSpec) -> str | None:
@@ -39,7 +39,8 @@ def read_system_prompt(suite: SuiteSpec) -> str | None:
 def _with_overrides(suite: SuiteSpec, options: RunOptions) -> SuiteSpec:
     """CLI overrides of target settings, validated like the YAML (a bad value is a ConfigError)."""
     update = {k: v for k, v in (("timeout", options.timeout), ("sample_timeout", options.sample_timeout),
-                                ("max_retries", options.max_retries)) if v is not None}
+                                ("max_retries", options.max_retries))
+              if v is not None and k in type(suite.target).model_fields}  # only settings this kind has
     if not update:
         return suite
     target = suite.target.model_validate({**suite.target.model_dump(), **update})
@@ -60,10 +61,10 @@ class PreparedRun:
         self.dataset: Path = suite.resolve(suite.dataset)
         self.pool = ClientPool(record=options.record, replay=options.replay)
         overrides = {"base_url": options.base_url, "model": options.model}
-        self.agent: Endpoint = resolve_agent(self.suite.target, overrides)
-        self.target: Target = OpenAIChat(self.suite.target, suite.tools, self.agent, self.pool,
-                                         read_system_prompt(suite))
-        self.graders: dict[str, Grader] = build_graders(self.suite, self.pool, self.agent, no_judge=options.no_judge)
+        self.agent: Endpoint = resolve_target_endpoint(self.suite.target, overrides)
+        self.target: Target = build_target(self.suite, self.agent, self.pool, read_system_prompt(suite))
+        self.graders: dict[str, Grader] = build_graders(self.suite, self.pool, judge_fallback(self.suite.target, self.agent),
+                                                        no_judge=options.no_judge)
         self.gate = Gate(suite.gate, self.graders)
         self.tags = options.tags if options.tags is not None else suite.sample_tags
         self.max_samples = options.max_samples or suite.max_samples

@@ -14,7 +14,8 @@ from pydantic import Field, ValidationError
 
 from evals_cli.errors import ConfigError
 from evals_cli.models.base import StrictModel
-from evals_cli.models.specs import JudgeSpec, OpenAIChatTarget, SuiteSpec, cross_check_raw
+from evals_cli.models.specs import JudgeSpec, SuiteSpec, cross_check_raw
+from evals_cli.models.target_specs import TargetSpec
 from evals_cli.models.tools import ToolSpec
 from evals_cli.suite.envvars import expand
 from evals_cli.suite.letta import letta_reason, remap_lines, rename_fields, translate
@@ -181,7 +182,7 @@ def _apply_target(data: dict[str, Any], override: TargetOverride | None, letta_t
 class TargetFile(StrictModel):
     """What a `--target` file may hold: the agent, and what letta-evals suites have no place for."""
 
-    target: OpenAIChatTarget = Field(description="The OpenAI-compatible agent under test.")
+    target: TargetSpec = Field(description="The agent under test (any target kind).")
     tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools, added to the suite's.")
     judge: JudgeSpec | None = Field(default=None, description="Default judge endpoint, instead of the suite's.")
 
@@ -212,4 +213,9 @@ def load_target_file(path: Path) -> dict[str, Any]:
     prompt_file = target.get("system_prompt_file")
     if isinstance(prompt_file, str) and not Path(prompt_file).expanduser().is_absolute():
         target["system_prompt_file"] = str(path.resolve().parent / prompt_file)
+    callable_ref = target.get("callable")  # a python agent: its file is relative to this file too
+    if isinstance(callable_ref, str) and ":" in callable_ref:
+        file_part, _, function = callable_ref.rpartition(":")
+        if not Path(file_part).expanduser().is_absolute():
+            target["callable"] = f"{path.resolve().parent / file_part}:{function}"
     return {**blocks, "target": target}

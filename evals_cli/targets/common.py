@@ -1,0 +1,101 @@
+"""What the model-driven agent loops (Chat Completions, Responses) share: the mocked toolbox and its schemas,
+the pre-filled conversation, the per-turn driver with its step bound, and answering tool calls from the mocks.
+
+Only the wire format differs between the APIs, so each target supplies its own request, its own reading of
+the response and its own way of feeding results back; everything a grader reads is built here, the same way
+for every target, so the same sample graded through either API gives comparable trajectories.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evals_cli.endpoints.pool import ClientPool
+from evals_cli.endpoints.resolve import Endpoint
+from evals_cli.models.sample import Sample
+from evals_cli.models.tools import ToolSpec
+from evals_cli.models.trajectory import Step, Trajectory, Turn
+from evals_cli.targets.base import SampleFailed, Target
+from evals_cli.tools.mock import MockToolbox, merge_tools
+
+
+def initial_messages(sample: Sample, system_prompt: str | None) -> list[dict[str, Any]]:
+    """The chat-shaped conversation before the first user turn: the system prompt (unless the pre-filled
+    messages bring their own) and the pre-filled messages. Null assistant content becomes "" because some
+    servers reject null. Every target keeps this shape in `trajectory.prefilled`, which graders and reports
+    read, whatever it sends on the wire."""
+    prefilled = [m.model_dump(exclude_none=True) for m in sample.messages or []]
+    for message in prefilled:
+        if message.get("role") == "assistant" and message.get("content") is None:
+            message["content"] = ""
+    has_system = any(m.get("role") == "system" for m in prefilled)
+    head = [{"role": "system", "content": system_prompt}] if system_prompt and not has_system else []
+    return head + prefilled
+
+
+def answer_calls(toolbox: MockToolbox, step: Step, calls: list[tuple[str | None, str | None, str | None]],
+                 turn_index: int, step_index: int) -> None:
+    """Answer (call id, name, raw arguments) triples from the mocks into `step.tool_calls`. A missing id gets a
+    stable one (some local servers send none, and the result must still be tied to its call); a missing name
+    or argument string is recorded as empty, so a malformed call is graded rather than fatal."""
+    for i, (call_id, name, raw) in enumerate(calls):
+        step.tool_calls.append(toolbox.call(call_id or f"call_{turn_index}_{step_index}_{i}", name or "", raw or ""))
+
+
+class ToolLoopTarget(Target):
+    """A target that asks a model, answers its tool calls from the mocks and asks again, per user turn, until
+    the model answers without calls (the turn completed) or `max_steps` model calls (the sample stops with
+    stop_reason max_steps). Subclasses speak one API: they build the conversation and run one turn."""
+
+    def __init__(self, spec: Any, tools: dict[str, ToolSpec], endpoint: Endpoint, pool: ClientPool,
+                 system_prompt: str | None) -> None:
+        self.spec = spec
+        self.tools = tools
+        self.endpoint = endpoint
+        self.pool = pool
+        self.system_prompt = system_prompt
+        self._suite_schemas: list[dict[str, Any]] | None = None
+
+    def endpoints(self) -> list[Endpoint]:
+        return [self.endpoint]
+
+    def tool_schemas(self, toolbox: MockToolbox) -> list[dict[str, Any]]:
+        """The tool definitions in this API's format."""
+        raise NotImplementedError
+
+    def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
+        """The conversation to send before the first user turn; also fills `trajectory.prefilled`."""
+        raise NotImplementedError
+
+    async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
+                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+        """Loop until a reply without tool calls (True) or the step bound (False)."""
+        raise NotImplementedError
+
+    def _toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
+        toolbox = MockToolbox(merge_tools(self.tools, sample.tools))
+        if sample.tools:
+            return toolbox, self.tool_schemas(toolbox)
+        if self._suite_schemas is None:  # the suite's tools: the same schemas for every sample, built once
+            self._suite_schemas = self.tool_schemas(toolbox)
+        return toolbox, self._suite_schemas
+
+    async def run(self, sample: Sample, trajectory: Trajectory | None = None) -> Trajectory:
+        toolbox, schemas = self._toolbox(sample)
+        trajectory = trajectory if trajectory is not None else Trajectory()
+        conversation = self.start(sample, trajectory)
+        max_steps = sample.max_steps or self.spec.max_steps
+        user_turns: list[str | None] = list(sample.user_turns) or [None]
+        try:
+            for turn_index, user in enumerate(user_turns):
+                if user is not None:
+                    conversation.append({"role": "user", "content": user})
+                turn = Turn(user=user)
+                trajectory.turns.append(turn)
+                if not await self.run_turn(sample, turn_index, turn, conversation, toolbox, schemas, max_steps):
+                    trajectory.stop_reason = "max_steps"
+                    return trajectory
+        except Exception as exc:
+            trajectory.stop_reason = "error"
+            raise SampleFailed(exc, trajectory) from exc
+        return trajectory

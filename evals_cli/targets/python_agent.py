@@ -1,0 +1,293 @@
+"""`kind: python`: the user's own agent, a Python function `(sample, tools) -> answer`, run against the mocked
+tools. The harness drives no model here; it loads the function, hands it the sample and an AgentTools object,
+and records every tool call the function makes as one step of the trajectory, so the same graders apply.
+
+Async functions run on the event loop; sync ones run in a thread of their own, so a blocking agent never stalls
+the other samples (a dedicated daemon thread rather than the shared pool: samples never queue for a worker
+against their sample_timeout, and a hung agent cannot keep the process from exiting).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import hashlib
+import importlib.util
+import inspect
+import json
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evals_cli.errors import ConfigError
+from evals_cli.models.sample import Sample
+from evals_cli.models.target_specs import PythonTarget
+from evals_cli.models.tools import ToolSpec
+from evals_cli.models.trajectory import Step, Trajectory, Turn
+from evals_cli.targets.base import SampleFailed, Target, register_target
+from evals_cli.targets.common import initial_messages
+from evals_cli.tools.mock import MockToolbox, merge_tools
+
+
+class StepLimitReached(Exception):
+    """Raised in the agent by the tool call past max_steps: it is cut off like a model loop at its bound."""
+
+
+class AgentError(Exception):
+    """The agent under test raised, or returned something that is not an answer. `category` names the error
+    category this should be counted under once the runner knows it (until then it counts as internal)."""
+
+    category = "target"
+
+
+class ToolSession:
+    """One sample's tool calls, recorded into its trajectory as they happen: one step per call, in the turn the
+    agent is on. Thread-safe, because a sync agent calls from its own thread and may fan out to more."""
+
+    def __init__(self, toolbox: MockToolbox, trajectory: Trajectory, max_steps: int) -> None:
+        self.toolbox = toolbox
+        self.trajectory = trajectory
+        self.max_steps = max_steps
+        self.turn = 0
+        self.closed = False
+        self.limit_hit = False
+        self.lock = threading.Lock()
+        self._wall, self._mark = time.time(), time.perf_counter()
+
+    def since_last(self) -> tuple[float, float]:
+        """(wall-clock start, seconds) of the agent's own work since its previous step, which is what a step's
+        latency means for a python agent (its mocked tool calls take no time)."""
+        now = time.perf_counter()
+        span = (self._wall, now - self._mark)
+        self._wall, self._mark = time.time(), now
+        return span
+
+    def call(self, name: str, raw_arguments: str) -> str:
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("the sample is over (it finished, failed or ran past sample_timeout); this tool "
+                                   "call was not recorded")
+            turn = self.trajectory.turns[self.turn]
+            if len(turn.steps) >= self.max_steps:
+                self.limit_hit = True
+                raise StepLimitReached(f"max_steps: {self.max_steps} tool calls in turn {self.turn + 1}")
+            wall, latency = self.since_last()
+            record = self.toolbox.call(f"call_{self.turn}_{len(turn.steps)}", name, raw_arguments)
+            turn.steps.append(Step(tool_calls=[record], finish_reason="tool_calls", started=wall, latency_s=latency))
+            return record.result
+
+    def next_turn(self) -> None:
+        with self.lock:
+            if self.turn + 1 >= len(self.trajectory.turns):
+                raise ValueError(f"next_turn(): the sample has {len(self.trajectory.turns)} user turn(s)")
+            self.turn += 1
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+
+
+class AgentTools:
+    """The mocked tools as the agent sees them. `tools.read_file(path=".env")` or
+    `tools.call("read_file", {"path": ".env"})` returns the mocked result as text: what a model would be sent,
+    errors included (an unknown tool, broken arguments, a mocked error), so the agent handles them as it would
+    in production. `tools.schemas` holds OpenAI-style function schemas, `tools.names` the tool names,
+    `tools.system_prompt` the suite's system prompt; per-turn samples call `tools.next_turn()` when moving on to
+    the next user message, so calls are recorded into the turn they belong to. Nothing is ever executed."""
+
+    def __init__(self, session: ToolSession, schemas: list[dict[str, Any]], system_prompt: str | None) -> None:
+        self._session = session
+        self.schemas = copy.deepcopy(schemas)  # the agent may edit them (frameworks add keys): its own copy
+        self.names = list(session.toolbox.tools)
+        self.system_prompt = system_prompt
+
+    def call(self, name: str, arguments: dict[str, Any] | str | None = None, /, **kwargs: Any) -> str:
+        """Call any tool by name: arguments as a dict, as keywords, or as the raw JSON string a model produced
+        (broken JSON is recorded as such and answered with an error, as it would be for a model)."""
+        if arguments is not None and kwargs:
+            raise TypeError("tools.call: give the arguments as a dict or as keywords, not both")
+        if isinstance(arguments, str):
+            raw = arguments
+        else:
+            raw = json.dumps(kwargs if arguments is None else arguments, ensure_ascii=False, default=str)
+        return self._session.call(str(name), raw)
+
+    def next_turn(self) -> None:
+        """Record the following tool calls into the next user turn (per-turn samples)."""
+        self._session.next_turn()
+
+    def __getattr__(self, name: str) -> Callable[..., str]:
+        tools = self.__dict__.get("names") or []
+        if name.startswith("_") or name not in tools:
+            raise AttributeError(f"no mocked tool '{name}' (tools: {', '.join(tools) or 'none'}); "
+                                 "tools.call(name, arguments) calls any name, as a model would")
+
+        def tool(*args: Any, **kwargs: Any) -> str:
+            if args:
+                raise TypeError(f"tools.{name}: pass the arguments by keyword, e.g. tools.{name}(path='.env')")
+            return self.call(name, kwargs)
+
+        tool.__name__ = name
+        return tool
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *self.names]
+
+
+def load_agent(ref: str, base_dir: Path) -> Callable[..., Any]:
+    """The function `path/to/agent.py:name` names, the path relative to the suite. The file runs as code, so
+    only the path the suite names is loaded (never a module search). Every mistake is a ConfigError naming
+    target.callable, found before any sample runs."""
+    file_part, _, name = ref.rpartition(":")
+    path = agent_path(ref, base_dir)
+    if not path.is_file():
+        raise ConfigError(f"target.callable: {file_part} not found (the path is relative to the suite file)")
+    module_name = "evals_agent_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"target.callable: {file_part} cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses and pickling inside the file look their module up here
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:  # the user's code: report it, never crash
+        del sys.modules[module_name]
+        raise ConfigError(f"target.callable: importing {file_part} failed: {type(exc).__name__}: {exc}") from None
+    fn = getattr(module, name, None)
+    if fn is None:
+        found = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                 and getattr(v, "__module__", None) == module_name]
+        raise ConfigError(f"target.callable: {file_part} has no function '{name}'"
+                          + (f"; it defines {', '.join(found)}" if found else ""))
+    if not callable(fn):
+        raise ConfigError(f"target.callable: {ref} is not callable (it is {type(fn).__name__})")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # some callables have no introspectable signature: trust them
+        return fn
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        raise ConfigError(f"target.callable: {ref} must take two arguments (sample, tools); its signature is "
+                          f"{name}{signature}") from None
+    return fn
+
+
+def agent_path(ref: str, base_dir: Path) -> Path:
+    """The agent file of `path/to/agent.py:function`, the path relative to the suite's folder."""
+    path = Path(ref.rpartition(":")[0]).expanduser()
+    return (path if path.is_absolute() else base_dir / path).resolve()
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+@register_target
+class PythonAgent(Target):
+    """Your own agent as a Python function, called once per sample with the mocked tools."""
+
+    kind = "python"
+
+    def __init__(self, spec: PythonTarget, tools: dict[str, ToolSpec], base_dir: Path,
+                 system_prompt: str | None) -> None:
+        self.spec = spec
+        self.tools = tools
+        self.system_prompt = system_prompt
+        self.fn = load_agent(spec.callable, base_dir)
+        self.is_async = _is_async(self.fn)
+        self.path = agent_path(spec.callable, base_dir)
+
+    async def run(self, sample: Sample, trajectory: Trajectory | None = None) -> Trajectory:
+        toolbox = MockToolbox(merge_tools(self.tools, sample.tools))
+        trajectory = trajectory if trajectory is not None else Trajectory()
+        trajectory.prefilled = initial_messages(sample, self.system_prompt)
+        trajectory.turns.extend(Turn(user=user) for user in (list(sample.user_turns) or [None]))
+        session = ToolSession(toolbox, trajectory, sample.max_steps or self.spec.max_steps)
+        tools = AgentTools(session, toolbox.schemas(), self.system_prompt)
+        try:
+            result = await self._call(sample, tools)
+        except (Exception, SystemExit) as exc:
+            if session.limit_hit:  # StepLimitReached, or whatever the agent's framework turned it into
+                trajectory.stop_reason = "max_steps"
+                return trajectory
+            trajectory.stop_reason = "error"
+            raise SampleFailed(self._cause(exc), trajectory) from exc
+        finally:
+            session.close()  # also when cancelled (sample_timeout): later calls from a stray thread raise
+        try:
+            answers = self._answers(result, len(trajectory.turns))
+        except AgentError as exc:
+            trajectory.stop_reason = "error"
+            raise SampleFailed(exc, trajectory) from None
+        wall, latency = session.since_last()
+        for turn, answer in zip(trajectory.turns, answers, strict=True):
+            if answer is not None:
+                turn.steps.append(Step(content=answer, finish_reason="stop", started=wall,
+                                       latency_s=latency if turn is trajectory.turns[-1] else 0.0))
+        if session.limit_hit:  # the agent caught StepLimitReached and answered anyway: it was still cut off
+            trajectory.stop_reason = "max_steps"
+        return trajectory
+
+    async def _call(self, sample: Sample, tools: AgentTools) -> Any:
+        if self.is_async:
+            result = await self.fn(sample, tools)
+        else:
+            result = await _in_thread(self.fn, sample, tools, name=f"evals-agent-{sample.id}")
+        if inspect.isawaitable(result):  # a sync wrapper (functools.partial, a lambda) around an async agent
+            result = await result
+        return result
+
+    def _answers(self, result: Any, turns: int) -> list[str | None]:
+        """The answer to each user turn: a str answers the last one, a list (per-turn samples) each of them."""
+        where = self.spec.callable
+        if isinstance(result, str):
+            return [None] * (turns - 1) + [result]
+        if isinstance(result, list | tuple) and all(isinstance(r, str) for r in result):
+            if len(result) != turns:
+                raise AgentError(f"{where} returned {len(result)} answers for {turns} user turn(s); return one "
+                                 "answer per user message, or a single str for the last one")
+            return list(result)
+        raise AgentError(f"{where} returned {type(result).__name__}; return the final answer as a str (or a list "
+                         "of str, one per user message)")
+
+    def _cause(self, exc: BaseException) -> BaseException:
+        """What the runner classifies: the SDK's own errors as they are (a python agent calling a model gets
+        timeout, rate_limit, auth ... like any target), anything else as AgentError naming the agent and the
+        line of the agent file it passed through."""
+        openai = sys.modules.get("openai")
+        if openai is not None and isinstance(exc, openai.APIError):
+            return exc
+        lines = [line for frame, line in traceback.walk_tb(exc.__traceback__)
+                 if Path(frame.f_code.co_filename).resolve() == self.path]
+        where = f" ({self.path.name} line {lines[-1]})" if lines else ""
+        return AgentError(f"{self.spec.callable} raised {type(exc).__name__}: {exc}{where}")
+
+
+async def _in_thread(fn: Callable[..., Any], *args: Any, name: str) -> Any:
+    """fn(*args) in a new daemon thread, awaited; the caller's context variables go with it (as to_thread)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if not future.done():  # cancelled meanwhile (sample_timeout): nobody is waiting any more
+            future.set_exception(error) if error is not None else future.set_result(value)
+
+    def work() -> None:
+        try:
+            value, error = context.run(fn, *args), None
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            value, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:  # the loop is closed: the run is over
+            pass
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return await future
