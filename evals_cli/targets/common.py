@@ -99,3 +99,21 @@ class ToolLoopTarget(Target):
             trajectory.stop_reason = "error"
             raise SampleFailed(exc, trajectory) from exc
         return trajectory
+
+
+def request_options(spec: Any, model: str, schemas: list[dict[str, Any]], max_tokens_key: str) -> dict[str, Any]:
+    """The request settings both APIs share; `max_tokens_key` is max_tokens (chat) or max_output_tokens."""
+    options: dict[str, Any] = {"model": model}
+    if schemas:
+        options["tools"] = schemas
+        options["tool_choice"] = spec.tool_choice
+        if spec.parallel_tool_calls is not None:
+            options["parallel_tool_calls"] = spec.parallel_tool_calls
+    if spec.temperature is not None:
+        options["temperature"] = spec.temperature
+    if spec.max_tokens is not None:
+        options[max_tokens_key] = spec.max_tokens
+    if spec.extra_body:
+        options["extra_body"] = spec.extra_body
+    return options
+

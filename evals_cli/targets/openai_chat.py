@@ -11,7 +11,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.specs import OpenAIChatTarget
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
 from evals_cli.targets.base import register_target
-from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages
+from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options
 from evals_cli.tools.mock import MockToolbox
 
 
@@ -57,20 +57,7 @@ class OpenAIChat(ToolLoopTarget):
         return False
 
     def _request_options(self, schemas: list[dict[str, Any]]) -> dict[str, Any]:
-        spec = self.spec
-        options: dict[str, Any] = {"model": self.endpoint.model}
-        if schemas:
-            options["tools"] = schemas
-            options["tool_choice"] = spec.tool_choice
-            if spec.parallel_tool_calls is not None:
-                options["parallel_tool_calls"] = spec.parallel_tool_calls
-        if spec.temperature is not None:
-            options["temperature"] = spec.temperature
-        if spec.max_tokens is not None:
-            options["max_tokens"] = spec.max_tokens
-        if spec.extra_body:
-            options["extra_body"] = spec.extra_body
-        return options
+        return request_options(self.spec, self.endpoint.model, schemas, "max_tokens")
 
 
 def _read_response(response: Any, latency: float) -> tuple[Step, list[Any]]:

@@ -15,7 +15,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import OpenAIResponsesTarget
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
 from evals_cli.targets.base import register_target
-from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages
+from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options
 from evals_cli.tools.mock import MockToolbox
 
 Call = tuple[str | None, str | None, str | None]
@@ -71,23 +71,11 @@ class OpenAIResponses(ToolLoopTarget):
         return False
 
     def _request_options(self, schemas: list[dict[str, Any]], system: str | None) -> dict[str, Any]:
-        spec = self.spec
-        options: dict[str, Any] = {"model": self.endpoint.model}
+        options = request_options(self.spec, self.endpoint.model, schemas, "max_output_tokens")
         if system:
             options["instructions"] = system
-        if schemas:
-            options["tools"] = schemas
-            options["tool_choice"] = spec.tool_choice
-            if spec.parallel_tool_calls is not None:
-                options["parallel_tool_calls"] = spec.parallel_tool_calls
-        if spec.temperature is not None:
-            options["temperature"] = spec.temperature
-        if spec.max_tokens is not None:
-            options["max_output_tokens"] = spec.max_tokens
-        if spec.store is not None:
-            options["store"] = spec.store
-        if spec.extra_body:
-            options["extra_body"] = spec.extra_body
+        if self.spec.store is not None:
+            options["store"] = self.spec.store
         return options
 
 
