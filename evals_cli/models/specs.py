@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     Discriminator,
     Field,
     GetCoreSchemaHandler,
-    PrivateAttr,
     Tag,
     TypeAdapter,
     ValidationInfo,
@@ -18,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from evals_cli.models.base import StrictModel
+from evals_cli.models.base import StrictModel, SuiteFile
 from evals_cli.models.grader_specs import (  # noqa: F401  (re-exported)
     GraderBase,
     GraderSpec,
@@ -201,7 +199,7 @@ class Price(StrictModel):
     output: float = Field(ge=0, description="Per million completion tokens.")
 
 
-class SuiteSpec(StrictModel):
+class SuiteSpec(SuiteFile):
     """A whole suite.yaml."""
 
     name: str = Field(description="Suite name, used in output folder names.")
@@ -224,7 +222,6 @@ class SuiteSpec(StrictModel):
         default=None, gt=0, description="Stop scheduling new samples once the run has spent this much (needs pricing)."
     )
 
-    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 
     @field_validator("graders")
     @classmethod
@@ -237,14 +234,6 @@ class SuiteSpec(StrictModel):
         """Problems between sections (field path, message); see `cross_check_raw` for the loader."""
         return cross_check_raw(self.model_dump(include={"gate", "graders"}))
 
-    @property
-    def base_dir(self) -> Path:
-        return self._base_dir
-
-    def resolve(self, path: str) -> Path:
-        """A path from the suite, relative to the suite file."""
-        p = Path(path).expanduser()
-        return p if p.is_absolute() else self._base_dir / p
 
 
 def cross_check_raw(data: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:

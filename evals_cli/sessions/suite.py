@@ -12,14 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, PrivateAttr, ValidationError
+from pydantic import Field, ValidationError
 
 from evals_cli.errors import ConfigError
-from evals_cli.models.base import StrictModel
+from evals_cli.models.base import SuiteFile
 from evals_cli.models.specs import JudgeSpec
 from evals_cli.sessions.spec import RecordedSessionsTarget
-from evals_cli.suite.envvars import expand
-from evals_cli.suite.loader import line_finder, parse_yaml, read_text
+from evals_cli.suite.loader import line_finder, parse_yaml, read_text, read_yaml_mapping
 from evals_cli.suite.problems import format_validation_error
 
 NOT_FOR_SESSIONS = {"graders": "the session metrics are built in (tune target.interaction_weights and "
@@ -30,7 +29,7 @@ NOT_FOR_SESSIONS = {"graders": "the session metrics are built in (tune target.in
                     "max_cost": "no agent is called"}
 
 
-class SessionsSuiteSpec(StrictModel):
+class SessionsSuiteSpec(SuiteFile):
     """A whole sessions suite."""
 
     name: str = Field(description="Suite name, used in output folder names.")
@@ -41,15 +40,6 @@ class SessionsSuiteSpec(StrictModel):
     target: RecordedSessionsTarget = Field(description="Weights, thresholds, judge metrics and the gate.")
     judge: JudgeSpec | None = Field(default=None, description="The judge endpoint and model (else EVAL_JUDGE_*).")
 
-    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
-
-    @property
-    def base_dir(self) -> Path:
-        return self._base_dir
-
-    def resolve(self, path: str) -> Path:
-        p = Path(path).expanduser()
-        return p if p.is_absolute() else self._base_dir / p
 
     @classmethod
     def convert(cls, suite: Any) -> tuple[SessionsSuiteSpec, list[str]]:
@@ -76,14 +66,8 @@ def load_sessions_suite(path: str | Path) -> SessionsSuiteSpec:
     """Load and validate a sessions suite file the way `load_suite` loads others (env expansion, file:line)."""
     path = Path(path)
     where = str(path)
-    data, lines = parse_yaml(read_text(path, "suite file"), where)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping of suite keys (name, dataset, target, ...), "
-                          f"got {type(data).__name__}")
+    data, lines, problems = read_yaml_mapping(path, "suite file", "a mapping of suite keys (name, dataset, target, ...)")
     line_of = line_finder(lines)
-    env_problems: list[tuple[tuple[str | int, ...], str]] = []
-    data = expand(data, (), env_problems)
-    problems = [f"{where}:{line_of(p)}: {'.'.join(map(str, p))}: {msg}" for p, msg in env_problems]
     problems += [f"{where}:{line_of((k,))}: {k}: does not apply to recorded_sessions; {why}"
                  for k, why in NOT_FOR_SESSIONS.items() if k in data]
     try:

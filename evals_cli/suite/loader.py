@@ -115,21 +115,28 @@ def _located(where: str, line_of: Callable[[Loc], int | None], path: Loc, messag
     return f"{where}:{line}: {field}: {message}" if line else f"{where}: {field}: {message}"
 
 
+def read_yaml_mapping(path: Path, what: str, expected: str) -> tuple[dict[str, Any], dict[Loc, int], list[str]]:
+    """A YAML file that must be a mapping, with `${VAR}` expanded: (data, key lines, problems of missing
+    variables, each at its line). Every file kind the CLI reads goes through here."""
+    where = str(path)
+    data, lines = parse_yaml(read_text(path, what), where)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected {expected}, got {type(data).__name__}")
+    env_problems: list[tuple[Loc, str]] = []
+    data = expand(data, (), env_problems)
+    line_of = line_finder(lines)
+    return data, lines, [_located(where, line_of, p, msg) for p, msg in env_problems]
+
+
 def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteSpec:
     """Load and validate a suite file (this project's format or letta-evals'); raises ConfigError listing every
     problem, each at the line the user wrote."""
     path = Path(path)
     where = str(path)
-    text = read_text(path, "suite file")
-    data, lines = parse_yaml(text, where)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping of suite keys (name, dataset, target, graders, ...), "
-                          f"got {type(data).__name__}")
+    data, lines, problems = read_yaml_mapping(path, "suite file",
+                                              "a mapping of suite keys (name, dataset, target, graders, ...)")
     override = target if target is not None else _OVERRIDE.get()
     written_line_of = line_finder(lines)
-    env_problems: list[tuple[Loc, str]] = []
-    data = expand(data, (), env_problems)
-    problems = [_located(where, written_line_of, p, msg) for p, msg in env_problems]
     moves: list[tuple[Loc, Loc]] = []
     letta_target = False
     if letta_reason(data) is not None:
@@ -192,14 +199,9 @@ def load_target_file(path: Path) -> dict[str, Any]:
     `target:` and optionally `tools:` and `judge:`. Checked on its own, so a mistake names this file and line;
     a relative system_prompt_file is relative to this file."""
     where = str(path)
-    data, lines = parse_yaml(read_text(path, "target file"), where)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a target block (kind, base_url, model, ...) or a mapping with "
-                          f"target: (and optionally tools:, judge:), got {type(data).__name__}")
+    data, lines, problems = read_yaml_mapping(path, "target file", "a target block (kind, base_url, model, ...) "
+                                              "or a mapping with target: (and optionally tools:, judge:)")
     line_of = line_finder(lines)
-    env_problems: list[tuple[Loc, str]] = []
-    data = expand(data, (), env_problems)
-    problems = [_located(where, line_of, p, msg) for p, msg in env_problems]
     wrapped = "target" in data
     blocks = data if wrapped else {"target": data}
     try:
