@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 EVALS  := $(BIN)/evals
 
-.PHONY: demo test eval-multi eval-multi-fast eval-per-turn validate lint record-demo bench clean
+.PHONY: demo test test-slow eval-multi eval-multi-fast eval-per-turn validate lint record-demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,9 +23,13 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(EVALS) run suites/demo.yaml --replay suites/demo.recording.jsonl
 
-## The tests (offline; a scripted OpenAI-compatible server on 127.0.0.1).
+## The tests (offline; a scripted OpenAI-compatible server on 127.0.0.1), spread over the machine's cores.
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
+
+## The slow tests left out of `make test`: the 20,000-sample load test.
+test-slow: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -m load
 
 ## The multi-turn suite against EVAL_AGENT_* / EVAL_JUDGE_* (default: a local Ollama). Exit code = gate.
 eval-multi: $(VENV)/.installed

@@ -25,6 +25,7 @@ def server() -> Iterator[ScriptedServer]:
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never see the developer's endpoints or keys."""
     for name in list(os.environ):
-        if name.startswith(("EVAL_AGENT_", "EVAL_JUDGE_", "OPENAI_")):
+        if name.startswith(("EVAL_AGENT_", "EVAL_JUDGE_", "EVAL_USER_", "OPENAI_")):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "160")  # plain output's width; pytest-xdist workers would otherwise say 80

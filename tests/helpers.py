@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +53,50 @@ def write_suite(tmp: Path, rows: list[dict[str, Any]], *, base_url: str = "http:
     return path
 
 
+@dataclass
+class CliResult:
+    """What a run of `evals` left: the exit code and both streams, as `subprocess.run` names them."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _cli_env(env: dict[str, str] | None) -> dict[str, str | None]:
+    """The environment a user's shell would give: no developer endpoints or keys, plain output, wide lines."""
+    scrubbed: dict[str, str | None] = {k: None for k in os.environ
+                                       if k.startswith(("EVAL_AGENT_", "EVAL_JUDGE_", "EVAL_USER_", "OPENAI_"))}
+    scrubbed.update({"NO_COLOR": "1", "COLUMNS": "200"})
+    scrubbed.update(env or {})
+    return scrubbed
+
+
+def run_cli_in_process(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+                       timeout: float = 120) -> CliResult:
+    """The `evals` command run in this process through Typer's runner: the same exit code, stdout and stderr a
+    user sees, without paying for an interpreter start per call. Tests where the process itself matters
+    (signals, a killed run, `os._exit`, import costs) use `run_cli_process`. `timeout` is kept for that
+    signature; here pytest's own time limit bounds a call."""
+    from typer.testing import CliRunner
+
+    from evals_cli.cli import app
+
+    previous = Path.cwd()
+    os.chdir(cwd or ROOT)
+    try:
+        result = CliRunner().invoke(app, list(args), env=_cli_env(env), catch_exceptions=True)
+    finally:
+        os.chdir(previous)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # a bug escaped the CLI's own guard: show it, do not read it as an exit code
+    return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """The real `evals` command in a subprocess (true exit codes, real stdout/stderr)."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("EVAL_AGENT_", "EVAL_JUDGE_", "OPENAI_"))}
+    """The real `evals` command in a subprocess (true exit codes, real stdout/stderr, its own signals)."""
+    full_env = {k: v for k, v in os.environ.items()
+                if not k.startswith(("EVAL_AGENT_", "EVAL_JUDGE_", "EVAL_USER_", "OPENAI_"))}
     full_env.update({"NO_COLOR": "1", "COLUMNS": "200"})
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "evals_cli", *args], capture_output=True, text=True,

@@ -1,6 +1,6 @@
 """Load: 20,000 samples at concurrency 64 against the loopback server. Every sample exactly once, peak
 RSS flat in N (2,000 vs 20,000, printed), no file-descriptor leak. Marked `load` (run alone with
-`pytest -m load`); it is part of the default run too and takes about a minute or two."""
+`make test-slow`, or `pytest -m load`); the default `make test` leaves it out, `.ci/run` runs it after."""
 
 from __future__ import annotations
 
