@@ -399,3 +399,20 @@ def test_a_python_agents_judge_is_configured_not_borrowed_from_the_agent(tmp_pat
     assert judged.returncode == 0, judged.stderr
     [line] = read_jsonl(tmp_path / "judged" / "results.jsonl")
     assert line["grades"]["quality"]["score"] == 0.9 and len(server.judge_requests()) == 1
+
+
+@pytest.mark.parametrize("answer,reason", [
+    ('""', "empty_answer"),
+    ('\'{"name": "read_file", "arguments": {"path": ".env"}}\'', "unparsed_tool_call"),
+    ('"DB_HOST is localhost" + chr(0xD800)', "completed"),
+])
+def test_a_python_agent_gets_the_same_stop_reasons_as_a_model(tmp_path: Path, answer: str, reason: str) -> None:
+    """An empty answer, or a tool call returned as text, is no completed turn for a python agent either; a lone
+    surrogate in its answer is replaced, so the results line can be written."""
+    agent = make_agent(tmp_path, f"""
+        def run_agent(sample, tools):
+            return {answer}
+    """)
+    trajectory = run(agent, input="host?")
+    assert trajectory.stop_reason == reason
+    trajectory.model_dump_json()  # would raise on an unpaired surrogate

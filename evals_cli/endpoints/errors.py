@@ -31,6 +31,17 @@ def _cause(exc: BaseException, kind: type[BaseException]) -> BaseException | Non
 
 
 def classify(exc: BaseException, endpoint: Endpoint) -> Classified:
+    """The category and message of a failed call; the message never carries the endpoint's credentials (the
+    exception text may quote the URL or an echoed key), whoever prints it."""
+    from dataclasses import replace
+
+    from evals_cli.endpoints.secrets import Redactor
+
+    found = _classify(exc, endpoint)
+    return replace(found, message=Redactor(endpoint.secrets())(found.message))
+
+
+def _classify(exc: BaseException, endpoint: Endpoint) -> Classified:
     import openai
 
     where = endpoint.describe()

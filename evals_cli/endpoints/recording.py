@@ -1,6 +1,15 @@
 """Record every model call to a JSONL file, at the HTTP transport, so the agent and the judge, and any API
-the SDK speaks, are covered alike. Requests are keyed by a hash of their canonical JSON body and API path;
-headers (and so keys) are never stored. `replay.py` serves them back."""
+the SDK speaks, are covered alike. `replay.py` serves them back.
+
+Secrets: headers are never stored, and the request and response bodies are stored masked by the run's
+`Redactor` (every key, URL credential and header value the run knows, plus any string under a secret-looking
+key such as `auth_token` in `extra_body`): a recording is a file people commit and share.
+
+Keys: a request is keyed by a hash of its API path and the canonical JSON of its *masked* body (mask before
+hashing). Replay masks the body it would send the same way before hashing, so a recording made with one key
+replays with another key or none (CI without secrets), and the stored request is exactly what was hashed.
+The cost: two requests that differ only in a secret value share a key (they are served in recorded order),
+and a request whose text quotes the API key itself only matches when replay knows that key too."""
 
 from __future__ import annotations
 
@@ -11,6 +20,8 @@ from typing import Any
 
 from evals_cli.endpoints.context import CALL_CONTEXT, ReplayMiss
 from evals_cli.endpoints.httpx_compat import httpx
+from evals_cli.endpoints.secrets import Redactor, header_secrets, url_secrets
+from evals_cli.endpoints.transport import read_bounded
 
 __all__ = ["CALL_CONTEXT", "RecordingTransport", "ReplayMiss", "api_path", "body_key", "request_key"]
 
@@ -23,47 +34,64 @@ def api_path(path: str) -> str:
     return "/".join(parts)
 
 
-def body_key(method: str, path: str, body: Any) -> str:
-    """The recording key of a request: method, API path and the canonical JSON of its body."""
+def body_key(method: str, path: str, body: Any, redact: Redactor | None = None) -> str:
+    """The recording key of a request: method, API path and the canonical JSON of its body, masked by `redact`
+    first when given (see the module docstring: recording and replay both mask before hashing)."""
+    if redact is not None and not isinstance(body, str) and redact.has_secret_values(body):
+        body = redact.value(body)  # rare: most requests hold no value under a secret-looking key
     canonical = body if isinstance(body, str) else json.dumps(body, sort_keys=True, separators=(",", ":"))
+    if redact is not None:  # known secrets and credential patterns, on the text in one pass (cheap)
+        canonical = redact(canonical)
     return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
 
 
-def request_key(request: Any) -> str:
+def request_body(request: Any) -> Any:
+    """The request body as JSON, or as text when it is not JSON."""
     raw = request.content or b""
     try:
-        body: Any = json.loads(raw)
+        return json.loads(raw)
     except ValueError:
-        body = raw.decode("utf-8", "replace")
-    return body_key(request.method, api_path(request.url.path), body)
+        return raw.decode("utf-8", "replace")
+
+
+def request_key(request: Any, redact: Redactor | None = None) -> str:
+    return body_key(request.method, api_path(request.url.path), request_body(request), redact)
 
 
 class RecordingTransport(httpx.AsyncBaseTransport):
-    """Passes requests through and appends each exchange to the recording file."""
+    """Passes requests through and appends each exchange, masked, to the recording file."""
 
-    def __init__(self, path: Path, inner: Any | None = None) -> None:
+    def __init__(self, path: Path, inner: Any | None = None, redact: Redactor | None = None) -> None:
         self.inner = inner or httpx.AsyncHTTPTransport()
+        self.redact = redact if redact is not None else Redactor()
         path.parent.mkdir(parents=True, exist_ok=True)
         self.file = path.open("a", encoding="utf-8")
 
     async def handle_async_request(self, request: Any) -> Any:
+        # whatever credential this request carries is a secret of the run, even one nobody declared
+        self.redact.add([*header_secrets(request.headers.items()), *url_secrets(str(request.url))])
         response = await self.inner.handle_async_request(request)
-        content = await response.aread()
+        try:  # the raw bytes, decoded once by the rebuilt response (a gzip body stays decodable for the SDK)
+            raw = await read_bounded(response, request)
+        finally:
+            await response.aclose()
+        rebuilt = httpx.Response(status_code=response.status_code, headers=response.headers, content=raw,
+                                 request=request, extensions=response.extensions)
+        content = rebuilt.content
         try:
             body: Any = json.loads(content)
         except ValueError:
             body = content.decode("utf-8", "replace")
-        try:
-            req_body = json.loads(request.content or b"null")
-        except ValueError:
-            req_body = None
-        line = {"key": request_key(request), "context": CALL_CONTEXT.get(), "path": api_path(request.url.path),
-                "request": req_body, "status": response.status_code, "response": body}
+        raw_body = request_body(request)
+        req_body = self.redact.value(raw_body)  # what is stored; the key is hashed from the same masking
+        line = {"key": body_key(request.method, api_path(request.url.path), raw_body, self.redact),
+                "context": self.redact(CALL_CONTEXT.get()), "path": api_path(request.url.path),
+                "request": req_body, "status": response.status_code, "response": self.redact.value(body)}
         self.file.write(json.dumps(line, ensure_ascii=False) + "\n")
         self.file.flush()
-        return httpx.Response(status_code=response.status_code, headers=response.headers, content=content,
-                              request=request)
+        return rebuilt
 
     async def aclose(self) -> None:
-        self.file.close()
-        await self.inner.aclose()
+        if not self.file.closed:
+            self.file.close()
+            await self.inner.aclose()

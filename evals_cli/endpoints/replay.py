@@ -15,6 +15,7 @@ from typing import Any
 
 from evals_cli.endpoints.context import CALL_CONTEXT, ReplayMiss
 from evals_cli.endpoints.recording import body_key
+from evals_cli.endpoints.secrets import Redactor
 from evals_cli.errors import ConfigError
 
 _REQUEST_ONLY = {"extra_headers", "extra_query", "extra_body", "timeout"}
@@ -65,8 +66,9 @@ class ReplayClient:
     """Stands in for AsyncOpenAI in replay mode (the part of it the targets and the judge use):
     `chat.completions.create` and `responses.create`."""
 
-    def __init__(self, recording: Recording) -> None:
+    def __init__(self, recording: Recording, redact: Redactor | None = None) -> None:
         self.recording = recording
+        self.redact = redact if redact is not None else Redactor()
         self.chat = SimpleNamespace(completions=self)
         self.responses = _ReplayResponses(self)
 
@@ -84,7 +86,7 @@ class ReplayClient:
         arguments without the request-only options, with extra_body merged in) keys it, as at recording."""
         body = {k: v for k, v in kwargs.items() if k not in _REQUEST_ONLY}
         body.update(kwargs.get("extra_body") or {})
-        key = body_key("POST", path, body)
+        key = body_key("POST", path, body, self.redact)  # masked before hashing, as recording.py does
         index, entry = self.recording.next(key)
         status, payload = entry.get("status", 200), entry["response"]
         if status != 200:

@@ -23,7 +23,16 @@ class Endpoint:
     max_retries: int = 2
 
     def describe(self) -> str:
-        return f"{self.role} endpoint {self.base_url or 'https://api.openai.com/v1'} (model {self.model})"
+        """How messages name this endpoint: its URL with any credentials in it masked (messages reach CI logs)."""
+        from evals_cli.endpoints.secrets import mask_url
+
+        return f"{self.role} endpoint {mask_url(self.base_url or 'https://api.openai.com/v1')} (model {self.model})"
+
+    def secrets(self) -> list[str]:
+        """What must never be printed: the key (unless the placeholder) and any credential in the URL."""
+        from evals_cli.endpoints.secrets import endpoint_secrets
+
+        return endpoint_secrets(None if self.api_key == NO_KEY else self.api_key, self.base_url)
 
     @property
     def key_source(self) -> str:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from evals_cli import safe_regex
 from evals_cli.models.trajectory import Trajectory
 
 ExtractFn = Callable[[Trajectory, dict[str, Any]], str]
@@ -54,8 +54,8 @@ def check_extractor(name: str, config: dict[str, Any]) -> None:
         raise ValueError(f"extractor '{name}' needs extractor_config.{missing[0]}")
     if "pattern" in config:
         try:
-            compiled = re.compile(str(config["pattern"]))
-        except re.error as exc:
+            compiled = safe_regex.compile(str(config["pattern"]))
+        except safe_regex.RegexError as exc:
             raise ValueError(f"extractor_config.pattern is not a valid regex: {exc}") from None
         group = config.get("group")
         if group is not None and not (
@@ -130,7 +130,7 @@ def _tool_output(trajectory: Trajectory, config: dict[str, Any]) -> str:
 def _pattern(trajectory: Trajectory, config: dict[str, Any]) -> str:
     source = _all_assistant(trajectory, {}) if config.get("scope") == "all_assistant" \
         else _last_assistant(trajectory, {})
-    match = re.search(str(config["pattern"]), source)
+    match = safe_regex.search(str(config["pattern"]), source)  # RegexTimeout past the bound: a grade error
     if not match:
         return ""
     group = config.get("group", 1 if match.re.groups else 0)

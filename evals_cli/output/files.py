@@ -5,45 +5,76 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from evals_cli.errors import ConfigError
 from evals_cli.models.results import RunSummary, SampleResult
+from evals_cli.text_caps import cap_result, max_field_chars
 
 RESULTS_NAME = "results.jsonl"
 SUMMARY_NAME = "summary.json"
 
 
 def default_output_dir(suite_name: str, root: Path = Path("results")) -> Path:
+    """A new folder `<suite>-<time>`, created here: two runs of one suite started in the same second (parallel CI
+    jobs, test workers) each get their own (`-2`, `-3`, ...) instead of appending to one results file."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", suite_name).strip("-") or "suite"
-    return root / f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}"
+    stem = f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}"
+    root.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, 1000):
+        candidate = root / (stem if attempt == 1 else f"{stem}-{attempt}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(f"{root}: no free folder name for {stem}; pass -o DIR")
 
 
 class ResultsWriter:
     """Appends one line per finished sample and flushes it, so a killed run keeps every finished sample."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, redact: Callable[[str], str] | None = None) -> None:
+        """`redact` (the run's Redactor) masks every line and the summary as written: a model or a server can
+        echo a key into any field, so masking the serialised text is the one place that catches them all."""
         directory.mkdir(parents=True, exist_ok=True)
+        self.redact = redact or (lambda text: text)
         self.directory = directory
         self.path = directory / RESULTS_NAME
         self._fh = self.path.open("a", encoding="utf-8")
 
     def write(self, result: SampleResult) -> None:
-        self._fh.write(result.model_dump_json() + "\n")
+        line = _dump(result)
+        if len(line) > max_field_chars():  # no field is longer than its line: cap (in place) only when one may be
+            line = _dump(cap_result(result))
+        self._fh.write(self.redact(line) + "\n")
         self._fh.flush()
 
     def write_summary(self, summary: RunSummary) -> Path:
         path = self.directory / SUMMARY_NAME
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
+        tmp.write_text(self.redact(summary.model_dump_json(indent=2)), encoding="utf-8")
         tmp.replace(path)
         return path
 
     def close(self) -> None:
         self._fh.close()
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _dump(result: SampleResult) -> str:
+    """The result as one JSON line. A lone UTF-16 surrogate (a judge's or a custom grader's text; the targets
+    already clean the agent's) cannot be encoded: it becomes U+FFFD rather than costing the sample its line."""
+    try:
+        return result.model_dump_json()
+    except PydanticSerializationError:
+        return _LONE_SURROGATE.sub("\ufffd", json.dumps(result.model_dump(mode="json"), ensure_ascii=False))
 
 
 def results_path(target: Path) -> Path:

@@ -5,6 +5,14 @@ and records every tool call the function makes as one step of the trajectory, so
 Async functions run on the event loop; sync ones run in a thread of their own, so a blocking agent never stalls
 the other samples (a dedicated daemon thread rather than the shared pool: samples never queue for a worker
 against their sample_timeout, and a hung agent cannot keep the process from exiting).
+
+The agent runs in our process, so it could end the run: `os._exit(0)` would leave CI a success code with no
+table and no summary. While any agent code runs (an async agent's await, a sync agent's thread, until it
+returns even past its sample_timeout), `os._exit`, `posix._exit` and `sys.exit` raise `AgentExitAttempt`
+instead, a SystemExit that agents' `except Exception` does not swallow: the sample is recorded as errored and
+the run finishes. A forked child (a different pid) still exits for real. Isolating agents in a worker process
+would also stop `os.kill` and friends, at the price of pickling samples and tools across a pipe; an agent that
+wants to kill its evaluator can, what matters is that it cannot make the run look passed.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ import hashlib
 import importlib.util
 import inspect
 import json
+import os
+import posix
 import sys
 import threading
 import time
@@ -30,8 +40,62 @@ from evals_cli.models.target_specs import PythonTarget
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Step, Trajectory, Turn
 from evals_cli.targets.base import SampleFailed, Target, register_target
-from evals_cli.targets.common import initial_messages
+from evals_cli.targets.common import answer_stop_reason, clean_text, initial_messages
+from evals_cli.text_caps import cap
 from evals_cli.tools.mock import MockToolbox, merge_tools
+
+
+class AgentExitAttempt(SystemExit):
+    """The agent called os._exit, posix._exit or sys.exit: it may not end the run. A SystemExit so that the
+    agent's own `except Exception` does not swallow it; should it escape anyway, the process exits with 3 (the
+    run could not complete), never 0."""
+
+    def __init__(self, how: str, code: Any) -> None:
+        super().__init__(f"called {how}({code!r}); an agent cannot end the run, so the sample is recorded as errored")
+        self.code = 3
+
+
+class _ExitGuard:
+    """Replaces os._exit, posix._exit and sys.exit while agent code runs (counted: samples overlap), and puts
+    the originals back when the last one returns."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0
+        self.pid = 0
+        self.originals: dict[tuple[Any, str], Any] = {}
+
+    def _guarded(self, how: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def guarded(code: Any = 0) -> Any:
+            if os.getpid() != self.pid:  # a child the agent forked: its exit is its own
+                return real(code)
+            raise AgentExitAttempt(how, code)
+
+        guarded.__name__ = getattr(real, "__name__", how)
+        return guarded
+
+    def __enter__(self) -> _ExitGuard:
+        with self.lock:
+            if self.active == 0:
+                self.pid = os.getpid()
+                for owner, name, how in ((os, "_exit", "os._exit"), (posix, "_exit", "posix._exit"),
+                                         (sys, "exit", "sys.exit")):
+                    real = getattr(owner, name)
+                    self.originals[(owner, name)] = real
+                    setattr(owner, name, self._guarded(how, real))
+            self.active += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self.lock:
+            self.active -= 1
+            if self.active == 0:
+                for (owner, name), real in self.originals.items():
+                    setattr(owner, name, real)
+                self.originals.clear()
+
+
+EXIT_GUARD = _ExitGuard()
 
 
 class StepLimitReached(Exception):
@@ -77,7 +141,7 @@ class ToolSession:
                 self.limit_hit = True
                 raise StepLimitReached(f"max_steps: {self.max_steps} tool calls in turn {self.turn + 1}")
             wall, latency = self.since_last()
-            record = self.toolbox.call(f"call_{self.turn}_{len(turn.steps)}", name, raw_arguments)
+            record = self.toolbox.call(f"call_{self.turn}_{len(turn.steps)}", name, cap(raw_arguments))
             turn.steps.append(Step(tool_calls=[record], finish_reason="tool_calls", started=wall, latency_s=latency))
             return record.result
 
@@ -228,20 +292,23 @@ class PythonAgent(Target):
         wall, latency = session.since_last()
         for turn, answer in zip(trajectory.turns, answers, strict=True):
             if answer is not None:
-                turn.steps.append(Step(content=answer, finish_reason="stop", started=wall,
+                turn.steps.append(Step(content=cap(clean_text(answer)), finish_reason="stop", started=wall,
                                        latency_s=latency if turn is trajectory.turns[-1] else 0.0))
         if session.limit_hit:  # the agent caught StepLimitReached and answered anyway: it was still cut off
             trajectory.stop_reason = "max_steps"
+        else:  # an empty answer or a tool call written as text is not a completed turn, whatever the target
+            trajectory.stop_reason = answer_stop_reason(answers[-1], toolbox.tools)
         return trajectory
 
     async def _call(self, sample: Sample, tools: AgentTools) -> Any:
-        if self.is_async:
-            result = await self.fn(sample, tools)
-        else:
-            result = await _in_thread(self.fn, sample, tools, name=f"evals-agent-{sample.id}")
-        if inspect.isawaitable(result):  # a sync wrapper (functools.partial, a lambda) around an async agent
-            result = await result
-        return result
+        with EXIT_GUARD:  # see the module docstring: an agent cannot end the run
+            if self.is_async:
+                result = await self.fn(sample, tools)
+            else:
+                result = await _in_thread(self.fn, sample, tools, name=f"evals-agent-{sample.id}")
+            if inspect.isawaitable(result):  # a sync wrapper (functools.partial, a lambda) around an async agent
+                result = await result
+            return result
 
     def _answers(self, result: Any, turns: int) -> list[str | None]:
         """The answer to each user turn: a str answers the last one, a list (per-turn samples) each of them."""
@@ -263,6 +330,8 @@ class PythonAgent(Target):
         openai = sys.modules.get("openai")
         if openai is not None and isinstance(exc, openai.APIError):
             return exc
+        if isinstance(exc, AgentExitAttempt):
+            return AgentError(f"{self.spec.callable} {exc}")
         lines = [line for frame, line in traceback.walk_tb(exc.__traceback__)
                  if Path(frame.f_code.co_filename).resolve() == self.path]
         where = f" ({self.path.name} line {lines[-1]})" if lines else ""
@@ -281,7 +350,8 @@ async def _in_thread(fn: Callable[..., Any], *args: Any, name: str) -> Any:
 
     def work() -> None:
         try:
-            value, error = context.run(fn, *args), None
+            with EXIT_GUARD:  # held until the agent returns, even after a sample_timeout gave up on it
+                value, error = context.run(fn, *args), None
         except BaseException as exc:  # handed to the awaiting task, which decides
             value, error = None, exc
         try:
