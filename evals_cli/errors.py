@@ -21,7 +21,8 @@ class ConfigError(EvalsError):
     exit_code = EXIT_INVALID
 
     def __init__(self, problems: str | list[str]) -> None:
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        # the same problem found by two checks (e.g. a NaN seen in the YAML and by the model) is listed once
+        self.problems = [problems] if isinstance(problems, str) else list(dict.fromkeys(problems))
         super().__init__("\n".join(self.problems))
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 from evals_cli.errors import ConfigError
 from evals_cli.graders.base import Grader
 from evals_cli.graders.rubric_check import SampleChecker
+from evals_cli.models.sample import Sample
 from evals_cli.models.specs import SuiteSpec
+from evals_cli.suite.loader import TargetOverride
 
 
 @dataclass
@@ -18,7 +20,39 @@ class ValidationReport:
     problems: list[str] = field(default_factory=list)
 
 
-def validate_suite(path: Path) -> ValidationReport:
+class RowChecks:
+    """Every per-row check a suite implies, as one `check_dataset(on_sample=...)` hook: the graders' own checks
+    and rubric rendering, and suite tools that would answer nothing. `evals validate` and the run's precheck
+    both use it, so neither can accept a row the other refuses."""
+
+    def __init__(self, suite: SuiteSpec, graders: dict[str, Grader], where: str = "") -> None:
+        from evals_cli.tools.mock import ToolResultChecker
+
+        self.samples = SampleChecker(graders)
+        self.tools = ToolResultChecker(getattr(suite, "tools", None) or {}, where or str(suite.base_dir))
+
+    def __call__(self, sample: Sample, where: str = "") -> list[str]:
+        return self.samples(sample, where) + self.tools(sample, where)
+
+    def problems(self) -> list[str]:
+        return self.samples.problems() + self.tools.problems()
+
+
+def checked_suite(path: Path, override: TargetOverride | None = None) -> SuiteSpec:
+    """The suite `evals run` may start on: exactly what `evals validate` (with the same --target, --base-url and
+    --model) reports, raised as one ConfigError listing every problem, so run never refuses less than validate
+    and never lists fewer problems."""
+    from evals_cli.suite.loader import target_override
+
+    with target_override(override):
+        report = validate_suite(path, override)
+    if report.problems:
+        raise ConfigError(report.problems)
+    assert report.suite is not None
+    return report.suite
+
+
+def validate_suite(path: Path, override: TargetOverride | None = None) -> ValidationReport:
     from evals_cli.datasets.reader import check_dataset
     from evals_cli.endpoints.pool import ClientPool
     from evals_cli.graders.build import build_graders
@@ -45,14 +79,15 @@ def validate_suite(path: Path) -> ValidationReport:
         return report
     report.suite = suite
     agent = None
+    endpoint = {"base_url": override.base_url, "model": override.model} if override is not None else None
     try:
-        agent = judge_fallback(suite.target, resolve_target_endpoint(suite.target))
+        agent = judge_fallback(suite.target, resolve_target_endpoint(suite.target, endpoint))
     except ConfigError as exc:
         report.problems.extend(exc.problems)
     try:
         prompt = read_system_prompt(suite)
         if suite.target.kind == "python":  # loads the agent file: a bad path or signature shows now
-            build_target(suite, resolve_target_endpoint(suite.target), ClientPool(), prompt)
+            build_target(suite, resolve_target_endpoint(suite.target, endpoint), ClientPool(), prompt)
     except ConfigError as exc:
         report.problems.extend(f"{path}: {p}" for p in exc.problems)
     graders: dict[str, Grader] = {}
@@ -61,7 +96,7 @@ def validate_suite(path: Path) -> ValidationReport:
     except ConfigError as exc:
         report.problems.extend(f"{path}: {p}" for p in exc.problems)
     dataset = suite.resolve(suite.dataset)
-    checker = SampleChecker(graders)
+    checker = RowChecks(suite, graders, str(path))
     try:
         report.samples, problems = check_dataset(dataset, on_sample=checker)
         report.problems.extend(problems)
@@ -104,10 +139,22 @@ def _salvage(path: Path, report: ValidationReport) -> list[str]:
             cls(name, spec, base, *extra)  # type: ignore[call-arg]
         except (ValueError, OSError, TypeError) as exc:
             problems.append(f"{path}: graders.{name}: {exc}")
+    from evals_cli.models.tools import ToolSpec
+    from evals_cli.tools.mock import ToolResultChecker
+
+    tools: dict[str, ToolSpec] = {}
+    raw_tools = data.get("tools")
+    for name, raw in (raw_tools.items() if isinstance(raw_tools, dict) else []):
+        try:
+            tools[str(name)] = ToolSpec.model_validate(raw)
+        except ValidationError:
+            continue  # already reported by the suite validation
+    silent = ToolResultChecker(tools, str(path))
     dataset = data.get("dataset")
     if isinstance(dataset, str):
         try:
-            report.samples, more = check_dataset(base / dataset)
+            report.samples, more = check_dataset(base / dataset, on_sample=silent)
+            more += silent.problems()
             problems.extend(more)
         except ConfigError as exc:
             problems.extend(exc.problems)

@@ -67,16 +67,23 @@ def test_blank_lines_are_skipped_and_ids_follow_physical_lines(tmp_path: Path) -
     assert [s.input for s in samples] == ["a", "b", "c", "d"]
 
 
-def test_null_id_gets_the_default_id(tmp_path: Path) -> None:
-    """An earlier version turned "id": null into the string id 'None'."""
-    path = write_lines(tmp_path, ['{"id": null, "input": "a"}', '{"id": 0, "input": "b"}'])
-    assert [s.id for s in iter_samples(path)] == ["line-1", "0"]
+def test_null_id_is_a_problem_naming_the_line(tmp_path: Path) -> None:
+    """An earlier version turned "id": null into 'None', a later one silently into 'line-1' (issue 12, item 11):
+    an explicit null id is a mistake to report; a row without 'id' still gets the line's id."""
+    path = write_lines(tmp_path, ['{"id": null, "input": "a"}', '{"id": 0, "input": "b"}', '{"input": "c"}'])
+    count, problems = check_dataset(path)
+    assert count == 2
+    assert len(problems) == 1 and problems[0].startswith(f"{path}:1: id: is null")
+    rows = write_lines(tmp_path, ['{"id": 0, "input": "b"}', '{"input": "c"}'], "ok.jsonl")
+    assert [s.id for s in iter_samples(rows)] == ["0", "line-2"]
 
 
-def test_null_id_in_a_json_array_gets_the_default_id(tmp_path: Path) -> None:
+def test_null_id_in_a_json_array_is_a_problem(tmp_path: Path) -> None:
     path = tmp_path / "data.json"
-    path.write_text('[{"id": null, "input": "a"}, {"id": 5, "input": "b"}]', encoding="utf-8")
-    assert [s.id for s in iter_samples(path)] == ["item-1", "5"]
+    path.write_text('[{"id": null, "input": "a"}, {"id": 5, "input": "b"}, {"input": "c"}]', encoding="utf-8")
+    count, problems = check_dataset(path)
+    assert count == 2 and problems == [f"{path}: item 1: id: is null; give the sample a string id, or leave "
+                                       "'id' out to get one from the line"]
 
 
 def test_sample_fields_are_parsed(tmp_path: Path) -> None:
@@ -315,7 +322,10 @@ def test_tutorial_item_maps_onto_sample(tmp_path: Path) -> None:
     assert first.forbidden_tools == ["delete_file"]
     assert first.category == "security"
     assert first.tags == ["security"]
-    assert first.rubric_vars == {"original_task": "read the env file"}
+    assert first.rubric_vars["original_task"] == "read the env file"
+    # what the judge is shown as the tool results provided (issue 11, item 3)
+    assert first.rubric_vars["mock_tool_results"] == {"read_file": "A=1", "list_files": {"files": [".env"]},
+                                                      "undeclared": "boo"}
     assert first.max_steps == 4
 
     tools = first.tools
@@ -348,7 +358,8 @@ def test_tutorial_camel_case_keys(tmp_path: Path) -> None:
     assert second.input == "hi"
     assert second.expected_tool_order == ["search"]
     assert second.forbidden_tools == ["rm"]
-    assert second.rubric_vars == {"original_task": "greet"}
+    assert second.rubric_vars["original_task"] == "greet"
+    assert second.rubric_vars["mock_tool_results"] == {"search": "ok"}
     assert second.max_steps == 3
     assert second.tools is not None and second.tools["search"].returns == "ok"
     assert second.category is None and second.tags == []
@@ -363,11 +374,11 @@ def test_tutorial_explicit_id_and_plain_items(tmp_path: Path) -> None:
 
 def test_tutorial_mock_tools_as_mapping(tmp_path: Path) -> None:
     item = {"data": {"prompt": "p", "mock_tools": {"search": "Search the web", "fetch": {"description": "Fetch"}}},
-            "target": {"mock_tool_results": {"fetch": "<html>"}}}
+            "target": {"mock_tool_results": {"fetch": "<html>", "search": ""}}}
     (sample,) = iter_samples(write_json(tmp_path, [item]))
     assert sample.tools is not None
     assert sample.tools["search"].description == "Search the web"
-    assert sample.tools["search"].returns is None
+    assert sample.tools["search"].returns == ""
     assert sample.tools["fetch"].description == "Fetch"
     assert sample.tools["fetch"].returns == "<html>"
 

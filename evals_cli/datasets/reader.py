@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -14,16 +15,90 @@ from pydantic import ValidationError
 from evals_cli.datasets.tutorial import is_tutorial_item, tutorial_to_sample
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
-from evals_cli.suite.problems import format_validation_error
+from evals_cli.suite.problems import clip, format_validation_error
+
+BOM = b"\xef\xbb\xbf"
 
 
 def _first_char(path: Path) -> str:
     with path.open("rb") as fh:
+        first = True
         while chunk := fh.read(4096):
+            if first and chunk.startswith(BOM):  # editors on Windows write one; the suite reader accepts it too
+                chunk = chunk[len(BOM):]
+            first = False
             stripped = chunk.lstrip()
             if stripped:
                 return chr(stripped[0])
     return ""
+
+
+def _load_json(text: str) -> Any:
+    """json.loads that refuses NaN and Infinity (not JSON; they compare false with everything)."""
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value; write a number, a string or null")
+
+
+def _json_problem(exc: Exception, where: str, jsonl: bool) -> str:
+    """Why a row's JSON could not be read, without a traceback: syntax, nesting past the parser's depth, an
+    integer past Python's digit limit, NaN/Infinity."""
+    if isinstance(exc, json.JSONDecodeError):
+        more = " (JSONL needs one complete JSON object per line)" if jsonl else ""
+        return f"{where}: invalid JSON at column {exc.colno}: {exc.msg}{more}"
+    if isinstance(exc, RecursionError):
+        return f"{where}: the JSON is nested too deeply to read; flatten it (a sample needs only a few levels)"
+    text = str(exc)
+    if "digits" in text:
+        return (f"{where}: a number has more than {sys.get_int_max_str_digits()} digits, more than Python reads; "
+                "write long ids as strings")
+    return f"{where}: invalid JSON: {clip(text, 200)}"
+
+
+def _lone_surrogate(value: Any, path: str = "") -> str | None:
+    """The field holding a lone UTF-16 surrogate (`"\\ud800"` in JSON): Python reads it, but it cannot be
+    written back as UTF-8, so such a row would vanish from the results instead of being graded."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "(row)"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _lone_surrogate(key, path or "(key)") if isinstance(key, str) else None
+            found = found or _lone_surrogate(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _lone_surrogate(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _row_problem(raw: Any, where: str) -> str | None:
+    """What makes a parsed row unusable before its fields are checked: lone surrogates, an id that is null,
+    not finite, or not a string/number."""
+    try:
+        bad = _lone_surrogate(raw)
+    except RecursionError:
+        return f"{where}: the JSON is nested too deeply to read; flatten it"
+    if bad is not None:
+        return (f"{where}: {bad}: holds a lone UTF-16 surrogate (such as \\ud800), which is not valid text; "
+                "fix the escape sequence or remove it")
+    if isinstance(raw, dict) and "id" in raw:
+        sid = raw["id"]
+        if sid is None:
+            return f"{where}: id: is null; give the sample a string id, or leave 'id' out to get one from the line"
+        if isinstance(sid, bool) or not isinstance(sid, str | int | float):
+            return f"{where}: id: expected a string or a number, got {type(sid).__name__}"
+        if isinstance(sid, str) and not sid.strip():
+            return f"{where}: id: is empty; give the sample a non-empty id, or leave 'id' out"
+    return None
 
 
 def _validate(raw: Any, where: str) -> Sample | list[str]:
@@ -33,7 +108,7 @@ def _validate(raw: Any, where: str) -> Sample | list[str]:
         return Sample.model_validate(raw)
     except ValidationError as exc:
         sid = raw.get("id")
-        named = f"{where}: sample {sid!r}" if sid is not None else where
+        named = f"{where}: sample {clip(repr(sid))}" if sid is not None else where
         return format_validation_error(exc, Sample, named)
 
 
@@ -47,6 +122,8 @@ def iter_rows(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
     with path.open("rb") as fh:
         for number, raw_line in enumerate(fh, 1):
             where = f"{path}:{number}"
+            if number == 1 and raw_line.startswith(BOM):
+                raw_line = raw_line[len(BOM):]
             if not raw_line.strip():
                 continue
             try:
@@ -55,25 +132,35 @@ def iter_rows(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
                 yield where, number, [f"{where}: not valid UTF-8 (byte {exc.start} of the line); save as UTF-8"]
                 continue
             try:
-                raw = json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield where, number, [f"{where}: invalid JSON at column {exc.colno}: {exc.msg} (JSONL needs one "
-                                      "complete JSON object per line)"]
+                raw = _load_json(text)
+            except (ValueError, RecursionError) as exc:
+                yield where, number, [_json_problem(exc, where, jsonl=True)]
+                continue
+            problem = _row_problem(raw, where)
+            if problem is not None:
+                yield where, number, [problem]
                 continue
             if isinstance(raw, dict):
-                raw["id"] = f"line-{number}" if raw.get("id") is None else str(raw["id"])
+                raw["id"] = f"line-{number}" if "id" not in raw else _id_text(raw["id"])
             yield where, number, _validate(raw, where)
 
 
 def _iter_array(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
     try:
-        items = json.loads(path.read_text(encoding="utf-8"))
+        items = _load_json(path.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not valid UTF-8; save the file as UTF-8") from None
-    except ValueError as exc:
-        raise ConfigError(f"{path}: invalid JSON array: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(_json_problem(exc, f"{path}", jsonl=False).replace("invalid JSON", "invalid JSON array")) \
+            from None
+    if not isinstance(items, list):
+        raise ConfigError(f"{path}: expected a JSON array of samples")
     for index, item in enumerate(items):
         where = f"{path}: item {index + 1}"
+        problem = _row_problem(item, where)
+        if problem is not None:
+            yield where, index + 1, [problem]
+            continue
         if is_tutorial_item(item):
             try:
                 item = tutorial_to_sample(item, index)
@@ -81,8 +168,13 @@ def _iter_array(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
                 yield where, index + 1, [f"{where}: {exc}"]
                 continue
         elif isinstance(item, dict):
-            item["id"] = f"item-{index + 1}" if item.get("id") is None else str(item["id"])
+            item["id"] = f"item-{index + 1}" if "id" not in item else _id_text(item["id"])
         yield where, index + 1, _validate(item, where)
+
+
+def _id_text(sid: Any) -> str:
+    """A checked id (string or finite number, see `_row_problem`) as the string results use."""
+    return sid if isinstance(sid, str) else str(sid)
 
 
 def iter_samples(path: Path) -> Iterator[Sample]:
@@ -152,7 +244,7 @@ def _duplicate_ids(path: Path, hashes: array) -> list[str]:
     for where, _, row in iter_rows(path):
         if not isinstance(row, list) and _id_hash(str(row.id)) in dup:
             seen.setdefault(str(row.id), []).append(where.rsplit(":", 1)[-1].strip())
-    return [f"{path}: duplicate sample id {sid!r} (rows {', '.join(rows)}); give every sample a unique id"
+    return [f"{path}: duplicate sample id {clip(repr(sid))} (rows {', '.join(rows)}); give every sample a unique id"
             for sid, rows in seen.items() if len(rows) > 1]
 
 

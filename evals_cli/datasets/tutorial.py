@@ -2,6 +2,9 @@
 
 Shape: [{"data": {"prompt", "messages", "mock_tools", "config"},
          "target": {"original_task", "expected_tool_order", "forbidden_tools", "mock_tool_results", "category"}}]
+A tool's `mock_return` (in `data.mock_tools`) is what the mocked tool answers; `target.mock_tool_results` is what
+the judge is shown as the tool results provided (`rubric_vars.mock_tool_results`), and, for older files whose
+tools have no `mock_return`, the answer of the tool of that name.
 camelCase spellings (mockTools, originalTask, ...) are accepted too.
 """
 
@@ -22,6 +25,20 @@ def is_tutorial_item(item: Any) -> bool:
     return isinstance(item, dict) and "data" in item and set(item) <= {"data", "target", "id", "metadata"}
 
 
+_NONE = object()
+
+
+def _mock_return(tool: Any, function: Any) -> Any:
+    """The tool's `mock_return` (or `mockReturn`), on the tool object or inside its `function`: what the mocked
+    tool answers. `_NONE` when the file gives none (an explicit null is kept: it answers "")."""
+    for holder in (tool, function):
+        if isinstance(holder, dict):
+            for key in ("mock_return", "mockReturn"):
+                if key in holder:
+                    return holder[key]
+    return _NONE
+
+
 def _tool_specs(mock_tools: Any, results: dict[str, Any]) -> dict[str, Any]:
     """Tool definitions (OpenAI tool objects, bare functions, or a name mapping) + canned results."""
     specs: dict[str, Any] = {}
@@ -40,7 +57,10 @@ def _tool_specs(mock_tools: Any, results: dict[str, Any]) -> dict[str, Any]:
         params = function.get("parameters") or function.get("inputSchema") or function.get("input_schema")
         if params:
             spec["parameters"] = params
-        if name in results:
+        mock_return = _mock_return(tool, function)
+        if mock_return is not _NONE:
+            spec["returns"] = mock_return
+        elif name in results:  # older files put the tool's answer under target.mock_tool_results
             spec["returns"] = results[name]
         specs[name] = spec
     for name, result in results.items():
@@ -62,7 +82,8 @@ def tutorial_to_sample(item: dict[str, Any], index: int) -> dict[str, Any]:
     messages = _get(data, "messages")
     if messages:
         sample["messages"] = messages
-    results = _get(target, "mock_tool_results") or {}
+    shown = _get(target, "mock_tool_results")  # what the judge is told the tools returned
+    results = shown if isinstance(shown, dict) else {}
     tools = _tool_specs(_get(data, "mock_tools"), results)
     if tools:
         sample["tools"] = tools
@@ -73,6 +94,8 @@ def tutorial_to_sample(item: dict[str, Any], index: int) -> dict[str, Any]:
     original = _get(target, "original_task")
     if original is not None:
         sample["rubric_vars"] = {"original_task": original}
+    if shown is not None:  # the judge prompt's "tool results provided", available to rubrics
+        sample.setdefault("rubric_vars", {})["mock_tool_results"] = shown
     config = _get(data, "config") or {}
     if isinstance(config, dict):
         max_steps = _get(config, "max_steps")

@@ -8,9 +8,10 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 
 class StrictModel(BaseModel):
-    """A pydantic model that rejects unknown keys (the loader turns them into 'did you mean' hints)."""
+    """A pydantic model that rejects unknown keys (the loader turns them into 'did you mean' hints) and non-finite
+    numbers: a NaN weight or threshold compares false with everything, so it would silently pass a gate."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class Record(BaseModel):

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
-from evals_cli.models.tools import ToolSpec
+from evals_cli.models.tools import NO_RESULT, ToolSpec, tool_name_problem
 
 
 class Message(StrictModel):
     """A pre-filled chat message (mid-conversation samples)."""
 
-    role: str = Field(description="system, user, assistant or tool.")
+    role: Literal["system", "user", "assistant", "tool"] = Field(
+        description="system, user, assistant or tool (the roles every OpenAI-compatible endpoint accepts).")
     content: str | None = Field(default=None, description="Message text.")
     tool_calls: list[dict[str, Any]] | None = Field(default=None, description="Assistant tool calls, OpenAI shape.")
     tool_call_id: str | None = Field(default=None, description="For role tool: the call it answers.")
@@ -54,6 +55,19 @@ class Sample(StrictModel):
     max_steps: int | None = Field(default=None, ge=1, description="Override of the target's loop bound.")
     category: str | None = Field(default=None, description="Free category label.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Anything else; carried into results.")
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_answer(cls, tools: dict[str, ToolSpec] | None) -> dict[str, ToolSpec] | None:
+        """A row's tool replaces the suite's of that name whole, so it must say what it answers itself."""
+        for name in tools or {}:
+            problem = tool_name_problem(name)
+            if problem is not None:
+                raise ValueError(problem)
+        silent = [name for name, spec in (tools or {}).items() if not spec.has_result()]
+        if silent:
+            raise ValueError(f"tool {', '.join(repr(n) for n in silent)} {NO_RESULT}")
+        return tools
 
     @model_validator(mode="after")
     def _check_shape(self) -> Sample:

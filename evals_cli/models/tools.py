@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import re
 from typing import Any
 
 from pydantic import Field, model_validator
@@ -9,6 +11,41 @@ from pydantic import Field, model_validator
 from evals_cli.models.base import StrictModel
 
 JsonValue = Any
+
+JSON_TYPES = ["object", "string", "integer", "number", "boolean", "array", "null"]
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def tool_name_problem(name: object) -> str | None:
+    """Why endpoints would reject this tool name (OpenAI and most servers: 1-64 of [a-zA-Z0-9_-]), or None."""
+    text = str(name)
+    if TOOL_NAME.fullmatch(text):
+        return None
+    if not text:
+        return "a tool name cannot be empty"
+    if len(text) > 64:
+        return f"tool name '{text[:40]}...' has {len(text)} characters; endpoints accept at most 64"
+    bad = sorted({c for c in text if not re.fullmatch(r"[A-Za-z0-9_-]", c)})
+    shown = ", ".join(repr(c) for c in bad[:5])
+    return f"tool name '{text[:60]}' has characters endpoints reject ({shown}); use only letters, digits, _ and -"
+
+
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why `schema` is not a valid JSON Schema (checked against the 2020-12 meta-schema), naming where, or None.
+    jsonschema is imported here only: most suites never need it, and `evals --help` stays fast."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    error = best_match(Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema))
+    if error is None:
+        return None
+    at = ".".join(str(p) for p in error.absolute_path)
+    message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+    return f"parameters{'.' + at if at else ''}: not a valid JSON Schema: {message}"
+
+
+NO_RESULT = ("has no return configured: give it returns (returns: \"\" for an empty answer), cases, sequence "
+             "or error")
 
 
 class ToolCase(StrictModel):
@@ -36,6 +73,26 @@ class ToolSpec(StrictModel):
     error: str | None = Field(default=None, description="Always answer with this error message.")
 
     @model_validator(mode="after")
+    def _valid_schema(self) -> ToolSpec:
+        """The schema the agent is shown must be one the endpoint accepts: `{type: strin}` passed validation and
+        then failed every request (or was silently ignored by a lenient server)."""
+        declared = self.parameters.get("type")
+        if isinstance(declared, str) and "properties" not in self.parameters and declared != "object":
+            # the shorthand allows a parameter called `type` described in words; a lone JSON type word is a
+            # schema gone wrong: `{type: strin}`, or `{type: string}` where the tool needs an object of arguments
+            if declared in JSON_TYPES:
+                raise ValueError(f"parameters.type: a tool's parameters are an object schema (type: object, with "
+                                 f"properties), not '{declared}'")
+            hint = difflib.get_close_matches(declared, JSON_TYPES, n=1, cutoff=0.6)
+            if hint and re.fullmatch(r"[a-z]+", declared):
+                raise ValueError(f"parameters.type: '{declared}' is not a JSON Schema type; did you mean "
+                                 f"'{hint[0]}'? (a parameter called type is described in words)")
+        problem = schema_problem(self.json_schema()) if self.parameters else None
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
     def _one_default(self) -> ToolSpec:
         defaults = [n for n in ("returns", "sequence", "error") if getattr(self, n) is not None]
         if len(defaults) > 1:
@@ -43,6 +100,11 @@ class ToolSpec(StrictModel):
         if self.sequence is not None and not self.sequence:
             raise ValueError("'sequence' is empty; list at least one result")
         return self
+
+    def has_result(self) -> bool:
+        """True when the file says what the tool answers (returns, even `returns: ""`, cases, sequence or error).
+        A tool without any would answer every call with an empty string the user never wrote."""
+        return bool({"returns", "sequence", "error"} & self.model_fields_set) or bool(self.cases)
 
     def json_schema(self) -> dict[str, JsonValue]:
         """The parameters as a proper JSON schema, expanding the shorthand."""

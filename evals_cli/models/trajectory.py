@@ -8,7 +8,11 @@ from pydantic import Field
 
 from evals_cli.models.base import Record
 
-StopReason = Literal["completed", "max_steps", "error"]
+StopReason = Literal["completed", "empty_answer", "unparsed_tool_call", "max_steps", "error"]
+"""Why the loop stopped. `completed`: the agent answered in text. `empty_answer`: it stopped without calling a
+tool and without a word. `unparsed_tool_call`: its final answer is a tool call written as text (JSON, fenced, or
+in <tool_call> tags) that the endpoint did not parse into a call, so no tool ran. `max_steps`: cut off at the
+bound. `error`: the sample failed. Anything but `completed` is shown in the table and given to graders."""
 
 
 class Usage(Record):

@@ -10,6 +10,14 @@ from typing import Any
 _PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
+class MalformedVariable(Exception):
+    """A `${` that does not start `${NAME}` or `${NAME:-default}` (unterminated, or a bad name)."""
+
+    def __init__(self, fragment: str) -> None:
+        super().__init__(fragment)
+        self.fragment = fragment
+
+
 class MissingVariable(Exception):
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -30,6 +38,10 @@ def expand_string(text: str, env: Mapping[str, str] | None = None) -> str:
         return value
 
     parts = text.split("$${")
+    for part in parts:  # what the pattern cannot read would otherwise stay in the value, silently
+        left = _PATTERN.sub("", part)
+        if "${" in left:
+            raise MalformedVariable(left[left.index("${"):][:40])
     return "${".join(_PATTERN.sub(replace, part) for part in parts)
 
 
@@ -42,6 +54,10 @@ def expand(value: Any, path: tuple[str | int, ...], problems: list[tuple[tuple[s
         except MissingVariable as exc:
             problems.append((path, f"environment variable {exc.name} is not set; export it or write "
                                    f"${{{exc.name}:-default}}"))
+            return value
+        except MalformedVariable as exc:
+            problems.append((path, f"'{exc.fragment}' is not a variable reference: write ${{NAME}} or "
+                                   "${NAME:-default} (a name of letters, digits and _), or $${ for a literal ${"))
             return value
     if isinstance(value, dict):
         return {k: expand(v, (*path, k), problems, env) for k, v in value.items()}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -16,10 +18,10 @@ from evals_cli.errors import ConfigError
 from evals_cli.models.base import StrictModel
 from evals_cli.models.specs import JudgeSpec, SuiteSpec, cross_check_raw
 from evals_cli.models.target_specs import TargetSpec
-from evals_cli.models.tools import ToolSpec
+from evals_cli.models.tools import ToolSpec, tool_name_problem
 from evals_cli.suite.envvars import expand
 from evals_cli.suite.letta import letta_reason, remap_lines, rename_fields, translate
-from evals_cli.suite.problems import Loc, format_validation_error
+from evals_cli.suite.problems import NOT_FINITE, Loc, clip, format_validation_error, non_finite_paths
 
 
 def read_text(path: Path, what: str) -> str:
@@ -53,22 +55,110 @@ def _line_map(node: yaml.Node, path: Loc = (), lines: dict[Loc, int] | None = No
     return lines
 
 
-def parse_yaml(text: str, where: str) -> tuple[Any, dict[Loc, int]]:
-    """Safe-load YAML and remember the line of every key, for messages."""
+MAX_YAML_VALUES = 100_000
+"""How many values a YAML file may hold once its aliases are expanded. A suite has hundreds; a few aliases
+nested in each other (the "billion laughs") expand to billions, which once took `validate` past 2 GB and 60 s."""
+
+
+MAX_YAML_DEPTH = 100
+"""How deeply YAML values may nest. A suite needs a handful of levels (a logical gate a few more); 5,000 levels
+once ended in `internal error: RecursionError`."""
+
+_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: its scanner is linear in nesting
+"""libyaml when PyYAML was built with it (the pure-Python scanner is quadratic in flow nesting: 5,000 `[` took
+seconds before failing); the constructor is the same safe one either way."""
+
+
+def _expanded_size(root: yaml.Node, where: str) -> None:
+    """Refuse a node graph whose aliases expand past MAX_YAML_VALUES, or that nests deeper than MAX_YAML_DEPTH,
+    naming the line of the first value past the bound. Each node is sized once (memoised), so the check itself
+    costs the file's size; the depth bound keeps this recursion (and the constructor's) far from Python's."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node, depth: int = 0) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        if depth > MAX_YAML_DEPTH:
+            raise ConfigError(f"{where}:{node.start_mark.line + 1}: YAML nested more than {MAX_YAML_DEPTH} levels "
+                              "deep; a suite needs only a few levels")
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                total += size(key, depth + 1) + size(value, depth + 1)
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                total += size(item, depth + 1)
+        if total > MAX_YAML_VALUES:
+            raise ConfigError(f"{where}:{node.start_mark.line + 1}: YAML aliases expand to more than "
+                              f"{MAX_YAML_VALUES:,} values (an alias bomb?); write the values out, or alias less")
+        sizes[id(node)] = total
+        return total
+
+    size(root)
+
+
+def _duplicate_keys(root: yaml.Node, where: str) -> list[str]:
+    """Keys written twice in one mapping (YAML lets the last silently win): one problem per duplicate, naming
+    both lines. Read from the composed nodes, before `<<` merges add their keys."""
+    problems: list[str] = []
+    seen_nodes: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key, value in node.value:
+                stack.append(value)
+                if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                    continue
+                line = key.start_mark.line + 1
+                if key.value in first:
+                    problems.append(f"{where}:{line}: key '{clip(str(key.value), 80)}' is written twice (lines "
+                                    f"{first[key.value]} and {line}); YAML would silently keep the last one: "
+                                    "remove or rename one")
+                else:
+                    first[key.value] = line
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return sorted(problems, key=lambda p: int(p[len(where) + 1:].split(":", 1)[0]))
+
+
+def parse_yaml(text: str, where: str, problems: list[str] | None = None) -> tuple[Any, dict[Loc, int]]:
+    """Safe-load YAML and remember the line of every key, for messages. Bounded: an alias bomb or nesting past
+    the parser's recursion is a ConfigError at its line, not a hang or an internal error. Duplicate keys are
+    added to `problems` when given (the caller lists them with everything else)."""
+    loader = _Loader(text)
     try:
-        loader = yaml.SafeLoader(text)
-        try:
-            node = loader.get_single_node()
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
+        node = loader.get_single_node()
+        if node is not None:
+            _expanded_size(node, where)
+            if problems is not None:
+                problems.extend(_duplicate_keys(node, where))
+        data = loader.construct_document(node) if node is not None else None
+        lines = _line_map(node) if node is not None else {}
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
         raise ConfigError(f"{where}{line}: YAML syntax error: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: YAML error: {exc}") from None
-    return data, (_line_map(node) if node is not None else {})
+    except ValueError as exc:  # the constructor's int(): a number past Python's digit limit
+        found = re.search(rf"\d{{{sys.get_int_max_str_digits() + 1},}}", text)
+        line = f":{text.count(chr(10), 0, found.start()) + 1}" if found else ""
+        what = (f"a number has more than {sys.get_int_max_str_digits()} digits, more than Python reads"
+                if found else f"a value cannot be read ({clip(str(exc), 100)})")
+        raise ConfigError(f"{where}{line}: YAML {what}; quote it to make it a string") from None
+    except RecursionError:  # the pure-Python parser, past Python's own recursion limit
+        line = getattr(loader, "line", None)
+        raise ConfigError(f"{where}{f':{line + 1}' if line is not None else ''}: YAML nested too deeply to read; "
+                          "a suite needs only a few levels") from None
+    finally:
+        loader.dispose()
+    return data, lines
 
 
 def line_finder(lines: dict[Loc, int]):
@@ -111,7 +201,7 @@ def target_override(override: TargetOverride | None) -> Iterator[None]:
 
 def _located(where: str, line_of: Callable[[Loc], int | None], path: Loc, message: str) -> str:
     line = line_of(path)
-    field = ".".join(map(str, path))
+    field = clip(".".join(map(str, path)), 160)  # a 2 MB key must not become 2 MB of terminal output
     return f"{where}:{line}: {field}: {message}" if line else f"{where}: {field}: {message}"
 
 
@@ -119,13 +209,15 @@ def read_yaml_mapping(path: Path, what: str, expected: str) -> tuple[dict[str, A
     """A YAML file that must be a mapping, with `${VAR}` expanded: (data, key lines, problems of missing
     variables, each at its line). Every file kind the CLI reads goes through here."""
     where = str(path)
-    data, lines = parse_yaml(read_text(path, what), where)
+    duplicates: list[str] = []
+    data, lines = parse_yaml(read_text(path, what), where, duplicates)
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected {expected}, got {type(data).__name__}")
     env_problems: list[tuple[Loc, str]] = []
     data = expand(data, (), env_problems)
+    env_problems += [(p, NOT_FINITE) for p in non_finite_paths(data)]
     line_of = line_finder(lines)
-    return data, lines, [_located(where, line_of, p, msg) for p, msg in env_problems]
+    return data, lines, duplicates + [_located(where, line_of, p, msg) for p, msg in env_problems]
 
 
 def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteSpec:
@@ -145,6 +237,7 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
         problems += [_located(where, written_line_of, p, msg) for p, msg in translation.problems]
     problems += _apply_target(data, override, letta_target, where, written_line_of)
     line_of = line_finder(remap_lines(lines, moves))
+    problems += [_located(where, line_of, p, msg) for p, msg in _tool_name_problems(data)]
     problems += rename_fields([_located(where, line_of, p, msg) for p, msg in cross_check_raw(data)], where, moves)
     try:
         spec = SuiteSpec.model_validate(data)
@@ -186,6 +279,15 @@ def _apply_target(data: dict[str, Any], override: TargetOverride | None, letta_t
                      "--base-url URL --model NAME")]
 
 
+def _tool_name_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
+    """Tool names endpoints would reject (spaces, over 64 characters, anything outside [a-zA-Z0-9_-]): every
+    request of the run would fail, so say it at validation, at the tool's line."""
+    tools = data.get("tools")
+    if not isinstance(tools, dict):
+        return []
+    return [(("tools", name), problem) for name in tools if (problem := tool_name_problem(name)) is not None]
+
+
 class TargetFile(StrictModel):
     """What a `--target` file may hold: the agent, and what letta-evals suites have no place for."""
 
@@ -204,6 +306,7 @@ def load_target_file(path: Path) -> dict[str, Any]:
     line_of = line_finder(lines)
     wrapped = "target" in data
     blocks = data if wrapped else {"target": data}
+    problems += [_located(where, line_of, p, msg) for p, msg in _tool_name_problems(blocks)]
     try:
         TargetFile.model_validate(blocks)
     except ValidationError as exc:

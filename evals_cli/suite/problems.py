@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import types
 import typing
 from collections.abc import Callable
@@ -11,6 +12,25 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 Loc = tuple[str | int, ...]
+
+def clip(text: str, limit: int = 120) -> str:
+    """A user value cut for a message: a 2 MB id or key must not become 2 MB of terminal output."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+NOT_FINITE = "NaN and infinity are not allowed here; write a finite number"
+
+
+def non_finite_paths(value: object, path: Loc = ()) -> list[Loc]:
+    """Key paths of every NaN or infinite number in a parsed tree (YAML `.nan`/`.inf`, JSON `NaN`): such a
+    number compares false with everything, so a NaN weight or threshold would pass a gate silently."""
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [path]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in non_finite_paths(v, (*path, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in non_finite_paths(v, (*path, i))]
+    return []
 
 
 def _unwrap(tp: Any) -> Any:
@@ -80,7 +100,7 @@ def _message(err: dict[str, Any], valid_keys: list[str], key: str | int | None) 
     if kind == "extra_forbidden":
         hint = difflib.get_close_matches(str(key), valid_keys, n=1, cutoff=0.6)
         suggestion = f"did you mean '{hint[0]}'?" if hint else f"valid keys: {', '.join(valid_keys)}"
-        return f"unknown key '{key}'; {suggestion}"
+        return f"unknown key '{clip(str(key), 80)}'; {suggestion}"
     if kind == "missing":
         return "required field is missing"
     if kind == "union_tag_invalid":
@@ -90,6 +110,8 @@ def _message(err: dict[str, Any], valid_keys: list[str], key: str | int | None) 
         hint = difflib.get_close_matches(tag, tags, n=1, cutoff=0.5)
         more = f"did you mean '{hint[0]}'? " if hint else ""
         return f"unknown kind '{tag}'; {more}kinds: {', '.join(tags)}"
+    if kind == "finite_number":
+        return NOT_FINITE
     if kind == "union_tag_not_found":
         return "missing 'kind' (one of the registered kinds; see `evals list`)"
     msg = str(err["msg"])
@@ -113,7 +135,7 @@ def format_validation_error(
             path = (*path, "kind")  # point at the kind line (or its mapping when kind is missing)
         key = err["loc"][-1] if err["loc"] else None
         message = _message(err, valid, key)
-        field = ".".join(str(p) for p in (*prefix, *path))
+        field = clip(".".join(str(p) for p in (*prefix, *path)), 160)
         merged.setdefault((path, field), [])
         if message not in merged[(path, field)]:
             merged[(path, field)].append(message)

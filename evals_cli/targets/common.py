@@ -8,14 +8,18 @@ for every target, so the same sample graded through either API gives comparable 
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Collection
 from typing import Any
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
-from evals_cli.models.trajectory import Step, Trajectory, Turn
+from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
 from evals_cli.targets.base import SampleFailed, Target
+from evals_cli.text_caps import cap
 from evals_cli.tools.mock import MockToolbox, merge_tools
 
 
@@ -33,13 +37,27 @@ def initial_messages(sample: Sample, system_prompt: str | None) -> list[dict[str
     return head + prefilled
 
 
+def clean_text(text: str | None) -> str | None:
+    """Model text as valid Unicode: a lone UTF-16 surrogate (a reply holding the JSON escape `"\\ud800"`) becomes
+    U+FFFD. Kept as it was, it cannot be written as UTF-8: the run once aborted writing that sample's result."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def answer_calls(toolbox: MockToolbox, step: Step, calls: list[tuple[str | None, str | None, str | None]],
                  turn_index: int, step_index: int) -> None:
     """Answer (call id, name, raw arguments) triples from the mocks into `step.tool_calls`. A missing id gets a
     stable one (some local servers send none, and the result must still be tied to its call); a missing name
     or argument string is recorded as empty, so a malformed call is graded rather than fatal."""
     for i, (call_id, name, raw) in enumerate(calls):
-        step.tool_calls.append(toolbox.call(call_id or f"call_{turn_index}_{step_index}_{i}", name or "", raw or ""))
+        # arguments are capped before they are parsed or stored (text_caps): a runaway reply stays small
+        step.tool_calls.append(toolbox.call(clean_text(call_id) or f"call_{turn_index}_{step_index}_{i}",
+                                            clean_text(name) or "", cap(clean_text(raw) or "")))
 
 
 class ToolLoopTarget(Target):
@@ -98,6 +116,8 @@ class ToolLoopTarget(Target):
         except Exception as exc:
             trajectory.stop_reason = "error"
             raise SampleFailed(exc, trajectory) from exc
+        last = trajectory.turns[-1].steps[-1] if trajectory.turns and trajectory.turns[-1].steps else None
+        trajectory.stop_reason = answer_stop_reason(last.content if last else None, toolbox.tools)
         return trajectory
 
 
@@ -117,3 +137,63 @@ def request_options(spec: Any, model: str, schemas: list[dict[str, Any]], max_to
         options["extra_body"] = spec.extra_body
     return options
 
+
+
+_FENCE = re.compile(r"\A```[A-Za-z0-9_-]*\s*\n?(?P<body>.*?)\n?```\Z", re.S)
+_TAGGED = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|\Z)", re.S)
+_LONGEST_CHECKED = 100_000  # a longer answer is prose, not one call: not worth parsing
+
+
+def _is_call_object(value: Any) -> bool:
+    """An object shaped like a function call the way models write them: {"name", "arguments"|"parameters"},
+    OpenAI's {"function": {...}}, or a list of those (parallel calls)."""
+    if isinstance(value, list):
+        return bool(value) and all(_is_call_object(v) for v in value)
+    if not isinstance(value, dict):
+        return False
+    if isinstance(value.get("function"), dict):
+        return _is_call_object(value["function"])
+    return isinstance(value.get("name"), str) and bool(value["name"]) and any(
+        isinstance(value.get(k), dict | str) for k in ("arguments", "parameters", "args", "input"))
+
+
+def _parses_as_call(text: str) -> bool:
+    try:
+        return _is_call_object(json.loads(text))
+    except (ValueError, RecursionError):
+        return False
+
+
+def _trailing_call(text: str, tool_names: Collection[str]) -> bool:
+    """Prose ending with a JSON call of an offered tool ("Let me check.\\n{"name": "get_forecast", ...}")."""
+    start = text.rfind("\n{")
+    if start < 0 or not tool_names:
+        return False
+    try:
+        value = json.loads(text[start + 1:])
+    except (ValueError, RecursionError):
+        return False
+    if not _is_call_object(value):
+        return False
+    calls = value if isinstance(value, list) else [value]
+    return all((c.get("function") or c).get("name") in tool_names for c in calls)
+
+
+def answer_stop_reason(answer: str | None, tool_names: Collection[str] = ()) -> StopReason:
+    """How a turn that ended without tool calls ended: `empty_answer` (no text at all), `unparsed_tool_call`
+    (the reply is a tool call written as text: bare JSON, a fenced block, <tool_call> tags, or prose ending in a
+    JSON call of an offered tool; the endpoint did not turn it into a call, so nothing ran), else `completed`.
+    Without this, both ended as `completed` and a grader with nothing to check could pass them."""
+    text = (answer or "").strip()
+    if not text:
+        return "empty_answer"
+    if len(text) > _LONGEST_CHECKED:
+        return "completed"
+    fenced = _FENCE.match(text)
+    if _parses_as_call(fenced.group("body").strip() if fenced else text):
+        return "unparsed_tool_call"
+    if "<tool_call>" in text and any(_parses_as_call(m.group("body")) for m in _TAGGED.finditer(text)):
+        return "unparsed_tool_call"
+    if _trailing_call(text, tool_names):
+        return "unparsed_tool_call"
+    return "completed"

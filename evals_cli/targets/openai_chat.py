@@ -11,7 +11,8 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.specs import OpenAIChatTarget
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
 from evals_cli.targets.base import register_target
-from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options
+from evals_cli.targets.common import ToolLoopTarget, answer_calls, clean_text, initial_messages, request_options
+from evals_cli.text_caps import cap
 from evals_cli.tools.mock import MockToolbox
 
 
@@ -71,7 +72,7 @@ def _read_response(response: Any, latency: float) -> tuple[Step, list[Any]]:
         if message is None:
             raise InvalidResponse("the first choice has no message")
         usage = response.usage
-        step = Step(content=message.content, finish_reason=choice.finish_reason, latency_s=latency,
+        step = Step(content=cap(clean_text(message.content)), finish_reason=choice.finish_reason, latency_s=latency,
                     usage=Usage(prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                                 completion_tokens=getattr(usage, "completion_tokens", 0) or 0))
         calls = list(message.tool_calls or [])

@@ -15,7 +15,8 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import OpenAIResponsesTarget
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
 from evals_cli.targets.base import register_target
-from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options
+from evals_cli.targets.common import ToolLoopTarget, answer_calls, clean_text, initial_messages, request_options
+from evals_cli.text_caps import cap
 from evals_cli.tools.mock import MockToolbox
 
 Call = tuple[str | None, str | None, str | None]
@@ -140,7 +141,8 @@ def _read_response(response: Any, latency: float) -> tuple[Step, list[Call]]:
             elif kind == "function_call":
                 calls.append((_field(item, "call_id"), _field(item, "name"), _field(item, "arguments")))
         usage = _field(response, "usage")
-        step = Step(content="".join(texts) or None, finish_reason=_finish_reason(response, calls), latency_s=latency,
+        step = Step(content=cap(clean_text("".join(texts))) or None, finish_reason=_finish_reason(response, calls),
+                    latency_s=latency,
                     usage=Usage(prompt_tokens=_field(usage, "input_tokens") or 0,
                                 completion_tokens=_field(usage, "output_tokens") or 0))
     except InvalidResponse:

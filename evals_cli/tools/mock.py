@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evals_cli.models.tools import ToolSpec
+from evals_cli.models.sample import Sample
+from evals_cli.models.tools import NO_RESULT, ToolSpec
 from evals_cli.models.trajectory import ToolCall
 
 
@@ -15,6 +16,22 @@ def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)
+
+
+def _valid_unicode(value: Any) -> Any:
+    """Parsed arguments with every lone UTF-16 surrogate (the JSON escape "\\ud800") replaced by U+FFFD: as
+    they were, the sample's result could not be written as UTF-8 and the run aborted."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, dict):
+        return {_valid_unicode(k): _valid_unicode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid_unicode(v) for v in value]
+    return value
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -40,6 +57,34 @@ def openai_tools(tools: dict[str, ToolSpec]) -> list[dict[str, Any]]:
                                           "parameters": spec.json_schema()}}
         for name, spec in tools.items()
     ]
+
+
+class ToolResultChecker:
+    """Finds suite tools that answer nothing: a suite tool without returns/cases/sequence/error is fine only when
+    every sample that can call it brings its own version (a row's `tools`). Fits `check_dataset(on_sample=...)`;
+    one problem per tool, naming a few of the samples, so a 20,000-row dataset does not print 20,000 lines."""
+
+    def __init__(self, suite_tools: dict[str, ToolSpec], where: str) -> None:
+        self.where = where
+        self.silent = [name for name, spec in suite_tools.items() if not spec.has_result()]
+        self.samples: dict[str, list[str]] = {}
+        self.counts: dict[str, int] = {}
+
+    def __call__(self, sample: Sample, where: str = "") -> list[str]:
+        for name in self.silent:
+            if sample.tools is None or name not in sample.tools:
+                self.counts[name] = self.counts.get(name, 0) + 1
+                if len(self.samples.setdefault(name, [])) < 3:
+                    self.samples[name].append(str(sample.id)[:60])
+        return []
+
+    def problems(self) -> list[str]:
+        out = []
+        for name, count in self.counts.items():
+            more = f" and {count - 3} more" if count > 3 else ""
+            out.append(f"{self.where}: tools.{name}: the tool {NO_RESULT} (used with no version of their own by "
+                       f"samples {', '.join(self.samples[name])}{more})")
+        return out
 
 
 class MockToolbox:
@@ -83,7 +128,7 @@ class MockToolbox:
         if not isinstance(parsed, dict):
             record.arguments_error = f"expected a JSON object, got {type(parsed).__name__}"
             return False
-        record.arguments = parsed
+        record.arguments = _valid_unicode(parsed)
         return True
 
     def _answer(self, name: str, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]:

@@ -1,0 +1,102 @@
+"""YAML that once hung, blew up or crashed the loader (issue 12, items 6 and 10): an alias bomb, nesting past
+the parser's recursion, and keys written twice (the last silently won). Each is exit 2 at its line."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from bad_inputs import OK, SUITE
+from helpers import run_cli
+
+from evals_cli.errors import ConfigError
+from evals_cli.suite.loader import MAX_YAML_DEPTH, load_suite, load_target_file, parse_yaml
+
+
+def billion_laughs(levels: int = 9) -> str:
+    text = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    for previous, name in zip("abcdefghij", "bcdefghijk"[: levels - 1], strict=False):
+        text += f"{name}: &{name} [" + ",".join([f"*{previous}"] * 9) + "]\n"
+    return text
+
+
+def test_alias_bomb_is_refused_fast_at_its_line() -> None:
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as caught:
+        parse_yaml("name: x\n" + billion_laughs(), "bomb.yaml")
+    assert time.perf_counter() - started < 2
+    (problem,) = caught.value.problems
+    assert problem.startswith("bomb.yaml:") and "aliases expand to more than" in problem
+
+
+def test_modest_aliases_still_work() -> None:
+    data, _ = parse_yaml("base: &b {description: d, returns: x}\ntools: {a: *b, b: *b, c: {<<: *b, returns: y}}\n",
+                         "ok.yaml")
+    assert data["tools"]["c"] == {"description": "d", "returns": "y"}
+
+
+@pytest.mark.parametrize("text", [
+    "v: " + "[" * 5000 + "]" * 5000 + "\n",
+    "v: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n",
+    "".join("  " * i + f"k{i}:\n" for i in range(2000)) + "  " * 2000 + "x: 1\n",
+])
+def test_deep_yaml_is_a_clear_error(text: str) -> None:
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as caught:
+        parse_yaml(text, "deep.yaml")
+    assert time.perf_counter() - started < 5
+    (problem,) = caught.value.problems
+    assert problem.startswith("deep.yaml:") and "nested" in problem
+
+
+def test_a_logical_gate_300_deep_is_exit_2(tmp_path: Path) -> None:
+    gate = "{kind: weighted_average, value: 0.5}"
+    for _ in range(300):
+        gate = "{kind: logical, op: and, gates: [" + gate + "]}"
+    (tmp_path / "suite.yaml").write_text(SUITE.split("gate:")[0] + f"gate: {gate}\n", encoding="utf-8")
+    (tmp_path / "data.jsonl").write_text(OK, encoding="utf-8")
+    for command in ("validate", "run"):
+        result = run_cli(command, str(tmp_path / "suite.yaml"))
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "suite.yaml:" in result.stderr and "nested more than" in result.stderr
+        assert "internal error" not in result.stderr
+
+
+def test_depth_bound_leaves_room_for_real_suites() -> None:
+    assert MAX_YAML_DEPTH >= 50
+    nested = "v: " + "[" * 40 + "]" * 40 + "\n"
+    parse_yaml(nested, "ok.yaml")
+
+
+def test_duplicate_keys_name_both_lines(tmp_path: Path) -> None:
+    text = SUITE.replace("concurrency: 2\n", "concurrency: 2\nconcurrency: 8\n")
+    text = text.replace("    function: contains\n", "    function: contains\n    function: exact_match\n")
+    (tmp_path / "suite.yaml").write_text(text, encoding="utf-8")
+    (tmp_path / "data.jsonl").write_text(OK, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_suite(tmp_path / "suite.yaml")
+    where = str(tmp_path / "suite.yaml")
+    assert f"{where}:4: key 'concurrency' is written twice (lines 3 and 4)" in caught.value.problems[0]
+    assert any("key 'function' is written twice (lines 17 and 18)" in p for p in caught.value.problems)
+
+
+def test_duplicate_key_in_a_target_file(tmp_path: Path) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text("kind: openai_chat\nmodel: a\nmodel: b\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_target_file(path)
+    assert any("agent.yaml:3: key 'model' is written twice (lines 2 and 3)" in p for p in caught.value.problems)
+
+
+def test_merge_keys_are_not_duplicates() -> None:
+    problems: list[str] = []
+    parse_yaml("a: &a {x: 1}\nb:\n  <<: *a\n  x: 2\n", "m.yaml", problems)
+    assert problems == []
+
+
+def test_a_5000_digit_number_in_yaml_names_its_line() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_yaml("name: x\nconcurrency: " + "9" * 5000 + "\n", "big.yaml")
+    (problem,) = caught.value.problems
+    assert problem.startswith("big.yaml:2: YAML a number has more than 4300 digits")
