@@ -9,14 +9,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.graders.agreement import combine, spread
 from evals_cli.graders.base import GradeContext, Grader, register_grader
-from evals_cli.graders.judge_call import ask_judge, judge_messages
-from evals_cli.graders.rubric import RubricError, load_rubric, render_rubric, rubric_variables
+from evals_cli.graders.judge_call import ask_judge, judge_messages, step_downs
+from evals_cli.graders.rubric import (
+    RubricError,
+    load_row_rubric,
+    load_rubric,
+    render_rubric,
+    row_rubric_is_path,
+    row_rubric_path,
+    rubric_variables,
+)
 from evals_cli.graders.scales import Scale
 from evals_cli.models.grader_specs.judge import ModelJudgeSpec
 from evals_cli.models.results import Grade
@@ -38,8 +46,6 @@ class ModelJudgeGrader(Grader):
     per_turn = True
     uses_judge = True
     spec: ModelJudgeSpec
-    # first structured-output mode each judge endpoint accepted: later calls skip the ones it refused
-    _mode_cache: ClassVar[dict[tuple[str | None, str], int]] = {}
 
     def __init__(self, name: str, spec: ModelJudgeSpec, base_dir: Path, endpoint: Endpoint | None,
                  pool: ClientPool | None, panel: list[Endpoint] | None = None) -> None:
@@ -49,17 +55,29 @@ class ModelJudgeGrader(Grader):
         self.pool = pool
         self.scale = Scale.of(spec.scale)
         self.rubric_text = load_rubric(spec.rubric, spec.prompt, base_dir)
+        self.rubric_dirs = [base_dir / d for d in spec.rubric_dirs]
 
     @property
     def endpoint(self) -> Endpoint | None:
         return self.endpoints[0] if self.endpoints else None
 
     def rubric_for(self, sample: Sample) -> str:
-        """The sample's own rubric when it has one, else the grader's."""
+        """The sample's own rubric when it has one, else the grader's. A row's file must lie inside the suite's
+        folder or a folder of `rubric_dirs` (RubricPathError otherwise)."""
         if sample.rubric:
-            return load_rubric(sample.rubric if _is_reference(sample.rubric) else None,
-                               None if _is_reference(sample.rubric) else sample.rubric, self.base_dir)
+            if row_rubric_is_path(sample.rubric):
+                return load_row_rubric(sample.rubric.strip(), self.base_dir, self.rubric_dirs)
+            return sample.rubric
         return self.rubric_text
+
+    def check_sample(self, sample: Sample) -> list[str]:
+        """A row whose rubric file lies outside the allowed folders is refused before any call, naming the row."""
+        if sample.rubric and row_rubric_is_path(sample.rubric) and not sample.rubric.startswith("builtin:"):
+            try:
+                row_rubric_path(sample.rubric.strip(), self.base_dir, self.rubric_dirs)
+            except RubricError as exc:
+                return [f"sample {sample.id}: graders.{self.name}: {exc}"]
+        return []
 
     async def grade(self, ctx: GradeContext) -> Grade:
         submission = ctx.submission(self.spec.extractor, self.spec.extractor_config)
@@ -111,22 +129,16 @@ class ModelJudgeGrader(Grader):
     async def _ask(self, endpoint: Endpoint, messages: list[dict[str, Any]], nonce: str, ctx: GradeContext,
                    index: int, usage: dict[str, int], problems: list[str]) -> Verdict | None:
         assert self.pool is not None
-        cache_key = (endpoint.base_url, endpoint.model)
         turn = "" if ctx.turn is None else f", turn {ctx.turn + 1}"
         again = f" #{index + 1}" if self.spec.samples > 1 else ""
         answer, failures = await ask_judge(
             self.pool.client(endpoint), endpoint, messages, nonce, self.scale,
-            first_mode=self._mode_cache.get(cache_key, 0),
+            modes=step_downs(self.pool),  # the run's: shared with every judge call, sessions' included
             temperature=0.0 if self.spec.temperature is None else self.spec.temperature,
             max_tokens=self.spec.max_tokens, usage=usage,
             context=f"sample {ctx.sample.id}{turn}, judge '{self.name}' {endpoint.model}{again}")
         if answer is None:
             problems.append(f"{endpoint.model}: " + "; ".join(failures or ["no usable verdict"]))
             return None
-        self._mode_cache[cache_key] = answer.mode_index
         return Verdict(endpoint.model, answer.score, answer.raw, answer.reason, answer.mode)
 
-
-def _is_reference(text: str) -> bool:
-    """A per-sample rubric names a file or a built-in when it is one short line ending like a file."""
-    return "\n" not in text and (text.startswith("builtin:") or text.endswith((".j2", ".jinja", ".txt", ".md")))

@@ -18,13 +18,21 @@ class RubricError(ValueError):
     """A rubric that cannot be parsed or rendered for a sample."""
 
 
+class RubricLimitError(RubricError):
+    """Rendering went past its time or size bound (see rubric_sandbox): the rubric, not the judge, is at fault."""
+
+
+class RubricPathError(RubricError):
+    """A dataset row names a rubric file outside the folders its suite allows (reported per row, file:line)."""
+
+
 @lru_cache(maxsize=1)
 def _environment() -> Any:
-    """Jinja2 is imported on first use: suites without a judge never pay for it."""
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    """Jinja2 is imported on first use: suites without a judge never pay for it. The sandbox is bounded in time
+    and size (rubric_sandbox)."""
+    from evals_cli.graders.rubric_sandbox import BoundedSandbox
 
-    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    return BoundedSandbox()
 
 
 @lru_cache(maxsize=64)
@@ -35,10 +43,22 @@ def jinja_errors() -> Any:
 
 
 def compile_rubric(text: str) -> Any:
+    """The compiled template (cached: a rubric is rendered once per sample and turn). Compilation folds
+    constant expressions, filters included, so it runs under the same bounds as rendering."""
+    from evals_cli.graders.rubric_sandbox import RenderLimit, deadline, timeout
+
     try:
-        return _environment().from_string(text)
+        with deadline(timeout()):
+            return _compiled(text)
     except jinja_errors().TemplateSyntaxError as exc:
         raise RubricError(f"line {exc.lineno}: Jinja2 syntax error: {exc.message}") from None
+    except RenderLimit as exc:
+        raise RubricLimitError(f"compiling stopped: {exc}") from None
+
+
+@lru_cache(maxsize=128)
+def _compiled(text: str) -> Any:
+    return _environment().from_string(text)
 
 
 def transcript(trajectory: Trajectory) -> str:
@@ -63,13 +83,31 @@ def transcript(trajectory: Trajectory) -> str:
     return "\n".join(lines)
 
 
+# the names a row may give its task under (rubric_vars first, then metadata): the tutorial format writes
+# `original_task`, letta-style rows `task`, simulated-user rows `goal`
+TASK_KEYS = ("task", "original_task", "originalTask", "goal", "user_goal")
+
+
+def sample_task(sample: Sample, user: str) -> str:
+    """The task the row states, in whichever form it gives it; else the user's message. Built-in rubrics read
+    `task`: a judge that never sees the task grades the agent against the wrong question."""
+    for source in (sample.rubric_vars, sample.metadata):
+        for key in TASK_KEYS:
+            value = source.get(key)
+            if value not in (None, "", [], {}):
+                return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return user
+
+
 def rubric_variables(sample: Sample, trajectory: Trajectory, submission: str, ground_truth: Any,
                      turn: int | None) -> dict[str, Any]:
-    """The variables a rubric may use: the sample's rubric_vars plus the reserved ones (which win)."""
+    """The variables a rubric may use: the sample's rubric_vars plus the reserved ones (which win), and `task`
+    (the row's own task in any of its forms, see TASK_KEYS; the user's message when it gives none)."""
     calls = trajectory.tool_calls
     user = sample.user_turns[turn] if turn is not None and sample.user_turns else sample.input_text()
     return {
         **sample.rubric_vars,
+        "task": sample_task(sample, user),
         "input": user,
         "ground_truth": ground_truth if ground_truth is not None else "",
         "submission": submission,
@@ -106,6 +144,48 @@ def load_rubric(reference: str | None, inline: str | None, base_dir: Path) -> st
                          "the path is relative to the suite file") from None
 
 
+ROW_RUBRIC_SUFFIXES = (".j2", ".jinja", ".txt", ".md")
+
+
+def row_rubric_is_path(text: str) -> bool:
+    """A dataset row's `rubric` names a file (or a built-in) when it is one line ending like a rubric file, or
+    one line without spaces or template braces holding a path separator (`../../etc/passwd`, `/abs/path`):
+    such a value is checked as a path, never sent to the judge as if it were the rubric."""
+    if "\n" in text or not text.strip():
+        return False
+    text = text.strip()
+    if text.startswith("builtin:") or text.endswith(ROW_RUBRIC_SUFFIXES):
+        return True
+    return not any(c.isspace() for c in text) and "{" not in text and ("/" in text or "\\" in text)
+
+
+def row_rubric_path(reference: str, base_dir: Path, allowed: list[Path]) -> Path:
+    """Where a row's rubric file is, after checking it lies inside the suite's folder or one of `allowed` (the
+    rubric folders the suite names). Rows are data, often written by others: `../../../../etc/passwd` or an
+    absolute path must never be read and sent to a judge. Symlinks are resolved before the check."""
+    raw = Path(reference)
+    path = (raw if raw.is_absolute() else base_dir / raw).resolve()
+    roots = [base_dir.resolve(), *(d.resolve() for d in allowed)]
+    if not any(path.is_relative_to(root) for root in roots):
+        names = ", ".join(str(r) for r in roots)
+        raise RubricPathError(f"rubric {reference!r} resolves outside the suite's folder{'s' if len(roots) > 1 else ''}"
+                              f" ({names}); a dataset row may only name rubric files inside them (the suite's "
+                              "judge may add folders with rubric_dirs)")
+    return path
+
+
+def load_row_rubric(reference: str, base_dir: Path, allowed: list[Path]) -> str:
+    """A row's rubric reference: builtin:NAME, or a file inside the allowed folders (RubricPathError otherwise)."""
+    if reference.startswith("builtin:"):
+        return load_rubric(reference, None, base_dir)
+    path = row_rubric_path(reference, base_dir, allowed)
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"rubric file {reference} cannot be read ({type(exc).__name__}); "
+                         "the path is relative to the suite file") from None
+
+
 def is_letta_style(text: str) -> bool:
     """letta-evals rubrics use Python-format placeholders ({input}, {submission}, {ground_truth}) and double
     braces for literal ones. Once doubled braces are set aside, a Jinja2 template has no `{name}` field left
@@ -133,9 +213,17 @@ def _render_letta(text: str, variables: dict[str, Any]) -> str:
 def render_rubric(text: str, variables: dict[str, Any]) -> str:
     if is_letta_style(text):
         return _render_letta(text, variables)
+    from evals_cli.graders.rubric_sandbox import RenderLimit, deadline, render_bounded, timeout
+
     template = compile_rubric(text)
     try:
-        return template.render(**variables)
+        with deadline(timeout()):
+            return render_bounded(template, variables)
+    except RenderLimit as exc:
+        raise RubricLimitError(f"rendering stopped: {exc}") from None
+    except MemoryError:
+        raise RubricLimitError("rendering stopped: out of memory (EVALS_RUBRIC_MAX_CHARS bounds what a rubric "
+                               "may build)") from None
     except jinja_errors().UndefinedError as exc:
         available = ", ".join(sorted(variables))
         raise RubricError(f"{exc.message}; available variables: {available} (add it to the sample's rubric_vars)") \

@@ -4,7 +4,15 @@ a template error shows at once, listed with the samples it affects."""
 from __future__ import annotations
 
 from evals_cli.graders.base import Grader
-from evals_cli.graders.rubric import RubricError, compile_rubric, is_letta_style, render_rubric, rubric_variables
+from evals_cli.graders.rubric import (
+    RubricError,
+    RubricLimitError,
+    RubricPathError,
+    compile_rubric,
+    is_letta_style,
+    render_rubric,
+    rubric_variables,
+)
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 
@@ -33,6 +41,7 @@ class RubricChecker:
         self.judges: dict[str, Grader] = {}
         self._syntax: list[str] = []
         self._missing: dict[tuple[str, str], list[str]] = {}
+        self._bounded: set[str] = set()  # graders whose own rubric went past a render bound: reported once
         for name, grader in graders.items():
             text = getattr(grader, "rubric_text", None)
             if text is None:
@@ -52,10 +61,21 @@ class RubricChecker:
     def __call__(self, sample: Sample) -> list[str]:
         turns = range(len(sample.user_turns)) if sample.per_turn else [None]
         for name, grader in self.judges.items():
+            if name in self._bounded and not sample.rubric:
+                continue
             for turn in turns:
                 variables = rubric_variables(sample, _EMPTY, "", sample.ground_truth_for(turn), turn)
                 try:
                     render_rubric(grader.rubric_for(sample), variables)  # type: ignore[attr-defined]
+                except RubricPathError:
+                    break  # the grader's check_sample names the row (file:line)
+                except RubricLimitError as exc:
+                    # a bound is a property of the rubric: past it once, it would be past it for every sample
+                    # (each costing up to the render timeout)
+                    self._missing.setdefault((name, str(exc)), []).append(str(sample.id))
+                    if not sample.rubric:
+                        self._bounded.add(name)
+                    break
                 except (RubricError, ValueError) as exc:
                     self._missing.setdefault((name, str(exc)), []).append(str(sample.id))
                     break

@@ -108,9 +108,11 @@ def conversation_stats(turns: list[TurnResult]) -> ConversationStats:
         return sum(1 for turn in turns if turn.is_bad and any(d.type == kind for d in turn.detections))
 
     bad = sum(1 for turn in turns if turn.is_bad)
+    overruled = sum(1 for turn in turns for d in turn.detections if d.overruled_by_judge)
     return ConversationStats(total_responses=len(turns), good_responses=len(turns) - bad, bad_responses=bad,
                              ccm_detections=count("ccm"), rdm_detections=count("rdm"),
-                             hallucination_detections=count("hallucination"), llm_judge_detections=count("llm_judge"))
+                             hallucination_detections=count("hallucination"), llm_judge_detections=count("llm_judge"),
+                             overruled_detections=overruled)
 
 
 def agents(session: AgentSession, target: RecordedSessionsTarget, everything: list[InteractionResult],
@@ -146,7 +148,8 @@ async def analyze_session(session: AgentSession, target: RecordedSessionsTarget,
     for t, turn in enumerate(session.turns):
         detections, sim = deterministic_detections(session, t, thresholds)
         verdict = judged.turns.get(t)
-        result = combine_turn(t, detections, sim, (verdict.label, verdict.reason) if verdict is not None else None)
+        result = combine_turn(t, detections, sim, (verdict.label, verdict.reason) if verdict is not None else None,
+                              target.judge_confirms)
         result.interactions = [interaction_result(session, target, (t, i), found, judged.interactions.get((t, i), {}))
                                for i in range(len(turn.agent_interactions))]
         turn_results.append(result)

@@ -77,15 +77,17 @@ def report(outcome: SessionsOutcome, json_out: bool = False, quiet: bool = False
 def analyze_command(path: Path, output: Path | None = None, *, judge_model: str | None = None,
                     judge_base_url: str | None = None, no_judge: bool = False, json_out: bool = False,
                     quiet: bool = False, concurrency: int = 4, record: Path | None = None, replay: Path | None = None,
-                    timeout: float | None = None, max_error_rate: float = 0.2) -> int:
+                    timeout: float | None = None, max_error_rate: float = 0.2,
+                    judge_confirms: bool = True) -> int:
     """`evals analyze sessions.jsonl`: default weights, thresholds and gate (mean overall_score >= 0.7). The judge
-    runs when a judge model is given (`judge_model` or EVAL_JUDGE_MODEL) and `no_judge` is not set."""
+    runs when a judge model is given (`judge_model` or EVAL_JUDGE_MODEL) and `no_judge` is not set;
+    `judge_confirms=False` keeps the deterministic turn detections final (the judge cannot overrule them)."""
     if record is not None and replay is not None:
         _errors(["--record and --replay cannot be used together"])
         return EXIT_INVALID
     path = Path(path)
     suite = SessionsSuiteSpec(name=f"analyze-{path.stem}", dataset=str(path.resolve()), concurrency=concurrency,
-                              target=RecordedSessionsTarget())
+                              target=RecordedSessionsTarget(judge_confirms=judge_confirms))
     options = SessionsOptions(output=output, no_judge=no_judge, judge_model=judge_model, judge_base_url=judge_base_url,
                               record=record, replay=replay, timeout=timeout, max_error_rate=max_error_rate)
     return report(run_sessions(suite, options), json_out=json_out, quiet=quiet)

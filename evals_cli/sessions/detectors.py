@@ -133,11 +133,14 @@ def _primary(detections: list[Detection]) -> Detection:
 
 
 def combine_turn(turn_index: int, detections: list[Detection], similarity_to_next: float | None,
-                 judge: tuple[str, str] | None) -> TurnResult:
+                 judge: tuple[str, str] | None, judge_confirms: bool = True) -> TurnResult:
     """The turn verdict from the deterministic detections and the judge's (label, reason), when asked.
 
     The judge confirms (any bad label: confidence moves halfway to 1) or rejects (label 'good': not bad,
-    confidence 0.6) the deterministic detections; alone it flags a turn with confidence 0.7. Without a judge,
+    confidence 0.6) the deterministic detections; alone it flags a turn with confidence 0.7. A rejected detection
+    never vanishes: it stays in `detections`, marked `overruled_by_judge` with the judge's reason, so a reviewer
+    sees what the judge overruled (an explicit "No, that's wrong" is strong evidence). With `judge_confirms` off
+    the deterministic detections are final: the judge's 'good' is noted, the turn stays bad. Without a judge,
     a clean turn's confidence is 1 - its similarity to the next message (at least 0.5), 0.5 for the last turn.
     """
     if judge is None:
@@ -149,10 +152,16 @@ def combine_turn(turn_index: int, detections: list[Detection], similarity_to_nex
         return TurnResult(turn_index=turn_index, is_bad=False, detection_type="none", confidence=round(calm, 3))
     label, why = judge
     if label == "good":
+        if detections and not judge_confirms:
+            top = _primary(detections)
+            return TurnResult(turn_index=turn_index, is_bad=True, detection_type=top.type, confidence=top.confidence,
+                              detections=detections, reason=f"{top.evidence}; the judge found the turn good "
+                              f"(judge_confirms off: the detection stands): {why}")
         if detections:
             rejected = "; ".join(d.evidence for d in detections)
+            overruled = [d.model_copy(update={"overruled_by_judge": True, "judge_reason": why}) for d in detections]
             return TurnResult(turn_index=turn_index, is_bad=False, detection_type="none", confidence=0.6,
-                              reason=f"judge rejected the detection ({rejected}): {why}")
+                              detections=overruled, reason=f"judge rejected the detection ({rejected}): {why}")
         return TurnResult(turn_index=turn_index, is_bad=False, detection_type="none", confidence=0.9, reason=why)
     kind = label if label in ("ccm", "rdm", "hallucination") else "llm_judge"
     confirmed = [d.model_copy(update={"confidence": round(d.confidence + (1 - d.confidence) / 2, 3)})

@@ -18,7 +18,7 @@ from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.errors import RunAborted
-from evals_cli.graders.judge_call import ask_judge, judge_messages
+from evals_cli.graders.judge_call import ask_judge, judge_messages, step_downs
 from evals_cli.graders.scales import Choice, Scale
 from evals_cli.sessions import prompts
 from evals_cli.sessions.models import AgentSession
@@ -53,7 +53,10 @@ class JudgeLog:
 
 
 class SessionJudge:
-    """Asks one endpoint, with bounded concurrency over all sessions of a run."""
+    """Asks one endpoint, with bounded concurrency over all sessions of a run: at most `concurrency` asks in
+    flight (the runner passes the smaller of target.judge_concurrency and the run's `-c`), and every HTTP request
+    also holds a slot of the pool's per-server limit (the run's `-c`, shared with every other caller). The
+    structured-output step-down is learnt once per run (`step_downs(pool)`, shared with model_judge graders)."""
 
     def __init__(self, endpoint: Endpoint, pool: ClientPool, temperature: float | None = 0.0,
                  max_tokens: int | None = None, concurrency: int = 8,
@@ -64,7 +67,7 @@ class SessionJudge:
         self.max_tokens = max_tokens
         self.semaphore = asyncio.Semaphore(concurrency)
         self.redact = redact
-        self.first_mode = 0  # modes the endpoint refused are skipped by later calls
+        self.modes = step_downs(pool)  # modes the endpoint refused are skipped by later calls
         self.any_success = False
 
     def log(self) -> JudgeLog:
@@ -76,7 +79,7 @@ class SessionJudge:
         async with self.semaphore:
             log.calls += 1
             answer, failures = await ask_judge(
-                self.pool.client(self.endpoint), self.endpoint, messages, nonce, scale, first_mode=self.first_mode,
+                self.pool.client(self.endpoint), self.endpoint, messages, nonce, scale, modes=self.modes,
                 temperature=self.temperature, max_tokens=self.max_tokens, usage=usage,
                 context=f"{context}, judge {self.endpoint.model}", on_error=self._maybe_fatal)
         log.prompt_tokens += usage["prompt_tokens"]
@@ -84,7 +87,6 @@ class SessionJudge:
         if answer is None:
             log.errors.append(self.redact(f"{context}: " + "; ".join(failures or ["no usable verdict"])))
             return None
-        self.first_mode = answer.mode_index
         self.any_success = True
         label = answer.raw if isinstance(answer.raw, str) else f"{answer.raw:g}"
         return Verdict(answer.score, label, answer.reason)

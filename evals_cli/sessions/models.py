@@ -20,8 +20,56 @@ class ToolDefinition(StrictModel):
     """A tool an agent may call."""
 
     name: str = Field(min_length=1, description="Tool name.")
-    parameters_schema: dict[str, Any] = Field(description="JSON Schema of the parameters object; {} means unchecked.")
+    parameters_schema: dict[str, Any] = Field(
+        description="The parameters: a JSON Schema of the parameters object (it has `type` or `properties`), or "
+        "a map of parameter names ({\"order_id\": {\"type\": \"string\", \"required\": true}}, or a name and "
+        "its description), each required unless it says \"required\": false. {} means unchecked.")
     description: str | None = Field(default=None, description="Free text.")
+
+    def json_schema(self) -> dict[str, Any]:
+        """The parameters as a JSON Schema, whichever form the recording used (ValueError when neither)."""
+        return parameters_json_schema(self.parameters_schema)
+
+
+def _is_json_schema(raw: dict[str, Any]) -> bool:
+    """Decided by shape: JSON Schema's `type` is a string or a list (a parameter named `type` is described by
+    an object), and its `properties` an object that is not itself one parameter's description."""
+    if "type" in raw:
+        return isinstance(raw["type"], str | list)
+    properties = raw.get("properties")
+    return isinstance(properties, dict) and not isinstance(properties.get("type"), str)
+
+
+def parameters_json_schema(raw: dict[str, Any]) -> dict[str, Any]:
+    """A recording's `parameters_schema` as a JSON Schema. The multi-agent plan writes a map of parameter names
+    and checks hallucinated (provided - expected) and missing (expected - provided) parameters from its keys;
+    read as a JSON Schema, that map has only unknown keywords and checks nothing. The same shorthand rule as a
+    suite's `parameters:`: a name with a description, or with its own schema (plus `required`)."""
+    if not raw:
+        return {}
+    if _is_json_schema(raw):
+        if raw.get("type", "object") != "object" and raw.get("type") != ["object"]:
+            raise ValueError(f"parameters_schema has type {raw['type']!r}: the parameters of a tool are an object")
+        return raw
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, entry in raw.items():
+        if isinstance(entry, str):
+            properties[name] = {"type": "string", "description": entry}
+            required.append(name)
+            continue
+        if not isinstance(entry, dict):
+            raise ValueError(
+                f"parameters_schema.{name} is {type(entry).__name__} {json.dumps(entry, default=str)[:60]}: write "
+                "a JSON Schema (with \"type\": \"object\" and \"properties\") or a map of parameter names, each "
+                "to its description or to {\"type\": ..., \"required\": true|false}")
+        flag = entry.get("required", True)
+        if not isinstance(flag, bool):
+            raise ValueError(f"parameters_schema.{name}.required is {flag!r}: true or false")
+        properties[name] = {k: v for k, v in entry.items() if k != "required"}
+        if flag:
+            required.append(name)
+    return {"type": "object", "properties": properties, "required": required}
 
 
 class AgentDefinition(StrictModel):
@@ -36,6 +84,11 @@ class AgentDefinition(StrictModel):
         names = [t.name for t in self.tools_available]
         if len(names) != len(set(names)):
             raise ValueError(f"agent {self.agent_id!r} lists a tool twice: {', '.join(names)}")
+        for tool in self.tools_available:
+            try:
+                tool.json_schema()
+            except ValueError as exc:
+                raise ValueError(f"agent {self.agent_id!r}, tool {tool.name!r}: {exc}") from None
         return self
 
     @property
@@ -114,6 +167,9 @@ class AgentSession(StrictModel):
     total_cost: float | None = Field(default=None, ge=0, description="Spend of the session, when known.")
     total_latency_ms: float | None = Field(default=None, ge=0, description="Wall time of the session.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Anything else; carried along, not scored.")
+    analyses: list[Any] | None = Field(
+        default=None, description="Analyses a recording already carries (the multi-agent plan writes `analyses[]`): "
+        "loaded and kept, never scored; evals-cli computes its own.")
 
     @model_validator(mode="after")
     def _known_agents(self) -> AgentSession:

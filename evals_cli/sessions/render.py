@@ -61,6 +61,9 @@ def _turn_label(turn: TurnResult) -> Text:
     head = Text(f"turn {turn.turn_index + 1} ")
     if not turn.is_bad:
         head.append("✓ good", style="green")
+        overruled = sorted({d.type for d in turn.detections if d.overruled_by_judge})
+        if overruled:
+            head.append(f" (judge overruled {', '.join(overruled)})", style="yellow")
     else:
         head.append(f"✗ {turn.detection_type} ({turn.confidence:.2f})", style="red")
     if turn.reason:
@@ -135,7 +138,9 @@ def footer(summary: SessionsSummary, hidden: int = 0) -> Text:
         m = summary.min_agent
         text.append(f", lowest agent {m.agent_id} in {m.session_id} {m.score:.2f}")
     text.append(f"\nturns: {c.bad_responses}/{c.total_responses} bad (ccm {c.ccm_detections}, rdm {c.rdm_detections}, "
-                f"hallucination {c.hallucination_detections}, judge {c.llm_judge_detections}); tool violations: "
+                f"hallucination {c.hallucination_detections}, judge {c.llm_judge_detections}"
+                + (f"; {c.overruled_detections} detection(s) overruled by the judge" if c.overruled_detections else "")
+                + "); tool violations: "
                 + (", ".join(f"{s} {n}" for s, n in sorted(summary.violations_by_severity.items())) or "none") + "\n")
     judge = summary.judge
     if judge.model:

@@ -94,6 +94,9 @@ class Detection(Out):
     confidence: float = Field(ge=0.0, le=1.0)
     source: Literal["deterministic", "judge"]
     evidence: str
+    overruled_by_judge: bool = Field(default=False, description="The judge found the turn good: the detection is "
+                                     "kept for review but does not make the turn bad (see judge_confirms).")
+    judge_reason: str | None = Field(default=None, description="The judge's reason, when it overruled.")
 
 
 class TurnResult(Out):
@@ -126,6 +129,8 @@ class ConversationStats(Out):
     rdm_detections: int = 0
     hallucination_detections: int = 0
     llm_judge_detections: int = 0
+    overruled_detections: int = Field(default=0, description="Deterministic detections the judge overruled (the "
+                                       "turn counted good); counted apart from the kinds above.")
 
 
 class Coordination(Out):

@@ -51,6 +51,7 @@ class SessionsOptions:
     record: Path | None = None
     replay: Path | None = None
     max_error_rate: float = 0.2
+    judge_confirms: bool | None = None  # None: as the suite says (target.judge_confirms)
 
 
 @dataclass
@@ -82,6 +83,9 @@ def judge_endpoint(suite: SessionsSuiteSpec, options: SessionsOptions) -> Endpoi
 
 class SessionsRun:
     def __init__(self, suite: SessionsSuiteSpec, options: SessionsOptions) -> None:
+        if options.judge_confirms is not None:
+            target = suite.target.model_copy(update={"judge_confirms": options.judge_confirms})
+            suite = suite.model_copy(update={"target": target})
         self.suite = suite
         self.options = options
         self.dataset = suite.resolve(suite.dataset)
@@ -96,16 +100,23 @@ class SessionsRun:
         if problems:
             raise ConfigError(problems)
         started, started_at = time.time(), datetime.now(UTC).isoformat(timespec="seconds")
-        output_dir = self.options.output or default_output_dir(self.suite.name)
-        output_dir.mkdir(parents=True, exist_ok=True)
-        pool = ClientPool(record=self.options.record, replay=self.options.replay)
+        from evals_cli.runner.manifest import folder_error, make_run_folder
+
+        try:
+            output_dir = self.options.output or default_output_dir(self.suite.name)
+        except OSError as exc:
+            raise folder_error(Path("results"), exc, "the default output folder") from None
+        make_run_folder(output_dir, "-o")  # a file, under a file, unwritable: exit 2 naming the path
+        # every judge call holds a slot of the run's limit (-c), per server, like every other model call
+        limit = self.options.concurrency or self.suite.concurrency
+        pool = ClientPool(record=self.options.record, replay=self.options.replay, concurrency=limit)
         judge = None
         if self.endpoint is not None:
             from evals_cli.runner.execution import Redactor
 
             judge = SessionJudge(self.endpoint, pool, temperature=self.suite.judge.temperature if self.suite.judge else 0,
                                  max_tokens=self.suite.judge.max_tokens if self.suite.judge else None,
-                                 concurrency=self.suite.target.judge_concurrency,
+                                 concurrency=min(self.suite.target.judge_concurrency, limit),
                                  redact=Redactor([self.endpoint.api_key]))
         # "w": sessions have no resume, so a reused -o folder must not mix two runs; each line is still flushed
         with (output_dir / RESULTS_NAME).open("w", encoding="utf-8") as results:
@@ -168,6 +179,11 @@ class SessionsRun:
                                     f"max_error_rate {rate:g}; first: {judge.errors[0] if judge.errors else '?'}")
         if summary.abort_reason or summary.gate.passed is None:
             summary.exit_code = EXIT_INCOMPLETE
+            # exit 3 carries no verdict (as for `evals run`): never one computed from the sessions that survived
+            summary.status = "aborted"
+            if summary.gate.passed is not None:
+                summary.gate.passed = None
+                summary.gate.message = f"Gate not evaluated: run aborted ({summary.abort_reason})"
         else:
             summary.exit_code = EXIT_PASSED if summary.gate.passed else EXIT_GATE_FAILED
         return summary

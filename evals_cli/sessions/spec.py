@@ -15,7 +15,7 @@ _SCORE = {"ge": 0.0, "le": 1.0}
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)  # NaN never passes
 
 
 class _Weights(_Strict):
@@ -110,4 +110,9 @@ class RecordedSessionsTarget(_Strict):
     thresholds: Thresholds = Field(default_factory=Thresholds, description="Detector and recommendation limits.")
     judge_metrics: JudgeMetrics = Field(default_factory=JudgeMetrics, description="Judge on/off per metric.")
     gate: SessionGateSpec = Field(default_factory=SessionGateSpec, description="The session-level gate.")
-    judge_concurrency: int = Field(default=8, ge=1, description="Judge calls in flight at once, over all sessions.")
+    judge_concurrency: int = Field(default=8, ge=1, description="Judge calls in flight at once, over all sessions "
+                                   "(never more than the run's concurrency).")
+    judge_confirms: bool = Field(default=True, description="on: the turn judge confirms or overrules the "
+                                 "deterministic detections (an overruled one stays in turn_results, marked "
+                                 "overruled_by_judge, counted in overruled_detections); off: deterministic "
+                                 "detections are final, the judge can only add its own.")

@@ -43,7 +43,7 @@ def check_call(session: AgentSession, turn_index: int, agent_id: str, step_index
         owned = owners(session).get(call.tool_name)
         whose = f"; it belongs to {', '.join(owned)}" if owned else "; no agent of the session has it"
         return [one("unauthorized_tool", f"{agent_id} may call {allowed}, not {call.tool_name!r}{whose}")]
-    schema = tools[call.tool_name].parameters_schema
+    schema = tools[call.tool_name].json_schema()  # a name map is checked by its keys
     return [one(kind, detail) for kind, detail in check_value(call.parameters, schema, "")]
 
 

@@ -28,6 +28,9 @@ class ModelJudgeSpec(GraderBase):
         "misread_tool_result, needless_work)."
     )
     prompt: str | None = Field(default=None, description="Inline rubric text, instead of a file.")
+    rubric_dirs: list[str] = Field(
+        default_factory=list, description="Folders (relative to the suite) a dataset row's `rubric` file may also "
+        "come from; by default only files inside the suite's own folder are read.")
     scale: Literal["1-10", "0-1", "pass-fail"] | list[Choice] = Field(
         default="1-10", description="1-10 (score/10), 0-1, pass-fail, or labelled choices with scores."
     )

@@ -1,0 +1,328 @@
+"""The Jinja2 sandbox rubrics render in, bounded in time and output size.
+
+Rubrics are often written by others (a dataset row may carry its own), and Jinja2's sandbox stops escapes but
+not exhaustion: nested `range(100000)` loops run for hours, `{{ "a" * 3000000000 }}` allocates 3 GB. Three
+mechanisms, each for what the others cannot see:
+
+- size checks BEFORE an operation that could amplify (the sandbox's intercepted binops `*`, `**`, `+`, `%`; the
+  `~` concatenation, through the code generator; the filters and str methods that grow their input: center,
+  indent, replace, format, join, wordwrap, batch, slice, ljust, rjust, zfill, expandtabs, translate, str.format
+  widths): a C-level allocation cannot be interrupted once started, so it must be refused before it starts;
+- a deadline, checked by a trace function on every line of template code and every Python call made while
+  rendering: loops end however they iterate;
+- an output cap on what the template streams out and on every captured block.
+
+Past a bound, `RenderLimit` (a BaseException, so no `except Exception` inside Jinja2 swallows it) is raised and
+turned into `RubricLimitError` by `render_rubric`. Defaults: 2 s and 2,000,000 characters (a rubric past that is
+beyond any judge's context anyway); `EVALS_RUBRIC_TIMEOUT` and `EVALS_RUBRIC_MAX_CHARS` change them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from jinja2 import StrictUndefined
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.nodes import Concat
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+DEFAULT_TIMEOUT = 2.0  # seconds per rubric rendering (and compilation)
+DEFAULT_MAX_CHARS = 2_000_000  # characters of one rendered rubric, or of any string/list built on the way
+MAX_INT_BITS = 100_000  # integers past this size (about 30,000 digits) are refused: big-int maths is C-level
+TEMPLATE_FILE = "<template>"  # the filename Jinja2 compiles from_string templates under
+
+
+class RenderLimit(BaseException):  # noqa: N818 - not an error of the template's logic: a bound was reached
+    """Rendering went past a bound. BaseException: Jinja2's constant folding and Undefined handling catch
+    Exception, and a bound must never be swallowed there."""
+
+
+def timeout() -> float:
+    return _env_number("EVALS_RUBRIC_TIMEOUT", DEFAULT_TIMEOUT, float)
+
+
+def max_chars() -> int:
+    return int(_env_number("EVALS_RUBRIC_MAX_CHARS", DEFAULT_MAX_CHARS, int))
+
+
+def _env_number(name: str, default: float, kind: Callable[[str], float]) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def _too_big(what: str, size: int, cap: int, unit: str = "characters") -> RenderLimit:
+    return RenderLimit(f"{what} would build {size:,} {unit}, more than the {cap:,} allowed "
+                       f"(EVALS_RUBRIC_MAX_CHARS)")
+
+
+def _length(value: Any) -> int | None:
+    return len(value) if isinstance(value, str | list | tuple) else None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_binop(operator: str, left: Any, right: Any) -> None:
+    """Refuse an intercepted binary operation whose result would be past the bounds, before computing it."""
+    cap = max_chars()
+    if operator == "*":
+        for seq, times in ((left, right), (right, left)):
+            size = _length(seq)
+            if size is not None and _is_int(times) and size * max(times, 0) > cap:
+                raise _too_big(f"'{type(seq).__name__} * {times}'", size * times, cap)
+        if _is_int(left) and _is_int(right) and left.bit_length() + right.bit_length() > MAX_INT_BITS:
+            raise RenderLimit(f"'*' of integers past {MAX_INT_BITS:,} bits")
+    elif operator == "**":
+        if _is_int(left) and _is_int(right) and right > 0 and abs(left) > 1 \
+                and right * abs(left).bit_length() > MAX_INT_BITS:
+            raise RenderLimit(f"'{left} ** {right}' is an integer past {MAX_INT_BITS:,} bits")
+    elif operator == "+":
+        a, b = _length(left), _length(right)
+        if a is not None and b is not None and a + b > cap:
+            raise _too_big("'+'", a + b, cap)
+    elif operator == "%" and isinstance(left, str):
+        check_printf(left, right)
+
+
+_PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
+_BRACE_SPEC = re.compile(r"\{[^{}]*:([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
+
+
+def check_printf(fmt: str, args: Any) -> None:
+    """`"%0999999999d" % 1` allocates the width: widths and precisions (written, or taken from the arguments by
+    `*`) past the cap are refused."""
+    cap = max_chars()
+    values = args if isinstance(args, tuple) else (args,)
+    for match in _PRINTF.finditer(fmt):
+        for group in match.groups():
+            if group == "*":
+                if any(_is_int(v) and abs(v) > cap for v in values):
+                    raise _too_big("a '%' format width", max(abs(v) for v in values if _is_int(v)), cap)
+            elif group is not None and int(group) > cap:
+                raise _too_big("a '%' format width", int(group), cap)
+
+
+def check_brace_format(fmt: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """`"{:>999999999}".format(1)`: widths in str.format specs (or nested `{}` widths from the arguments)."""
+    cap = max_chars()
+    for spec in _BRACE_SPEC.findall(fmt):
+        for number in re.findall(r"\d+", spec):
+            if int(number) > cap:
+                raise _too_big("a format width", int(number), cap)
+        if "{" in spec and any(_is_int(v) and abs(v) > cap for v in (*args, *kwargs.values())):
+            raise RenderLimit(f"a nested format width past {cap:,} characters")
+
+
+def _int_args(what: str, values: tuple[Any, ...]) -> None:
+    cap = max_chars()
+    for value in values:
+        if _is_int(value) and value > cap:
+            raise _too_big(what, value, cap)
+
+
+def check_str_method(name: str, text: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """The str methods that can grow their input past its size."""
+    cap = max_chars()
+    if name in ("center", "ljust", "rjust", "zfill"):
+        _int_args(f"str.{name}", (*args, *kwargs.values()))
+    elif name == "expandtabs":
+        size = args[0] if args else kwargs.get("tabsize", 8)
+        if _is_int(size) and size * (text.count("\t") + 1) + len(text) > cap:
+            raise _too_big("str.expandtabs", size * (text.count("\t") + 1) + len(text), cap)
+    elif name == "replace":
+        check_replace(text, *args[:3], **kwargs)
+    elif name == "join":
+        if args:
+            _predict_join(text, args[0])
+    elif name == "translate" and args and isinstance(args[0], dict):
+        longest = max((len(v) for v in args[0].values() if isinstance(v, str)), default=1)
+        if longest * len(text) > cap:
+            raise _too_big("str.translate", longest * len(text), cap)
+    elif name in ("format", "format_map"):
+        check_brace_format(text, args, kwargs)
+
+
+def check_replace(text: Any, old: Any = "", new: Any = "", count: Any = None, **_: Any) -> None:
+    if not (isinstance(text, str) and isinstance(old, str) and isinstance(new, str)):
+        return
+    hits = text.count(old) if old else len(text) + 1
+    if _is_int(count) and count >= 0:
+        hits = min(hits, count)
+    size = len(text) + max(0, len(new) - len(old)) * hits
+    if size > max_chars():
+        raise _too_big("replace", size, max_chars())
+
+
+def _predict_join(separator: str, items: Any) -> None:
+    if isinstance(items, list | tuple):
+        cap = max_chars()
+        size = len(separator) * max(len(items) - 1, 0) + sum(len(i) if isinstance(i, str) else 8 for i in items)
+        if size > cap:
+            raise _too_big("join", size, cap)
+
+
+def _bounded_filters(filters: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    """The built-in filters that amplify, each wrapped with its size check (run before the filter)."""
+    wrapped = dict(filters)
+
+    def wrap(name: str, check: Callable[..., Any]) -> None:
+        original = filters[name]
+
+        passes = hasattr(original, "jinja_pass_arg")  # its first argument is the environment or eval context
+
+        def bounded(*args: Any, **kwargs: Any) -> Any:
+            check(*(args[1:] if passes else args), **kwargs)
+            return original(*args, **kwargs)
+
+        if passes:
+            bounded.jinja_pass_arg = original.jinja_pass_arg  # type: ignore[attr-defined]
+        wrapped[name] = bounded
+
+    cap = max_chars
+
+    def center(value: Any, width: Any = 80) -> None:
+        _int_args("center", (width,))
+
+    def indent(text: Any, width: Any = 4, *_: Any, **__: Any) -> None:
+        if isinstance(text, str):
+            pad = width if _is_int(width) else len(str(width))
+            size = len(text) + pad * (text.count("\n") + 1)
+            if size > cap():
+                raise _too_big("indent", size, cap())
+
+    def fmt(value: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(value, str):
+            check_printf(value, kwargs if kwargs else tuple(args))
+
+    def wordwrap(text: Any, width: Any = 79, break_long_words: Any = True, wrapstring: Any = None,
+                 *_: Any, **__: Any) -> None:
+        if isinstance(text, str):
+            size = len(text) * (1 + len(wrapstring if isinstance(wrapstring, str) else "\n"))
+            if size > cap():
+                raise _too_big("wordwrap", size, cap())
+
+    def batch(value: Any, linecount: Any, fill_with: Any = None) -> None:
+        if fill_with is not None:
+            _int_args("batch", (linecount,))
+
+    def slice_(value: Any, slices: Any, fill_with: Any = None) -> None:
+        _int_args("slice", (slices,))
+
+    wrap("center", center)
+    wrap("indent", indent)
+    wrap("replace", check_replace)
+    wrap("format", fmt)
+    wrap("wordwrap", wordwrap)
+    wrap("batch", batch)
+    wrap("slice", slice_)
+    original_join = filters["join"]
+
+    def join(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> Any:
+        items = list(value)
+        if len(items) > cap():
+            raise _too_big("join", len(items), cap(), "items")
+        _predict_join(str(d), [str(i) if not isinstance(i, str) else i for i in items] if attribute is None
+                      else items)
+        return original_join(eval_ctx, items, d, attribute)
+
+    join.jinja_pass_arg = original_join.jinja_pass_arg  # type: ignore[attr-defined]
+    wrapped["join"] = join
+    return wrapped
+
+
+def bounded_join(parts: Any) -> str:
+    """`~` concatenation and captured blocks (`{% set x %}...{% endset %}`): the size is known before joining."""
+    items = [p if isinstance(p, str) else str(p) for p in parts]
+    size = sum(len(p) for p in items)
+    if size > max_chars():
+        raise _too_big("joining text", size, max_chars())
+    return "".join(items)
+
+
+class _BoundedCodeGenerator(CodeGenerator):
+    """`~` compiles to a plain join the sandbox does not intercept: route it through `bounded_join`."""
+
+    def visit_Concat(self, node: Concat, frame: Frame) -> None:  # noqa: N802 - Jinja2's visitor naming
+        self.write("environment.bounded_join((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class BoundedSandbox(ImmutableSandboxedEnvironment):
+    """The immutable sandbox plus size checks on every operation that can amplify (see the module doc)."""
+
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    code_generator_class = _BoundedCodeGenerator
+
+    def __init__(self) -> None:
+        super().__init__(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+        self.filters = _bounded_filters(self.filters)
+        self.concat = bounded_join  # type: ignore[assignment]
+        self.bounded_join = bounded_join
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        check_binop(operator, left, right)
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja2's own signature
+        target = getattr(__obj, "__wrapped__", __obj)  # str.format comes wrapped by the sandbox
+        owner = getattr(target, "__self__", None)
+        if isinstance(owner, str):
+            check_str_method(getattr(target, "__name__", ""), owner, args, kwargs)
+        return super().call(__context, __obj, *args, **kwargs)
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Raise RenderLimit in the rendering thread once `seconds` have passed: checked on every line of template
+    code and every Python call, so a loop ends however it iterates. The previous trace function (a debugger,
+    coverage) is put back afterwards."""
+    end = time.monotonic() + seconds
+
+    def check() -> None:
+        if time.monotonic() > end:
+            raise RenderLimit(f"rendering took longer than {seconds:g} s (EVALS_RUBRIC_TIMEOUT)")
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        check()
+        return local
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        check()
+        return local if frame.f_code.co_filename == TEMPLATE_FILE else None
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
+
+
+def render_bounded(template: Any, variables: dict[str, Any]) -> str:
+    """Stream the template's output, stopping at the output cap."""
+    cap = max_chars()
+    parts: list[str] = []
+    size = 0
+    for chunk in template.generate(**variables):
+        size += len(chunk)
+        if size > cap:
+            raise RenderLimit(f"the rendered rubric is longer than {cap:,} characters (EVALS_RUBRIC_MAX_CHARS)")
+        parts.append(chunk)
+    return "".join(parts)
