@@ -105,7 +105,8 @@ def run(
     from evals_cli.display.state import RunState
     from evals_cli.display.table import render_run
     from evals_cli.runner import PreparedRun, RunOptions, execute
-    from evals_cli.suite.loader import TargetOverride, load_suite
+    from evals_cli.suite.loader import TargetOverride
+    from evals_cli.validate import checked_suite
 
     if record and replay:
         raise ConfigError("--record and --replay cannot be used together")
@@ -128,8 +129,9 @@ def run(
         if target is not None or junit or task_results:
             raise ConfigError("--target, --junit and --task-results apply to live agents; a recorded_sessions "
                               "suite has none")
-        raise typer.Exit(run_sessions_suite(load_suite(suite), options, quiet=quiet))
-    spec = load_suite(suite, TargetOverride(file=target, base_url=base_url, model=model))
+        raise typer.Exit(run_sessions_suite(checked_suite(suite), options, quiet=quiet))
+    # every check `evals validate` makes, the same way: run never starts on a problem validate would report
+    spec = checked_suite(suite, TargetOverride(file=target, base_url=base_url, model=model))
     prepared = PreparedRun(spec, options)
     console = make_console()
     state = RunState(list(prepared.graders), total_expected=prepared.expected, repeats=prepared.repeats)
@@ -147,11 +149,27 @@ def run(
         console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
     for message in outcome.messages:
         make_console(stderr=True).print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    cov = summary.coverage
+    if summary.status != "completed" and cov is not None and cov.expected_results is not None \
+            and summary.total < cov.expected_results:  # samples were left unrun: say how to run them
+        make_console(stderr=True).print(f"to finish the run: evals run {suite} --resume {outcome.output_dir}",
+                                        markup=False, highlight=False, soft_wrap=True)
+    elif summary.status == "aborted" and summary.errored:  # every sample ran, too many errored: retry those
+        make_console(stderr=True).print(f"to retry the errored samples: evals run {suite} --resume "
+                                        f"{outcome.output_dir} --retry-errors", markup=False, highlight=False,
+                                        soft_wrap=True)
     if junit or task_results:
         from evals_cli.exporters import export_run
 
-        export_run(outcome.output_dir, summary, junit=junit, task_results=task_results,
-                   threshold=spec.gate.sample_value)
+        try:
+            export_run(outcome.output_dir, summary, junit=junit, task_results=task_results,
+                       threshold=spec.gate.sample_value)
+        except OSError as exc:  # the run is saved; only the export is not: say which file, keep the run's code
+            where = exc.filename or junit or task_results
+            make_console(stderr=True).print(f"error: could not write {where} ({exc.strerror or type(exc).__name__}); "
+                                            f"the run is saved in {outcome.output_dir}", markup=False,
+                                            highlight=False, soft_wrap=True)
+            raise typer.Exit(outcome.exit_code if outcome.exit_code != 0 else EXIT_INCOMPLETE) from None
     raise typer.Exit(outcome.exit_code)
 
 
@@ -231,13 +249,18 @@ def analyze(
     replay: Annotated[Path | None, typer.Option("--replay", help="Serve judge calls from a recording; no network.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print every analysis and the summary as one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the gate verdict.")] = False,
+    judge_confirms: Annotated[str, typer.Option("--judge-confirms", metavar="on|off", help="on: the turn judge may "
+                                                "overrule a deterministic detection (kept, marked overruled_by_judge); "
+                                                "off: deterministic detections are final.")] = "on",
 ) -> None:
     """Analyse recorded multi-agent sessions at session, turn and agent level; exit with the gate's code."""
     from evals_cli.sessions.cli import analyze_command
 
+    if judge_confirms not in ("on", "off"):
+        raise ConfigError(f"--judge-confirms takes on or off, not {judge_confirms!r}")
     raise typer.Exit(analyze_command(path, output, judge_model=judge_model, judge_base_url=judge_base_url,
                                      no_judge=no_judge, json_out=json_out, quiet=quiet, concurrency=concurrency,
-                                     record=record, replay=replay))
+                                     record=record, replay=replay, judge_confirms=judge_confirms == "on"))
 
 
 @app.command()

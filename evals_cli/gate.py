@@ -1,5 +1,10 @@
 """Aggregation and the pass/fail decision. Grades with score None (errors) are left out, never counted as 0.
 
+A sample's verdict is one rule (`Gate.judge_sample`): the gate's per-sample rule on the weighted score, and
+every required grader (tools_avoided by default; every grader with `sample_pass: all`) at or above its own
+`threshold`, and no call to a tool that was never offered. A grade missing (score None) for a grader the
+verdict reads makes the sample incomplete (errored), never passed on the graders that remain.
+
 A gate is a tree: `weighted_average` and `simple` gates are leaves that compare one aggregated number with a
 threshold, `logical` gates join sub-gates with and/or. `Gate` keeps the one-object API the runner, the summary
 and the exporters use (`passes`, `score_sample`, `decide`, `weights`) whatever the kind.
@@ -9,11 +14,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from evals_cli.models.results import GateResult, Grade, GraderAggregate, Reliability
+from evals_cli.models.results import ErrorInfo, FailedBy, GateResult, Grade, GraderAggregate, Reliability
 from evals_cli.models.specs import AnyGate, LogicalGate, SimpleGate, WeightedAverageGate
+from evals_cli.models.trajectory import Trajectory
 from evals_cli.output.streaming import ScoreCounts
 
 _EPS = 1e-9  # averages of 0.7s land on 0.69999...: compare as a person reading the table would
@@ -23,6 +30,7 @@ OPS: dict[str, Callable[[float, float], bool]] = {
     "eq": lambda a, b: abs(a - b) <= _EPS,
 }
 RUN_LEVEL = ("pass_at_k", "pass_hat_k")
+SAMPLE_LEVEL = ("pass_rate",)  # the share of samples whose own verdict passed: a gate that fails when samples do
 PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
 
@@ -148,7 +156,9 @@ class _Node:
     def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:
         raise NotImplementedError
 
-    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None) -> Verdict:
+    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None,
+               counts: tuple[int, int] | None = None) -> Verdict:
+        """`counts`: (samples passed, samples with a verdict), for `aggregation: pass_rate`."""
         raise NotImplementedError
 
     def thresholds(self) -> dict[str, set[tuple[str, float]]]:
@@ -182,9 +192,14 @@ class _Leaf(_Node):
             return agg.accuracy_at.get(key, agg.accuracy)
         return getattr(agg, self.spec.aggregation, None)
 
-    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None) -> Verdict:
+    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None,
+               counts: tuple[int, int] | None = None) -> Verdict:
         spec = self.spec
-        if spec.aggregation in RUN_LEVEL:
+        if spec.aggregation in SAMPLE_LEVEL:
+            passed, decided = counts or (0, 0)
+            metric = passed / decided if decided else None
+            what = f"sample pass rate ({passed} of {decided} samples passed)"
+        elif spec.aggregation in RUN_LEVEL:
             # pass@k / pass^k are properties of whole samples over their repeats, not of single graders
             metric = getattr(reliability, spec.aggregation) if reliability else None
             what = (f"{spec.aggregation} (over {reliability.samples if reliability else 0} samples × "
@@ -230,8 +245,9 @@ class _Logical(_Node):
                 merged.setdefault(grader, set()).update(rules)
         return merged
 
-    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None) -> Verdict:
-        verdicts = [child.decide(aggregates, reliability) for child in self.children]
+    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None,
+               counts: tuple[int, int] | None = None) -> Verdict:
+        verdicts = [child.decide(aggregates, reliability, counts) for child in self.children]
         passed = self.combine([v.passed for v in verdicts])
         decided = any(v.passed is not None for v in verdicts)
         share = sum(1 for v in verdicts if v.passed) / len(verdicts) if decided else None
@@ -245,14 +261,113 @@ def _build(spec: AnyGate, active: list[str]) -> _Node:
     return _Leaf(spec, effective_weights(spec, active))
 
 
-class Gate:
-    """Decides per sample and over the run, for every gate kind."""
+@dataclass(frozen=True)
+class SampleVerdict:
+    """One sample's verdict: its weighted score, whether it passed, why it failed, or why it has no verdict.
 
-    def __init__(self, spec: AnyGate, graders: Iterable[str]) -> None:
+    `incomplete` is set when a grade the verdict reads is missing: the sample is then errored (score and
+    passed None), because passing it on the graders that remain could turn a failure into a pass.
+    """
+
+    score: float | None
+    passed: bool | None
+    failed_by: list[FailedBy] = field(default_factory=list)
+    incomplete: ErrorInfo | None = None
+
+
+def _specs_of(graders: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """Grader specs from a {name: Grader or spec} mapping (what the runner holds); none from bare names."""
+    if not isinstance(graders, Mapping):
+        return {}
+    specs = {name: getattr(value, "spec", value) for name, value in graders.items()}
+    return {name: spec for name, spec in specs.items() if hasattr(spec, "threshold")}
+
+
+class Gate:
+    """Decides per sample and over the run, for every gate kind.
+
+    `graders` are the names of the graders that run, or a {name: Grader or spec} mapping; only with specs
+    does the gate know each grader's `threshold` and `required` (without them every grader takes the gate's
+    per-sample pass value and only the weighted rule decides, as for `evals report` on saved results).
+    """
+
+    def __init__(self, spec: AnyGate, graders: Iterable[str] | Mapping[str, Any],
+                 specs: Mapping[str, Any] | None = None) -> None:
         self.spec = spec
         active = list(graders)
+        self.specs: dict[str, Any] = dict(specs) if specs is not None else _specs_of(graders)
         self.weights = effective_weights(spec, active)
         self.root = _build(spec, active)
+        self.active = active
+        self.sample_pass: str = getattr(spec, "sample_pass", "weighted")
+        self.unknown_tools: str = getattr(spec, "unknown_tools", "fail")
+
+    # --- per grader -----------------------------------------------------------------------------------
+
+    @property
+    def default_threshold(self) -> float:
+        """A grader's pass mark when it sets none: the gate's per-sample pass value (1.0 if there is none)."""
+        rule = self.sample_rule
+        return 1.0 if rule is None else rule[1]
+
+    def threshold(self, grader: str) -> float:
+        """The grader's own pass mark (`threshold`), else the gate's per-sample pass value."""
+        own = getattr(self.specs.get(grader), "threshold", None)
+        return self.default_threshold if own is None else own
+
+    def grader_passes(self, grader: str, score: float) -> bool:
+        """Whether a score reaches the grader's threshold (also what counts a turn as passed)."""
+        return score >= self.threshold(grader) - _EPS
+
+    def required(self, grader: str) -> bool:
+        """Whether the grader alone can fail a sample: `required` (tools_avoided by default), or sample_pass all."""
+        if self.sample_pass == "all":
+            return True
+        spec = self.specs.get(grader)
+        return bool(getattr(spec, "is_required", False))
+
+    def reads(self, grader: str) -> bool:
+        """Whether the sample's verdict reads this grader (weight > 0, or required): its grade must be there."""
+        return self.weights.get(grader, 0) > 0 or self.required(grader)
+
+    def judge_sample(self, grades: dict[str, Grade], trajectory: Trajectory | None = None) -> SampleVerdict:
+        """The one rule that decides a sample (see the module docstring)."""
+        missing = [name for name, grade in grades.items() if grade.score is None and self.reads(name)]
+        if missing:
+            judge = any(getattr(self.specs.get(n), "kind", None) == "model_judge" or "judge" in grades[n].metadata
+                        for n in missing)
+            reasons = "; ".join(f"{n}: {grades[n].error or grades[n].rationale or 'no score'}" for n in missing)
+            return SampleVerdict(None, None, incomplete=ErrorInfo(
+                category="judge" if judge else "grader",
+                message=f"incomplete: no grade from {', '.join(missing)}, which the verdict needs ({reasons})"))
+        score, passed = self.root.score_sample(grades)
+        failed_by: list[FailedBy] = []
+        for name, grade in grades.items():
+            if grade.score is None or not self.required(name) or self.grader_passes(name, grade.score):
+                continue
+            own = bool(getattr(self.specs.get(name), "is_required", False))
+            mark = self.threshold(name)
+            failed_by.append(FailedBy(
+                rule="required" if own else "threshold", grader=name, score=grade.score, threshold=mark,
+                reason=f"{name} {grade.score:.2f} < {mark:g} ({'required' if own else 'sample_pass: all'})"))
+        if passed is False:
+            if isinstance(self.root, _Logical):  # its sub-gates' own per-sample rules, joined by and/or
+                failed_by.append(FailedBy(rule="weighted", score=score,
+                                          reason=f"the gate's per-sample rule ({self.root.spec.operator} of its "
+                                                 "sub-gates) was not met"))
+            else:
+                rule = self.sample_rule
+                what = "" if rule is None or score is None else f" {score:.2f} not {SYMBOLS[rule[0]]} {rule[1]:g}"
+                failed_by.append(FailedBy(rule="weighted", score=score, threshold=rule[1] if rule else None,
+                                          reason=f"weighted score{what}"))
+        if trajectory is not None and self.unknown_tools == "fail":
+            unknown = list(dict.fromkeys(c.name for c in trajectory.tool_calls if c.unknown_tool))
+            if unknown:
+                failed_by.append(FailedBy(rule="unknown_tool", reason=f"called tool(s) never offered: "
+                                                                      f"{', '.join(unknown)}"))
+        if failed_by:
+            passed = False
+        return SampleVerdict(score, passed, failed_by)
 
     def passes(self, score: float) -> bool:
         """The per-sample pass rule (of the first sub-gate, for a logical gate)."""
@@ -270,17 +385,21 @@ class Gate:
         return node.spec.sample_op, node.spec.sample_value
 
     def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:
-        """The sample's gate score and whether it passed (None when nothing it reads was graded)."""
-        return self.root.score_sample(grades)
+        """The sample's gate score and whether it passed (None when nothing it reads was graded, or a grade it
+        needs is missing); `judge_sample` says why."""
+        verdict = self.judge_sample(grades)
+        return verdict.score, verdict.passed
 
     def pass_thresholds(self) -> dict[str, set[tuple[str, float]]]:
         """Grader -> the per-sample pass rules the gate applies to it; the summary computes accuracy under each."""
         return self.root.thresholds()
 
-    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None = None) -> GateResult:
-        """The run's verdict; the message says in words what was compared with what."""
+    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None = None,
+               counts: tuple[int, int] | None = None) -> GateResult:
+        """The run's verdict; the message says in words what was compared with what. `counts` (samples passed,
+        samples with a verdict) feed `aggregation: pass_rate`."""
         spec = self.spec
-        verdict = self.root.decide(aggregates, reliability)
+        verdict = self.root.decide(aggregates, reliability, counts)
         if isinstance(spec, LogicalGate):
             # metric: the share of sub-gates that passed; `and` needs all of them, `or` one
             count = len(self.root.children) if isinstance(self.root, _Logical) else 0

@@ -1,4 +1,5 @@
-"""Shared test helpers: write a suite + dataset into a temp folder, run the real CLI."""
+"""Shared test helpers: write a suite + dataset into a temp folder, run the real CLI (in this process, or in a
+subprocess where the process itself is under test)."""
 
 from __future__ import annotations
 
@@ -71,8 +72,8 @@ def _cli_env(env: dict[str, str] | None) -> dict[str, str | None]:
     return scrubbed
 
 
-def run_cli_in_process(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-                       timeout: float = 120) -> CliResult:
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+            timeout: float = 120) -> CliResult:
     """The `evals` command run in this process through Typer's runner: the same exit code, stdout and stderr a
     user sees, without paying for an interpreter start per call. Tests where the process itself matters
     (signals, a killed run, `os._exit`, import costs) use `run_cli_process`. `timeout` is kept for that
@@ -92,8 +93,8 @@ def run_cli_in_process(*args: str, env: dict[str, str] | None = None, cwd: Path 
     return CliResult(result.exit_code, result.stdout, result.stderr)
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_cli_process(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+                    timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """The real `evals` command in a subprocess (true exit codes, real stdout/stderr, its own signals)."""
     full_env = {k: v for k, v in os.environ.items()
                 if not k.startswith(("EVAL_AGENT_", "EVAL_JUDGE_", "EVAL_USER_", "OPENAI_"))}

@@ -27,7 +27,7 @@ def test_gate_passes_exit_0_with_table_results_and_summary(server: ScriptedServe
     assert "host" in result.stdout and "read_file" in result.stdout and "✓" in result.stdout
     lines = read_jsonl(tmp_path / "out" / "results.jsonl")
     assert sorted(r["sample_id"] for r in lines) == ["host", "math"]
-    assert all(r["schema_version"] == 1 for r in lines)
+    assert all(r["schema_version"] == 2 for r in lines)  # 2: letta-evals per-turn shape, n/a, failed_by
     host = next(r for r in lines if r["sample_id"] == "host")
     assert host["grades"]["order"]["score"] == 1.0 and host["passed"] is True
     assert host["trajectory"]["turns"][0]["steps"][0]["tool_calls"][0]["name"] == "read_file"
@@ -136,11 +136,13 @@ def test_per_turn_grading_end_to_end(server: ScriptedServer, tmp_path: Path) -> 
     assert result.returncode == 1
     [line] = read_jsonl(tmp_path / "out" / "results.jsonl")
     grade = line["grades"]["answer"]
-    assert grade["turns_passed"] == 2 and grade["turns_total"] == 3
+    # schema 2: letta-evals' shape (per_turn_grades, 0-based turn, metadata.turns_passed/turns_total)
+    assert grade["metadata"]["turns_passed"] == 2 and grade["metadata"]["turns_total"] == 3
     assert abs(grade["score"] - 2 / 3) < 1e-9
-    assert [t["score"] for t in grade["per_turn"]] == [1.0, 1.0, 0.0]
-    assert [t["submission"] for t in grade["per_turn"]] == ["localhost", "5432", "root"]
-    assert [t["ground_truth"] for t in grade["per_turn"]] == ["localhost", "5432", "admin"]
+    assert [t["turn"] for t in grade["per_turn_grades"]] == [0, 1, 2]
+    assert [t["score"] for t in grade["per_turn_grades"]] == [1.0, 1.0, 0.0]
+    assert [t["submission"] for t in grade["per_turn_grades"]] == ["localhost", "5432", "root"]
+    assert [t["ground_truth"] for t in grade["per_turn_grades"]] == ["localhost", "5432", "admin"]
     assert "0.67 (2/3)" in result.stdout
 
 

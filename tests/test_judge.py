@@ -106,8 +106,10 @@ def test_judge_timeout_is_an_error_and_the_run_goes_on(server: ScriptedServer, t
     outcome = run_suite(load_suite(suite_path), RunOptions(output=tmp2 / "out", max_error_rate=0.5))
     line = json.loads((tmp2 / "out" / "results.jsonl").read_text())
     assert line["grades"]["judge"]["score"] is None and "timed out" in line["grades"]["judge"]["error"]
-    assert line["grades"]["answer"]["score"] == 1.0 and line["score"] == 1.0  # renormalised over the rest
-    assert outcome.exit_code == 0
+    # issue 11 item 12: the missing judge grade is not spread over the rest; the sample is incomplete (errored)
+    assert line["grades"]["answer"]["score"] == 1.0 and line["score"] is None and line["passed"] is None
+    assert line["error"]["category"] == "judge" and "judge" in line["error"]["message"]
+    assert outcome.exit_code == 3  # the only sample errored: no verdict from survivors
 
 
 def test_judge_endpoint_resolution_order(server: ScriptedServer, tmp_path: Path,
@@ -157,7 +159,7 @@ def test_per_turn_judging_grades_each_turn(server: ScriptedServer, tmp_path: Pat
                              graders={"judge": {"kind": "model_judge", "rubric": "rubric.j2"}})
     run_suite(load_suite(suite_path), RunOptions(output=tmp_path / "out"))
     grade = json.loads((tmp_path / "out" / "results.jsonl").read_text())["grades"]["judge"]
-    assert [t["score"] for t in grade["per_turn"]] == [1.0, 0.2]
-    assert grade["score"] == pytest.approx(0.6) and grade["turns_passed"] == 1
+    assert [t["score"] for t in grade["per_turn_grades"]] == [1.0, 0.2]
+    assert grade["score"] == pytest.approx(0.6) and grade["metadata"]["turns_passed"] == 1
     second = server.judge_requests()[-1]["body"]["messages"][1]["content"]
     assert "Q: second: port?" in second and "A: 80" in second

@@ -218,7 +218,9 @@ def test_missing_grades_past_the_error_rate_exit_3(server: ScriptedServer, tmp_p
         "judge": {"kind": "model_judge", "prompt": "{{ submission }}"}})
     result = run_cli("run", str(path), "-o", str(tmp_path / "out"))
     assert result.returncode == 3
-    assert "4/8 grades are missing" in result.stderr
+    # a missing grade the verdict reads makes its sample incomplete (errored), never passed on the answer alone
+    assert "4/4 samples errored" in result.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["grades_missing"] == 4 and summary["errors_by_category"] == {"judge": 4}
-    assert summary["gate"]["passed"] is True  # the answer grader alone passes: the missing grades decide
+    assert summary["grades_missing"] == 4 and summary["errored"] == 4 and summary["passed"] == 0
+    assert summary["errors_by_category"] == {"judge": 4}
+    assert summary["gate"]["passed"] is None and summary["status"] == "aborted"  # no verdict from the survivors

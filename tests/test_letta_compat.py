@@ -368,8 +368,8 @@ def test_per_turn_letta_suite_passes_with_a_good_agent(server: ScriptedServer, t
     assert len(lines) == 4
     paris = next(r for r in lines if "Paris" in r["input"])
     grade = paris["grades"]["answer"]
-    assert (grade["turns_passed"], grade["turns_total"]) == (3, 3)
-    assert [t["ground_truth"] for t in grade["per_turn"]] == ["sunny", "rain", "yes"]
+    assert (grade["metadata"]["turns_passed"], grade["metadata"]["turns_total"]) == (3, 3)
+    assert [t["ground_truth"] for t in grade["per_turn_grades"]] == ["sunny", "rain", "yes"]
     # the mocked tools came from the --target file
     first = server.agent_requests()[0]["body"]
     assert [t["function"]["name"] for t in first["tools"]] == ["get_forecast"]

@@ -16,7 +16,13 @@ class Cell:
     scored: int = 0
     errors: int = 0
     unreliable: int = 0
+    not_applicable: int = 0
     turns: tuple[int, int] | None = None
+
+    @property
+    def na(self) -> bool:
+        """Every run of this grader on this sample had nothing to check: shown as n/a, not as a 1.00."""
+        return self.scored > 0 and self.not_applicable == self.scored
 
     @property
     def score(self) -> float | None:
@@ -39,6 +45,8 @@ class Row:
     passes: int = 0
     graded: int = 0
     error: str | None = None
+    incomplete: bool = False
+    failed_by: list[str] = field(default_factory=list)
     stop_reason: str = "completed"
 
     @property
@@ -82,6 +90,7 @@ class RunState:
         row.runs += 1
         if result.error is not None:
             row.error = result.error.category
+            row.incomplete = result.error.incomplete
             row.stop_reason = result.trajectory.stop_reason
         elif result.trajectory.stop_reason != "completed":
             row.stop_reason = result.trajectory.stop_reason
@@ -91,6 +100,9 @@ class RunState:
         if result.score is not None:
             row.score_total += result.score
             row.scored += 1
+        for failure in result.failed_by:
+            if failure.label not in row.failed_by:
+                row.failed_by.append(failure.label)
         for name, grade in result.grades.items():
             cell = row.cells.setdefault(name, Cell())
             cell.unreliable += int(bool(grade.metadata.get("unreliable")))
@@ -99,6 +111,7 @@ class RunState:
             else:
                 cell.total += grade.score
                 cell.scored += 1
+                cell.not_applicable += int(not grade.applicable)
             if grade.turns_total:
                 passed, total = cell.turns or (0, 0)
                 cell.turns = (passed + (grade.turns_passed or 0), total + grade.turns_total)

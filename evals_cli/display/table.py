@@ -20,6 +20,8 @@ def _cell(cell: Cell | None) -> Text:
         return Text("")
     if cell.error:
         return Text("error", style="yellow")
+    if cell.na:  # nothing to check: the 1.0 is a convention, not a result
+        return Text("n/a", style="dim")
     text = _fmt(cell.score)
     if cell.turns:
         text += f" ({cell.turns[0]}/{cell.turns[1]})"
@@ -51,13 +53,17 @@ def samples_table(state: RunState, title: str) -> Table:
             mark = Text(f"{row.passes}/{row.runs}", style=style)
             if row.error:
                 mark.append(f" ({row.error})", style="yellow")
+            if row.failed_by:
+                mark.append(f" {', '.join(row.failed_by)}", style="red")
         elif row.error:
-            mark = Text(f"error: {row.error}", style="yellow")
+            mark = Text(f"{'incomplete' if row.incomplete else 'error'}: {row.error}", style="yellow")
         elif row.passed is None:
             mark = Text("?", style="yellow")
-        else:
-            mark = Text("✓", style="green") if row.passed else Text("✗", style="red")
-        tools = _tools(row.tools) + ("" if row.stop_reason == "completed" else f" [{row.stop_reason}]")
+        elif row.passed:
+            mark = Text("✓", style="green")
+        else:  # the row names what failed it: a required grader, the weighted rule, an unknown tool
+            mark = Text("✗" + (f" {', '.join(row.failed_by)}" if row.failed_by else ""), style="red")
+        tools = _tools(row.tools) + ("" if row.stop_reason == "completed" else f" \\[{row.stop_reason}]")  # not markup
         table.add_row(row.sample_id, ",".join(row.tags), tools,
                       *[_cell(row.cells.get(n)) for n in state.grader_names], _fmt(row.score), mark)
     if state.hidden_rows:
@@ -71,7 +77,10 @@ def aggregates_table(summary: RunSummary) -> Table:
         table.add_column(col, justify="left" if col == "grader" else "right")
     weights = summary.gate.weights if summary.gate else {}
     for name, agg in summary.graders.items():
-        table.add_row(name, str(agg.count), str(agg.errors), _fmt(agg.avg_score), _fmt(agg.accuracy),
+        graded = str(agg.count)
+        if agg.applicable is not None and agg.applicable < agg.count:  # n/a samples were not really checked
+            graded = f"{agg.applicable} of {agg.count}"
+        table.add_row(name, graded, str(agg.errors), _fmt(agg.avg_score), _fmt(agg.accuracy),
                       _fmt(agg.min), _fmt(agg.max), _fmt(agg.median),
                       f"{weights[name]:g}" if name in weights else "—")
     return table
@@ -82,6 +91,9 @@ def footer(summary: RunSummary) -> Text:
     counts = (f"{summary.total} samples: {summary.passed} passed, {summary.failed} failed, "
               f"{summary.errored} errored")
     lines.append(counts + "\n")
+    partial = summary.coverage.line() if summary.coverage is not None else None
+    if partial:  # a verdict over part of the dataset must say so, and why
+        lines.append(partial + "\n", style="bold yellow")
     if summary.errors_by_category:
         lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.errors_by_category.items())) + "\n")
     for name, agreement in summary.judge_agreement.items():

@@ -22,6 +22,11 @@ def unique(names: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def failed_labels(result: SampleResult) -> list[str]:
+    """What failed a sample, as the table names it (grader names, `weighted`, `unknown tool`), no repeats."""
+    return unique([failure.label for failure in result.failed_by])
+
+
 def fmt_score(score: float | None) -> str:
     return "—" if score is None else f"{score:.2f}"
 

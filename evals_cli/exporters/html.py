@@ -15,7 +15,7 @@ from typing import Any
 
 from jinja2 import Environment
 
-from evals_cli.exporters.common import case_name, fmt_score, model_calls, prepare, unique
+from evals_cli.exporters.common import case_name, failed_labels, fmt_score, model_calls, prepare, unique
 from evals_cli.exporters.html_charts import BarChart, Histogram, histogram, score_bars
 from evals_cli.exporters.html_template import SCRIPT, STYLE, TEMPLATE
 from evals_cli.models.results import Grade, RunSummary, SampleResult, TurnGrade
@@ -68,10 +68,13 @@ class SampleView:
 
 def _status(result: SampleResult) -> tuple[str, str]:
     if result.error is not None:
-        return "errored", f"error: {result.error.category}"
+        word = "incomplete" if result.error.incomplete else "error"
+        return "errored", f"{word}: {result.error.category}"
     if result.passed is None:
         return "ungraded", "not graded"
-    return ("passed", "passed") if result.passed else ("failed", "failed")
+    if result.passed:
+        return "passed", "passed"
+    return "failed", "failed" + (f": {', '.join(failed_labels(result))}" if result.failed_by else "")
 
 
 def _judge(grade: Grade) -> str | None:
@@ -88,8 +91,8 @@ def sample_view(index: int, result: SampleResult) -> SampleView:
               for name, grade in result.grades.items()]
     turn_grades: dict[int, list[tuple[str, TurnGrade]]] = {}
     for name, grade in result.grades.items():
-        for turn in grade.per_turn or []:
-            turn_grades.setdefault(turn.turn, []).append((name, turn))
+        for turn in grade.per_turn_grades or []:  # 0-based in results; the page numbers turns from 1
+            turn_grades.setdefault(turn.turn + 1, []).append((name, turn))
     usage = result.usage.total_tokens + result.judge_usage.total_tokens
     return SampleView(index=index, anchor=f"s-{index}", name=case_name(result), result=result, status=status,
                       status_text=status_text, score_text=fmt_score(result.score), score_css=score_class(result.score),

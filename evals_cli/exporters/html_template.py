@@ -263,7 +263,8 @@ TEMPLATE = """<!DOCTYPE html>
       <th class="num">weight</th></tr></thead>
     <tbody>
     {% for name, agg in s.graders.items() %}
-      <tr><td>{{ name }}</td><td class="num">{{ agg.count }}</td><td class="num">{{ agg.errors }}</td>
+      <tr><td>{{ name }}</td><td class="num">{% if agg.applicable is not none and agg.applicable < agg.count -%}
+        {{ agg.applicable }} of {{ agg.count }}{% else %}{{ agg.count }}{% endif %}</td><td class="num">{{ agg.errors }}</td>
         <td class="num {{ score_class(agg.avg_score) }}">{{ agg.avg_score|score }}</td>
         <td class="num">{{ agg.accuracy|score }}</td><td class="num">{{ agg.min|score }}</td>
         <td class="num">{{ agg.median|score }}</td><td class="num">{{ agg.max|score }}</td>
@@ -338,9 +339,9 @@ TEMPLATE = """<!DOCTYPE html>
         <span class="warn">[{{ r.trajectory.stop_reason }}]</span>{% endif %}</td>
       {% for name in v.graders %}
       {% set gr = r.grades.get(name) %}
-      <td class="num {{ score_class(gr.score) if gr else '' }}"
+      <td class="num {{ ('muted' if not gr.applicable else score_class(gr.score)) if gr else '' }}"
           data-sort="{{ '' if gr is none or gr.score is none else gr.score }}">
-        {%- if gr is none %}{% elif gr.score is none %}error{% else %}{{ gr.score|score }}
+        {%- if gr is none %}{% elif gr.score is none %}error{% elif not gr.applicable %}n/a{% else %}{{ gr.score|score }}
         {%- if gr.turns_total %} ({{ gr.turns_passed }}/{{ gr.turns_total }}){% endif %}{% endif -%}
       </td>
       {% endfor %}
@@ -368,6 +369,9 @@ TEMPLATE = """<!DOCTYPE html>
   <div class="body">
     {% if r.error %}
     <div class="error-box"><b>{{ r.error.category }}</b>: {{ r.error.message }}</div>
+    {% elif r.failed_by %}
+    <div class="error-box"><b>failed by</b>:
+      {% for f in r.failed_by %}{{ f.reason }}{{ "; " if not loop.last }}{% endfor %}</div>
     {% endif %}
     {% if sv.grades %}
     <h3>Grades</h3>
@@ -377,7 +381,7 @@ TEMPLATE = """<!DOCTYPE html>
       {% for gv in sv.grades %}
       {% set gd = gv.grade %}
         <tr><td>{{ gv.name }}</td>
-          <td class="num {{ gv.css }}">{{ gv.score_text }}
+          <td class="num {{ 'muted' if not gd.applicable else gv.css }}">{{ gv.score_text if gd.applicable else "n/a" }}
             {%- if gd.turns_total %} ({{ gd.turns_passed }}/{{ gd.turns_total }} turns){% endif %}</td>
           <td><details class="why">
             <summary>{{ (gd.rationale or gd.error or "no rationale")|truncate(110, true, "…", 0) }}</summary>
@@ -385,8 +389,9 @@ TEMPLATE = """<!DOCTYPE html>
             {% if gd.error and gd.error != gd.rationale %}<div class="err">error: {{ gd.error }}</div>{% endif %}
             {% if gv.judge %}<div class="muted">{{ gv.judge }}</div>{% endif %}
             {% if gd.submission %}<div class="muted">graded text:</div><pre>{{ gd.submission }}</pre>{% endif %}
-            {% if gd.per_turn %}<div class="muted">per turn:
-              {% for t in gd.per_turn %}turn {{ t.turn }} <span class="{{ score_class(t.score) }}">{{ t.score|score }}</span>
+            {% if gd.per_turn_grades %}<div class="muted">per turn:
+              {% for t in gd.per_turn_grades %}turn {{ t.turn + 1 }}
+              <span class="{{ score_class(t.score) }}">{{ t.score|score }}</span>
               {{- ", " if not loop.last }} {% endfor %}</div>{% endif %}
           </details></td></tr>
       {% endfor %}

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from evals_cli.exporters.common import case_name, fmt_score, prepare, unique
+from evals_cli.exporters.common import case_name, failed_labels, fmt_score, prepare, unique
 from evals_cli.models.results import Grade, RunSummary, SampleResult
 
 # XML 1.0 cannot hold these at all, not even escaped; models do emit them (ANSI colours, NULs).
@@ -35,12 +35,6 @@ def _clean(text: object, limit: int | None = None) -> str:
     return value
 
 
-def _failing(grades: dict[str, Grade], threshold: float) -> dict[str, Grade]:
-    """The graders to blame: no score, or a score under the threshold. All of them if none stands out."""
-    blamed = {n: g for n, g in grades.items() if g.score is None or g.score < threshold}
-    return blamed or dict(grades)
-
-
 def _grade_lines(name: str, grade: Grade, threshold: float) -> list[str]:
     head = f"{name}: score {fmt_score(grade.score)}"
     if grade.turns_total:
@@ -50,22 +44,41 @@ def _grade_lines(name: str, grade: Grade, threshold: float) -> list[str]:
         lines.append(f"  error: {_clean(grade.error, _MAX_TEXT)}")
     if grade.rationale:
         lines.append(f"  {_clean(grade.rationale, _MAX_TEXT)}")
-    for turn in grade.per_turn or []:
+    if not grade.applicable:
+        lines[0] += " (n/a: nothing to check)"
+    for turn in grade.per_turn_grades or []:  # 0-based in results, numbered from 1 for people
         if turn.score is not None and turn.score >= threshold:
             continue
-        lines.append(f"  turn {turn.turn}: score {fmt_score(turn.score)}: {_clean(turn.rationale, _MAX_TEXT)}")
+        lines.append(f"  turn {turn.turn + 1}: score {fmt_score(turn.score)}: {_clean(turn.rationale, _MAX_TEXT)}")
         if turn.submission or turn.ground_truth is not None:
             lines.append(f"    answered {_clean(repr(turn.submission), _MAX_TEXT)}, "
                          f"expected {_clean(repr(turn.ground_truth), _MAX_TEXT)}")
     return lines
 
 
+def _blamed(result: SampleResult, threshold: float) -> dict[str, Grade]:
+    """The graders the sample's `failed_by` names (required ones under their threshold), plus, when the
+    weighted rule failed it (or the result predates `failed_by`), every grader under `threshold`."""
+    named = {f.grader: result.grades[f.grader] for f in result.failed_by
+             if f.grader is not None and f.grader in result.grades}
+    if not result.failed_by or any(f.rule == "weighted" for f in result.failed_by):
+        under = {n: g for n, g in result.grades.items() if g.score is None or g.score < threshold}
+        if not under and not named:  # none stands out: show them all
+            under = dict(result.grades)
+        named.update({n: g for n, g in under.items() if n not in named})
+    return named
+
+
 def _failure(case: ET.Element, result: SampleResult, threshold: float) -> None:
-    blamed = _failing(result.grades, threshold)
+    blamed = _blamed(result, threshold)
     summary = ", ".join(f"{n} {fmt_score(g.score)}" for n, g in blamed.items())
-    element = ET.SubElement(case, "failure", type="evals.failed",
-                            message=_clean(f"weighted score {fmt_score(result.score)}; failing: {summary}"))
-    lines = [line for name, grade in blamed.items() for line in _grade_lines(name, grade, threshold)]
+    if result.failed_by:  # the verdict's own reasons: required graders, the weighted rule, unknown tools
+        message = f"failed by {', '.join(failed_labels(result))}: " + "; ".join(f.reason for f in result.failed_by)
+    else:
+        message = f"weighted score {fmt_score(result.score)}; failing: {summary}"
+    element = ET.SubElement(case, "failure", type="evals.failed", message=_clean(message))
+    lines = [f"failed by: {f.reason}" for f in result.failed_by]
+    lines += [line for name, grade in blamed.items() for line in _grade_lines(name, grade, threshold)]
     tools = unique(result.tools_called)
     lines += ["", f"tools called: {', '.join(tools) if tools else 'none'}",
               f"final answer: {_clean(result.trajectory.final_answer, _MAX_TEXT)}"]
@@ -76,6 +89,9 @@ def _error(case: ET.Element, result: SampleResult) -> None:
     if result.error is not None:
         kind, message = result.error.category, result.error.message
         detail = f"{message}\nstopped: {result.trajectory.stop_reason} after {len(result.trajectory.turns)} turn(s)"
+        if result.error.incomplete:  # the agent ran; a grade the verdict needs is missing: show every grade
+            detail += "\n" + "\n".join(f"{n}: score {fmt_score(g.score)}: {_clean(g.error or g.rationale, _MAX_TEXT)}"
+                                       for n, g in result.grades.items())
     else:  # graded by nobody: every grader failed to give a score
         kind, message = "grader", "no grader could grade this sample"
         detail = "\n".join(f"{n}: {_clean(g.error or g.rationale, _MAX_TEXT)}" for n, g in result.grades.items())
@@ -97,7 +113,8 @@ def _properties(suite: ET.Element, summary: RunSummary | None) -> None:
     values: dict[str, object] = {"status": summary.status, "agent_tokens": summary.usage.total_tokens,
                                  "judge_tokens": summary.judge_usage.total_tokens}
     if summary.gate is not None:
-        values["gate.passed"] = str(summary.gate.passed).lower()
+        # JSON's words: an incomplete run's gate was not evaluated (null), never a pass computed from survivors
+        values["gate.passed"] = "null" if summary.gate.passed is None else str(summary.gate.passed).lower()
         values["gate.metric"] = "" if summary.gate.metric is None else f"{summary.gate.metric:.6g}"
         values["gate.message"] = summary.gate.message
     for name, agg in summary.graders.items():

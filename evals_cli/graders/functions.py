@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from evals_cli import safe_regex
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 
@@ -97,14 +97,21 @@ def load_function(ref: str, base_dir: Path) -> GraderFn:
 
 
 def _alternatives(sample: Sample) -> list[str]:
+    """The ground truth's alternatives, without empty ones: "" is in (and matches) every answer, so an empty
+    alternative would pass anything; a ground truth with only empty ones is n/a (`_no_ground_truth`)."""
     gt = sample.ground_truth
     if gt is None:
         return []
-    return [str(g) for g in gt] if isinstance(gt, list) else [str(gt)]
+    values = [str(g) for g in gt] if isinstance(gt, list) else [str(gt)]
+    return [v for v in values if v.strip()]
 
 
-def _no_ground_truth() -> Grade:
-    return Grade(score=1.0, rationale="no ground truth: nothing to check")
+def _no_ground_truth(sample: Sample) -> Grade:
+    """Nothing to check: n/a (1.0 by convention, `applicable` False), never "found '' in the submission"."""
+    if sample.ground_truth is None or sample.ground_truth == []:
+        return Grade.not_applicable("no ground truth: nothing to check")
+    return Grade.not_applicable(f"ground truth {sample.ground_truth!r} is empty: nothing to check "
+                                "(an empty string is in every answer)")
 
 
 @grader
@@ -112,7 +119,7 @@ def contains(sample: Sample, submission: str, *, case_sensitive: bool = False) -
     """Ground truth (any alternative) appears in the submission; case-insensitive by default."""
     wanted = _alternatives(sample)
     if not wanted:
-        return _no_ground_truth()
+        return _no_ground_truth(sample)
     hay = submission if case_sensitive else submission.casefold()
     for alt in wanted:
         if (alt if case_sensitive else alt.casefold()) in hay:
@@ -125,7 +132,7 @@ def exact_match(sample: Sample, submission: str, *, case_sensitive: bool = True)
     """Submission equals the ground truth after stripping whitespace; case-sensitive by default."""
     wanted = _alternatives(sample)
     if not wanted:
-        return _no_ground_truth()
+        return _no_ground_truth(sample)
     got = submission.strip() if case_sensitive else submission.strip().casefold()
     for alt in wanted:
         if got == (alt.strip() if case_sensitive else alt.strip().casefold()):
@@ -138,14 +145,16 @@ def regex_match(sample: Sample, submission: str, *, case_sensitive: bool = False
     """Ground truth is a regex searched in the submission; case-insensitive by default."""
     wanted = _alternatives(sample)
     if not wanted:
-        return _no_ground_truth()
-    flags = 0 if case_sensitive else re.IGNORECASE
+        return _no_ground_truth(sample)
+    flags = 0 if case_sensitive else safe_regex.IGNORECASE
     for pattern in wanted:
         try:
-            if re.search(pattern, submission, flags):
+            if safe_regex.search(pattern, submission, flags):
                 return Grade(score=1.0, rationale=f"matches /{pattern}/")
-        except re.error as exc:
+        except safe_regex.RegexError as exc:
             return Grade.failed(f"ground truth /{pattern}/ is not a valid regex: {exc}")
+        except safe_regex.RegexTimeout as exc:  # a hostile pattern: an error grade naming it, never a hang
+            return Grade.failed(f"ground truth {exc}")
     return Grade(score=0.0, rationale=f"no match for {' / '.join(f'/{p}/' for p in wanted)}")
 
 

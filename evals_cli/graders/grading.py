@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from evals_cli.graders.base import GradeContext, Grader
 from evals_cli.models.results import Grade, TurnGrade
@@ -26,12 +27,14 @@ async def _safe(grader: Grader, ctx: GradeContext) -> Grade:
 
 async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory,
                           passes: Callable[[float], bool], tools: dict[str, ToolSpec]) -> Grade:
+    """letta-evals' per-turn shape: `per_turn_grades` (0-based turns) and `metadata.turns_passed/turns_total`;
+    the grade is the mean over the turns graded, and n/a only when no turn had anything to check."""
     turns: list[TurnGrade] = []
     grades: list[Grade] = []
     for index in range(len(sample.user_turns)):
         ground_truth = sample.ground_truth_for(index)
         if index >= len(trajectory.turns):
-            grades.append(Grade(score=0.0, rationale=f"turn {index + 1} was never reached "
+            grades.append(Grade(score=0.0, rationale=f"turn {index} was never reached "
                                                      f"({trajectory.stop_reason})"))
         else:
             view = Trajectory(prefilled=trajectory.prefilled, turns=[trajectory.turns[index]],
@@ -39,7 +42,7 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
             ctx = GradeContext(sample, trajectory.scoped(index), view, index, ground_truth, tools)
             grades.append(await _safe(grader, ctx))
         g = grades[-1]
-        turns.append(TurnGrade(turn=index + 1, score=g.score, rationale=g.rationale,
+        turns.append(TurnGrade(turn=index, score=g.score, rationale=g.rationale,
                                submission=g.submission or "", ground_truth=ground_truth))
     scores = [t.score for t in turns if t.score is not None]
     errors = [t for t in turns if t.score is None]
@@ -51,7 +54,7 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
     rationale = f"{passed}/{len(turns)} turns passed"
     if errors:
         rationale += f"; {len(errors)} turn(s) could not be graded"
-    metadata: dict = {"usage": usage}
+    metadata: dict[str, Any] = {"usage": usage, "turns_passed": passed, "turns_total": len(turns)}
     judge = next((g.metadata["judge"] for g in grades if "judge" in g.metadata), None)
     if judge is not None:
         metadata["judge"] = judge
@@ -60,18 +63,25 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
         metadata["panel_units"] = units
     if any(g.metadata.get("unreliable") for g in grades):
         metadata["unreliable"] = True
-    return Grade(score=_mean(scores), rationale=rationale, per_turn=turns, turns_passed=passed,
-                 turns_total=len(turns), error=None if scores else "no turn could be graded", metadata=metadata)
+    applicable = any(g.applicable for g in grades)
+    return Grade(score=_mean(scores), rationale=rationale, per_turn_grades=turns, applicable=applicable,
+                 error=None if scores else "no turn could be graded", metadata=metadata)
 
 
 async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,
-                       passes: Callable[[float], bool], tools: dict[str, ToolSpec] | None = None) -> dict[str, Grade]:
-    """Every grader's verdict on one sample, run concurrently (judge calls overlap)."""
+                       passes: Callable[[float], bool], tools: dict[str, ToolSpec] | None = None, *,
+                       grader_passes: Callable[[str, float], bool] | None = None) -> dict[str, Grade]:
+    """Every grader's verdict on one sample, run concurrently (judge calls overlap).
+
+    A turn of a per-turn sample counts as passed when it reaches its grader's threshold (`grader_passes`,
+    the gate's `Gate.grader_passes`); `passes` is the fallback for callers that have one rule for all.
+    """
     tools = tools or {}
 
     async def one(grader: Grader) -> Grade:
         if grader.per_turn and sample.per_turn:
-            return await _grade_per_turn(grader, sample, trajectory, passes, tools)
+            rule = passes if grader_passes is None else (lambda s, n=grader.name: grader_passes(n, s))
+            return await _grade_per_turn(grader, sample, trajectory, rule, tools)
         ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None), tools)
         return await _safe(grader, ctx)
 

@@ -7,10 +7,10 @@ Catches "the tool returned DB_HOST=localhost and the agent reports the host is 5
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
+from evals_cli import safe_regex
 from evals_cli.graders.base import GradeContext, Grader, register_grader
 from evals_cli.models.grader_specs.trajectory import GroundingSpec
 from evals_cli.models.results import Grade
@@ -37,22 +37,26 @@ def tool_texts(trajectory: Trajectory) -> list[str]:
 
 
 class Finder:
-    """Finds a value in text under the spec's case and whole-word rules."""
+    """Finds a value in text under the spec's case and whole-word rules (through safe_regex, bounded in time
+    like every pattern built from user data)."""
 
     def __init__(self, case_sensitive: bool, whole_word: bool) -> None:
-        self.flags = 0 if case_sensitive else re.IGNORECASE
+        self.flags = 0 if case_sensitive else safe_regex.IGNORECASE
         self.whole_word = whole_word
 
-    def pattern(self, value: str) -> re.Pattern[str]:
-        escaped = re.escape(value)
-        return re.compile(rf"(?<!\w){escaped}(?!\w)" if self.whole_word else escaped, self.flags)
+    def pattern(self, value: str) -> safe_regex.Pattern:
+        escaped = safe_regex.escape(value)
+        return safe_regex.compile(rf"(?<!\w){escaped}(?!\w)" if self.whole_word else escaped, self.flags)
+
+    def search(self, value: str, text: str) -> bool:
+        return safe_regex.search(self.pattern(value), text) is not None
 
     def line_with(self, value: str, texts: list[str]) -> str | None:
         """The first line of `texts` holding `value` (to show where the tool said it), or None."""
         pattern = self.pattern(value)
         for text in texts:
             for line in text.splitlines():
-                if pattern.search(line):
+                if safe_regex.search(pattern, line):
                     return line.strip()[:80]
         return None
 
@@ -86,19 +90,19 @@ class GroundingGrader(Grader):
             return Grade.failed(str(exc))
         answer = ctx.submission(self.spec.extractor, self.spec.extractor_config)
         if not cite and not avoid:
-            return Grade(score=1.0, rationale="no must_cite or must_not_say values: nothing to check", submission=answer)
+            return Grade.not_applicable("no must_cite or must_not_say values: nothing to check", submission=answer)
         find = Finder(self.spec.case_sensitive, self.spec.whole_word)
         sources = tool_texts(ctx.trajectory)
         problems: list[str] = []
         for value in cite:
             source = find.line_with(value, sources)
-            if not find.pattern(value).search(answer):
+            if not find.search(value, answer):
                 where = f" (the tool said {source!r})" if source else ""
                 problems.append(f"the answer does not cite {value!r}{where}")
             elif self.spec.require_source and source is None:
                 problems.append(f"the answer says {value!r} but no tool result contains it (ungrounded)")
         for value in avoid:
-            if find.pattern(value).search(answer):
+            if find.search(value, answer):
                 source = find.line_with(value, sources)
                 where = f"; the tool said {source!r}" if source else ""
                 problems.append(f"the answer says {value!r}, a listed misreading{where}")

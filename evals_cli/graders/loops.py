@@ -90,7 +90,7 @@ class NoLoopsGrader(Grader):
     async def grade(self, ctx: GradeContext) -> Grade:
         calls = [(i, c) for i, c in enumerate(ctx.trajectory.tool_calls) if not any_glob(c.name, self.spec.ignore)]
         if not calls:
-            return Grade(score=1.0, rationale="no tool calls: nothing to check")
+            return Grade.not_applicable("no tool calls: nothing to check")
         loops = find_loops(calls, self.spec)
         metadata = {"loops": [asdict(loop) for loop in loops]}
         if loops:

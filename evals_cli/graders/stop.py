@@ -25,6 +25,7 @@ from evals_cli.models.trajectory import ToolCall
 class Check:
     score: float
     rationale: str
+    applicable: bool = True  # False: this check had nothing to look at (the grade is n/a when none had)
 
 
 def _fits(pattern: str, name: str) -> bool:
@@ -64,20 +65,21 @@ class _Checks:
 
     def premature_stop(self) -> Check:
         if self.required is None:
-            return Check(1.0, "no required tools: nothing to check")
-        if self.stop_reason != "completed":
-            return Check(1.0, f"not applicable: the agent did not stop by itself ({self.stop_reason}; see max_steps)")
+            return Check(1.0, "no required tools: nothing to check", applicable=False)
+        if self.stop_reason in ("max_steps", "error"):  # empty_answer, unparsed_tool_call: it stopped itself
+            return Check(1.0, f"not applicable: the agent did not stop by itself ({self.stop_reason}; see max_steps)",
+                         applicable=False)
         if self.done is not None:
             if not self.required:
-                return Check(1.0, "nothing was required; it stopped by itself")
+                return Check(1.0, "nothing was required; it stopped by itself", applicable=False)
             return Check(1.0, f"stopped after the required calls ({', '.join(self.required)})")
         return Check(0.0, f"stopped before calling required tool(s) {', '.join(repr(m) for m in self.missing)}")
 
     def no_stop(self) -> Check:
         if self.required is None:
-            return Check(1.0, "no required tools: nothing to check")
+            return Check(1.0, "no required tools: nothing to check", applicable=False)
         if self.done is None:
-            return Check(1.0, "the required calls never completed: nothing to stop after")
+            return Check(1.0, "the required calls never completed: nothing to stop after", applicable=False)
         after = [self.calls[i] for group in self.groups[self.done + 1:] for i in group]
         mutating = [c for c in after if any_glob(c.name, self.spec.mutating)]
         since = "after the required calls were complete" if self.required else "though none were needed"
@@ -110,16 +112,17 @@ class StopBehaviorGrader(Grader):
         super().__init__(name, spec)
 
     async def grade(self, ctx: GradeContext) -> Grade:
-        required = self.spec.required if self.spec.required is not None else ctx.sample.expected_tool_order
+        required = self.spec.required_tools if self.spec.required_tools is not None else ctx.sample.expected_tool_order
         checks = _Checks(self.spec, ctx, required)
         results = {name: getattr(checks, name)() for name in self.spec.checks}
         scores = [c.score for c in results.values()]
         score = min(scores) if self.spec.combine == "min" else sum(scores) / len(scores)
         failed = [name for name, c in results.items() if c.score < 1.0]
-        metadata = {"checks": {n: {"score": c.score, "rationale": c.rationale} for n, c in results.items()},
-                    "failed": failed}
+        metadata = {"checks": {n: {"score": c.score, "rationale": c.rationale, "applicable": c.applicable}
+                               for n, c in results.items()}, "failed": failed}
         if failed:
             why = f"failed {', '.join(failed)} — " + "; ".join(f"{n}: {results[n].rationale}" for n in failed)
         else:
             why = "passed " + "; ".join(f"{n}: {c.rationale}" for n, c in results.items())
-        return Grade(score=score, rationale=why, metadata=metadata)
+        return Grade(score=score, rationale=why, metadata=metadata,
+                     applicable=any(c.applicable for c in results.values()))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from evals_cli import safe_regex
 from evals_cli.graders.base import GradeContext, Grader, register_grader
 from evals_cli.graders.functions import load_function, to_grade
 from evals_cli.models.grader_specs.text import ToolGraderSpec
@@ -32,8 +32,8 @@ class ToolGrader(Grader):
         problems = []
         for pattern in patterns:
             try:
-                re.compile(str(pattern))
-            except re.error as exc:
+                safe_regex.compile(str(pattern))
+            except safe_regex.RegexError as exc:
                 problems.append(f"sample {sample.id!r}: ground_truth /{pattern}/ is not a valid regex ({exc}), "
                                 f"needed by grader {self.name} (regex_match)")
         return problems

@@ -96,7 +96,7 @@ class ToolArgsGrader(Grader):
         except ValueError as exc:
             return Grade.failed(str(exc))
         if not expected:
-            return Grade(score=1.0, rationale="no expected calls: nothing to check")
+            return Grade.not_applicable("no expected calls: nothing to check")
         cases = [_Case(e, self.spec.defaults, self.spec.allow_extra_args) for e in expected]
         calls = ctx.trajectory.tool_calls
         matching = max_matching(cases, calls, lambda case, call: case.fits(call))

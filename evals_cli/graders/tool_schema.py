@@ -48,7 +48,7 @@ class ToolSchemaGrader(Grader):
     async def grade(self, ctx: GradeContext) -> Grade:
         calls = ctx.trajectory.tool_calls
         if not calls:
-            return Grade(score=1.0, rationale="no tool calls: nothing to check", metadata={"violations": []})
+            return Grade.not_applicable("no tool calls: nothing to check", metadata={"violations": []})
         found = [v for i, call in enumerate(calls) for v in violations(i, call, ctx.tools)
                  if v["kind"] not in self.spec.ignore]
         bad = sorted({v["call_index"] for v in found})

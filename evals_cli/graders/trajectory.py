@@ -162,8 +162,8 @@ class ToolOrderGrader(Grader):
         mode = self.spec.mode
         # An empty list still says something in the modes that limit calls: "call nothing".
         if expected is None or (not expected and mode in ("subsequence", "subset")):
-            return Grade(score=1.0, rationale="no expected tool order: nothing to check",
-                         metadata={"called": names, "mode": mode})
+            return Grade.not_applicable("no expected tool order: nothing to check",
+                                        metadata={"called": names, "mode": mode})
         verdict = _judge(mode, list(expected), names, step_groups(ctx.trajectory))
         score = (1.0 if verdict.complete else 0.0) if self.spec.score == "binary" else verdict.fraction
         return Grade(score=score, rationale=verdict.why,
@@ -183,7 +183,7 @@ class ToolsAvoidedGrader(Grader):
     async def grade(self, ctx: GradeContext) -> Grade:
         forbidden = list(dict.fromkeys([*(ctx.sample.forbidden_tools or []), *self.spec.tools]))
         if not forbidden:
-            return Grade(score=1.0, rationale="no forbidden tools: nothing was broken")
+            return Grade.not_applicable("no forbidden tools: nothing to check")
         hits = [c.name for c in ctx.trajectory.tool_calls if any_glob(c.name, forbidden)]
         if hits:
             counts = {n: hits.count(n) for n in dict.fromkeys(hits)}

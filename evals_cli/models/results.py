@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from evals_cli.models.base import Record
 from evals_cli.models.trajectory import Trajectory, Usage
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: per-turn grades in the letta-evals shape (`per_turn_grades`, 0-based `turn`, `metadata.turns_passed` /
+`turns_total`), `Grade.applicable`, `SampleResult.failed_by`. Version-1 lines are read and upgraded in memory."""
 
 ErrorCategory = Literal[
     "endpoint", "auth", "rate_limit", "timeout", "invalid_response", "tool_args", "grader", "judge", "replay", "internal"
@@ -17,7 +19,7 @@ ErrorCategory = Literal[
 
 
 class TurnGrade(Record):
-    """A grade for one user turn of a per-turn sample."""
+    """A grade for one user turn of a per-turn sample (letta-evals' PerTurnGrade). `turn` is 0-based."""
 
     turn: int
     score: float | None
@@ -26,22 +28,71 @@ class TurnGrade(Record):
     ground_truth: Any = None
 
 
+def _turn_from_v1(turn: Any) -> Any:
+    """A version-1 turn grade (1-based `turn`) as version 2 (0-based)."""
+    if isinstance(turn, TurnGrade):
+        return turn.model_copy(update={"turn": turn.turn - 1})
+    if isinstance(turn, dict) and isinstance(turn.get("turn"), int):
+        return {**turn, "turn": turn["turn"] - 1}
+    return turn
+
+
+def _upgrade_v1_grade(data: Any) -> Any:
+    """A version-1 grade (`per_turn` with 1-based turns, top-level `turns_passed`/`turns_total`) in the
+    version-2 shape, so every reader (report, compare, merge, resume, exporters) handles both."""
+    if not isinstance(data, dict) or "per_turn" not in data:
+        return data
+    data = dict(data)
+    old = data.pop("per_turn")
+    if old is not None and "per_turn_grades" not in data:
+        data["per_turn_grades"] = [_turn_from_v1(t) for t in old]
+    metadata = dict(data.get("metadata") or {})
+    for key in ("turns_passed", "turns_total"):
+        if data.get(key) is not None:
+            metadata.setdefault(key, data[key])
+        data.pop(key, None)
+    data["metadata"] = metadata
+    return data
+
+
 class Grade(Record):
-    """A grader's verdict. `score` None means the grader could not grade: never read it as 0."""
+    """A grader's verdict. `score` None means the grader could not grade: never read it as 0.
+
+    `applicable` False means the grader had nothing to check on this sample (no ground truth, no expected
+    calls, ...): it scores 1.0 by convention, but the sample was not really checked by it.
+    """
 
     score: float | None
     rationale: str = ""
-    per_turn: list[TurnGrade] | None = None
-    turns_passed: int | None = None
-    turns_total: int | None = None
+    applicable: bool = Field(default=True, description="False: nothing to check (the 1.0 is a convention).")
+    per_turn_grades: list[TurnGrade] | None = Field(
+        default=None, description="Per-turn samples: one grade per user turn, 0-based (letta-evals' shape).")
     submission: str | None = None
     error: str | None = Field(default=None, description="Why there is no score.")
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Per-turn graders put turns_passed and turns_total here.")
+
+    _upgrade = model_validator(mode="before")(_upgrade_v1_grade)
+
+    @property
+    def turns_passed(self) -> int | None:
+        value = self.metadata.get("turns_passed")
+        return value if isinstance(value, int) else None
+
+    @property
+    def turns_total(self) -> int | None:
+        value = self.metadata.get("turns_total")
+        return value if isinstance(value, int) else None
 
     @classmethod
     def failed(cls, reason: str, **metadata: Any) -> Grade:
         """A grade that could not be given (error), as opposed to a low score."""
         return cls(score=None, rationale=reason, error=reason, metadata=metadata)
+
+    @classmethod
+    def not_applicable(cls, reason: str, **fields: Any) -> Grade:
+        """Nothing to check: 1.0 by convention, marked so the table and the aggregates do not count it."""
+        return cls(score=1.0, rationale=reason, applicable=False, **fields)
 
 
 class ErrorInfo(Record):
@@ -49,6 +100,30 @@ class ErrorInfo(Record):
 
     category: ErrorCategory
     message: str
+
+    @property
+    def incomplete(self) -> bool:
+        """The agent ran, but a grade the verdict needs is missing (see `Gate.judge_sample`)."""
+        return self.category in ("judge", "grader") and self.message.startswith("incomplete:")
+
+
+class FailedBy(Record):
+    """One reason a sample failed: a required grader under its threshold, the gate's own sample rule, or a
+    call to a tool that was never offered."""
+
+    rule: Literal["required", "threshold", "weighted", "unknown_tool"] = Field(
+        description="required: a required grader under its threshold; threshold: a grader under its threshold "
+        "with gate.sample_pass all; weighted: the gate's per-sample rule on the weighted score; unknown_tool: "
+        "the agent called a tool it was never offered.")
+    grader: str | None = Field(default=None, description="The grader to blame (None for weighted/unknown_tool).")
+    score: float | None = None
+    threshold: float | None = None
+    reason: str = ""
+
+    @property
+    def label(self) -> str:
+        """The short name a table row shows: the grader, `weighted` or `unknown tool`."""
+        return self.grader or ("weighted" if self.rule == "weighted" else "unknown tool")
 
 
 class SampleResult(Record):
@@ -63,11 +138,18 @@ class SampleResult(Record):
     grades: dict[str, Grade] = Field(default_factory=dict)
     score: float | None = Field(default=None, description="Weighted score over the gate's graders.")
     passed: bool | None = None
+    failed_by: list[FailedBy] = Field(default_factory=list, description="Why the sample failed (empty if it did not).")
     error: ErrorInfo | None = None
     latency_s: float = 0.0
     usage: Usage = Field(default_factory=Usage)
     judge_usage: Usage = Field(default_factory=Usage)
     cost: float | None = None
+
+    @model_validator(mode="after")
+    def _current_version(self) -> SampleResult:
+        """Older lines are upgraded on read (see `_upgrade_v1_grade`); once in memory they are this version."""
+        self.schema_version = SCHEMA_VERSION
+        return self
 
     @property
     def tools_called(self) -> list[str]:
@@ -78,6 +160,9 @@ class GraderAggregate(Record):
     """One grader over the run."""
 
     count: int = 0
+    applicable: int | None = Field(
+        default=None, description="Of `count`, the samples the grader really checked (the rest were n/a); "
+        "None in summaries written before version 2.")
     errors: int = 0
     avg_score: float | None = None
     accuracy: float | None = None
@@ -111,6 +196,36 @@ class JudgeAgreement(Record):
     units: int = 0
     alpha: float | None = Field(default=None, description="Krippendorff's alpha (interval) across the panel.")
     unreliable: int = Field(default=0, description="Grades whose verdict spread exceeded max_spread.")
+
+
+class Coverage(Record):
+    """How much of the dataset a run covered, and why not all of it: a verdict over 5 of 200 rows must say so.
+
+    Counts are samples (dataset rows), each counted once whatever its repeats; `results` and `expected_results`
+    count (sample, repeat) pairs."""
+
+    dataset_rows: int | None = Field(default=None, description="Rows in the dataset file (None: not counted).")
+    tagged: int | None = Field(default=None, description="Rows the tag filter kept (all rows without a filter).")
+    limited: int | None = Field(default=None, description="Of those, the rows -n/max_samples kept.")
+    selected: int | None = Field(default=None, description="Of those, the rows in this shard: the rows to run.")
+    run: int = Field(default=0, description="Samples with at least one result (a result or an error).")
+    results: int = Field(default=0, description="Result lines: (sample, repeat) pairs that finished.")
+    expected_results: int | None = Field(default=None, description="selected × repeats.")
+    tags: list[str] = Field(default_factory=list)
+    max_samples: int | None = None
+    shard: str | None = None
+    reasons: list[str] = Field(default_factory=list, description="Why fewer samples than the dataset's rows ran.")
+
+    @property
+    def complete(self) -> bool:
+        """Every row of the dataset ran (or the rows were not counted)."""
+        return self.dataset_rows is None or self.run >= self.dataset_rows
+
+    def line(self) -> str | None:
+        """'ran 32 of 200 samples: interrupted after 32 of 200' when fewer than the dataset's rows ran."""
+        if self.complete:
+            return None
+        return f"ran {self.run} of {self.dataset_rows} samples: {'; '.join(self.reasons or ['reason not recorded'])}"
 
 
 class GateResult(Record):
@@ -152,4 +267,6 @@ class RunSummary(Record):
     latency_p95_s: float | None = None
     status: Literal["completed", "aborted", "interrupted"] = "completed"
     abort_reason: str | None = None
+    coverage: Coverage | None = Field(
+        default=None, description="N of M: how many of the dataset's rows ran, and why not all of them.")
     exit_code: int = 0

@@ -28,7 +28,7 @@ from evals_cli.models.grader_specs import (  # noqa: F401  (re-exported)
 from evals_cli.models.tools import ToolSpec
 
 Aggregation = Literal[
-    "avg_score", "accuracy", "min", "max", "median", "p50", "p95", "p99", "pass_at_k", "pass_hat_k"
+    "avg_score", "accuracy", "min", "max", "median", "p50", "p95", "p99", "pass_at_k", "pass_hat_k", "pass_rate"
 ]
 Op = Literal["gt", "gte", "lt", "lte", "eq"]
 LogicalOp = Literal["and", "or"]
@@ -90,7 +90,22 @@ class JudgeSpec(EndpointSpec):
     temperature: float | None = Field(default=0.0, ge=0, le=2, description="Judge sampling temperature.")
 
 
-class _Thresholds(StrictModel):
+SamplePass = Literal["weighted", "all"]
+
+
+class _SampleRule(StrictModel):
+    """How one sample's verdict is reached, on every gate kind (read from the top-level gate only)."""
+
+    sample_pass: SamplePass = Field(
+        default="weighted",
+        description="weighted: the gate's per-sample rule on the weighted score, and every required grader at or "
+        "above its threshold; all: every grader at or above its threshold (as well as the weighted rule).")
+    unknown_tools: Literal["fail", "allow"] = Field(
+        default="fail",
+        description="fail: a call to a tool the agent was never offered fails the sample; allow: only recorded.")
+
+
+class _Thresholds(_SampleRule):
     """The run-level comparison and the per-sample pass rule every scoring gate kind shares."""
 
     op: Op = Field(default="gte", description="Comparison of the aggregated metric with value.")
@@ -136,7 +151,7 @@ class SimpleGate(_Thresholds):
     aggregation: Aggregation = Field(default="avg_score", description="How the grader's sample scores are aggregated.")
 
 
-class LogicalGate(StrictModel):
+class LogicalGate(_SampleRule):
     """Several gates joined by and/or; a sample passes when its sub-gates' sample verdicts do."""
 
     kind: Literal["logical"] = "logical"
@@ -260,6 +275,10 @@ def _check_gate_names(gate: dict[str, Any], path: tuple[Any, ...], graders: list
         for i, sub in enumerate(subs):
             if isinstance(sub, dict):
                 problems.extend(_check_gate_names(sub, (*path, "gates", i), graders))
+                for key, default in (("sample_pass", "weighted"), ("unknown_tools", "fail")):
+                    if sub.get(key, default) != default:
+                        problems.append(((*path, "gates", i, key), f"{key} is read from the top-level gate only; "
+                                                                   "set it there"))
     return problems
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
-from evals_cli.errors import ConfigError
+from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError
 from evals_cli.gate import Gate
-from evals_cli.models.results import RunSummary
+from evals_cli.models.results import Coverage, RunSummary
 from evals_cli.models.specs import SuiteSpec
-from evals_cli.output.files import RESULTS_NAME, ResultsWriter, read_results, results_path
+from evals_cli.output.files import RESULTS_NAME, ResultsWriter, read_results, read_summary, results_path
 from evals_cli.output.summary import Accumulator
 from evals_cli.runner.exit_codes import exit_code_for
-from evals_cli.runner.manifest import Manifest, read_manifest, write_manifest
+from evals_cli.runner.manifest import Manifest, folder_error, make_run_folder, read_manifest, write_manifest
 
 
 def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> tuple[RunSummary, list[str]]:
@@ -31,12 +31,19 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> t
                               f"{first.suite!r}, or the suite or dataset changed); merge only shards of one suite")
     if (out / RESULTS_NAME).exists():
         raise ConfigError(f"{out}: already holds results; merge into a new folder")
+    saved = [read_summary(d) for d in dirs]
+    unfinished = [_unfinished(d, s) for d, s in zip(dirs, saved, strict=True)]
     gate_spec = TypeAdapter(SuiteSpec.model_fields["gate"].annotation).validate_python(first.gate)
     gate = Gate(gate_spec, first.graders)
     acc = Accumulator(gate, first.suite, first.graders, first.repeats, dict(first.pricing))
-    writer = ResultsWriter(out)
+    make_run_folder(out, "-o")  # a file, under a file, unwritable: said before anything is written
+    try:
+        writer = ResultsWriter(out)
+    except OSError as exc:
+        raise folder_error(out, exc, "-o") from None
     warnings: list[str] = []
     seen: dict[tuple[str, int], Path] = {}
+    samples: set[str] = set()
     try:
         for d in dirs:
             for result in read_results(d, warnings):
@@ -45,6 +52,7 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> t
                     raise ConfigError(f"sample {result.sample_id!r} (repeat {result.repeat}) is in both {seen[key]} "
                                       f"and {d}: the same shard given twice?")
                 seen[key] = d
+                samples.add(result.sample_id)
                 writer.write(result)
                 acc.add(result)
     except ConfigError:
@@ -52,6 +60,11 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> t
         shutil.rmtree(out, ignore_errors=True)
         raise
     summary = acc.summary()
+    summary.coverage = _coverage(saved, acc.total, len(samples))
+    stopped = [u for u in unfinished if u]
+    if stopped:  # a shard that did not finish leaves samples out: the merged run is incomplete, no verdict
+        summary.status = "aborted"
+        summary.abort_reason = "; ".join(stopped) + "; finish it with evals run SUITE --resume DIR, then merge again"
     summary.exit_code = exit_code_for(summary, max_error_rate)
     writer.write_summary(summary)
     writer.close()
@@ -60,3 +73,27 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> t
     if len(shards) != len(manifests):
         warnings.append("some folders were not run with --shard")
     return summary, warnings
+
+
+def _unfinished(directory: Path, summary: RunSummary | None) -> str | None:
+    """Why a shard's results are not the whole shard (None when it finished)."""
+    if summary is None:
+        return f"{directory} has no summary.json (the shard was stopped before it finished)"
+    if summary.status != "completed" or summary.exit_code in (EXIT_INCOMPLETE, EXIT_INTERRUPTED):
+        status = summary.status if summary.status != "completed" else "incomplete"
+        return f"{directory} was {status}" + (f" ({summary.abort_reason})" if summary.abort_reason else "")
+    return None
+
+
+def _coverage(saved: list[RunSummary | None], results: int, samples: int) -> Coverage | None:
+    """The shards' plans joined: the same dataset rows, filters and -n; the selected rows add up."""
+    plans = [s.coverage for s in saved if s is not None and s.coverage is not None]
+    if not plans or len(plans) != len(saved):
+        return None
+    first = plans[0]
+    selected = sum(p.selected or 0 for p in plans)
+    shards = ", ".join(sorted(p.shard for p in plans if p.shard))
+    return Coverage(dataset_rows=first.dataset_rows, tagged=first.tagged, limited=first.limited, selected=selected,
+                    expected_results=sum(p.expected_results or 0 for p in plans), tags=first.tags,
+                    max_samples=first.max_samples, run=samples, results=results,
+                    shard=shards if first.limited is not None and selected < first.limited else None)

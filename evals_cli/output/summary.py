@@ -26,6 +26,7 @@ class Accumulator:
         self.per_sample: dict[str, list[int]] = {}
         self.scores: dict[str, ScoreCounts] = {g: ScoreCounts() for g in grader_names}
         self.grade_errors: Counter[str] = Counter()
+        self.not_applicable: Counter[str] = Counter()  # per grader: samples it had nothing to check on
         self.total = self.errored = self.passed = self.failed = 0
         self.errors_by_category: Counter[str] = Counter()
         self.usage = Usage()
@@ -53,6 +54,12 @@ class Accumulator:
         if result.error is not None:
             self.errored += 1
             self.errors_by_category[result.error.category] += 1
+            # incomplete (a grade the verdict needs is missing): counted as errored, kept out of the averages,
+            # but its missing grades still count as missing
+            for name, grade in result.grades.items():
+                self.grades_total += 1
+                if grade.score is None:
+                    self.grade_errors[name] += 1
             return
         for name, grade in result.grades.items():
             self.grades_total += 1
@@ -65,6 +72,8 @@ class Accumulator:
                 self.errors_by_category["judge" if "judge" in grade.metadata else "grader"] += 1
             else:
                 self.scores.setdefault(name, ScoreCounts()).append(grade.score)
+                if not grade.applicable:
+                    self.not_applicable[name] += 1
         if result.passed is True:
             self.passed += 1
         elif result.passed is False:
@@ -78,7 +87,7 @@ class Accumulator:
         for name, scores in self.scores.items():
             others = sorted(r for r in rules.get(name, ()) if r != default)
             out[name] = GraderAggregate(
-                count=len(scores), errors=self.grade_errors[name],
+                count=len(scores), applicable=len(scores) - self.not_applicable[name], errors=self.grade_errors[name],
                 avg_score=aggregate(scores, "avg_score", passes),
                 accuracy=aggregate(scores, "accuracy", passes),
                 min=aggregate(scores, "min", passes), max=aggregate(scores, "max", passes),
@@ -122,7 +131,8 @@ class Accumulator:
         return RunSummary(
             suite=self.suite, total=self.total, graded=self.total - self.errored, errored=self.errored,
             passed=self.passed, failed=self.failed, errors_by_category=dict(self.errors_by_category),
-            graders=aggregates, gate=self.gate.decide(aggregates, reliability), usage=self.usage,
+            graders=aggregates, usage=self.usage,
+            gate=self.gate.decide(aggregates, reliability, (self.passed, self.passed + self.failed)),
             judge_usage=self.judge_usage, reliability=reliability, judge_agreement=self.judge_agreement(),
             grades_total=self.grades_total, grades_missing=self.missing_grades,
             cost=self.cost if self.pricing else None,

@@ -10,36 +10,26 @@ import signal
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 from evals_cli.endpoints.errors import classify
+from evals_cli.endpoints.secrets import Redactor
+from evals_cli.errors import ConfigError
 from evals_cli.graders.grading import grade_sample
-from evals_cli.models.results import ErrorInfo, Grade, SampleResult
+from evals_cli.models.results import Coverage, ErrorInfo, Grade, SampleResult
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory, Usage
-from evals_cli.output.files import ResultsWriter, default_output_dir
+from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir
 from evals_cli.output.summary import Accumulator
-from evals_cli.runner.exit_codes import exit_code_for
+from evals_cli.runner.exit_codes import exit_code_for, progress
 from evals_cli.runner.fingerprint import fingerprint
-from evals_cli.runner.manifest import Manifest, write_manifest
+from evals_cli.runner.manifest import Manifest, folder_error, write_manifest
 from evals_cli.runner.options import ResultCallback, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.runner.resume import load_for_resume
 from evals_cli.targets.base import SampleFailed
 from evals_cli.telemetry import make_telemetry, otel_requested
 from evals_cli.tools.mock import merge_tools
-
-
-class Redactor:
-    """Replaces API keys in any text we write; servers sometimes echo them in error bodies."""
-
-    def __init__(self, secrets: list[str]) -> None:
-        self.secrets = [s for s in secrets if len(s) >= 6]
-
-    def __call__(self, text: str) -> str:
-        for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
 
 
 class Execution:
@@ -52,8 +42,14 @@ class Execution:
         if options.resume is not None:
             self.resume = load_for_resume(options.resume, self.fingerprint, options.retry_errors)
             self.output_dir = self.resume.directory
+        elif options.output is not None:
+            self.output_dir = options.output
+            _refuse_earlier_run(options.output)
         else:
-            self.output_dir = options.output or default_output_dir(prepared.suite.name)
+            try:
+                self.output_dir = default_output_dir(prepared.suite.name)
+            except OSError as exc:  # ./results is a file, read-only, the disk is full, ...
+                raise folder_error(Path("results"), exc, "the default output folder") from None
         pricing = {m: (p.input, p.output) for m, p in prepared.suite.pricing.items()}
         self.acc = Accumulator(prepared.gate, prepared.suite.name, prepared.graders, prepared.repeats, pricing)
         self.redact = Redactor(prepared.secrets())
@@ -62,7 +58,10 @@ class Execution:
         self.abort_reason: str | None = None
         self.stop = False
         self.interrupts = 0
+        self.signal_name = "SIGINT"
+        self.samples_seen: set[str] = set()  # distinct sample ids with a result, for "N of M" (repeats > 1)
         self.messages: list[str] = []
+        self.disk_error: str | None = None  # the first failed write of a result: the disk is full, or going away
 
     # --- the run --------------------------------------------------------------------------------------
 
@@ -74,7 +73,10 @@ class Execution:
                 suite=self.p.suite.name, fingerprint=self.fingerprint, gate=self.p.suite.gate.model_dump(),
                 graders=list(self.p.graders), repeats=self.p.repeats, shard=self.p.options.shard,
                 pricing={m: (p.input, p.output) for m, p in self.p.suite.pricing.items()}))
-        self.writer = ResultsWriter(self.output_dir)
+        try:
+            self.writer = ResultsWriter(self.output_dir, self.redact)
+        except OSError as exc:  # a resumed folder that is read-only, or a full disk
+            raise folder_error(self.output_dir, exc, "--resume" if self.resume else "-o") from None
         self.telemetry.run_started(self.p.suite.name, self.p.agent.model)
         skip: set[tuple[str, int]] = set()
         if self.resume is not None:
@@ -88,11 +90,17 @@ class Execution:
         workers = [asyncio.create_task(self._worker(work)) for _ in range(self.p.concurrency)]
         self._install_signals(workers)
         try:
-            await asyncio.gather(*workers, return_exceptions=True)
+            outcomes = await asyncio.gather(*workers, return_exceptions=True)
         finally:
             self._remove_signals()
-            self.writer.close()
+            try:
+                self.writer.close()
+            except OSError:  # the flush of a line that could not be written: already reported by _save
+                pass
             await self.p.pool.aclose()
+        for failed in outcomes:  # a worker that died must not make its samples vanish from the counts
+            if isinstance(failed, Exception):
+                self._abort(self.redact(f"internal error in a worker: {type(failed).__name__}: {failed}"))
         return self._finish(started, started_at)
 
     def _finish(self, started: float, started_at: str) -> RunOutcome:
@@ -100,18 +108,43 @@ class Execution:
         summary.started_at = started_at
         summary.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
         summary.duration_s = time.time() - started
+        summary.coverage = self._coverage()
         if self.interrupts:
             summary.status = "interrupted"
-            summary.abort_reason = "interrupted by the user; finished samples are kept (resume with --resume)"
+            summary.abort_reason = (f"stopped by {self.signal_name} after {progress(summary)}; the finished "
+                                    f"samples are kept in {self.output_dir}: resume with --resume {self.output_dir}")
         elif self.abort_reason:
             summary.status = "aborted"
             summary.abort_reason = self.abort_reason
+        # an incomplete run (exit 3 or 130) gets no gate verdict: see exit_codes
+        cov = summary.coverage
+        if summary.status == "completed" and cov.expected_results is not None and summary.total < cov.expected_results:
+            summary.status = "aborted"  # never a verdict over fewer samples than were planned, without a word
+            summary.abort_reason = f"only {progress(summary)} finished, for no recorded reason"
         summary.exit_code = exit_code_for(summary, self.p.options.max_error_rate)
-        self.writer.write_summary(summary)
+        try:
+            self.writer.write_summary(summary)
+        except OSError as exc:
+            # the results are on disk; the summary is not: without it the run is incomplete (exit 3, no verdict)
+            summary.status = "aborted"
+            summary.abort_reason = (f"{self.disk_error + '; ' if self.disk_error else ''}could not write "
+                                    f"{self.output_dir / SUMMARY_NAME} ({exc.strerror or type(exc).__name__}); "
+                                    f"{summary.total} results are saved in {self.writer.path}: free some space, then "
+                                    f"resume with --resume {self.output_dir} (it reruns nothing that finished)")
+            summary.exit_code = exit_code_for(summary, self.p.options.max_error_rate)
         self.telemetry.run_finished(summary)
         if summary.abort_reason:
             self.messages.append(summary.abort_reason)
         return RunOutcome(summary, self.output_dir, summary.exit_code, self.messages)
+
+    def _coverage(self) -> Coverage:
+        """The plan the precheck counted (rows, tag filter, -n, shard) and how much of it ran."""
+        plan = self.p.coverage
+        cov = plan.model_copy(deep=True) if plan is not None else Coverage(
+            tags=list(self.p.tags or []), max_samples=self.p.max_samples, shard=self.p.options.shard)
+        cov.results = self.acc.total
+        cov.run = len(self.samples_seen) if self.p.repeats > 1 else self.acc.total
+        return cov
 
     # --- interruption ---------------------------------------------------------------------------------
 
@@ -122,10 +155,11 @@ class Execution:
             for task in workers:
                 task.cancel()
 
-        def on_signal() -> None:
+        def on_signal(sig: signal.Signals) -> None:
             self.interrupts += 1
             self.stop = True
             if self.interrupts == 1:
+                self.signal_name = sig.name
                 loop.call_later(self.p.options.grace_s, cancel)
             else:
                 cancel()
@@ -133,7 +167,7 @@ class Execution:
         self._signals = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
-                loop.add_signal_handler(sig, on_signal)
+                loop.add_signal_handler(sig, on_signal, sig)
                 self._signals.append(sig)
             except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal
                 pass
@@ -152,15 +186,36 @@ class Execution:
             except StopIteration:
                 return
             started = time.time_ns()
-            result = await self._run_sample(sample, repeat)
-            self.writer.write(result)
+            try:
+                result = await self._run_sample(sample, repeat)
+            except Exception as exc:  # a bug must not make a row vanish: it is recorded as an errored sample
+                result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags,
+                                      input=sample.input_text(), error=ErrorInfo(
+                                          category="internal", message=self.redact(f"{type(exc).__name__}: {exc}")))
+            if not self._save(result):
+                return
             self.telemetry.sample_finished(result, started, time.time_ns())
             self._account(result)
             self._check_error_rate()
             self._check_spend()
 
+    def _save(self, result: SampleResult) -> bool:
+        """Append the result; on a full disk (or any failed write) stop the run, saying what was saved and how to
+        go on. The result that could not be written is not counted: the counts are what the file holds."""
+        try:
+            self.writer.write(result)
+            return True
+        except OSError as exc:
+            if self.disk_error is None:
+                self.disk_error = (f"could not write {self.writer.path} ({exc.strerror or type(exc).__name__})")
+                self._abort(f"{self.disk_error}: the disk is full or failing; the {self.acc.total} results written "
+                            f"before are saved there; free some space, then resume with --resume {self.output_dir}")
+            return False
+
     def _account(self, result: SampleResult) -> None:
         self.acc.add(result)
+        if self.p.repeats > 1:
+            self.samples_seen.add(result.sample_id)
         if self.on_result is not None:
             self.on_result(result)
 
@@ -224,9 +279,15 @@ class Execution:
         result.trajectory = trajectory
         result.usage = trajectory.usage()
         tools = merge_tools(self.p.suite.tools, sample.tools)
-        grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools)
+        grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools,
+                                    grader_passes=self.p.gate.grader_passes)
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
-        result.score, result.passed = self.p.gate.score_sample(result.grades)
+        # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
+        # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest
+        verdict = self.p.gate.judge_sample(result.grades, trajectory)
+        result.score, result.passed, result.failed_by = verdict.score, verdict.passed, verdict.failed_by
+        if verdict.incomplete is not None:
+            result.error = verdict.incomplete
         judge = Usage()
         for grade in result.grades.values():
             judge.add(Usage.model_validate(grade.metadata.get("usage", {})))
@@ -240,3 +301,12 @@ class Execution:
             grade.error = self.redact(grade.error)
             grade.rationale = self.redact(grade.rationale)
         return grade
+
+
+def _refuse_earlier_run(directory: Path) -> None:
+    """-o on a folder that already holds results would append a second run to the first one's file: its counts,
+    report and resume would mix both. Continuing a run is --resume; a new run gets a new folder."""
+    results = directory / RESULTS_NAME
+    if directory.is_dir() and results.is_file() and results.stat().st_size > 0:
+        raise ConfigError(f"-o {directory}: already holds the results of a run; continue it with --resume "
+                          f"{directory}, or give a new folder")

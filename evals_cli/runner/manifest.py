@@ -4,13 +4,14 @@ the fingerprint; merge checks it across shards and rebuilds one summary from it.
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from evals_cli.errors import ConfigError
+from evals_cli.errors import ConfigError, EvalsError
 from evals_cli.runner.fingerprint import Fingerprint
 
 MANIFEST_NAME = "run.json"
@@ -26,9 +27,55 @@ class Manifest(BaseModel):
     shard: str | None = None
 
 
-def write_manifest(directory: Path, manifest: Manifest) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / MANIFEST_NAME).write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
+def write_manifest(directory: Path, manifest: Manifest, flag: str = "-o") -> None:
+    """Create the run folder and write run.json: the first write of a run, so a folder that cannot be a run
+    folder (a file, under a file, unwritable, a full disk) is refused here, before any model call."""
+    make_run_folder(directory, flag)
+    path = directory / MANIFEST_NAME
+    try:
+        path.write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
+    except OSError as exc:
+        raise folder_error(directory, exc, flag) from None
+
+
+def make_run_folder(directory: Path, flag: str = "-o") -> None:
+    """mkdir -p, with every way it can fail said in words that name the path and the fix."""
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"{flag} {directory}: is a file, not a folder; give a folder path (it is created if "
+                          "missing), e.g. results/my-run")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise folder_error(directory, exc, flag) from None
+
+
+def _file_ancestor(path: Path) -> Path | None:
+    for parent in [path, *path.parents]:
+        if parent.exists() and not parent.is_dir():
+            return parent
+    return None
+
+
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+def folder_error(directory: Path, exc: OSError, flag: str = "-o") -> EvalsError:
+    """The message for an OSError on a run folder: exit 2 when the path is wrong (a file, under a file,
+    unwritable), exit 3 when the disk is (full, over quota, failing)."""
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno in DISK_ERRNOS:
+        return EvalsError(f"{flag} {directory}: cannot write ({reason}); free some space or choose a folder on "
+                          "another disk")
+    blocker = _file_ancestor(directory)
+    if blocker is not None and blocker != directory:
+        return ConfigError(f"{flag} {directory}: {blocker} is a file, so no folder can be made under it; choose "
+                           "another path")
+    if blocker == directory:
+        return ConfigError(f"{flag} {directory}: is a file, not a folder; give a folder path")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return ConfigError(f"{flag} {directory}: cannot write there ({reason}); choose a folder you can write to")
+    return ConfigError(f"{flag} {directory}: cannot create or write this folder ({reason}); choose a folder "
+                       "you can write to")
 
 
 def read_manifest(directory: Path) -> Manifest:

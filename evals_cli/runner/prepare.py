@@ -13,7 +13,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.gate import Gate
 from evals_cli.graders.base import Grader
 from evals_cli.graders.build import build_graders
-from evals_cli.graders.rubric_check import SampleChecker
+from evals_cli.models.results import Coverage
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import SuiteSpec
 from evals_cli.runner.options import RunOptions
@@ -55,52 +55,73 @@ class PreparedRun:
     def __init__(self, suite: SuiteSpec, options: RunOptions) -> None:
         crossed = suite.cross_check()
         if crossed:
-            raise ConfigError([f"{'.'.join(path)}: {message}" for path, message in crossed])
+            raise ConfigError([f"{'.'.join(map(str, path))}: {message}" for path, message in crossed])
         self.suite = _with_overrides(suite, options)
         self.options = options
         self.dataset: Path = suite.resolve(suite.dataset)
-        self.pool = ClientPool(record=options.record, replay=options.replay)
+        # one limit per server for every model call (agent and judges alike): the run's concurrency
+        self.pool = ClientPool(record=options.record, replay=options.replay,
+                               concurrency=options.concurrency or suite.concurrency)
         overrides = {"base_url": options.base_url, "model": options.model}
         self.agent: Endpoint = resolve_target_endpoint(self.suite.target, overrides)
         self.target: Target = build_target(self.suite, self.agent, self.pool, read_system_prompt(suite))
         self.graders: dict[str, Grader] = build_graders(self.suite, self.pool, judge_fallback(self.suite.target, self.agent),
                                                         no_judge=options.no_judge)
         self.gate = Gate(suite.gate, self.graders)
+        self.pool.redactor.add(self.secrets())  # recordings mask what the outputs mask
         self.tags = options.tags if options.tags is not None else suite.sample_tags
         self.max_samples = options.max_samples or suite.max_samples
         self.concurrency = options.concurrency or suite.concurrency
         self.repeats = options.repeats or suite.repeats
         self.shard = parse_shard(options.shard) if options.shard else None
         self.expected: int | None = None
+        self.coverage: Coverage | None = None  # rows, tag filter, -n, shard: counted by the precheck
         if options.precheck:
             self._precheck()
 
     def secrets(self) -> list[str]:
-        """Keys that must never appear in any output."""
-        keys = {self.agent.api_key, *(getattr(g, "endpoint", None) and g.endpoint.api_key
-                                      for g in self.graders.values())}
-        return sorted(k for k in keys if k and k != NO_KEY)
+        """Everything secret the run knows, for the Redactor of every output: the resolved keys and URL
+        credentials of the agent and of every judge (from the suite, the CLI or the environment), and what the
+        suite states (api_key, base_url credentials, secret-looking extra_body values)."""
+        from evals_cli.endpoints.secrets import spec_secrets
+
+        endpoints: list[Endpoint] = [self.agent]
+        for grader in self.graders.values():
+            endpoints += [e for e in getattr(grader, "endpoints", None) or [getattr(grader, "endpoint", None)]
+                          if isinstance(e, Endpoint)]
+        found = {s for e in endpoints for s in e.secrets()}
+        found.update(spec_secrets(self.suite.model_dump(mode="json")))
+        return sorted(s for s in found if s and s != NO_KEY)
 
     def _precheck(self) -> None:
-        checker = SampleChecker(self.graders)
+        from evals_cli.validate import RowChecks  # the per-row checks of `evals validate`, the same ones
+
+        checker = RowChecks(self.suite, self.graders, "suite")
         wanted = set(self.tags or [])
-        selected = 0
+        selected = tagged = limited = 0
 
         def on_sample(sample: Sample, where: str) -> list[str]:
-            nonlocal selected
+            # counted in the order `work` drops rows (tag filter, then -n, then shard), so "N of M" is exact
+            nonlocal selected, tagged, limited
             if not wanted or wanted.intersection(sample.tags):
-                if self.shard is None or in_shard(str(sample.id), self.shard):
-                    selected += 1
+                tagged += 1
+                if self.max_samples is None or tagged <= self.max_samples:
+                    limited += 1
+                    if self.shard is None or in_shard(str(sample.id), self.shard):
+                        selected += 1
                 return checker(sample, where)
             return []
 
-        _, problems = check_dataset(self.dataset, on_sample=on_sample)
+        rows, problems = check_dataset(self.dataset, on_sample=on_sample)
         problems.extend(checker.problems())
         if problems:
             raise ConfigError(problems)
         if selected == 0 and self.shard is None:
             raise ConfigError(f"{self.dataset}: no sample carries any of the tags {', '.join(sorted(wanted))}")
-        self.expected = min(selected, self.max_samples or selected) * self.repeats
+        self.expected = selected * self.repeats
+        self.coverage = Coverage(dataset_rows=rows, tagged=tagged, limited=limited, selected=selected,
+                                 expected_results=self.expected, tags=sorted(wanted), max_samples=self.max_samples,
+                                 shard=self.options.shard)
 
     def work(self) -> Iterator[tuple[Sample, int]]:
         """(sample, repeat) pairs in dataset order; repeats of a sample run back to back."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.models.results import SampleResult
 from evals_cli.output.files import RESULTS_NAME, results_path
 from evals_cli.runner.fingerprint import Fingerprint
-from evals_cli.runner.manifest import MANIFEST_NAME, read_manifest
+from evals_cli.runner.manifest import MANIFEST_NAME, folder_error, read_manifest
 
 
 @dataclass
@@ -29,9 +30,15 @@ def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool) -> Resume
     duplicate them. The results file is rewritten (atomically) only when something must go."""
     path = results_path(target)
     directory = path.parent
+    if not target.exists():
+        raise ConfigError(f"--resume {target}: no such folder; give the folder of an earlier `evals run` (the one "
+                          "that holds its run.json and results.jsonl, printed as 'results: DIR' at the end of the run)")
+    if not target.is_dir() and target.name != RESULTS_NAME:
+        raise ConfigError(f"--resume {target}: is a file, not a run folder; give the folder of an earlier `evals "
+                          f"run` or its {RESULTS_NAME}")
     if not (directory / MANIFEST_NAME).is_file():
-        raise ConfigError(f"{directory}: no {MANIFEST_NAME}; --resume needs the folder of a run started by evals "
-                          "run (or its results.jsonl)")
+        raise ConfigError(f"--resume {target}: {directory} holds no {MANIFEST_NAME}, so it is not the folder of a run "
+                          f"started by `evals run`; give that folder (or its {RESULTS_NAME})")
     old = read_manifest(directory).fingerprint
     changed = [what for what in ("suite", "dataset") if getattr(old, what) != getattr(fp, what)]
     if changed:
@@ -66,6 +73,11 @@ def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool) -> Resume
         keep_lines.append(line if line.endswith("\n") else line + "\n")
     if dropped:
         tmp = directory / (RESULTS_NAME + ".tmp")
-        tmp.write_text("".join(keep_lines), encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            tmp.write_text("".join(keep_lines), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as exc:  # nothing is lost: the old file stays whole until os.replace
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise folder_error(directory, exc, "--resume") from None
     return state

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
 
@@ -15,6 +16,28 @@ class GraderBase(StrictModel):
     description: str | None = Field(default=None, description="Shown in `evals list` and reports.")
     extractor: str = Field(default="last_assistant", description="What part of the trajectory is graded.")
     extractor_config: dict[str, Any] = Field(default_factory=dict, description="Options for the extractor.")
+    threshold: float | None = Field(
+        default=None, ge=0, le=1,
+        description="This grader's pass mark (score >= threshold); default the gate's per-sample pass value. "
+        "Decides `required` graders, `sample_pass: all`, and which turns of a per-turn sample passed.")
+    required: bool | None = Field(
+        default=None,
+        description="A sample fails when this grader is under its threshold, whatever its weighted score "
+        "(default: true for tools_avoided, false for the others).")
+
+    required_by_default: ClassVar[bool] = False
+
+    @field_validator("threshold")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("threshold must be a finite number")
+        return value
+
+    @property
+    def is_required(self) -> bool:
+        """`required` as set, else this kind's default (forbidden tools are forbidden: tools_avoided)."""
+        return self.required_by_default if self.required is None else self.required
 
     @model_validator(mode="after")
     def _check_extractor(self) -> GraderBase:

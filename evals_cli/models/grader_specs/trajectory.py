@@ -6,7 +6,7 @@ Every grader here is deterministic: no model is called, so they run under `--no-
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -49,6 +49,7 @@ class ToolsAvoidedSpec(GraderBase):
     """No forbidden tool was called."""
 
     kind: Literal["tools_avoided"] = "tools_avoided"
+    required_by_default: ClassVar[bool] = True  # forbidden means forbidden: a call fails the sample
     tools: list[str] = Field(default_factory=list, description="Forbidden tools (globs), added to the sample's.")
 
 
@@ -135,11 +136,24 @@ class StopBehaviorSpec(GraderBase):
     kind: Literal["stop_behavior"] = "stop_behavior"
     checks: list[StopCheck] = Field(default_factory=lambda: list(STOP_CHECKS), min_length=1,
                                     description="premature_stop, no_stop, max_steps.")
-    required: list[str] | None = Field(default=None, description="Required tools (globs); default expected_tool_order.")
+    required_tools: list[str] | None = Field(
+        default=None, description="Required tools (globs); default expected_tool_order. Also accepted as "
+        "`required: [..]` (a list), as before `required: true|false` became every grader's option.")
     mutating: list[str] = Field(default_factory=list, description="Tools (globs) that must never run after the "
                                                                   "required calls are complete.")
     max_extra_calls: int = Field(default=0, ge=0, description="Tool calls allowed after the required calls are complete.")
     combine: Literal["min", "mean"] = Field(default="min", description="How the checks' scores make the grade.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _required_list(cls, data: Any) -> Any:
+        """`required: [globs]` (a list) keeps its old meaning, the required tools; a bool is the gate option."""
+        if isinstance(data, dict) and isinstance(data.get("required"), list):
+            data = dict(data)
+            if "required_tools" in data:
+                raise ValueError("give required_tools, not both required: [..] and required_tools")
+            data["required_tools"] = data.pop("required")
+        return data
 
     @field_validator("checks")
     @classmethod
