@@ -19,9 +19,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-## The main job, offline: the demo suite replayed from a recording of a real model.
+## The main job, offline: the demo suite replayed from a recording of a real model. The small model fails the
+## gate (exit 1), which is the demo's point; exit 2 or 3 (the demo itself broken) still fails the target.
 demo: $(VENV)/.installed
-	$(EVALS) run suites/demo.yaml --replay suites/demo.recording.jsonl
+	$(EVALS) run suites/demo.yaml --replay suites/demo.recording.jsonl || [ $$? -eq 1 ]
 
 ## The tests (offline; a scripted OpenAI-compatible server on 127.0.0.1), spread over the machine's cores.
 test: $(VENV)/.installed-dev
