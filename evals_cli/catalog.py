@@ -143,7 +143,8 @@ def _gate_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
     kinds = [(kind, _doc(spec), _model_options(spec)) for kind, spec in GATE_KINDS.items()]
     return (f"`kind:` of the suite's gate: (default weighted_average). Percentiles ({', '.join(PERCENTILES)}) "
             f"interpolate between ranks; {' and '.join(RUN_LEVEL)} are over whole samples repeated with "
-            "--repeats."), kinds
+            "--repeats; pass_rate is the share of samples whose own verdict passed (required graders "
+            "included)."), kinds
 
 
 _CATALOG = {"graders": _grader_catalog, "extractors": _extractor_catalog, "targets": _target_catalog,
