@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,23 @@ def run_cli_process(*args: str, env: dict[str, str] | None = None, cwd: Path | N
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "evals_cli", *args], capture_output=True, text=True,
                           env=full_env, cwd=cwd or ROOT, timeout=timeout)
+
+
+def start_run(suite: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
+    """`evals run` started in a real subprocess and left running, for tests that signal or kill it."""
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.Popen([sys.executable, "-m", "evals_cli", "run", str(suite), "-o", str(out), *extra],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_lines(path: Path, n: int, timeout: float = 30) -> None:
+    """Until a run's results file holds `n` lines (bounded: a run that never gets there fails the test)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and len(path.read_text().splitlines()) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never reached {n} lines")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -6,17 +6,14 @@ and `evals report`; a run over fewer rows than the dataset holds says "ran N of 
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from helpers import ROOT, read_jsonl, run_cli, write_suite
+from helpers import read_jsonl, run_cli, wait_for_lines, write_suite
+from helpers import start_run as start
 from scripted_server import Reply, ScriptedServer, agent_script, text
 
 N = 24
@@ -26,21 +23,6 @@ GRADERS = {"answer": {"kind": "tool", "function": "contains"}}
 def rows(n: int = N) -> list[dict[str, Any]]:
     return [{"id": f"s{i:02d}", "input": f"question {i}", "ground_truth": "fine",
              "tags": ["even" if i % 2 == 0 else "odd"]} for i in range(n)]
-
-
-def start(suite: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    return subprocess.Popen([sys.executable, "-m", "evals_cli", "run", str(suite), "-o", str(out), *extra],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_for_lines(path: Path, n: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and len(path.read_text().splitlines()) >= n:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never reached {n} lines")
 
 
 def junit_props(path: Path) -> dict[str, str]:

@@ -4,15 +4,13 @@ sample; `--resume` completes the run without duplicates and refuses a changed su
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, read_jsonl, run_cli, write_suite
+from helpers import read_jsonl, run_cli, wait_for_lines, write_suite
+from helpers import start_run as start
 from scripted_server import Reply, ScriptedServer, agent_script, text
 
 N = 24
@@ -20,21 +18,6 @@ N = 24
 
 def slow_agent(delay: float):  # type: ignore[no-untyped-def]
     return lambda path, body: Reply(text("fine"), delay=delay)
-
-
-def start(suite: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "NO_COLOR": "1"}
-    return subprocess.Popen([sys.executable, "-m", "evals_cli", "run", str(suite), "-o", str(out), *extra],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_for_lines(path: Path, n: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and len(path.read_text().splitlines()) >= n:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never reached {n} lines")
 
 
 def rows() -> list[dict]:
