@@ -54,7 +54,7 @@ def test_forbidden_tool_fails_the_sample_whatever_its_weighted_score(server: Scr
     assert math["score"] == pytest.approx(2 / 3) and math["grades"]["avoided"]["score"] == 0.0
     assert math["passed"] is False
     assert [(f["rule"], f["grader"]) for f in math["failed_by"]] == [("required", "avoided")]
-    assert "avoided 0.00 < 0.6 (required)" == math["failed_by"][0]["reason"]
+    assert "avoided 0.00 < 1 (required)" == math["failed_by"][0]["reason"]
     assert "✗ avoided" in _row(result.stdout, "math")
     failure = _junit_failure(tmp_path, "math")
     assert failure is not None and "failed by avoided" in failure.get("message", "")
@@ -97,7 +97,9 @@ def test_sample_pass_all_needs_every_grader_at_its_threshold(server: ScriptedSer
 def test_grader_threshold_is_its_own_pass_mark() -> None:
     specs = {"order": ToolOrderSpec(required=True, threshold=0.5), "avoided": ToolsAvoidedSpec()}
     gate = Gate(GateSpec(pass_value=0.9, value=0.1), ["order", "avoided"], specs=specs)
-    assert gate.threshold("order") == 0.5 and gate.threshold("avoided") == 0.9
+    # tools_avoided's own pass mark is 1 (forbidden means forbidden), whatever the gate's pass value
+    assert gate.threshold("order") == 0.5 and gate.threshold("avoided") == 1.0
+    assert Gate(GateSpec(pass_value=0.9), ["x"], specs={"x": ToolOrderSpec()}).threshold("x") == 0.9
     half = gate.judge_sample({"order": Grade(score=0.5), "avoided": Grade(score=1.0)})
     assert half.failed_by[0].rule == "weighted"  # 0.75 < 0.9, but order itself reached its 0.5
     assert all(f.grader != "order" for f in half.failed_by)
@@ -169,7 +171,7 @@ def test_html_report_names_what_failed_a_sample(server: ScriptedServer, tmp_path
     result = run_cli("report", str(tmp_path / "out"), "--html", str(tmp_path / "report.html"))
     assert result.returncode in (0, 1), result.stderr
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert "failed: avoided" in page and "avoided 0.00 &lt; 0.6 (required)" in page
+    assert "failed: avoided" in page and "avoided 0.00 &lt; 1 (required)" in page
 
 
 def test_pass_rate_gate_fails_when_samples_fail() -> None:
@@ -201,3 +203,12 @@ def test_a_nested_gate_problem_is_a_config_error_from_the_python_api_too() -> No
     with pytest.raises(ConfigError) as info:
         PreparedRun(suite, RunOptions())
     assert "gate.gates.0.sample_pass: sample_pass is read from the top-level gate only" in info.value.problems[0]
+
+
+def test_a_forbidden_call_fails_even_under_a_report_only_gate() -> None:
+    """A gate with pass value 0 (report only) must not let a forbidden call's 0.00 reach tools_avoided's mark."""
+    specs = {"answer": ToolOrderSpec(), "avoided": ToolsAvoidedSpec()}
+    gate = Gate(GateSpec(value=0, pass_value=0), ["answer", "avoided"], specs=specs)
+    verdict = gate.judge_sample({"answer": Grade(score=1.0), "avoided": Grade(score=0.0)})
+    assert verdict.passed is False and [f.grader for f in verdict.failed_by] == ["avoided"]
+    assert gate.judge_sample({"answer": Grade(score=1.0), "avoided": Grade(score=1.0)}).passed is True

@@ -18,7 +18,8 @@ class GraderBase(StrictModel):
     extractor_config: dict[str, Any] = Field(default_factory=dict, description="Options for the extractor.")
     threshold: float | None = Field(
         default=None, ge=0, le=1,
-        description="This grader's pass mark (score >= threshold); default the gate's per-sample pass value. "
+        description="This grader's pass mark (score >= threshold); default the gate's per-sample pass value "
+        "(tools_avoided: 1, whatever the gate says). "
         "Decides `required` graders, `sample_pass: all`, and which turns of a per-turn sample passed.")
     required: bool | None = Field(
         default=None,
@@ -26,6 +27,8 @@ class GraderBase(StrictModel):
         "(default: true for tools_avoided, false for the others).")
 
     required_by_default: ClassVar[bool] = False
+    # the kind's own pass mark when the suite sets none (None: the gate's per-sample pass value)
+    threshold_by_default: ClassVar[float | None] = None
 
     @field_validator("threshold")
     @classmethod

@@ -50,6 +50,8 @@ class ToolsAvoidedSpec(GraderBase):
 
     kind: Literal["tools_avoided"] = "tools_avoided"
     required_by_default: ClassVar[bool] = True  # forbidden means forbidden: a call fails the sample
+    # and whatever the gate's pass value (even 0 for a report-only gate), a forbidden call's 0 is under it
+    threshold_by_default: ClassVar[float | None] = 1.0
     tools: list[str] = Field(default_factory=list, description="Forbidden tools (globs), added to the sample's.")
 
 
