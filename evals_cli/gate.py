@@ -3,7 +3,8 @@
 A sample's verdict is one rule (`Gate.judge_sample`): the gate's per-sample rule on the weighted score, and
 every required grader (tools_avoided by default; every grader with `sample_pass: all`) at or above its own
 `threshold`, and no call to a tool that was never offered. A grade missing (score None) for a grader the
-verdict reads makes the sample incomplete (errored), never passed on the graders that remain.
+verdict reads makes the sample incomplete (errored), never passed on the graders that remain, unless the
+sample fails anyway (a required grader under its threshold, an unknown tool): then it is failed.
 
 A gate is a tree: `weighted_average` and `simple` gates are leaves that compare one aggregated number with a
 threshold, `logical` gates join sub-gates with and/or. `Gate` keeps the one-object API the runner, the summary
@@ -43,7 +44,9 @@ def threshold_key(op: str, value: float) -> str:
 def effective_weights(gate: AnyGate, graders: Iterable[str]) -> dict[str, float]:
     """The graders a gate reads, with their weights, among those that actually run.
 
-    weighted_average: its weights (equal weights when none are given, or none of the weighted graders run);
+    weighted_average: its weights (equal weights when none are given); none when none of the graders its
+    weights name runs (a judge skipped by --no-judge: the gate then cannot decide, as a simple gate on a
+    skipped judge cannot; falling back to equal weights gated on graders the suite gave no weight);
     simple: its one grader; logical: every grader its sub-gates read (the first weight seen wins).
     """
     active = list(graders)
@@ -60,6 +63,8 @@ def effective_weights(gate: AnyGate, graders: Iterable[str]) -> dict[str, float]
         weights = {g: w for g, w in gate.weights.items() if g in active}
         if weights and sum(weights.values()) > 0:
             return weights
+        if any(w > 0 for w in gate.weights.values()):
+            return {}
     return {g: 1.0 for g in active}
 
 
@@ -311,8 +316,12 @@ class Gate:
         return 1.0 if rule is None else rule[1]
 
     def threshold(self, grader: str) -> float:
-        """The grader's own pass mark (`threshold`), else the gate's per-sample pass value."""
-        own = getattr(self.specs.get(grader), "threshold", None)
+        """The grader's own pass mark (`threshold`), else its kind's (tools_avoided: 1), else the gate's per-sample
+        pass value."""
+        spec = self.specs.get(grader)
+        own = getattr(spec, "threshold", None)
+        if own is None:
+            own = getattr(spec, "threshold_by_default", None)
         return self.default_threshold if own is None else own
 
     def grader_passes(self, grader: str, score: float) -> bool:
@@ -332,15 +341,6 @@ class Gate:
 
     def judge_sample(self, grades: dict[str, Grade], trajectory: Trajectory | None = None) -> SampleVerdict:
         """The one rule that decides a sample (see the module docstring)."""
-        missing = [name for name, grade in grades.items() if grade.score is None and self.reads(name)]
-        if missing:
-            judge = any(getattr(self.specs.get(n), "kind", None) == "model_judge" or "judge" in grades[n].metadata
-                        for n in missing)
-            reasons = "; ".join(f"{n}: {grades[n].error or grades[n].rationale or 'no score'}" for n in missing)
-            return SampleVerdict(None, None, incomplete=ErrorInfo(
-                category="judge" if judge else "grader",
-                message=f"incomplete: no grade from {', '.join(missing)}, which the verdict needs ({reasons})"))
-        score, passed = self.root.score_sample(grades)
         failed_by: list[FailedBy] = []
         for name, grade in grades.items():
             if grade.score is None or not self.required(name) or self.grader_passes(name, grade.score):
@@ -350,6 +350,21 @@ class Gate:
             failed_by.append(FailedBy(
                 rule="required" if own else "threshold", grader=name, score=grade.score, threshold=mark,
                 reason=f"{name} {grade.score:.2f} < {mark:g} ({'required' if own else 'sample_pass: all'})"))
+        unknown = self._unknown_tool(trajectory)
+        missing = [name for name, grade in grades.items() if grade.score is None and self.reads(name)]
+        if missing:
+            if failed_by or unknown:
+                # failed whatever the missing grade would say (a forbidden call, a tool never offered): counted
+                # as failed, never hidden as incomplete, where it would leave pass_rate's count (and the
+                # averages) and could turn the run's verdict into a pass; no weighted score without that grade
+                return SampleVerdict(None, False, failed_by + unknown)
+            judge = any(getattr(self.specs.get(n), "kind", None) == "model_judge" or "judge" in grades[n].metadata
+                        for n in missing)
+            reasons = "; ".join(f"{n}: {grades[n].error or grades[n].rationale or 'no score'}" for n in missing)
+            return SampleVerdict(None, None, incomplete=ErrorInfo(
+                category="judge" if judge else "grader",
+                message=f"incomplete: no grade from {', '.join(missing)}, which the verdict needs ({reasons})"))
+        score, passed = self.root.score_sample(grades)
         if passed is False:
             if isinstance(self.root, _Logical):  # its sub-gates' own per-sample rules, joined by and/or
                 failed_by.append(FailedBy(rule="weighted", score=score,
@@ -360,14 +375,19 @@ class Gate:
                 what = "" if rule is None or score is None else f" {score:.2f} not {SYMBOLS[rule[0]]} {rule[1]:g}"
                 failed_by.append(FailedBy(rule="weighted", score=score, threshold=rule[1] if rule else None,
                                           reason=f"weighted score{what}"))
-        if trajectory is not None and self.unknown_tools == "fail":
-            unknown = list(dict.fromkeys(c.name for c in trajectory.tool_calls if c.unknown_tool))
-            if unknown:
-                failed_by.append(FailedBy(rule="unknown_tool", reason=f"called tool(s) never offered: "
-                                                                      f"{', '.join(unknown)}"))
+        failed_by += unknown
         if failed_by:
             passed = False
         return SampleVerdict(score, passed, failed_by)
+
+    def _unknown_tool(self, trajectory: Trajectory | None) -> list[FailedBy]:
+        """The failure a call to a tool never offered earns (none with `unknown_tools: allow`)."""
+        if trajectory is None or self.unknown_tools != "fail":
+            return []
+        unknown = list(dict.fromkeys(c.name for c in trajectory.tool_calls if c.unknown_tool))
+        if not unknown:
+            return []
+        return [FailedBy(rule="unknown_tool", reason=f"called tool(s) never offered: {', '.join(unknown)}")]
 
     def passes(self, score: float) -> bool:
         """The per-sample pass rule (of the first sub-gate, for a logical gate)."""
@@ -420,5 +440,7 @@ class Gate:
             return f"grader '{spec.metric_key}' did not run"
         if isinstance(self.root, _Logical) and not self.root.children:
             return "none of the graders it names ran"
+        if isinstance(spec, WeightedAverageGate) and spec.weights and not self.weights:
+            return f"none of the graders its weights name ran ({', '.join(spec.weights)})"
         return "no sample was graded" if verdict.metric is None else verdict.text
 

@@ -21,15 +21,21 @@ def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
     saved = read_summary(target)
     state: RunState | None = None
     acc: Accumulator | None = None
+    repeats = seen = 1
     for result in read_results(target, warnings):
         if state is None:
             names = list(saved.graders) if saved else list(result.grades)
             repeats = saved.reliability.repeats if saved and saved.reliability else 1
             state = RunState(names, repeats=repeats)
             weights = saved.gate.weights if saved and saved.gate else None
-            acc = Accumulator(Gate(GateSpec(weights=weights or None), names), saved.suite if saved else "run", names)
+            # per-sample passes are tracked (repeats >= 2) until the results say how many repeats there were
+            acc = Accumulator(Gate(GateSpec(weights=weights or None), names), saved.suite if saved else "run", names,
+                              repeats=max(repeats, 2))
         state.add(result)
         acc.add(result)  # type: ignore[union-attr]
+        seen = max(seen, result.repeat + 1)
+    if acc is not None:
+        acc.repeats = max(repeats, seen)  # a killed run has no summary to say it: its results do
     if state is None or acc is None:
         state = RunState(list(saved.graders) if saved else [])
         return state, _honest(saved) if saved else RunSummary(suite="run"), warnings

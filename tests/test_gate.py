@@ -90,14 +90,16 @@ def test_effective_weights_when_the_judge_is_not_active() -> None:
     assert effective_weights(spec, ["answer", "order"]) == {"answer": 1}
 
 
-def test_effective_weights_fall_back_to_equal_when_no_weighted_grader_is_active() -> None:
+def test_effective_weights_are_none_when_no_weighted_grader_is_active() -> None:
+    """A gate weighing only a judge skipped by --no-judge reads nothing (it cannot decide, exit 3): equal weights
+    over the graders the suite gave no weight would be a verdict the suite never defined."""
     spec = gate_spec(weights={"judge": 3})
-    assert effective_weights(spec, ["answer", "order"]) == {"answer": 1.0, "order": 1.0}
+    assert effective_weights(spec, ["answer", "order"]) == {}
 
 
-def test_effective_weights_fall_back_when_active_weights_are_zero() -> None:
+def test_effective_weights_are_none_when_active_weights_are_zero() -> None:
     spec = gate_spec(weights={"answer": 0, "judge": 3})
-    assert effective_weights(spec, ["answer", "order"]) == {"answer": 1.0, "order": 1.0}
+    assert effective_weights(spec, ["answer", "order"]) == {}
 
 
 # --- Gate -----------------------------------------------------------------------------------------------------

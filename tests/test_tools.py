@@ -106,10 +106,12 @@ def test_list_and_number_returns_are_serialised_as_json() -> None:
     assert box.call("b", "n", "").result == "3"
 
 
-def test_no_answer_configured_gives_empty_text() -> None:
+def test_no_answer_configured_is_an_error_never_empty_text() -> None:
+    """Issue 11 item 3: an answer nobody configured is never a silent "" (validation rejects such a suite; a tool
+    whose cases do not match the call answers an error naming it)."""
     call = MockToolbox({"t": spec()}).call("c", "t", "{}")
-    assert call.result == ""
-    assert not call.is_error
+    assert call.is_error and "no mocked result for t" in call.result
+    assert MockToolbox({"t": spec(returns="")}).call("c", "t", "{}").result == ""  # returns: "" is written
 
 
 def test_error_spec() -> None:

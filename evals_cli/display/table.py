@@ -88,8 +88,12 @@ def aggregates_table(summary: RunSummary) -> Table:
 
 def footer(summary: RunSummary) -> Text:
     lines = Text()
-    counts = (f"{summary.total} samples: {summary.passed} passed, {summary.failed} failed, "
-              f"{summary.errored} errored")
+    what = f"{summary.total} samples"
+    if summary.reliability is not None and summary.reliability.repeats > 1:  # a count of runs, not of samples
+        ran = summary.coverage.run if summary.coverage is not None else None
+        what = f"{summary.total} sample runs" + (f" ({ran} samples × {summary.reliability.repeats} repeats)"
+                                                 if ran is not None else "")
+    counts = f"{what}: {summary.passed} passed, {summary.failed} failed, {summary.errored} errored"
     lines.append(counts + "\n")
     partial = summary.coverage.line() if summary.coverage is not None else None
     if partial:  # a verdict over part of the dataset must say so, and why

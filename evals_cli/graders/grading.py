@@ -64,8 +64,15 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
     if any(g.metadata.get("unreliable") for g in grades):
         metadata["unreliable"] = True
     applicable = any(g.applicable for g in grades)
+    if errors:
+        # a turn without a grade leaves the sample's grade missing: the mean of the turns that were graded could
+        # turn a failed turn (its judge timed out) into a pass (issue 11, item 12)
+        first = next((g.error or g.rationale for g in grades if g.score is None), "") or "no score"
+        return Grade(score=None, rationale=rationale, per_turn_grades=turns, applicable=applicable,
+                     error=f"{len(errors)} of {len(turns)} turn(s) could not be graded (first: turn {errors[0].turn + 1} of "
+                           f"{len(turns)}: {first})", metadata=metadata)
     return Grade(score=_mean(scores), rationale=rationale, per_turn_grades=turns, applicable=applicable,
-                 error=None if scores else "no turn could be graded", metadata=metadata)
+                 metadata=metadata)
 
 
 async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,

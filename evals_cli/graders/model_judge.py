@@ -104,6 +104,13 @@ class ModelJudgeGrader(Grader):
         metadata: dict[str, Any] = {"usage": usage, "judge": ", ".join(dict.fromkeys(judges))}
         if not verdicts:
             return Grade.failed(f"judge error: {'; '.join(problems) or 'no verdict'}", **metadata)
+        if problems:
+            # one judge of a panel (or one of `samples: n`) gave no verdict: combining the others would let a
+            # timeout drop the strictest verdict and turn a failure into a pass (issue 11, item 12); the grade is
+            # missing, the verdicts that came are kept
+            expected = len(self.endpoints) * self.spec.samples
+            return Grade.failed(f"judge error: {len(problems)} of {expected} verdicts missing: {'; '.join(problems)}",
+                                verdicts=[v.__dict__ for v in verdicts], **metadata)
         scores = [v.score for v in verdicts]
         score = combine(scores, self.spec.combine)
         metadata.update(verdicts=[v.__dict__ for v in verdicts], mode=verdicts[-1].mode,

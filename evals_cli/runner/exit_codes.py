@@ -64,6 +64,8 @@ def progress(summary: RunSummary) -> str:
     expected = cov.expected_results if cov is not None else None
     unit = "sample runs" if cov is not None and expected is not None and cov.selected is not None \
         and expected > cov.selected else "samples"
+    if expected is None and summary.reliability is not None and summary.reliability.repeats > 1:
+        unit = "sample runs"  # no plan to compare with (a killed run's report): the results' repeats say it
     return f"{done} of {expected} {unit}" if expected is not None else f"{done} {unit}"
 
 

@@ -142,6 +142,7 @@ def request_options(spec: Any, model: str, schemas: list[dict[str, Any]], max_to
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*\s*\n?(?P<body>.*?)\n?```\Z", re.S)
 _TAGGED = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|\Z)", re.S)
 _LONGEST_CHECKED = 100_000  # a longer answer is prose, not one call: not worth parsing
+_LAST_TRIED = 32  # where a trailing JSON call may start: the last few candidates, so a long answer stays cheap
 
 
 def _is_call_object(value: Any) -> bool:
@@ -164,19 +165,26 @@ def _parses_as_call(text: str) -> bool:
         return False
 
 
+_DECODER = json.JSONDecoder()
+_VALUE_START = re.compile(r"(?:^|(?<=[\s:>\]]))[\[{]")  # a JSON value after prose, a colon, a tag or a marker
+
+
 def _trailing_call(text: str, tool_names: Collection[str]) -> bool:
-    """Prose ending with a JSON call of an offered tool ("Let me check.\\n{"name": "get_forecast", ...}")."""
-    start = text.rfind("\n{")
-    if start < 0 or not tool_names:
+    """Prose ending with a JSON call of an offered tool, on its own line or not ("Let me check.\\n{"name":
+    "get_forecast", ...}", "I'll call it: {...}"), or a model's native call marker left as text ("[TOOL_CALLS]
+    [{...}]", "<|python_tag|>{...}"). Only the last few places a JSON value could start are tried."""
+    if not tool_names:
         return False
-    try:
-        value = json.loads(text[start + 1:])
-    except (ValueError, RecursionError):
-        return False
-    if not _is_call_object(value):
-        return False
-    calls = value if isinstance(value, list) else [value]
-    return all((c.get("function") or c).get("name") in tool_names for c in calls)
+    for match in list(_VALUE_START.finditer(text))[-_LAST_TRIED:]:
+        try:
+            value, end = _DECODER.raw_decode(text, match.start())
+        except (ValueError, RecursionError):
+            continue
+        if end != len(text) or not _is_call_object(value):
+            continue
+        calls = value if isinstance(value, list) else [value]
+        return all((c.get("function") or c).get("name") in tool_names for c in calls)
+    return False
 
 
 def answer_stop_reason(answer: str | None, tool_names: Collection[str] = ()) -> StopReason:
