@@ -46,8 +46,9 @@ class Accumulator:
         bad_args = sum(1 for call in result.trajectory.tool_calls if call.arguments_error)
         if bad_args:
             self.errors_by_category["tool_args"] += bad_args
-        if self.repeats > 1:
-            counts = self.per_sample.setdefault(result.sample_id, [0, 0])
+        if self.repeats > 1:  # per sample: [passed runs, runs with a verdict, runs]
+            counts = self.per_sample.setdefault(result.sample_id, [0, 0, 0])
+            counts[2] += 1
             if result.passed is not None:
                 counts[0] += int(result.passed)
                 counts[1] += 1
@@ -103,14 +104,17 @@ class Accumulator:
         """pass@k (at least one of k passed) and pass^k (all k passed), averaged over samples."""
         if self.repeats <= 1:
             return None
-        graded = [(p, n) for p, n in self.per_sample.values() if n > 0]
+        graded = [(p, n, runs) for p, n, runs in self.per_sample.values() if n > 0]
         if not graded:
             return Reliability(repeats=self.repeats, samples=0)
+        # pass^k is "all k runs passed": a sample whose graded runs all passed but one of whose runs errored is
+        # not known to pass^k, so it is left out of that share (it still counts for pass@k and the mean)
+        decided = [(p, n) for p, n, runs in graded if p < n or n == runs]
         return Reliability(
             repeats=self.repeats, samples=len(graded),
-            pass_at_k=sum(1 for p, _ in graded if p > 0) / len(graded),
-            pass_hat_k=sum(1 for p, n in graded if p == n) / len(graded),
-            mean_pass_rate=sum(p / n for p, n in graded) / len(graded),
+            pass_at_k=sum(1 for p, _, _ in graded if p > 0) / len(graded),
+            pass_hat_k=sum(1 for p, n in decided if p == n) / len(decided) if decided else None,
+            mean_pass_rate=sum(p / n for p, n, _ in graded) / len(graded),
         )
 
     def judge_agreement(self) -> dict[str, JudgeAgreement]:
