@@ -22,13 +22,18 @@ loop's wakeup pipe, so the run's own handler (stop, grace, summary) runs as soon
 from __future__ import annotations
 
 import os
+import re as _re
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from re import _constants as _c  # the standard parser measures a pattern before `regex` compiles it
+from re import _parser as _sre_parser
 from typing import Any, TypeVar
 
 import regex
+
+_REPEATS = tuple(getattr(_c, name) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_c, name))
 
 DEFAULT_TIMEOUT_S = 1.0
 TIMEOUT_ENV = "EVALS_REGEX_TIMEOUT"
@@ -117,10 +122,61 @@ def timeout_s() -> float:
     return DEFAULT_TIMEOUT_S
 
 
+_COUNTS = _re.compile(r"\{(\d*),?(\d*)\}")  # {n}, {n,}, {,m}, {n,m}: a fixed, linear pattern
+MAX_EXPANSION = 200_000  # nodes a pattern's counted repeats multiply out to: regex compiles 1,000,000 in 0.5 s
+
+
+def _expansion(items: Any) -> int:
+    """How many nodes `regex` builds for a parsed pattern: counted repeats are unrolled at compile time, so
+    `((((a{100}){100}){100}){100})` never finishes compiling and `a{4294967294}` neither. Read from the
+    standard parser's tree (linear in the pattern); products are capped so that the count stays small."""
+    total = 0
+    for op, av in items:
+        if op in _REPEATS:
+            low, high, sub = av
+            count = low if high == _sre_parser.MAXREPEAT else high
+            total += max(count, 1) * _expansion(sub)
+        elif op is _c.SUBPATTERN:
+            total += _expansion(av[3])
+        elif op is _c.BRANCH:
+            total += sum(_expansion(branch) for branch in av[1])
+        elif op is _c.ATOMIC_GROUP:
+            total += _expansion(av)
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            total += _expansion(av[1])
+        elif op is _c.GROUPREF_EXISTS:
+            total += _expansion(av[1]) + (_expansion(av[2]) if av[2] else 0)
+        else:
+            total += 1
+        if total > MAX_EXPANSION:
+            return total
+    return total
+
+
+def _check_size(pattern: str, flags: int) -> None:
+    try:
+        size = _expansion(_sre_parser.parse(pattern, flags & ~regex.VERSION1))
+    except (_re.error, OverflowError, RecursionError, TypeError, ValueError):
+        # `regex` syntax the standard parser does not know (\p{L}, ...): bounded by the product of all its
+        # repeat counts, nested or not (an over-estimate, for such patterns only)
+        size = 1
+        for low, high in _COUNTS.findall(pattern):
+            digits = high or low
+            size *= MAX_EXPANSION + 1 if len(digits) > 9 else max(int(digits or 1), 1)
+            if size > MAX_EXPANSION:
+                break
+    if size > MAX_EXPANSION:
+        shown = pattern if len(pattern) <= 120 else pattern[:117] + "..."
+        raise RegexError(f"/{shown}/ repeats expand past {MAX_EXPANSION:,} steps (nested counted repeats "
+                         "such as (a{100}){100}); write a simpler pattern")
+
+
 def compile(pattern: str | Pattern, flags: int = 0) -> Pattern:  # noqa: A001  (mirrors re.compile)
-    """The compiled pattern (cached by `regex`); raises RegexError when it is not a valid regex."""
+    """The compiled pattern (cached by `regex`); raises RegexError when it is not a valid regex, or when its
+    counted repeats would make compiling itself unbounded (see `_expansion`)."""
     if isinstance(pattern, regex.Pattern):
         return pattern
+    _check_size(pattern, flags)
     return regex.compile(pattern, flags)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from evals_cli.endpoints.context import CALL_CONTEXT, ReplayMiss
 from evals_cli.endpoints.httpx_compat import httpx
 from evals_cli.endpoints.secrets import Redactor, header_secrets, url_secrets
-from evals_cli.endpoints.transport import read_bounded
+from evals_cli.endpoints.transport import decoded_headers, read_bounded
 
 __all__ = ["CALL_CONTEXT", "RecordingTransport", "ReplayMiss", "api_path", "body_key", "request_key"]
 
@@ -71,11 +71,12 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         # whatever credential this request carries is a secret of the run, even one nobody declared
         self.redact.add([*header_secrets(request.headers.items()), *url_secrets(str(request.url))])
         response = await self.inner.handle_async_request(request)
-        try:  # the raw bytes, decoded once by the rebuilt response (a gzip body stays decodable for the SDK)
+        try:  # the body, decoded within the size bound (a gzip bomb is refused while inflating)
             raw = await read_bounded(response, request)
         finally:
             await response.aclose()
-        rebuilt = httpx.Response(status_code=response.status_code, headers=response.headers, content=raw,
+        rebuilt = httpx.Response(status_code=response.status_code, headers=decoded_headers(response.headers),
+                                 content=raw,
                                  request=request, extensions=response.extensions)
         content = rebuilt.content
         try:

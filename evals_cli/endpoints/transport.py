@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import zlib
 from typing import Any
 
 from evals_cli.endpoints.httpx_compat import httpx
@@ -41,10 +42,46 @@ def _too_large(max_bytes: int) -> str:
     return f"response body larger than {max_bytes} bytes ({MAX_RESPONSE_ENV})"
 
 
+def _inflate(data: bytes, encoding: str, limit: int, request: Any) -> bytes:
+    """One content-coding undone, stopping past `limit` bytes of output: 400 KB of gzip inflates to 400 MB, so
+    a compressed body must be bounded after decoding, and decoded in steps that never hold more."""
+    if encoding in ("gzip", "x-gzip"):
+        decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    elif encoding == "deflate":  # zlib-wrapped per the RFC; some servers send it raw
+        decoder = zlib.decompressobj(zlib.MAX_WBITS if data[:1] == b"\x78" else -zlib.MAX_WBITS)
+    else:  # identity, or a coding httpx would not decode either (br/zstd without their packages)
+        return data
+    try:
+        out = decoder.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise httpx.DecodingError(f"the {encoding} response body is not valid: {exc}", request=request) from None
+    if len(out) > limit or decoder.unconsumed_tail:
+        raise ResponseTooLarge(_too_large(limit) + " once decompressed", request=request)
+    return out
+
+
+def decoded_headers(headers: Any) -> Any:
+    """The response headers for a body `read_bounded` already decoded: no content-encoding, its own length."""
+    plain = httpx.Headers(headers)
+    for name in ("content-encoding", "content-length"):
+        if name in plain:
+            del plain[name]
+    return plain
+
+
 async def read_bounded(response: Any, request: Any, max_bytes: int | None = None) -> bytes:
-    """The raw body of a transport response, refused (ResponseTooLarge) past `max_bytes`: up front when the
-    server declares its length, else as soon as the bytes read pass it, so memory never holds more."""
+    """The body of a transport response, decoded (gzip, deflate), refused (ResponseTooLarge) past `max_bytes`
+    before and after decoding: up front when the server declares its length, else as soon as the bytes read
+    pass it, so memory never holds more. Rebuild the response with `decoded_headers`."""
     limit = max_bytes or max_response_bytes()
+    encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",") if e.strip()]
+    raw = await _read_raw(response, request, limit)
+    for encoding in reversed(encodings):  # codings are listed in the order they were applied
+        raw = _inflate(raw, encoding, limit, request)
+    return raw
+
+
+async def _read_raw(response: Any, request: Any, limit: int) -> bytes:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise ResponseTooLarge(_too_large(limit), request=request)
@@ -94,7 +131,8 @@ class BoundedTransport(httpx.AsyncBaseTransport):  # type: ignore[misc,name-defi
                         raw = await self._read(response, request)
                     finally:
                         await response.aclose()
-                    rebuilt = httpx.Response(response.status_code, headers=response.headers, content=raw,
+                    rebuilt = httpx.Response(response.status_code, headers=decoded_headers(response.headers),
+                                             content=raw,
                                              request=request, extensions=response.extensions)
         except TimeoutError:
             raise httpx.ReadTimeout(f"no complete response within timeout {deadline:g}s (the whole request, "

@@ -30,7 +30,8 @@ from typing import Any
 
 from jinja2 import StrictUndefined
 from jinja2.compiler import CodeGenerator, Frame
-from jinja2.nodes import Concat
+from jinja2.compiler import operators as jinja_operators
+from jinja2.nodes import Compare, Concat
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 DEFAULT_TIMEOUT = 2.0  # seconds per rubric rendering (and compilation)
@@ -72,6 +73,76 @@ def _length(value: Any) -> int | None:
     return len(value) if isinstance(value, str | list | tuple) else None
 
 
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
+def text_size(value: Any, cap: int) -> int:
+    """About how many characters `str(value)` would build, counting a shared item once per reference, without
+    building it; stops counting past `cap`. A list of 1,000 references to a 1 MB string costs 8 KB to build and
+    1 GB to print: nested, three lines reach 10^12 characters in one C-level call no deadline can interrupt, so
+    every place a container turns into text is checked with this first. Iterative (no recursion limit); sizes
+    are memoised per object, so a list of the same list a thousand times is counted in a thousand steps."""
+    if isinstance(value, str):
+        return len(value)
+    if not isinstance(value, _CONTAINERS):
+        return 0
+    memo: dict[int, int] = {}
+    keep: list[Any] = []  # keeps the counted objects alive so their ids are not reused while counting
+
+    def leaf(item: Any) -> int | None:
+        if isinstance(item, str):
+            return len(item) + 2
+        if isinstance(item, _CONTAINERS):
+            return memo.get(id(item))
+        if _is_int(item):
+            return item.bit_length() // 3 + 2
+        return 8
+
+    stack: list[tuple[Any, list[Any], int]] = []
+
+    def push(item: Any) -> None:
+        memo[id(item)] = 2  # in progress: a cycle counts as its '[...]'
+        keep.append(item)
+        items = [x for pair in item.items() for x in pair] if isinstance(item, dict) else list(item)
+        stack.append((item, items, 0))
+
+    push(value)
+    total = 0
+    while stack:
+        node, items, index = stack.pop()
+        size = memo[id(node)]
+        while index < len(items) and size <= cap:
+            item = items[index]
+            known = leaf(item)
+            if known is None:
+                stack.append((node, items, index))
+                memo[id(node)] = size
+                push(item)
+                break
+            size += known + 2
+            index += 1
+        else:
+            memo[id(node)] = size
+            total = size
+            if stack:  # add the finished child to its parent and move the parent past it
+                parent, parent_items, parent_index = stack.pop()
+                memo[id(parent)] += size + 2
+                stack.append((parent, parent_items, parent_index + 1))
+            continue
+    return total
+
+
+def check_text_size(what: str, *values: Any) -> None:
+    """Refuse turning containers into text when the text would be past the cap (see `text_size`)."""
+    cap = max_chars()
+    size = 0
+    for value in values:
+        if isinstance(value, _CONTAINERS):
+            size += text_size(value, cap)
+            if size > cap:
+                raise _too_big(what, size, cap)
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -96,6 +167,12 @@ def check_binop(operator: str, left: Any, right: Any) -> None:
             raise _too_big("'+'", a + b, cap)
     elif operator == "%" and isinstance(left, str):
         check_printf(left, right)
+        check_text_size("a '%' format of a container", *(right if isinstance(right, tuple) else (right,)))
+    if operator in ("*", "+") and (isinstance(left, _CONTAINERS) or isinstance(right, _CONTAINERS)):
+        times = right if _is_int(right) else left if _is_int(left) else 1
+        size = sum(text_size(v, cap) for v in (left, right) if isinstance(v, _CONTAINERS)) * max(times, 1)
+        if size > cap:
+            raise _too_big(f"'{operator}' of containers (as text)", size, cap)
 
 
 _PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?[a-zA-Z%]")
@@ -154,6 +231,7 @@ def check_str_method(name: str, text: str, args: tuple[Any, ...], kwargs: dict[s
             raise _too_big("str.translate", longest * len(text), cap)
     elif name in ("format", "format_map"):
         check_brace_format(text, args, kwargs)
+        check_text_size("str.format of a container", *args, *kwargs.values())
 
 
 def check_replace(text: Any, old: Any = "", new: Any = "", count: Any = None, **_: Any) -> None:
@@ -241,11 +319,26 @@ def _bounded_filters(filters: dict[str, Callable[..., Any]]) -> dict[str, Callab
 
     join.jinja_pass_arg = original_join.jinja_pass_arg  # type: ignore[attr-defined]
     wrapped["join"] = join
-    return wrapped
+    return {name: _text_checked(f"the '{name}' filter", f) for name, f in wrapped.items()}
+
+
+def _text_checked(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    """Any filter may turn its arguments into text (`string`, `tojson`, `pprint`, `join`, `e`, `upper`, ...):
+    containers whose text would pass the cap are refused before the filter runs."""
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        check_text_size(f"{name} on a container", *args, *kwargs.values())
+        return original(*args, **kwargs)
+
+    if hasattr(original, "jinja_pass_arg"):
+        checked.jinja_pass_arg = original.jinja_pass_arg  # type: ignore[attr-defined]
+    return checked
 
 
 def bounded_join(parts: Any) -> str:
     """`~` concatenation and captured blocks (`{% set x %}...{% endset %}`): the size is known before joining."""
+    parts = list(parts)
+    check_text_size("joining text", *parts)
     items = [p if isinstance(p, str) else str(p) for p in parts]
     size = sum(len(p) for p in items)
     if size > max_chars():
@@ -253,8 +346,31 @@ def bounded_join(parts: Any) -> str:
     return "".join(items)
 
 
+def _compared(value: Any) -> Any:
+    check_text_size("comparing a container", value)
+    return value
+
+
+def _checked_output(value: Any) -> Any:
+    """Every `{{ ... }}` output: a container is printed with str(), checked first (see `text_size`)."""
+    check_text_size("printing a container", value)
+    return value
+
+
 class _BoundedCodeGenerator(CodeGenerator):
     """`~` compiles to a plain join the sandbox does not intercept: route it through `bounded_join`."""
+
+    def visit_Compare(self, node: Compare, frame: Frame) -> None:  # noqa: N802 - Jinja2's visitor naming
+        """`==`, `<`, `in` on containers compare item by item in C: two lists of 100,000 references to 1 MB
+        strings take 5 s per `==`, uninterruptibly. Every operand goes through `compared` (a size check)."""
+        self.write("(environment.compared(")
+        self.visit(node.expr, frame)
+        self.write(")")
+        for op in node.ops:
+            self.write(f" {jinja_operators[op.op]} environment.compared(")
+            self.visit(op.expr, frame)
+            self.write(")")
+        self.write(")")
 
     def visit_Concat(self, node: Concat, frame: Frame) -> None:  # noqa: N802 - Jinja2's visitor naming
         self.write("environment.bounded_join((")
@@ -271,10 +387,13 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     code_generator_class = _BoundedCodeGenerator
 
     def __init__(self) -> None:
-        super().__init__(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+        super().__init__(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                         finalize=_checked_output)
         self.filters = _bounded_filters(self.filters)
         self.concat = bounded_join  # type: ignore[assignment]
         self.bounded_join = bounded_join
+        self.compared = _compared
+        self.tests = {name: _text_checked(f"the 'is {name}' test", test) for name, test in self.tests.items()}
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         check_binop(operator, left, right)

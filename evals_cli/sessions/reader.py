@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evals_cli.datasets.reader import _json_problem
 from evals_cli.errors import ConfigError
 from evals_cli.sessions.models import AgentSession
 from evals_cli.suite.loader import read_text
@@ -48,8 +49,8 @@ def _is_jsonl(path: Path, first: str) -> bool:
         return False
     try:
         return isinstance(json.loads(first), dict)
-    except ValueError:
-        return False
+    except (ValueError, RecursionError):  # too deep or a huge integer: _jsonl reports it at its line
+        return first.endswith("}")
 
 
 def _jsonl(path: Path) -> Iterator[Row]:
@@ -66,6 +67,9 @@ def _jsonl(path: Path) -> Iterator[Row]:
             except json.JSONDecodeError as exc:
                 yield where, [f"{where}: invalid JSON at column {exc.colno}: {exc.msg} (JSONL needs one complete "
                               "session per line)"]
+                continue
+            except (ValueError, RecursionError) as exc:  # nested past the parser's depth, an integer too long
+                yield where, [_json_problem(exc, where, jsonl=True)]
                 continue
             yield where, _validate(raw, where)
 
@@ -102,6 +106,8 @@ def _json(path: Path) -> Iterator[Row]:
             raise json.JSONDecodeError("the list is not closed with ']'", text, pos)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: invalid JSON at column {exc.colno}: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # nested past the parser's depth, an integer too long
+        raise ConfigError(_json_problem(exc, str(path), jsonl=False)) from None
 
 
 def iter_rows(path: Path) -> Iterator[Row]:

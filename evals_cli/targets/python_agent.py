@@ -218,7 +218,10 @@ def load_agent(ref: str, base_dir: Path) -> Callable[..., Any]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # dataclasses and pickling inside the file look their module up here
     try:
-        spec.loader.exec_module(module)
+        # under the exit guard: module-level code may call os._exit(0), and `from os import _exit` must capture
+        # the guarded function, not the real one, or the agent could end the run with 0 later
+        with EXIT_GUARD:
+            spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # the user's code: report it, never crash
         del sys.modules[module_name]
         raise ConfigError(f"target.callable: importing {file_part} failed: {type(exc).__name__}: {exc}") from None

@@ -18,6 +18,25 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+MAX_ARGUMENT_DEPTH = 100  # levels of a tool call's arguments; a real tool needs a few
+
+
+def _nesting(value: Any) -> int:
+    """How deep a parsed JSON value nests, without recursion: a model can send arguments 900 levels deep (the
+    parser's own limit), past what the recursive code after parsing can walk."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_ARGUMENT_DEPTH:
+            return depth
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
 def _valid_unicode(value: Any) -> Any:
     """Parsed arguments with every lone UTF-16 surrogate (the JSON escape "\\ud800") replaced by U+FFFD: as
     they were, the sample's result could not be written as UTF-8 and the run aborted."""
@@ -122,11 +141,17 @@ class MockToolbox:
             return True
         try:
             parsed = json.loads(raw)
+        except RecursionError:  # the model's arguments nest past the parser's depth: malformed like any other
+            record.arguments_error = "the JSON is nested too deeply to read"
+            return False
         except ValueError as exc:
             record.arguments_error = f"{exc.__class__.__name__}: {exc}"
             return False
         if not isinstance(parsed, dict):
             record.arguments_error = f"expected a JSON object, got {type(parsed).__name__}"
+            return False
+        if _nesting(parsed) > MAX_ARGUMENT_DEPTH:  # graders, masking and the results writer walk these recursively
+            record.arguments_error = f"the JSON is nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels)"
             return False
         record.arguments = _valid_unicode(parsed)
         return True

@@ -5,11 +5,11 @@ Every grader here is deterministic: no model is called, so they run under `--no-
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from evals_cli import safe_regex
 from evals_cli.models.base import StrictModel
 from evals_cli.models.grader_specs.base import GraderBase
 
@@ -78,9 +78,9 @@ class ArgMatch(StrictModel):
         if len(given) > 1:
             raise ValueError(f"give one comparison per argument (got {', '.join(given)})")
         if self.regex is not None:
-            try:
-                re.compile(self.regex)
-            except re.error as exc:
+            try:  # the engine and the size check the grader runs with (safe_regex), so validate agrees with run
+                safe_regex.compile(self.regex, safe_regex.IGNORECASE if self.case_insensitive else 0)
+            except safe_regex.RegexError as exc:
                 raise ValueError(f"regex {self.regex!r} is not valid: {exc}") from None
         return self
 
