@@ -51,7 +51,7 @@ class AgentExitAttempt(SystemExit):
     run could not complete), never 0."""
 
     def __init__(self, how: str, code: Any) -> None:
-        super().__init__(f"called {how}({code!r}); an agent cannot end the run, so the sample is recorded as errored")
+        super().__init__(f"called {how}({code!r}); an agent cannot end the run")
         self.code = 3
 
 
