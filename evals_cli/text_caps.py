@@ -25,6 +25,18 @@ MARKER = "…[truncated by evals: {total} characters, the first {kept} kept; rai
 _parsed: tuple[str, int] = ("", DEFAULT_MAX_FIELD_CHARS)
 
 
+def clean_text(text: str | None) -> str | None:
+    """Text as valid Unicode: a lone UTF-16 surrogate (a reply holding the JSON escape `"\\ud800"`) becomes
+    U+FFFD. Kept as it was, it cannot be written as UTF-8, and the sample would lose its results line."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def max_field_chars() -> int:
     """The cap in force: EVALS_MAX_FIELD_CHARS when a positive integer, else the default (read each time, so
     a change takes effect, but parsed once per value: this runs for every stored field)."""

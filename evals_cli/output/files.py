@@ -13,7 +13,7 @@ from pydantic_core import PydanticSerializationError
 
 from evals_cli.errors import ConfigError
 from evals_cli.models.results import RunSummary, SampleResult
-from evals_cli.text_caps import cap_result, max_field_chars
+from evals_cli.text_caps import cap_result, clean_text, max_field_chars
 
 RESULTS_NAME = "results.jsonl"
 SUMMARY_NAME = "summary.json"
@@ -65,16 +65,13 @@ class ResultsWriter:
         self._fh.close()
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _dump(result: SampleResult) -> str:
     """The result as one JSON line. A lone UTF-16 surrogate (a judge's or a custom grader's text; the targets
     already clean the agent's) cannot be encoded: it becomes U+FFFD rather than costing the sample its line."""
     try:
         return result.model_dump_json()
     except PydanticSerializationError:
-        return _LONE_SURROGATE.sub("\ufffd", json.dumps(result.model_dump(mode="json"), ensure_ascii=False))
+        return clean_text(json.dumps(result.model_dump(mode="json"), ensure_ascii=False)) or ""
 
 
 def results_path(target: Path) -> Path:

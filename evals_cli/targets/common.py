@@ -19,7 +19,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
 from evals_cli.targets.base import SampleFailed, Target
-from evals_cli.text_caps import cap
+from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox, merge_tools
 
 
@@ -35,18 +35,6 @@ def initial_messages(sample: Sample, system_prompt: str | None) -> list[dict[str
     has_system = any(m.get("role") == "system" for m in prefilled)
     head = [{"role": "system", "content": system_prompt}] if system_prompt and not has_system else []
     return head + prefilled
-
-
-def clean_text(text: str | None) -> str | None:
-    """Model text as valid Unicode: a lone UTF-16 surrogate (a reply holding the JSON escape `"\\ud800"`) becomes
-    U+FFFD. Kept as it was, it cannot be written as UTF-8: the run once aborted writing that sample's result."""
-    if text is None:
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
 
 
 def answer_calls(toolbox: MockToolbox, step: Step, calls: list[tuple[str | None, str | None, str | None]],

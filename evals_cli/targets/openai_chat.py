@@ -11,8 +11,8 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.specs import OpenAIChatTarget
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
 from evals_cli.targets.base import register_target
-from evals_cli.targets.common import ToolLoopTarget, answer_calls, clean_text, initial_messages, request_options
-from evals_cli.text_caps import cap
+from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options
+from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox
 
 

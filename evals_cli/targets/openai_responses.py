@@ -15,8 +15,8 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import OpenAIResponsesTarget
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
 from evals_cli.targets.base import register_target
-from evals_cli.targets.common import ToolLoopTarget, answer_calls, clean_text, initial_messages, request_options
-from evals_cli.text_caps import cap
+from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options
+from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox
 
 Call = tuple[str | None, str | None, str | None]

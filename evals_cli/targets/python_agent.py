@@ -40,8 +40,8 @@ from evals_cli.models.target_specs import PythonTarget
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Step, Trajectory, Turn
 from evals_cli.targets.base import SampleFailed, Target, register_target
-from evals_cli.targets.common import answer_stop_reason, clean_text, initial_messages
-from evals_cli.text_caps import cap
+from evals_cli.targets.common import answer_stop_reason, initial_messages
+from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox, merge_tools
 
 

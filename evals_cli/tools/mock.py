@@ -8,6 +8,7 @@ from typing import Any
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import NO_RESULT, ToolSpec
 from evals_cli.models.trajectory import ToolCall
+from evals_cli.text_caps import clean_text
 
 
 def _as_text(value: Any) -> str:
@@ -41,11 +42,7 @@ def _valid_unicode(value: Any) -> Any:
     """Parsed arguments with every lone UTF-16 surrogate (the JSON escape "\\ud800") replaced by U+FFFD: as
     they were, the sample's result could not be written as UTF-8 and the run aborted."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return value
+        return clean_text(value)
     if isinstance(value, dict):
         return {_valid_unicode(k): _valid_unicode(v) for k, v in value.items()}
     if isinstance(value, list):
