@@ -34,6 +34,8 @@ RUN_LEVEL = ("pass_at_k", "pass_hat_k")
 SAMPLE_LEVEL = ("pass_rate",)  # the share of samples whose own verdict passed: a gate that fails when samples do
 PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
+# how an undecided gate's message begins (runs and sessions alike): the exit code reads the reason after it
+UNDECIDED = "Gate could not be evaluated: "
 
 
 def threshold_key(op: str, value: float) -> str:
@@ -428,7 +430,7 @@ class Gate:
         else:
             op, value, aggregation = spec.op, spec.value, spec.aggregation
         if verdict.passed is None:
-            message = f"Gate could not be evaluated: {self._why_undecided(verdict)}"
+            message = UNDECIDED + self._why_undecided(verdict)
         else:
             message = f"Gate {'PASSED' if verdict.passed else 'FAILED'}: {verdict.text}"
         return GateResult(passed=verdict.passed, metric=verdict.metric if verdict.passed is not None else None,

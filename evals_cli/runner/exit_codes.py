@@ -9,16 +9,16 @@ its gate becomes "not evaluated" (`passed: null`, `metric: null`) everywhere the
 from __future__ import annotations
 
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
+from evals_cli.gate import UNDECIDED
 from evals_cli.models.results import Coverage, RunSummary
 
 NOT_EVALUATED = "Gate not evaluated"
 GATE_UNDECIDED = "the gate could not be evaluated"
-_UNDECIDED = "Gate could not be evaluated: "  # Gate.decide's words when no sample gave it a number
 
 
 def _undecided(message: str) -> str | None:
     """The reason in an undecided gate's message (None when the gate decided)."""
-    return message[len(_UNDECIDED):] if message.startswith(_UNDECIDED) else None
+    return message[len(UNDECIDED):] if message.startswith(UNDECIDED) else None
 
 
 def exit_code_for(summary: RunSummary, max_error_rate: float) -> int:

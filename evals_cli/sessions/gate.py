@@ -7,7 +7,7 @@ the main gate's `OPS` (with its float tolerance: 0.7 averages that land on 0.699
 
 from __future__ import annotations
 
-from evals_cli.gate import OPS, SYMBOLS
+from evals_cli.gate import OPS, SYMBOLS, UNDECIDED
 from evals_cli.sessions.results import GateCheck, SessionGateResult, SessionsSummary
 from evals_cli.sessions.spec import SessionGateSpec
 
@@ -37,7 +37,7 @@ def decide(summary: SessionsSummary, spec: SessionGateSpec) -> SessionGateResult
         parts.append(f"{c.name}{where} = {c.metric:.3f} {SYMBOLS['gte'] if c.passed else 'not ' + SYMBOLS['gte']} "
                      f"{c.value:g}")
     if any(c.passed is None for c in checks):
-        return SessionGateResult(passed=None, checks=checks, message="Gate could not be evaluated: " + "; ".join(parts))
+        return SessionGateResult(passed=None, checks=checks, message=UNDECIDED + "; ".join(parts))
     passed = all(c.passed for c in checks)
     return SessionGateResult(passed=passed, checks=checks,
                              message=f"Gate {'PASSED' if passed else 'FAILED'}: " + "; ".join(parts))
