@@ -41,7 +41,8 @@ class EndpointSpec(StrictModel):
     api_key: str | None = Field(default=None, description="API key; prefer the environment variable.")
     model: str | None = Field(default=None, description="Model name sent with each request.")
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
-    max_tokens: int | None = Field(default=None, ge=1, description="Completion token cap per call.")
+    max_tokens: int | None = Field(default=1024, ge=1, description="Completion token cap per call (default 1024, so "
+                                      "a local model cannot ramble to its context's end; null sends none).")
     timeout: float = Field(default=120.0, gt=0, description="Per-request timeout in seconds.")
     max_retries: int = Field(default=2, ge=0, description="Retries on 429, 5xx, timeouts and dropped connections.")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Extra JSON fields sent with each request.")

@@ -39,8 +39,8 @@ class OpenAIResponsesTarget(_AgentPrompt, EndpointSpec):
     `instructions`, the conversation in `input` items, tool results back as function_call_output items."""
 
     kind: Literal["openai_responses"] = "openai_responses"
-    max_tokens: int | None = Field(default=None, ge=1, description="Output token cap per call, sent as "
-                                   "max_output_tokens.")
+    max_tokens: int | None = Field(default=1024, ge=1, description="Output token cap per call, sent as "
+                                   "max_output_tokens (default 1024; null sends none).")
     max_steps: int = Field(default=20, ge=1, description="Model calls allowed per user turn before the loop stops.")
     tool_choice: Literal["auto", "required", "none"] = Field(default="auto", description="Sent as tool_choice.")
     parallel_tool_calls: bool | None = Field(default=None, description="Sent as parallel_tool_calls when set.")

@@ -44,7 +44,8 @@ class ModelJudgeSpec(GraderBase):
     api_key: str | None = Field(default=None, description="Judge key; default the suite's judge block.")
     model: str | None = Field(default=None, description="Judge model; default the suite's judge block.")
     temperature: float | None = Field(default=None, ge=0, le=2, description="Default 0.")
-    max_tokens: int | None = Field(default=None, ge=1, description="Judge completion cap.")
+    max_tokens: int | None = Field(default=1024, ge=1, description="Judge completion cap (default 1024: room for "
+                                      "the reason before the score; null sends none).")
 
     @model_validator(mode="after")
     def _one_rubric(self) -> ModelJudgeSpec:
