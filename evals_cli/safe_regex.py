@@ -21,17 +21,20 @@ loop's wakeup pipe, so the run's own handler (stop, grace, summary) runs as soon
 
 from __future__ import annotations
 
+import importlib
 import os
 import re as _re
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from re import _constants as _c  # the standard parser measures a pattern before `regex` compiles it
-from re import _parser as _sre_parser
 from typing import Any, TypeVar
 
 import regex
+
+# the standard parser measures a pattern before `regex` compiles it (private modules: no stubs, hence importlib)
+_c: Any = importlib.import_module("re._constants")
+_sre_parser: Any = importlib.import_module("re._parser")
 
 _REPEATS = tuple(getattr(_c, name) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_c, name))
 
