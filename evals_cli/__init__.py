@@ -1,32 +1,47 @@
 """evals-cli: evaluate multi-turn LLM agents from YAML suites.
 
-The public Python API: `load_suite` + `run_suite` (what `evals run` does), and `grader` to register custom
-grading functions. Imports are lazy so that `import evals_cli` stays cheap.
+The public Python API covers what `evals run` does: `run(path_or_suite, RunOptions(...))` (or `arun`, async)
+loads the suite, checks everything `evals validate` checks, runs the pipeline its kind names (live agents or
+recorded sessions) and returns a `RunOutcome`; invalid input raises `ConfigError` (exit code 2). `load_suite`
+gives the `SuiteSpec` of a file, `grader` registers custom grading functions. Imports are lazy, so that
+`import evals_cli` stays cheap.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evals_cli.errors import ConfigError
+    from evals_cli.graders.functions import grader
+    from evals_cli.models import Grade, Sample, Trajectory
+    from evals_cli.models.results import RunSummary, SampleResult
+    from evals_cli.models.specs import SuiteSpec
+    from evals_cli.runner import run_suite
+    from evals_cli.runner.dispatch import arun, run
+    from evals_cli.runner.options import RunOptions, RunOutcome
+    from evals_cli.suite.loader import load_suite
 
 __version__ = "0.1.0"
-__all__ = ["Grade", "Sample", "Trajectory", "grader", "load_suite", "run_suite", "__version__"]
+
+_WHERE = {
+    "run": "evals_cli.runner.dispatch", "arun": "evals_cli.runner.dispatch",
+    "RunOptions": "evals_cli.runner.options", "RunOutcome": "evals_cli.runner.options",
+    "SuiteSpec": "evals_cli.models.specs", "SampleResult": "evals_cli.models.results",
+    "RunSummary": "evals_cli.models.results", "ConfigError": "evals_cli.errors",
+    "load_suite": "evals_cli.suite.loader", "run_suite": "evals_cli.runner",
+    "grader": "evals_cli.graders.functions",
+    "Grade": "evals_cli.models", "Sample": "evals_cli.models", "Trajectory": "evals_cli.models",
+}
+__all__ = ["ConfigError", "Grade", "RunOptions", "RunOutcome", "RunSummary", "Sample", "SampleResult", "SuiteSpec",
+           "Trajectory", "__version__", "arun", "grader", "load_suite", "run", "run_suite"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "grader":
-        from evals_cli.graders.functions import grader
-
-        return grader
-    if name in ("Grade", "Sample", "Trajectory"):
-        from evals_cli import models
-
-        return getattr(models, name)
-    if name == "load_suite":
-        from evals_cli.suite.loader import load_suite
-
-        return load_suite
-    if name == "run_suite":
-        from evals_cli.runner import run_suite
-
-        return run_suite
-    raise AttributeError(name)
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evals_cli' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value

@@ -101,46 +101,41 @@ def _union_members(annotation: Any) -> dict[str, Any]:
 
 
 def _grader_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
-    from evals_cli.graders import build  # noqa: F401  (registers every grader kind)
-    from evals_cli.graders.base import GRADER_KINDS
+    from evals_cli.graders.base import GRADERS
     from evals_cli.models.grader_specs import GraderBase, GraderSpec
 
-    specs = _union_members(GraderSpec)
+    order = list(_union_members(GraderSpec))  # the suite's order; kinds registered at run time come after
     common = ", ".join(f"{name} ({shape})" for name, shape, _ in _model_options(GraderBase))
     kinds = []
-    for kind in [*[k for k in specs if k in GRADER_KINDS], *[k for k in GRADER_KINDS if k not in specs]]:
-        spec, impl = specs.get(kind), GRADER_KINDS[kind]
+    for entry in sorted(GRADERS.entries(), key=lambda e: order.index(e.kind) if e.kind in order else len(order)):
+        spec = entry.spec
         options = _model_options(spec, skip=("kind", *GraderBase.model_fields)) if spec else []
-        kinds.append((kind, _doc(spec) or _doc(impl), options))
+        kinds.append((entry.kind, _doc(spec) or _doc(entry.impl), options))
     return f"`kind:` of an entry under graders:. Every kind also takes {common}; see `evals list extractors`.", kinds
 
 
 def _extractor_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
-    from evals_cli.graders.extractors import EXTRACTORS
+    from evals_cli.models.grader_specs.extractors import EXTRACTORS
 
-    kinds = [(name, ext.description,
+    kinds = [(ext.name, ext.description,
               [(option, "required" if option in ext.required else "optional", text)
-               for option, text in ext.options.items()]) for name, ext in EXTRACTORS.items()]
+               for option, text in ext.options.items()]) for ext in (e.impl for e in EXTRACTORS.entries())]
     return "`extractor:` of a grader (what it grades); options go in `extractor_config:`.", kinds
 
 
 def _target_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
-    from evals_cli.models.specs import SuiteSpec
-    from evals_cli.targets import factory  # noqa: F401  (registers the target kinds)
-    from evals_cli.targets.base import TARGET_KINDS
+    from evals_cli.targets.base import TARGETS
 
-    specs = _union_members(SuiteSpec.model_fields["target"].annotation)
-    kinds = [(kind, _doc(specs.get(kind)) or _doc(impl), _model_options(specs[kind]) if kind in specs else [])
-             for kind, impl in TARGET_KINDS.items()]
+    kinds = [(e.kind, _doc(e.spec) or _doc(e.impl), _model_options(e.spec) if e.spec else [])
+             for e in sorted(TARGETS.entries(), key=lambda e: e.kind)]
     return ("`kind:` of the suite's target: (or of a --target file). letta-evals targets (agent, letta_agent, "
             "letta_code) are read but cannot run: give one of these with --target."), kinds
 
 
 def _gate_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
-    from evals_cli.gate import PERCENTILES, RUN_LEVEL
-    from evals_cli.models.specs import GATE_KINDS
+    from evals_cli.gate import GATES, PERCENTILES, RUN_LEVEL
 
-    kinds = [(kind, _doc(spec), _model_options(spec)) for kind, spec in GATE_KINDS.items()]
+    kinds = [(e.kind, _doc(e.spec), _model_options(e.spec) if e.spec else []) for e in GATES.entries()]
     return (f"`kind:` of the suite's gate: (default weighted_average). Percentiles ({', '.join(PERCENTILES)}) "
             f"interpolate between ranks; {' and '.join(RUN_LEVEL)} are over whole samples repeated with "
             "--repeats; pass_rate is the share of samples whose own verdict passed (required graders "

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INVALID, ConfigError, EvalsError
+
+if TYPE_CHECKING:
+    from evals_cli.runner.prepare import PreparedRun
 
 app = typer.Typer(
     name="evals",
@@ -26,26 +30,18 @@ app = typer.Typer(
 
 
 def _fail(problems: list[str], code: int) -> NoReturn:
-    from evals_cli.display.console import make_console
+    from evals_cli.display.problems import print_problems
 
-    err = make_console(stderr=True)
-    heading = "invalid input" if code == EXIT_INVALID else "run could not complete"
-    from rich.markup import escape
-
-    first = f"{heading} ({len(problems)} problems)" if len(problems) > 1 else escape(problems[0])
-    err.print(f"[bold red]error[/]: {first}", markup=True, highlight=False, soft_wrap=True)
-    if len(problems) > 1:
-        for problem in problems:
-            err.print(f"  - {problem}", markup=False, highlight=False, soft_wrap=True)
+    print_problems(problems, code)
     raise typer.Exit(code)
 
 
-def _guard(fn):  # type: ignore[no-untyped-def]
+def _guard(fn: Callable[..., None]) -> Callable[..., None]:
     """Our own errors become a message and an exit code; a bug shows its traceback only with EVALS_DEBUG=1."""
     import functools
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             return fn(*args, **kwargs)
         except ConfigError as exc:
@@ -100,43 +96,43 @@ def run(
     """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
     import asyncio
 
+    from evals_cli.runner.dispatch import execute_prepared, prepare
+    from evals_cli.runner.options import RunOptions
+    from evals_cli.runner.prepare import PreparedRun
+
+    options = RunOptions(output=output, concurrency=concurrency, max_samples=max_samples, tags=tag or None,
+                         repeats=repeats, no_judge=no_judge, record=record, replay=replay, target_file=target,
+                         base_url=base_url, model=model, timeout=timeout, sample_timeout=sample_timeout,
+                         max_retries=max_retries, max_error_rate=max_error_rate, resume=resume,
+                         retry_errors=retry_errors, grace_s=grace, shard=shard, otel=otel)
+    prepared = prepare(suite, options)
+    if not isinstance(prepared, PreparedRun):  # recorded sessions: no agent, its own view
+        from evals_cli.sessions.cli import report as report_sessions
+        from evals_cli.sessions.runner import SessionsOutcome
+
+        if junit or task_results:
+            raise ConfigError("--junit and --task-results apply to live agents; a recorded_sessions suite has none")
+        outcome = asyncio.run(execute_prepared(prepared))
+        assert isinstance(outcome, SessionsOutcome)
+        raise typer.Exit(report_sessions(outcome, quiet=quiet))
+    raise typer.Exit(_run_live(prepared, suite, quiet, junit, task_results))
+
+
+def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, junit: Path | None, task_results: Path | None) -> int:
+    """Execute with the live progress view, then the table, the messages and the exports; the exit code."""
+    import asyncio
+
     from evals_cli.display.console import make_console
     from evals_cli.display.live import LiveProgress
     from evals_cli.display.state import RunState
     from evals_cli.display.table import render_run
-    from evals_cli.runner import PreparedRun, RunOptions, execute
-    from evals_cli.suite.loader import TargetOverride
-    from evals_cli.validate import checked_suite
+    from evals_cli.models.results import SampleResult
+    from evals_cli.runner import execute
 
-    if record and replay:
-        raise ConfigError("--record and --replay cannot be used together")
-    if resume and output:
-        raise ConfigError("--resume continues the run in its own folder; drop -o/--output")
-    if retry_errors and not resume:
-        raise ConfigError("--retry-errors only makes sense with --resume RUN")
-    if replay and not replay.is_file():
-        raise ConfigError(f"{replay}: recording not found (--replay)")
-    options = RunOptions(output=output, concurrency=concurrency, max_samples=max_samples, tags=tag or None,
-                         repeats=repeats, no_judge=no_judge, record=record, replay=replay, base_url=base_url,
-                         model=model, timeout=timeout, sample_timeout=sample_timeout, max_retries=max_retries,
-                         max_error_rate=max_error_rate, resume=resume, retry_errors=retry_errors, grace_s=grace,
-                         shard=shard, otel=otel)
-    from evals_cli.sessions.suite import is_sessions_suite
-
-    if is_sessions_suite(suite):  # before load_suite: --target must not replace the recorded sessions
-        from evals_cli.sessions.cli import run_sessions_suite
-
-        if target is not None or junit or task_results:
-            raise ConfigError("--target, --junit and --task-results apply to live agents; a recorded_sessions "
-                              "suite has none")
-        raise typer.Exit(run_sessions_suite(checked_suite(suite), options, quiet=quiet))
-    # every check `evals validate` makes, the same way: run never starts on a problem validate would report
-    spec = checked_suite(suite, TargetOverride(file=target, base_url=base_url, model=model))
-    prepared = PreparedRun(spec, options)
     console = make_console()
     state = RunState(list(prepared.graders), total_expected=prepared.expected, repeats=prepared.repeats)
     with LiveProgress(console, state, enabled=not quiet) as live:
-        def on_result(result):  # type: ignore[no-untyped-def]
+        def on_result(result: SampleResult) -> None:
             state.add(result)
             live.update()
 
@@ -147,30 +143,29 @@ def run(
     else:
         console.print(render_run(state, summary))
         console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
+    err = make_console(stderr=True)
     for message in outcome.messages:
-        make_console(stderr=True).print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+        err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
     cov = summary.coverage
     if summary.status != "completed" and cov is not None and cov.expected_results is not None \
             and summary.total < cov.expected_results:  # samples were left unrun: say how to run them
-        make_console(stderr=True).print(f"to finish the run: evals run {suite} --resume {outcome.output_dir}",
-                                        markup=False, highlight=False, soft_wrap=True)
+        err.print(f"to finish the run: evals run {suite} --resume {outcome.output_dir}",
+                  markup=False, highlight=False, soft_wrap=True)
     elif summary.status == "aborted" and summary.errored:  # every sample ran, too many errored: retry those
-        make_console(stderr=True).print(f"to retry the errored samples: evals run {suite} --resume "
-                                        f"{outcome.output_dir} --retry-errors", markup=False, highlight=False,
-                                        soft_wrap=True)
+        err.print(f"to retry the errored samples: evals run {suite} --resume {outcome.output_dir} --retry-errors",
+                  markup=False, highlight=False, soft_wrap=True)
     if junit or task_results:
         from evals_cli.exporters import export_run
 
         try:
             export_run(outcome.output_dir, summary, junit=junit, task_results=task_results,
-                       threshold=spec.gate.sample_value)
+                       threshold=prepared.suite.gate.sample_value)
         except OSError as exc:  # the run is saved; only the export is not: say which file, keep the run's code
             where = exc.filename or junit or task_results
-            make_console(stderr=True).print(f"error: could not write {where} ({exc.strerror or type(exc).__name__}); "
-                                            f"the run is saved in {outcome.output_dir}", markup=False,
-                                            highlight=False, soft_wrap=True)
-            raise typer.Exit(outcome.exit_code if outcome.exit_code != 0 else EXIT_INCOMPLETE) from None
-    raise typer.Exit(outcome.exit_code)
+            err.print(f"error: could not write {where} ({exc.strerror or type(exc).__name__}); the run is saved in "
+                      f"{outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
+            return outcome.exit_code if outcome.exit_code != 0 else EXIT_INCOMPLETE
+    return outcome.exit_code
 
 
 @app.command()
@@ -180,16 +175,13 @@ def validate(
     target: Annotated[Path | None, typer.Option("--target", help=TARGET_HELP)] = None,
 ) -> None:
     """Check a suite, every dataset row and every rubric without calling any model; exit 2 on problems."""
-    from evals_cli.suite.loader import TargetOverride, target_override
+    from evals_cli.suite.loader import TargetOverride
     from evals_cli.validate import validate_suite
 
-    with target_override(TargetOverride(file=target)):
-        report = validate_suite(suite)
+    report = validate_suite(suite, TargetOverride(file=target))
     if report.problems:
         _fail(report.problems, EXIT_INVALID)
-    assert report.suite is not None
-    print(f"{suite}: ok: {report.samples} samples, {len(report.suite.graders)} graders "
-          f"({', '.join(report.suite.graders)})")
+    print(f"{suite}: ok: {report.samples} samples, {len(report.graders)} graders ({', '.join(report.graders)})")
 
 
 @app.command()
@@ -330,4 +322,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

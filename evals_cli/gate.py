@@ -7,8 +7,10 @@ verdict reads makes the sample incomplete (errored), never passed on the graders
 sample fails anyway (a required grader under its threshold, an unknown tool): then it is failed.
 
 A gate is a tree: `weighted_average` and `simple` gates are leaves that compare one aggregated number with a
-threshold, `logical` gates join sub-gates with and/or. `Gate` keeps the one-object API the runner, the summary
-and the exporters use (`passes`, `score_sample`, `decide`, `weights`) whatever the kind.
+threshold, `logical` gates join sub-gates with and/or. Each kind is a node class registered in `GATES` with the
+spec it reads (the specs live in models.specs); which graders a kind reads, and how it decides, is the node's
+own business. `Gate` keeps the one-object API the runner, the summary and the exporters use (`passes`,
+`score_sample`, `decide`, `weights`) whatever the kind.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from evals_cli.models.results import ErrorInfo, FailedBy, GateResult, Grade, GraderAggregate, Reliability
 from evals_cli.models.specs import AnyGate, LogicalGate, SimpleGate, WeightedAverageGate
 from evals_cli.models.trajectory import Trajectory
-from evals_cli.output.streaming import ScoreCounts
+from evals_cli.registry import Registry
+from evals_cli.stats import ScoreDistribution
 
 _EPS = 1e-9  # averages of 0.7s land on 0.69999...: compare as a person reading the table would
 OPS: dict[str, Callable[[float, float], bool]] = {
@@ -44,47 +47,22 @@ def threshold_key(op: str, value: float) -> str:
 
 
 def effective_weights(gate: AnyGate, graders: Iterable[str]) -> dict[str, float]:
-    """The graders a gate reads, with their weights, among those that actually run.
-
-    weighted_average: its weights (equal weights when none are given); none when none of the graders its
-    weights name runs (a judge skipped by --no-judge: the gate then cannot decide, as a simple gate on a
-    skipped judge cannot; falling back to equal weights gated on graders the suite gave no weight);
-    simple: its one grader; logical: every grader its sub-gates read (the first weight seen wins).
-    """
-    active = list(graders)
-    if isinstance(gate, SimpleGate):
-        return {gate.metric_key: 1.0} if gate.metric_key in active else {}
-    if isinstance(gate, LogicalGate):
-        merged: dict[str, float] = {}
-        for sub in gate.gates:
-            if _runs(sub, active):
-                for name, weight in effective_weights(sub, active).items():
-                    merged.setdefault(name, weight)
-        return merged
-    if gate.weights:
-        weights = {g: w for g, w in gate.weights.items() if g in active}
-        if weights and sum(weights.values()) > 0:
-            return weights
-        if any(w > 0 for w in gate.weights.values()):
-            return {}
-    return {g: 1.0 for g in active}
+    """The graders a gate reads, with their weights, among those that actually run (see each kind's `weights_of`)."""
+    return GATES[gate.kind].impl.weights_of(gate, list(graders))
 
 
 def _runs(gate: AnyGate, active: list[str]) -> bool:
     """Whether any grader this gate names runs (a sub-gate on a skipped judge is dropped, as weights are)."""
-    if isinstance(gate, SimpleGate):
-        return gate.metric_key in active
-    if isinstance(gate, LogicalGate):
-        return any(_runs(sub, active) for sub in gate.gates)
-    return not gate.weights or any(g in active and w > 0 for g, w in gate.weights.items())
+    return GATES[gate.kind].impl.runs(gate, active)
 
 
 def weighted(scores: dict[str, float | None], weights: dict[str, float]) -> float | None:
     """Weighted mean over the scores present; missing ones are dropped and the rest renormalised."""
-    total = sum(w for g, w in weights.items() if scores.get(g) is not None)
+    present = [(w, score) for g, w in weights.items() if (score := scores.get(g)) is not None]
+    total = sum(w for w, _ in present)
     if total <= 0:
         return None
-    return sum(w * scores[g] for g, w in weights.items() if scores.get(g) is not None) / total  # type: ignore[operator]
+    return sum(w * score for w, score in present) / total
 
 
 def percentile(scores: list[float], q: float) -> float:
@@ -96,11 +74,13 @@ def percentile(scores: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def aggregate(scores: list[float] | ScoreCounts, aggregation: str, passes: Callable[[float], bool]) -> float | None:
-    """One number from a grader's sample scores; `passes` decides what counts for accuracy."""
+def aggregate(scores: list[float] | ScoreDistribution, aggregation: str,
+              passes: Callable[[float], bool]) -> float | None:
+    """One number from a grader's sample scores (a list, or their counts); `passes` decides what counts for
+    accuracy."""
     if not scores:
         return None
-    if isinstance(scores, ScoreCounts):
+    if isinstance(scores, ScoreDistribution):
         return _aggregate_counts(scores, aggregation, passes)
     if aggregation == "avg_score":
         return sum(scores) / len(scores)
@@ -117,7 +97,7 @@ def aggregate(scores: list[float] | ScoreCounts, aggregation: str, passes: Calla
     raise ValueError(f"unknown aggregation {aggregation}")
 
 
-def _aggregate_counts(scores: ScoreCounts, aggregation: str, passes: Callable[[float], bool]) -> float:
+def _aggregate_counts(scores: ScoreDistribution, aggregation: str, passes: Callable[[float], bool]) -> float:
     if aggregation == "avg_score":
         return scores.total / len(scores)
     if aggregation == "accuracy":
@@ -154,8 +134,29 @@ def _or(values: list[bool | None]) -> bool | None:
     return None if any(v is None for v in values) or not values else False
 
 
-class _Node:
-    """A gate of one kind over the active graders."""
+GateT = TypeVar("GateT", WeightedAverageGate, SimpleGate, LogicalGate)
+LeafT = TypeVar("LeafT", WeightedAverageGate, SimpleGate)
+
+
+class _Node(Generic[GateT]):
+    """A gate of one kind over the active graders. The classmethods answer for a spec before any node is built
+    (which graders it reads, whether any of them runs); `of` builds the node."""
+
+    spec: GateT
+
+    @classmethod
+    def weights_of(cls, spec: GateT, active: list[str]) -> dict[str, float]:
+        """The graders this gate reads, with their weights, among the `active` ones."""
+        raise NotImplementedError
+
+    @classmethod
+    def runs(cls, spec: GateT, active: list[str]) -> bool:
+        """Whether any grader this gate names is active."""
+        raise NotImplementedError
+
+    @classmethod
+    def of(cls, spec: GateT, active: list[str]) -> _Node[GateT]:
+        raise NotImplementedError
 
     def passes(self, score: float) -> bool:
         raise NotImplementedError
@@ -173,12 +174,19 @@ class _Node:
         raise NotImplementedError
 
 
-class _Leaf(_Node):
+GATES: Registry[type[_Node[Any]]] = Registry("gate")
+
+
+class _Leaf(_Node[LeafT]):
     """A gate that compares one aggregated number with `value`: weighted_average and simple."""
 
-    def __init__(self, spec: WeightedAverageGate | SimpleGate, weights: dict[str, float]) -> None:
+    def __init__(self, spec: LeafT, weights: dict[str, float]) -> None:
         self.spec = spec
         self.weights = weights
+
+    @classmethod
+    def of(cls, spec: LeafT, active: list[str]) -> _Leaf[LeafT]:
+        return cls(spec, cls.weights_of(spec, active))
 
     def passes(self, score: float) -> bool:
         return OPS[self.spec.sample_op](score, self.spec.sample_value)
@@ -221,19 +229,77 @@ class _Leaf(_Node):
         return Verdict(passed, metric, f"{what} = {metric:.3f} {symbol} {spec.value:g}")
 
     def _what(self) -> str:
-        if isinstance(self.spec, SimpleGate):
-            return f"{self.spec.metric_key} {self.spec.aggregation}"
+        raise NotImplementedError
+
+
+@GATES.register("weighted_average", spec=WeightedAverageGate)
+class _WeightedAverage(_Leaf[WeightedAverageGate]):
+    """The weighted mean of the graders' aggregates."""
+
+    @classmethod
+    def weights_of(cls, spec: WeightedAverageGate, active: list[str]) -> dict[str, float]:
+        """Its weights (equal weights when none are given); none when none of the graders its weights name runs
+        (a judge skipped by --no-judge: the gate then cannot decide, as a simple gate on a skipped judge cannot;
+        falling back to equal weights would gate on graders the suite gave no weight)."""
+        if spec.weights:
+            weights = {g: w for g, w in spec.weights.items() if g in active}
+            if weights and sum(weights.values()) > 0:
+                return weights
+            if any(w > 0 for w in spec.weights.values()):
+                return {}
+        return {g: 1.0 for g in active}
+
+    @classmethod
+    def runs(cls, spec: WeightedAverageGate, active: list[str]) -> bool:
+        return not spec.weights or any(g in active and w > 0 for g, w in spec.weights.items())
+
+    def _what(self) -> str:
         parts = ", ".join(f"{g}×{w:g}" for g, w in self.weights.items())
         return f"weighted {self.spec.aggregation} ({parts})"
 
 
-class _Logical(_Node):
+@GATES.register("simple", spec=SimpleGate)
+class _Simple(_Leaf[SimpleGate]):
+    """One grader's aggregate."""
+
+    @classmethod
+    def weights_of(cls, spec: SimpleGate, active: list[str]) -> dict[str, float]:
+        return {spec.metric_key: 1.0} if spec.metric_key in active else {}
+
+    @classmethod
+    def runs(cls, spec: SimpleGate, active: list[str]) -> bool:
+        return spec.metric_key in active
+
+    def _what(self) -> str:
+        return f"{self.spec.metric_key} {self.spec.aggregation}"
+
+
+@GATES.register("logical", spec=LogicalGate)
+class _Logical(_Node[LogicalGate]):
     """Sub-gates joined by and/or, with three-valued logic: an undecided sub-gate decides nothing."""
 
-    def __init__(self, spec: LogicalGate, children: list[_Node]) -> None:
+    def __init__(self, spec: LogicalGate, children: list[_Node[Any]]) -> None:
         self.spec = spec
         self.children = children
         self.combine = _and if spec.operator == "and" else _or
+
+    @classmethod
+    def weights_of(cls, spec: LogicalGate, active: list[str]) -> dict[str, float]:
+        """Every grader its running sub-gates read (the first weight seen wins)."""
+        merged: dict[str, float] = {}
+        for sub in spec.gates:
+            if _runs(sub, active):
+                for name, weight in effective_weights(sub, active).items():
+                    merged.setdefault(name, weight)
+        return merged
+
+    @classmethod
+    def runs(cls, spec: LogicalGate, active: list[str]) -> bool:
+        return any(_runs(sub, active) for sub in spec.gates)
+
+    @classmethod
+    def of(cls, spec: LogicalGate, active: list[str]) -> _Logical:
+        return cls(spec, [_build(sub, active) for sub in spec.gates if _runs(sub, active)])
 
     def passes(self, score: float) -> bool:
         """One threshold for callers that need one (per-turn pass counts): the first sub-gate's."""
@@ -262,10 +328,8 @@ class _Logical(_Node):
         return Verdict(passed, share, f"{word} ({'; '.join(v.text for v in verdicts)})")
 
 
-def _build(spec: AnyGate, active: list[str]) -> _Node:
-    if isinstance(spec, LogicalGate):
-        return _Logical(spec, [_build(sub, active) for sub in spec.gates if _runs(sub, active)])
-    return _Leaf(spec, effective_weights(spec, active))
+def _build(spec: AnyGate, active: list[str]) -> _Node[Any]:
+    return GATES[spec.kind].impl.of(spec, active)
 
 
 @dataclass(frozen=True)
@@ -422,6 +486,7 @@ class Gate:
         samples with a verdict) feed `aggregation: pass_rate`."""
         spec = self.spec
         verdict = self.root.decide(aggregates, reliability, counts)
+        op: str
         if isinstance(spec, LogicalGate):
             # metric: the share of sub-gates that passed; `and` needs all of them, `or` one
             count = len(self.root.children) if isinstance(self.root, _Logical) else 0

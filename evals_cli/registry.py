@@ -60,12 +60,20 @@ class Registry(Generic[T]):
         """Import every module of the family's package once; each registers its kinds as it is imported."""
         if self._discovered:
             return
-        self._discovered = True
+        self._discovered = True  # first: a kind module that looks a kind up while imported must not recurse
         assert self.package is not None
-        package = importlib.import_module(self.package)
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-            if not info.name.startswith("_"):
-                importlib.import_module(f"{self.package}.{info.name}")
+        try:
+            package = importlib.import_module(self.package)
+            for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+                if not info.name.startswith("_"):
+                    importlib.import_module(f"{self.package}.{info.name}")
+        except BaseException:
+            self._discovered = False  # a broken kind fails every lookup, not only the first
+            raise
+
+    def unregister(self, kind: str) -> None:
+        """Forget a kind (a test that registered a probe kind cleans up after itself)."""
+        self._entries.pop(kind, None)
 
     def get(self, kind: str) -> Entry[T] | None:
         self.discover()
@@ -81,12 +89,20 @@ class Registry(Generic[T]):
         return isinstance(kind, str) and self.get(kind) is not None
 
     def kinds(self) -> list[str]:
-        self.discover()
-        return list(self._entries)
+        return [entry.kind for entry in self.entries()]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.kinds())
+
+    def __len__(self) -> int:
+        return len(self.kinds())
 
     def entries(self) -> Iterator[Entry[T]]:
+        """By module name, then in the order each module registered its kinds: the same order whichever kind
+        module happened to be imported first (a test, a lazy import), so listings and messages are stable."""
         self.discover()
-        return iter(list(self._entries.values()))
+        ranked = sorted(enumerate(self._entries.values()), key=lambda pair: (pair[1].module, pair[0]))
+        return iter([entry for _, entry in ranked])
 
     def specs(self) -> list[type[Any]]:
         """The spec models of every kind that has one, in registration order (to build or check unions)."""

@@ -9,9 +9,9 @@ from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED
 from evals_cli.gate import Gate
 from evals_cli.models.results import RunSummary
 from evals_cli.models.specs import GateSpec
+from evals_cli.output.exit_codes import NOT_EVALUATED, withhold_verdict
 from evals_cli.output.files import read_results, read_summary, results_path
 from evals_cli.output.summary import Accumulator
-from evals_cli.runner.exit_codes import NOT_EVALUATED, withhold_verdict
 
 
 def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:

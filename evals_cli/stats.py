@@ -1,4 +1,5 @@
-"""The statistics `evals compare` needs, in plain `math` and `random` (no numpy/scipy dependency for two tests).
+"""The statistics `evals compare` needs, in plain `math` and `random` (no numpy/scipy dependency for two tests),
+and the shape of a score distribution the gate aggregates.
 
 - McNemar's test on paired pass/fail outcomes: only the discordant pairs carry information about a
   change; exact binomial when they are few (the chi-square approximation is poor below ~25), chi-square
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 EXACT_BELOW = 25  # discordant pairs under which McNemar's test uses the exact binomial distribution
 
@@ -73,3 +74,21 @@ def bootstrap_mean_ci(differences: Sequence[float], *, resamples: int = 10_000, 
     means = sorted(math.fsum(rng.choices(values, k=n)) / n for _ in range(resamples))
     alpha = (1.0 - confidence) / 2.0
     return quantile(means, alpha), quantile(means, 1.0 - alpha)
+
+
+@runtime_checkable
+class ScoreDistribution(Protocol):
+    """A grader's sample scores kept as counts (output.streaming.ScoreCounts): what `gate.aggregate` reads
+    besides a plain list. A protocol here, so that the gate (a lower layer) never imports the output package."""
+
+    total: float
+
+    def __len__(self) -> int: ...
+
+    def min(self) -> float: ...
+
+    def max(self) -> float: ...
+
+    def share(self, predicate: Callable[[float], bool]) -> float: ...
+
+    def quantile(self, q: float) -> float: ...

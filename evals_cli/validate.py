@@ -4,105 +4,72 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evals_cli.errors import ConfigError
-from evals_cli.graders.base import Grader
-from evals_cli.graders.rubric_check import SampleChecker
-from evals_cli.models.sample import Sample
 from evals_cli.models.specs import SuiteSpec
 from evals_cli.suite.loader import TargetOverride
+
+if TYPE_CHECKING:
+    from evals_cli.sessions.suite import SessionsSuiteSpec
 
 
 @dataclass
 class ValidationReport:
-    suite: SuiteSpec | None = None
+    """What `evals validate` found: the suite (either kind) when it loaded, its valid rows, every problem."""
+
+    suite: SuiteSpec | SessionsSuiteSpec | None = None
     samples: int = 0
     problems: list[str] = field(default_factory=list)
-
-
-class RowChecks:
-    """Every per-row check a suite implies, as one `check_dataset(on_sample=...)` hook: the graders' own checks
-    and rubric rendering, and suite tools that would answer nothing. `evals validate` and the run's precheck
-    both use it, so neither can accept a row the other refuses."""
-
-    def __init__(self, suite: SuiteSpec, graders: dict[str, Grader], where: str = "") -> None:
-        from evals_cli.tools.mock import ToolResultChecker
-
-        self.samples = SampleChecker(graders)
-        self.tools = ToolResultChecker(getattr(suite, "tools", None) or {}, where or str(suite.base_dir))
-
-    def __call__(self, sample: Sample, where: str = "") -> list[str]:
-        return self.samples(sample, where) + self.tools(sample, where)
-
-    def problems(self) -> list[str]:
-        return self.samples.problems() + self.tools.problems()
+    graders: list[str] = field(default_factory=list)
 
 
 def checked_suite(path: Path, override: TargetOverride | None = None) -> SuiteSpec:
     """The suite `evals run` may start on: exactly what `evals validate` (with the same --target, --base-url and
     --model) reports, raised as one ConfigError listing every problem, so run never refuses less than validate
     and never lists fewer problems."""
-    from evals_cli.suite.loader import target_override
-
-    with target_override(override):
-        report = validate_suite(path, override)
+    report = validate_suite(path, override)
     if report.problems:
         raise ConfigError(report.problems)
-    assert report.suite is not None
+    assert isinstance(report.suite, SuiteSpec)
     return report.suite
 
 
 def validate_suite(path: Path, override: TargetOverride | None = None) -> ValidationReport:
-    from evals_cli.datasets.reader import check_dataset
-    from evals_cli.endpoints.pool import ClientPool
-    from evals_cli.graders.build import build_graders
-    from evals_cli.runner.prepare import read_system_prompt
-    from evals_cli.sessions.suite import check_sessions_suite, is_sessions_suite
+    """Every problem of a suite file, of either kind, found by the preparation a run goes through
+    (`PreparedRun` / `PreparedSessions`) in its collecting mode: one path, no second list of checks."""
+    from evals_cli.suite.kind import suite_kind
     from evals_cli.suite.loader import load_suite
-    from evals_cli.targets.factory import build_target, judge_fallback, resolve_target_endpoint
 
-    if is_sessions_suite(path):
-        report = ValidationReport()
+    report = ValidationReport()
+    if suite_kind(path) == "recorded_sessions":
+        from evals_cli.sessions.prepare import check_sessions_suite
+        from evals_cli.sessions.suite import load_sessions_suite
+
         try:
-            report.suite = load_suite(path)
+            report.suite = load_sessions_suite(path)
         except ConfigError as exc:
             report.problems.extend(exc.problems)
             return report
         report.samples, report.problems = check_sessions_suite(report.suite)
         return report
-    report = ValidationReport()
     try:
-        suite = load_suite(path)
+        suite = load_suite(path, override)
     except ConfigError as exc:
         report.problems.extend(exc.problems)
         report.problems.extend(_salvage(path, report))
         return report
     report.suite = suite
-    agent = None
-    endpoint = {"base_url": override.base_url, "model": override.model} if override is not None else None
-    try:
-        agent = judge_fallback(suite.target, resolve_target_endpoint(suite.target, endpoint))
-    except ConfigError as exc:
-        report.problems.extend(exc.problems)
-    try:
-        prompt = read_system_prompt(suite)
-        if suite.target.kind == "python":  # loads the agent file: a bad path or signature shows now
-            build_target(suite, resolve_target_endpoint(suite.target, endpoint), ClientPool(), prompt)
-    except ConfigError as exc:
-        report.problems.extend(f"{path}: {p}" for p in exc.problems)
-    graders: dict[str, Grader] = {}
-    try:
-        graders = build_graders(suite, None, agent)
-    except ConfigError as exc:
-        report.problems.extend(f"{path}: {p}" for p in exc.problems)
-    dataset = suite.resolve(suite.dataset)
-    checker = RowChecks(suite, graders, str(path))
-    try:
-        report.samples, problems = check_dataset(dataset, on_sample=checker)
-        report.problems.extend(problems)
-        report.problems.extend(checker.problems())
-    except ConfigError as exc:
-        report.problems.extend(exc.problems)
+    report.graders = list(suite.graders)
+    from evals_cli.runner.options import RunOptions
+    from evals_cli.runner.prepare import PreparedRun
+    from evals_cli.targets.factory import validate_builds
+
+    options = RunOptions(base_url=override.base_url if override else None, model=override.model if override else None)
+    # build the target only where building checks something (a python agent's file: a bad path or signature)
+    prepared = PreparedRun(suite, options, problems=report.problems, where=str(path),
+                           build_target=validate_builds(suite.target))
+    report.samples = prepared.rows
     return report
 
 
@@ -111,8 +78,7 @@ def _salvage(path: Path, report: ValidationReport) -> list[str]:
     from pydantic import TypeAdapter, ValidationError
 
     from evals_cli.datasets.reader import check_dataset
-    from evals_cli.graders.base import GRADER_KINDS
-    from evals_cli.graders.build import build_graders  # noqa: F401  (registers the kinds)
+    from evals_cli.graders.base import GRADERS, GraderContext
     from evals_cli.models.specs import GraderSpec
     from evals_cli.suite.envvars import expand
     from evals_cli.suite.loader import parse_yaml, read_text
@@ -133,10 +99,8 @@ def _salvage(path: Path, report: ValidationReport) -> list[str]:
             spec = adapter.validate_python(raw)
         except ValidationError:
             continue  # already reported by the suite validation
-        cls = GRADER_KINDS[spec.kind]
-        extra = (None, None) if cls.uses_judge else ()  # no endpoint needed to check a judge's rubric
-        try:
-            cls(name, spec, base, *extra)  # type: ignore[call-arg]
+        try:  # offline: no endpoint needed to check a judge's rubric
+            GRADERS[spec.kind].impl(name, spec, GraderContext(base, offline=True))
         except (ValueError, OSError, TypeError) as exc:
             problems.append(f"{path}: graders.{name}: {exc}")
     from evals_cli.models.tools import ToolSpec

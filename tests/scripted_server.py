@@ -218,6 +218,9 @@ class ScriptedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out as two writes: with Nagle's algorithm on, the body waited for the client's
+            # delayed ACK of the headers, some 40 ms on every reply
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -271,7 +274,9 @@ class ScriptedServer:
             daemon_threads = True
 
         self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # serve_forever checks for shutdown once per poll interval: its default of 0.5 s made every stop() (one
+        # per test using a server) wait up to half a second
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
     @property
     def url(self) -> str:

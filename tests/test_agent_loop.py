@@ -13,7 +13,7 @@ from evals_cli.endpoints.resolve import resolve_agent
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import OpenAIChatTarget
 from evals_cli.models.tools import ToolSpec
-from evals_cli.targets.base import SampleFailed
+from evals_cli.targets.base import SampleFailed, TargetContext
 from evals_cli.targets.openai_chat import OpenAIChat
 
 
@@ -24,7 +24,7 @@ def run_target(server: ScriptedServer, sample: dict, system_prompt: str | None =
     async def go():
         pool = ClientPool()
         try:
-            agent = OpenAIChat(spec, tools, resolve_agent(spec), pool, system_prompt)
+            agent = OpenAIChat(spec, TargetContext(tools, resolve_agent(spec), pool, system_prompt))
             return await agent.run(Sample.model_validate({"id": "s1", **sample}))
         finally:
             await pool.aclose()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evals_cli.graders.extractors import EXTRACTORS, check_extractor, extract
+from evals_cli.models.grader_specs.extractors import EXTRACTORS, check_extractor, extract
 from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
 
 
@@ -41,8 +41,8 @@ def run(name: str, trajectory: Trajectory, **config: Any) -> str:
 def test_registry_holds_the_documented_extractors() -> None:
     assert set(EXTRACTORS) == {"last_assistant", "first_assistant", "all_assistant", "last_turn",
                                "tool_arguments", "tool_output", "pattern", "after_marker"}
-    for name, entry in EXTRACTORS.items():
-        assert entry.name == name and entry.description
+    for entry in EXTRACTORS.entries():
+        assert entry.impl.name == entry.kind and entry.impl.description
 
 
 def test_last_assistant(trajectory: Trajectory) -> None:

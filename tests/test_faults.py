@@ -3,12 +3,14 @@ bodies. The run completes (or exits 3 where it must) and every sample is account
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import read_jsonl, run_cli, write_suite
 from scripted_server import Reply, ScriptedServer, call, completion, last_user, text
 
@@ -69,7 +71,9 @@ def test_fault_matrix_accounts_for_every_sample_once(server: ScriptedServer, tmp
     faults = Faults()
     server.script = faults
     rows = [{"id": f, "input": f, "ground_truth": "fine"} for f in FAULTS]
-    suite = write_suite(tmp_path, rows, base_url=server.url, concurrency=1,
+    # every fault in flight at once (none of them is fatal, so the order samples finish in changes nothing): the
+    # run takes as long as its slowest sample, not the sum of every retry, timeout and back-off in the matrix
+    suite = write_suite(tmp_path, rows, base_url=server.url, concurrency=len(FAULTS),
                         target={"max_retries": 2, "timeout": 1.0},
                         graders={"answer": {"kind": "tool", "function": "contains"}}, gate={"value": 0.5})
     result = run_cli("run", str(suite), "-o", str(tmp_path / "out"), "--max-error-rate", "0.6")
@@ -107,28 +111,52 @@ def test_error_rate_past_the_limit_exits_3_and_stops_scheduling(server: Scripted
     assert "stopped scheduling" in result.stderr
 
 
-def test_sample_timeout_keeps_the_partial_trajectory(server: ScriptedServer, tmp_path: Path) -> None:
-    """The first step answers at once, every later one hangs past the sample's bound: exactly one step is kept,
-    however loaded the machine is (the bound is generous next to one loopback round trip)."""
+def test_sample_timeout_keeps_the_partial_trajectory(server: ScriptedServer, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first step answers at once; the second request is held by the server until the test ends. Only once
+    that second request has arrived (so the first step is recorded) does the sample's bound expire: the test
+    moves the run's event-loop clock past it, so no wall-clock race decides how many steps are kept, however
+    loaded the machine is (the real clock never gets near the bound)."""
+    limit = 600.0
+    skipped = [0.0]
+    loops: list[asyncio.AbstractEventLoop] = []
+    real_time = asyncio.BaseEventLoop.time
+
+    def loop_time(self: asyncio.BaseEventLoop) -> float:
+        if self not in loops:
+            loops.append(self)
+        return real_time(self) + skipped[0]
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "time", loop_time)
+    release = threading.Event()
     requests: list[int] = []
 
     def script(path: str, body: dict[str, Any]) -> Any:
         requests.append(1)
         if len(requests) == 1:
-            return Reply(call("list_files", {"directory": "."}))
-        return Reply(call("list_files", {"directory": "."}), delay=30)
+            return call("list_files", {"directory": "."})
+        skipped[0] = limit  # the sample's bound is now past: wake the run's loop so that it sees so
+        for loop in loops:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(lambda: None)
+        release.wait(timeout=60)  # bounded: were the bound not enforced, the run ends here and the test says so
+        return text("done")
 
     server.script = script
     suite = write_suite(tmp_path, [{"id": "loops", "input": "go"}], base_url=server.url,
-                        target={"max_steps": 50, "timeout": 60})
-    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"), "--sample-timeout", "5",
-                     "--max-error-rate", "1")
+                        target={"max_steps": 50, "timeout": 6 * limit})  # past the bound: not the one that fires
+    try:
+        result = run_cli("run", str(suite), "-o", str(tmp_path / "out"), "--sample-timeout", f"{limit:g}",
+                         "--max-error-rate", "1")
+    finally:
+        release.set()
     assert result.returncode == 3  # nothing graded: no verdict
     [line] = read_jsonl(tmp_path / "out" / "results.jsonl")
     assert line["error"]["category"] == "timeout" and "sample_timeout" in line["error"]["message"]
     steps = line["trajectory"]["turns"][0]["steps"]
     assert len(steps) == 1 and steps[0]["tool_calls"][0]["name"] == "list_files"
     assert line["trajectory"]["stop_reason"] == "error"
+    assert len(requests) == 2  # the held second step was the last request: the bound stopped the sample there
 
 
 def test_bad_key_fails_fast_naming_the_setting(server: ScriptedServer, tmp_path: Path) -> None:

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evals_cli.graders.base import GradeContext, Grader
+from evals_cli.graders.base import GradeContext, Grader, GraderContext
 from evals_cli.graders.functions import (
     BUILTINS,
-    REGISTRY,
     contains,
     exact_match,
     grader,
@@ -21,21 +19,12 @@ from evals_cli.graders.functions import (
     regex_match,
     to_grade,
 )
-from evals_cli.graders.text import ToolGrader
-from evals_cli.graders.trajectory import ToolOrderGrader, ToolsAvoidedGrader
+from evals_cli.graders.kinds.tool import ToolGrader
+from evals_cli.graders.kinds.trajectory import ToolOrderGrader, ToolsAvoidedGrader
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import ToolGraderSpec, ToolOrderSpec, ToolsAvoidedSpec
 from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
-
-
-@pytest.fixture(autouse=True)
-def _restore_registry() -> Iterator[None]:
-    """@grader registers globally: leave the registry as each test found it."""
-    saved = dict(REGISTRY)
-    yield
-    REGISTRY.clear()
-    REGISTRY.update(saved)
 
 
 def gt(value: str | list[str] | None) -> Sample:
@@ -146,8 +135,6 @@ def test_grader_accepts_two_and_three_positional_parameters() -> None:
     def three(sample, submission, trajectory):  # type: ignore[no-untyped-def]
         return 1.0
 
-    assert REGISTRY[f"{__name__}:{two.__qualname__}"] is two
-    assert REGISTRY[f"{__name__}:{three.__qualname__}"] is three
     assert two.__evals_grader__ and not two.__evals_wants_trajectory__
     assert three.__evals_grader__ and three.__evals_wants_trajectory__
 
@@ -165,7 +152,7 @@ def test_grader_accepts_optional_keyword_parameters() -> None:
     def tolerant(sample, submission, *, case_sensitive=False, threshold=0.5):  # type: ignore[no-untyped-def]
         return 1.0
 
-    assert tolerant in REGISTRY.values()
+    assert tolerant.__evals_grader__
     assert not tolerant.__evals_wants_trajectory__
 
 
@@ -207,7 +194,6 @@ def test_grader_rejects_wrong_signatures_at_decoration_time(fn: Any) -> None:
     with pytest.raises(TypeError, match=r"@grader .*expected parameters \(sample, submission\) or "
                                         r"\(sample, submission, trajectory\)"):
         grader(fn)
-    assert fn not in REGISTRY.values()
     assert not getattr(fn, "__evals_grader__", False)
 
 
@@ -351,8 +337,9 @@ def grade(g: Grader, sample: Sample, trajectory: Trajectory) -> Grade:
 def test_tool_grader_with_builtin_and_case_override(tmp_path: Path) -> None:
     sample = Sample(input="q", ground_truth="PORT IS 5432")
     extract = {"extractor": "pattern", "extractor_config": {"pattern": r"The (.*)\."}}
-    insensitive = ToolGrader("a", ToolGraderSpec(function="exact_match", case_sensitive=False, **extract), tmp_path)
-    default = ToolGrader("b", ToolGraderSpec(function="exact_match", **extract), tmp_path)
+    insensitive = ToolGrader("a", ToolGraderSpec(function="exact_match", case_sensitive=False, **extract),
+                             GraderContext(tmp_path))
+    default = ToolGrader("b", ToolGraderSpec(function="exact_match", **extract), GraderContext(tmp_path))
 
     result = grade(insensitive, sample, traj())
 
@@ -363,7 +350,7 @@ def test_tool_grader_with_builtin_and_case_override(tmp_path: Path) -> None:
 
 def test_tool_grader_passes_the_trajectory_to_three_parameter_functions(tmp_path: Path) -> None:
     write_module(tmp_path, CUSTOM)
-    g = ToolGrader("n", ToolGraderSpec(function="my_graders.py:counts_calls"), tmp_path)
+    g = ToolGrader("n", ToolGraderSpec(function="my_graders.py:counts_calls"), GraderContext(tmp_path))
     assert grade(g, Sample(input="q"), traj("a", "b", "c")).score == 0.3
 
 
@@ -378,7 +365,7 @@ def test_tool_grader_passes_the_trajectory_when_it_has_a_default(tmp_path: Path)
     write_module(tmp_path, "from evals_cli import grader\n\n@grader\n"
                            "def g(sample, submission, trajectory=None):\n"
                            "    return trajectory is not None\n", name="opt_traj.py")
-    g = ToolGrader("t", ToolGraderSpec(function="opt_traj.py:g"), tmp_path)
+    g = ToolGrader("t", ToolGraderSpec(function="opt_traj.py:g"), GraderContext(tmp_path))
     assert grade(g, Sample(input="q"), traj("a")).score == 1.0
 
 
@@ -386,7 +373,7 @@ def test_tool_grader_passes_the_trajectory_when_it_has_a_default(tmp_path: Path)
 
 
 def order(tmp_path: Path, **spec: Any) -> ToolOrderGrader:
-    return ToolOrderGrader("order", ToolOrderSpec(**spec), tmp_path)
+    return ToolOrderGrader("order", ToolOrderSpec(**spec), GraderContext(tmp_path))
 
 
 def seq(*names: str) -> Trajectory:
@@ -468,7 +455,7 @@ def test_tool_order_reads_the_whole_trajectory_across_turns(tmp_path: Path) -> N
 
 
 def avoided(tmp_path: Path, *tools: str) -> ToolsAvoidedGrader:
-    return ToolsAvoidedGrader("avoided", ToolsAvoidedSpec(tools=list(tools)), tmp_path)
+    return ToolsAvoidedGrader("avoided", ToolsAvoidedSpec(tools=list(tools)), GraderContext(tmp_path))
 
 
 def test_tools_avoided_passes_when_none_called(tmp_path: Path) -> None:

@@ -12,13 +12,11 @@ from helpers import run_cli
 from typer.testing import CliRunner
 
 from evals_cli.cli import app
-from evals_cli.graders import build  # noqa: F401  (registers every grader kind)
-from evals_cli.graders.base import GRADER_KINDS, Grader
-from evals_cli.graders.extractors import EXTRACTORS, extractor
+from evals_cli.graders.base import GRADERS, Grader
 from evals_cli.models.grader_specs import GraderBase, GraderSpec
+from evals_cli.models.grader_specs.extractors import EXTRACTORS, extractor
 from evals_cli.models.specs import GATE_KINDS, OpenAIChatTarget
-from evals_cli.targets import openai_chat  # noqa: F401  (registers the target kinds)
-from evals_cli.targets.base import TARGET_KINDS
+from evals_cli.targets.base import TARGETS
 
 
 def invoke(*args: str) -> str:
@@ -50,13 +48,13 @@ def test_every_section_and_every_registered_kind_is_listed() -> None:
     for section in ("graders:", "extractors:", "targets:", "gates:"):
         assert f"\n{section}\n" in f"\n{output}"
     listed = blocks(output)
-    for kind in [*GRADER_KINDS, *EXTRACTORS, *TARGET_KINDS, *GATE_KINDS]:
+    for kind in [*GRADERS, *EXTRACTORS, *TARGETS, *GATE_KINDS]:
         assert kind in listed, kind
 
 
 def test_grader_options_and_descriptions_come_from_the_specs() -> None:
     listed = blocks(invoke("graders"))
-    assert set(listed) == set(GRADER_KINDS)
+    assert set(listed) == set(GRADERS)
     for kind, spec in spec_classes().items():
         block = listed[kind]
         assert (spec.__doc__ or "").split("\n")[0].strip()[:40] in block.replace("\n    ", " ")
@@ -81,7 +79,7 @@ def test_common_grader_options_are_listed_once() -> None:
 def test_extractors_with_their_options() -> None:
     listed = blocks(invoke("extractors"))
     assert set(listed) == set(EXTRACTORS)
-    for name, ext in EXTRACTORS.items():
+    for name, ext in ((e.kind, e.impl) for e in EXTRACTORS.entries()):
         assert ext.description in listed[name].replace("\n    ", " ")
         for option, text in ext.options.items():
             state = "required" if option in ext.required else "optional"
@@ -108,15 +106,13 @@ def registered_at_runtime() -> Iterator[None]:
     def probe(trajectory, config):  # type: ignore[no-untyped-def]
         return ""
 
+    @GRADERS.register("zz_probe_grader")
     class ProbeGrader(Grader):
         """A probe grader registered by a test."""
 
-        kind = "zz_probe_grader"
-
-    GRADER_KINDS[ProbeGrader.kind] = ProbeGrader
     yield
-    del EXTRACTORS["zz_probe"]
-    del GRADER_KINDS[ProbeGrader.kind]
+    EXTRACTORS.unregister("zz_probe")
+    GRADERS.unregister("zz_probe_grader")
 
 
 def test_kinds_registered_at_run_time_are_listed(registered_at_runtime: None) -> None:

@@ -9,8 +9,9 @@ import pytest
 from pydantic import ValidationError
 from trajectory_builders import c, run, traj
 
-from evals_cli.graders.loops import NoLoopsGrader
-from evals_cli.graders.stop import StopBehaviorGrader, completion
+from evals_cli.graders.base import GraderContext
+from evals_cli.graders.kinds.no_loops import NoLoopsGrader
+from evals_cli.graders.kinds.stop_behavior import StopBehaviorGrader, completion
 from evals_cli.models.grader_specs.trajectory import NoLoopsSpec, StopBehaviorSpec
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
@@ -19,11 +20,11 @@ ENV = {"path": ".env"}
 
 
 def loops(**spec: Any) -> NoLoopsGrader:
-    return NoLoopsGrader("loops", NoLoopsSpec.model_validate(spec), Path("."))
+    return NoLoopsGrader("loops", NoLoopsSpec.model_validate(spec), GraderContext(Path(".")))
 
 
 def stop(**spec: Any) -> StopBehaviorGrader:
-    return StopBehaviorGrader("stop", StopBehaviorSpec.model_validate(spec), Path("."))
+    return StopBehaviorGrader("stop", StopBehaviorSpec.model_validate(spec), GraderContext(Path(".")))
 
 
 def needs(*tools: str) -> Sample:

@@ -15,8 +15,7 @@ from pydantic import TypeAdapter
 from scripted_server import ScriptedServer, agent_script, call, text
 from trajectory_builders import c, run, traj
 
-import evals_cli.graders.build  # noqa: F401  (registers every grader kind)
-from evals_cli.graders.base import GRADER_KINDS
+from evals_cli.graders.base import GRADERS, GraderContext
 from evals_cli.graders.grading import grade_sample
 from evals_cli.models.grader_specs import GraderSpec
 from evals_cli.models.results import Grade
@@ -28,7 +27,7 @@ _SPEC: TypeAdapter[Any] = TypeAdapter(GraderSpec)
 
 def grader(spec: dict[str, Any]) -> Any:
     parsed = _SPEC.validate_python(spec)
-    return GRADER_KINDS[parsed.kind]("g", parsed, Path("."))
+    return GRADERS[parsed.kind].impl("g", parsed, GraderContext(Path(".")))
 
 
 # (spec, sample, trajectory): every grader's "nothing to check" path

@@ -24,7 +24,7 @@ from evals_cli.models.specs import SuiteSpec
 from evals_cli.models.target_specs import PythonTarget
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
-from evals_cli.targets.base import SampleFailed
+from evals_cli.targets.base import SampleFailed, TargetContext
 from evals_cli.targets.factory import build_target, judge_fallback, resolve_target_endpoint
 from evals_cli.targets.python_agent import AgentError, PythonAgent
 
@@ -37,7 +37,8 @@ SUITE_TOOLS = {**{name: ToolSpec.model_validate(t) for name, t in TOOLS.items()}
 
 def make_agent(tmp_path: Path, code: str, *, system_prompt: str | None = "Be brief.", **spec: Any) -> PythonAgent:
     (tmp_path / "agent.py").write_text(textwrap.dedent(code), encoding="utf-8")
-    return PythonAgent(PythonTarget(callable="agent.py:run_agent", **spec), SUITE_TOOLS, tmp_path, system_prompt)
+    return PythonAgent(PythonTarget(callable="agent.py:run_agent", **spec),
+                       TargetContext(SUITE_TOOLS, system_prompt=system_prompt, base_dir=tmp_path))
 
 
 def run(agent: PythonAgent, **sample: Any) -> Trajectory:
@@ -300,10 +301,10 @@ def test_load_errors_are_config_errors_before_any_sample_runs(tmp_path: Path, co
 def test_the_file_is_looked_up_relative_to_the_suite_and_must_exist(tmp_path: Path) -> None:
     (tmp_path / "agents").mkdir()
     (tmp_path / "agents" / "mine.py").write_text("def go(sample, tools, *, retries=2):\n    return 'ok'\n")
-    agent = PythonAgent(PythonTarget(callable="agents/mine.py:go"), SUITE_TOOLS, tmp_path, None)
+    agent = PythonAgent(PythonTarget(callable="agents/mine.py:go"), TargetContext(SUITE_TOOLS, base_dir=tmp_path))
     assert run(agent, input="x").final_answer == "ok"
     with pytest.raises(ConfigError, match="target.callable: agents/missing.py not found"):
-        PythonAgent(PythonTarget(callable="agents/missing.py:go"), SUITE_TOOLS, tmp_path, None)
+        PythonAgent(PythonTarget(callable="agents/missing.py:go"), TargetContext(SUITE_TOOLS, base_dir=tmp_path))
     for bad in ("agents/mine.py", "agents/mine.txt:go", "agents/mine.py:not-a-name"):
         with pytest.raises(ValidationError):
             PythonTarget(callable=bad)

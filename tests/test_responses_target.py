@@ -33,7 +33,7 @@ from evals_cli.models.specs import OpenAIChatTarget, SuiteSpec
 from evals_cli.models.target_specs import OpenAIResponsesTarget
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
-from evals_cli.targets.base import SampleFailed
+from evals_cli.targets.base import SampleFailed, TargetContext
 from evals_cli.targets.openai_chat import OpenAIChat
 from evals_cli.targets.openai_responses import OpenAIResponses
 
@@ -47,7 +47,7 @@ def run_target(server: ScriptedServer, sample: dict[str, Any], system_prompt: st
     async def go() -> Trajectory:
         own = pool or ClientPool()
         try:
-            agent = OpenAIResponses(spec, SUITE_TOOLS, resolve_agent(spec), own, system_prompt)
+            agent = OpenAIResponses(spec, TargetContext(SUITE_TOOLS, resolve_agent(spec), own, system_prompt))
             return await agent.run(Sample.model_validate({"id": "s1", **sample}))
         finally:
             await own.aclose()
@@ -246,7 +246,7 @@ def test_one_script_gives_the_same_trajectory_through_both_apis(server: Scripted
     async def chat() -> Trajectory:
         pool = ClientPool()
         try:
-            return await OpenAIChat(spec, SUITE_TOOLS, resolve_agent(spec), pool, "Be brief.").run(
+            return await OpenAIChat(spec, TargetContext(SUITE_TOOLS, resolve_agent(spec), pool, "Be brief.")).run(
                 Sample.model_validate({"id": "s1", "input": "db host?"}))
         finally:
             await pool.aclose()

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from trajectory_builders import c, run, traj
 
-from evals_cli.graders.grounding import GroundingGrader
+from evals_cli.graders.base import GraderContext
+from evals_cli.graders.kinds.grounding import GroundingGrader
+from evals_cli.graders.kinds.tool_schema import ToolSchemaGrader
 from evals_cli.graders.schema_check import check_value, is_type
-from evals_cli.graders.tool_schema import ToolSchemaGrader
 from evals_cli.models.grader_specs.trajectory import GroundingSpec, ToolSchemaSpec
 from evals_cli.models.sample import Message, Sample
 from evals_cli.models.tools import ToolSpec
@@ -37,7 +38,7 @@ TOOLS = {
 
 
 def schema(**spec: Any) -> ToolSchemaGrader:
-    return ToolSchemaGrader("schema", ToolSchemaSpec.model_validate(spec), Path("."))
+    return ToolSchemaGrader("schema", ToolSchemaSpec.model_validate(spec), GraderContext(Path(".")))
 
 
 def kinds(grade: Any) -> list[str]:
@@ -173,7 +174,7 @@ ENV_RESULT = "DB_HOST=localhost\nDB_PORT=5432"
 
 
 def ground(**spec: Any) -> GroundingGrader:
-    return GroundingGrader("grounding", GroundingSpec.model_validate(spec), Path("."))
+    return GroundingGrader("grounding", GroundingSpec.model_validate(spec), GraderContext(Path(".")))
 
 
 def answered(answer: str, result: str = ENV_RESULT) -> Trajectory:

@@ -35,8 +35,8 @@ def pairwise_alpha(units: list[dict[str, float]]) -> float | None:
                    for u in pairable) / n
     pooled = [v for u in pairable for v in u]
     expected = sum((a - b) ** 2 for i, a in enumerate(pooled) for j, b in enumerate(pooled) if i != j) / (n * (n - 1))
-    if expected < 1e-9:
-        return 1.0 if observed < 1e-9 else None
+    if expected < 1e-12:  # the definition's degenerate case (no variance at all), within float error
+        return 1.0 if observed < 1e-12 else None
     return 1.0 - observed / expected
 
 

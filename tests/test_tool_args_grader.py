@@ -10,13 +10,14 @@ from pydantic import ValidationError
 from trajectory_builders import c, run, traj
 
 from evals_cli.graders.arg_match import matchers_for, merge
-from evals_cli.graders.tool_args import ToolArgsGrader
+from evals_cli.graders.base import GraderContext
+from evals_cli.graders.kinds.tool_args import ToolArgsGrader
 from evals_cli.models.grader_specs.trajectory import ArgMatch, ExpectedCall, ToolArgsSpec
 from evals_cli.models.sample import Sample
 
 
 def args_grader(**spec: Any) -> ToolArgsGrader:
-    return ToolArgsGrader("args", ToolArgsSpec.model_validate(spec), Path("."))
+    return ToolArgsGrader("args", ToolArgsSpec.model_validate(spec), GraderContext(Path(".")))
 
 
 def one(value: Any, matcher: dict[str, Any] | None = None, expected: Any = "__none__") -> float | None:

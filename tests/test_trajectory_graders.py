@@ -10,8 +10,9 @@ import pytest
 from pydantic import ValidationError
 from trajectory_builders import c, run, traj, turn
 
+from evals_cli.graders.base import GraderContext
 from evals_cli.graders.calls import canonical_args, describe_groups, label, max_matching, step_groups
-from evals_cli.graders.trajectory import ToolOrderGrader, grouped_lcs, grouped_prefix
+from evals_cli.graders.kinds.trajectory import ToolOrderGrader, grouped_lcs, grouped_prefix
 from evals_cli.models.grader_specs.trajectory import ToolOrderSpec
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
@@ -20,7 +21,7 @@ MODES = ["strict", "subsequence", "unordered", "subset", "superset"]
 
 
 def order(mode: str = "subsequence", score: str = "binary", expected: list[str] | None = None) -> ToolOrderGrader:
-    return ToolOrderGrader("order", ToolOrderSpec(mode=mode, score=score, expected=expected), Path("."))  # type: ignore[arg-type]
+    return ToolOrderGrader("order", ToolOrderSpec(mode=mode, score=score, expected=expected), GraderContext(Path(".")))  # type: ignore[arg-type]
 
 
 def scores(expected: list[str] | None, trajectory: Trajectory, score: str = "binary") -> dict[str, float | None]:

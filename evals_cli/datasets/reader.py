@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -12,12 +11,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evals_cli.datasets.jsonl import BOM, iter_jsonl, json_problem
 from evals_cli.datasets.tutorial import is_tutorial_item, tutorial_to_sample
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.suite.problems import clip, format_validation_error
-
-BOM = b"\xef\xbb\xbf"
 
 
 def _first_char(path: Path) -> str:
@@ -40,21 +38,6 @@ def _load_json(text: str) -> Any:
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value; write a number, a string or null")
-
-
-def _json_problem(exc: Exception, where: str, jsonl: bool) -> str:
-    """Why a row's JSON could not be read, without a traceback: syntax, nesting past the parser's depth, an
-    integer past Python's digit limit, NaN/Infinity."""
-    if isinstance(exc, json.JSONDecodeError):
-        more = " (JSONL needs one complete JSON object per line)" if jsonl else ""
-        return f"{where}: invalid JSON at column {exc.colno}: {exc.msg}{more}"
-    if isinstance(exc, RecursionError):
-        return f"{where}: the JSON is nested too deeply to read; flatten it (a sample needs only a few levels)"
-    text = str(exc)
-    if "digits" in text:
-        return (f"{where}: a number has more than {sys.get_int_max_str_digits()} digits, more than Python reads; "
-                "write long ids as strings")
-    return f"{where}: invalid JSON: {clip(text, 200)}"
 
 
 def _lone_surrogate(value: Any, path: str = "") -> str | None:
@@ -119,30 +102,16 @@ def iter_rows(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
     if _first_char(path) == "[":
         yield from _iter_array(path)
         return
-    with path.open("rb") as fh:
-        for number, raw_line in enumerate(fh, 1):
-            where = f"{path}:{number}"
-            if number == 1 and raw_line.startswith(BOM):
-                raw_line = raw_line[len(BOM):]
-            if not raw_line.strip():
-                continue
-            try:
-                text = raw_line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield where, number, [f"{where}: not valid UTF-8 (byte {exc.start} of the line); save as UTF-8"]
-                continue
-            try:
-                raw = _load_json(text)
-            except (ValueError, RecursionError) as exc:
-                yield where, number, [_json_problem(exc, where, jsonl=True)]
-                continue
+    for where, number, raw, problem in iter_jsonl(path, unit="JSON object", utf8_fix="save as UTF-8",
+                                                  loads=_load_json, skip_bom=True):
+        if problem is None:
             problem = _row_problem(raw, where)
-            if problem is not None:
-                yield where, number, [problem]
-                continue
-            if isinstance(raw, dict):
-                raw["id"] = f"line-{number}" if "id" not in raw else _id_text(raw["id"])
-            yield where, number, _validate(raw, where)
+        if problem is not None:
+            yield where, number, [problem]
+            continue
+        if isinstance(raw, dict):
+            raw["id"] = f"line-{number}" if "id" not in raw else _id_text(raw["id"])
+        yield where, number, _validate(raw, where)
 
 
 def _iter_array(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
@@ -151,7 +120,7 @@ def _iter_array(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not valid UTF-8; save the file as UTF-8") from None
     except (ValueError, RecursionError) as exc:
-        raise ConfigError(_json_problem(exc, f"{path}", jsonl=False).replace("invalid JSON", "invalid JSON array")) \
+        raise ConfigError(json_problem(exc, f"{path}", jsonl=False).replace("invalid JSON", "invalid JSON array")) \
             from None
     if not isinstance(items, list):
         raise ConfigError(f"{path}: expected a JSON array of samples")
@@ -197,7 +166,8 @@ def check_dataset(path: Path, limit: int = 50,
     huge files only 8-byte hashes are kept, and a second pass runs only when a duplicate shows up.
     `on_sample(sample, "file:line")` adds checks per valid sample (rubric variables, regexes, ...).
     """
-    count, problems, extra = 0, [], 0
+    count, extra = 0, 0
+    problems: list[str] = []
     hashes = array("Q")
 
     def add(found: list[str]) -> None:

@@ -3,6 +3,6 @@
 try:  # pragma: no cover - depends on the installed SDK
     import httpx2 as httpx
 except ImportError:  # pragma: no cover
-    import httpx  # type: ignore[no-redef]
+    import httpx  # type: ignore[no-redef, import-not-found, unused-ignore]
 
 __all__ = ["httpx"]

@@ -23,7 +23,7 @@ from evals_cli.endpoints.httpx_compat import httpx
 from evals_cli.endpoints.secrets import Redactor, header_secrets, url_secrets
 from evals_cli.endpoints.transport import decoded_headers, read_bounded
 
-__all__ = ["CALL_CONTEXT", "RecordingTransport", "ReplayMiss", "api_path", "body_key", "request_key"]
+__all__ = ["CALL_CONTEXT", "RecordingTransport", "ReplayMiss", "api_path", "body_key"]
 
 
 def api_path(path: str) -> str:
@@ -52,10 +52,6 @@ def request_body(request: Any) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw.decode("utf-8", "replace")
-
-
-def request_key(request: Any, redact: Redactor | None = None) -> str:
-    return body_key(request.method, api_path(request.url.path), request_body(request), redact)
 
 
 class RecordingTransport(httpx.AsyncBaseTransport):

@@ -34,10 +34,6 @@ class Endpoint:
 
         return endpoint_secrets(None if self.api_key == NO_KEY else self.api_key, self.base_url)
 
-    @property
-    def key_source(self) -> str:
-        return f"EVAL_{self.role.upper()}_API_KEY"
-
 
 def _pick(*values: Any) -> Any:
     for value in values:

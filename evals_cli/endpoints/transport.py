@@ -34,7 +34,7 @@ def _in_memory(response: Any) -> bool:
     return True
 
 
-class ResponseTooLarge(httpx.ReadError):  # type: ignore[misc,name-defined]
+class ResponseTooLarge(httpx.ReadError):
     """A body past the size bound: a RequestError, so the SDK reports it as a failed call (not a crash)."""
 
 
@@ -95,7 +95,7 @@ async def _read_raw(response: Any, request: Any, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-class BoundedTransport(httpx.AsyncBaseTransport):  # type: ignore[misc,name-defined]
+class BoundedTransport(httpx.AsyncBaseTransport):
     """Holds a concurrency slot for the attempt, then runs it (connect to last byte) under a total deadline,
     reading the body with a size bound. Returns a response whose body is already in memory."""
 

@@ -1,31 +1,80 @@
 """Post-run exporters: a finished run's results rewritten for other tools (JUnit XML, TaskResult JSONL, HTML).
 
-Each exporter is a plain function over `SampleResult`s (and the `RunSummary` when it needs run-level
-numbers), so the CLI can call it right after `evals run` or later over a run folder read back with
-`evals_cli.output.files.read_results` / `read_summary`.
+Each format is one module of this package registering itself in EXPORTERS (see base.py), so the CLI can call
+any of them right after `evals run` (`--export FORMAT=PATH`, and the older `--junit` / `--task-results`) or later
+over a run folder read back with `evals_cli.output.files.read_results` / `read_summary`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from evals_cli.errors import ConfigError
+from evals_cli.exporters.base import EXPORTERS, Exporter, FinishedRun
 from evals_cli.exporters.html import render_html, write_html
 from evals_cli.exporters.junit import JUnitCounts, build_junit, write_junit
 from evals_cli.exporters.task_results import task_result, write_task_results
 from evals_cli.models.results import RunSummary
-from evals_cli.output.files import read_results
 
 
-def export_run(run_dir: Path, summary: RunSummary, *, junit: Path | None = None, task_results: Path | None = None,
-               threshold: float = 1.0) -> None:
-    """The exports `evals run --junit/--task-results` asks for, read back from the run's results file."""
-    if junit is not None:
-        write_junit(read_results(run_dir), summary, junit, threshold=threshold)
-    if task_results is not None:
-        write_task_results(read_results(run_dir), task_results)
+def known_formats() -> list[str]:
+    return sorted(EXPORTERS.kinds())
+
+
+def parse_export(value: str) -> tuple[str, Path]:
+    """One `--export FORMAT=PATH` value as (format, path); a malformed value or an unknown format is a
+    ConfigError naming the flag, the value and the formats there are."""
+    fmt, sep, path = value.partition("=")
+    fmt = fmt.strip()
+    known = ", ".join(known_formats())
+    if not sep or not fmt or not path:
+        raise ConfigError(f"--export {value!r}: expected FORMAT=PATH, FORMAT one of {known}")
+    if fmt not in EXPORTERS:
+        raise ConfigError(f"--export {value!r}: unknown format {fmt!r}; known formats: {known}")
+    return fmt, Path(path)
+
+
+def parse_exports(values: Iterable[str]) -> dict[str, Path]:
+    """Every `--export` value of a command line, format -> path; one format given two different files is a
+    ConfigError (the later one would silently win)."""
+    wanted: dict[str, Path] = {}
+    for value in values:
+        fmt, path = parse_export(value)
+        if fmt in wanted and wanted[fmt] != path:
+            raise ConfigError(f"--export {fmt}: two files given ({wanted[fmt]} and {path}); give one")
+        wanted[fmt] = path
+    return wanted
+
+
+def requested_exports(exports: Mapping[str, Path] | None = None, *, junit: Path | None = None,
+                      task_results: Path | None = None) -> dict[str, Path]:
+    """format -> path of everything asked for, the old keyword arguments being aliases of their formats; every
+    format checked before anything is written, so a typo does not leave half the exports done."""
+    wanted: dict[str, Path] = {}
+    for fmt, path in [("junit", junit), ("task_results", task_results), *(exports or {}).items()]:
+        if path is None:
+            continue
+        if fmt not in EXPORTERS:
+            raise ConfigError(f"unknown export format {fmt!r}; known formats: {', '.join(known_formats())}")
+        if fmt in wanted and wanted[fmt] != Path(path):
+            raise ConfigError(f"export {fmt}: two files given ({wanted[fmt]} and {path}); give one")
+        wanted[fmt] = Path(path)
+    return wanted
+
+
+def export_run(output_dir: Path, summary: RunSummary, *, exports: Mapping[str, Path] | None = None,
+               junit: Path | None = None, task_results: Path | None = None, threshold: float | None = None) -> None:
+    """Write the exports `evals run` / `evals merge` ask for (`exports`: format -> path; `junit` and
+    `task_results` are aliases), each read back from the run's results file. `threshold` is the gate's
+    per-sample pass value (default 1.0: anything short of full marks is blamed)."""
+    run = FinishedRun(output_dir, summary, 1.0 if threshold is None else threshold)
+    for fmt, path in requested_exports(exports, junit=junit, task_results=task_results).items():
+        EXPORTERS[fmt].impl(run, path)
 
 
 __all__ = [
-    "JUnitCounts", "build_junit", "export_run", "render_html", "task_result", "write_html", "write_junit",
+    "EXPORTERS", "Exporter", "FinishedRun", "JUnitCounts", "build_junit", "export_run", "known_formats",
+    "parse_export", "parse_exports", "render_html", "requested_exports", "task_result", "write_html", "write_junit",
     "write_task_results",
 ]

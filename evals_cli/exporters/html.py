@@ -15,6 +15,7 @@ from typing import Any
 
 from jinja2 import Environment
 
+from evals_cli.exporters.base import EXPORTERS, FinishedRun
 from evals_cli.exporters.common import case_name, failed_labels, fmt_score, model_calls, prepare, unique
 from evals_cli.exporters.html_charts import BarChart, Histogram, histogram, score_bars
 from evals_cli.exporters.html_template import SCRIPT, STYLE, TEMPLATE
@@ -160,3 +161,9 @@ def write_html(results: Iterable[SampleResult], summary: RunSummary, path: Path 
     out = prepare(path)
     out.write_text(render_html(results, summary, title=title, notes=notes), encoding="utf-8")
     return out
+
+
+@EXPORTERS.register("html")
+def export_html(run: FinishedRun, path: Path) -> Path:
+    """`--export html=PATH`: the report `evals report --html` writes, straight after the run."""
+    return write_html(run.results(), run.summary, path)

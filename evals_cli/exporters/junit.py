@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from evals_cli.exporters.base import EXPORTERS, FinishedRun
 from evals_cli.exporters.common import case_name, failed_labels, fmt_score, prepare, unique
 from evals_cli.models.results import Grade, RunSummary, SampleResult
 
@@ -154,7 +155,7 @@ def build_junit(results: Iterable[SampleResult], summary: RunSummary | None, *, 
     ET.SubElement(suite, "system-err").text = _clean(summary.abort_reason or "") if summary else ""
     counts = {"tests": str(tests), "failures": str(failures), "errors": str(errors), "time": f"{duration:.3f}"}
     suite.attrib.update(counts)
-    root = ET.Element("testsuites", name=_clean(name), **counts)
+    root = ET.Element("testsuites", {"name": _clean(name), **counts})
     root.append(suite)
     return root
 
@@ -167,3 +168,9 @@ def write_junit(results: Iterable[SampleResult], summary: RunSummary | None, pat
     body = ET.tostring(root, encoding="unicode")
     prepare(path).write_text(f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n', encoding="utf-8")
     return JUnitCounts(int(root.get("tests", 0)), int(root.get("failures", 0)), int(root.get("errors", 0)))
+
+
+@EXPORTERS.register("junit")
+def export_junit(run: FinishedRun, path: Path) -> JUnitCounts:
+    """`--junit PATH`: failures blame the graders under the gate's per-sample pass value."""
+    return write_junit(run.results(), run.summary, path, threshold=run.threshold)

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from evals_cli.exporters.base import EXPORTERS, FinishedRun
 from evals_cli.exporters.common import case_name, model_calls, prepare, unique
 from evals_cli.models.results import SampleResult
 
@@ -55,3 +56,9 @@ def write_task_results(results: Iterable[SampleResult], path: Path | str) -> int
             fh.write(json.dumps(task_result(result), ensure_ascii=False) + "\n")
             count += 1
     return count
+
+
+@EXPORTERS.register("task_results")
+def export_task_results(run: FinishedRun, path: Path) -> int:
+    """`--task-results PATH`: one TaskResult record per sample."""
+    return write_task_results(run.results(), path)

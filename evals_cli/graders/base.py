@@ -1,16 +1,35 @@
-"""What a grader is, and the registry that maps a spec `kind` to its implementation."""
+"""What a grader is, what it is built with and what it sees, and the registry of grader kinds.
+
+A kind is a module of `evals_cli.graders.kinds` that registers its implementation with the spec model it reads:
+
+    @GRADERS.register("tool_order", spec=ToolOrderSpec)
+    class ToolOrderGrader(Grader[ToolOrderSpec]): ...
+
+Every kind is built the same way, `impl(name, spec, GraderContext)`, so building a suite's graders needs no
+branch per kind. The spec models stay in `evals_cli.models.grader_specs` (models never import graders); the
+test of the registry checks that the suite's `GraderSpec` union and the registry name the same kinds.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from evals_cli.graders.extractors import extract
+from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.grader_specs.extractors import extract
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
+from evals_cli.registry import Registry
+
+if TYPE_CHECKING:
+    from evals_cli.endpoints.pool import ClientPool
+    from evals_cli.endpoints.resolve import Endpoint
+    from evals_cli.models.specs import JudgeSpec
+
+SpecT = TypeVar("SpecT", bound=GraderBase)
 
 
 @dataclass(frozen=True)
@@ -29,16 +48,36 @@ class GradeContext:
         return extract(extractor, self.view, config)
 
 
-class Grader:
-    """Base of every grader kind. Subclasses set `kind` and implement `grade`."""
+@dataclass(frozen=True)
+class GraderContext:
+    """What a grader is built with: the same for every kind, so that a kind needing more (a judge's endpoints)
+    takes it from here instead of from a constructor signature of its own.
 
-    kind: ClassVar[str]
+    `offline`: the grader is built only to check its spec (validating a suite that is itself invalid): no
+    endpoint is resolved and no model will be called.
+    """
+
+    base_dir: Path
+    pool: ClientPool | None = None
+    judge: JudgeSpec | None = None  # the suite's judge block: the default endpoint of judge graders
+    agent: Endpoint | None = None  # the judge's last fallback: the agent's own endpoint
+    offline: bool = False
+
+
+class Grader(Generic[SpecT]):
+    """Base of every grader kind: built from `(name, spec, GraderContext)`; subclasses implement `grade`."""
+
     per_turn: ClassVar[bool] = False
-    uses_judge: ClassVar[bool] = False
+    uses_judge: ClassVar[bool] = False  # calls a model: skipped by --no-judge, graded after the others
 
-    def __init__(self, name: str, spec: Any) -> None:
+    def __init__(self, name: str, spec: SpecT, ctx: GraderContext) -> None:
         self.name = name
         self.spec = spec
+
+    @property
+    def kind(self) -> str:
+        """The kind the suite asked for (every registered spec has a `kind` field; GraderBase itself has none)."""
+        return str(getattr(self.spec, "kind", type(self).__name__))
 
     async def grade(self, ctx: GradeContext) -> Grade:
         raise NotImplementedError
@@ -48,13 +87,5 @@ class Grader:
         return []
 
 
-GRADER_KINDS: dict[str, type[Grader]] = {}
+GRADERS: Registry[type[Grader[Any]]] = Registry("grader", "evals_cli.graders.kinds")
 
-
-def register_grader(cls: type[Grader]) -> type[Grader]:
-    """Class decorator: make a grader kind available to suites."""
-    GRADER_KINDS[cls.kind] = cls
-    return cls
-
-
-Factory = Callable[[str, Any], Grader]

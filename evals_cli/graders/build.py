@@ -2,29 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from evals_cli.endpoints.pool import ClientPool
-from evals_cli.endpoints.resolve import Endpoint, resolve_judge
+from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.errors import ConfigError
-from evals_cli.graders import grounding, loops, model_judge, stop, text, tool_args, tool_schema, trajectory  # noqa: F401
-from evals_cli.graders.base import GRADER_KINDS, Grader
+from evals_cli.graders.base import GRADERS, Grader, GraderContext
 from evals_cli.models.specs import SuiteSpec
 
 
 def build_graders(suite: SuiteSpec, pool: ClientPool | None, agent: Endpoint | None,
-                  no_judge: bool = False) -> dict[str, Grader]:
-    graders: dict[str, Grader] = {}
+                  no_judge: bool = False) -> dict[str, Grader[Any]]:
+    """`agent` is the judges' last fallback endpoint; `no_judge` leaves out the kinds that call a model."""
+    ctx = GraderContext(base_dir=suite.base_dir, pool=pool, judge=suite.judge, agent=agent)
+    graders: dict[str, Grader[Any]] = {}
     problems: list[str] = []
     for name, spec in suite.graders.items():
-        cls = GRADER_KINDS[spec.kind]
-        if cls.uses_judge and no_judge:
+        impl = GRADERS[spec.kind].impl
+        if impl.uses_judge and no_judge:
             continue
         try:
-            if cls.uses_judge:
-                endpoint = resolve_judge(spec, suite.judge, agent)
-                panel = [resolve_judge(member, None, endpoint) for member in spec.panel or []]
-                graders[name] = cls(name, spec, suite.base_dir, endpoint, pool, panel)  # type: ignore[call-arg]
-            else:
-                graders[name] = cls(name, spec, suite.base_dir)  # type: ignore[call-arg]
+            graders[name] = impl(name, spec, ctx)
         except ConfigError as exc:
             problems.extend(f"graders.{name}: {p}" for p in exc.problems)
         except (ValueError, OSError, TypeError) as exc:

@@ -14,15 +14,16 @@ from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 
 GraderFn = Callable[..., Any]
-REGISTRY: dict[str, GraderFn] = {}  # every decorated function, by "module:qualname"
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 def grader(func: GraderFn) -> GraderFn:
-    """Register a grading function `(sample, submission[, trajectory]) -> Grade | float | bool`.
+    """Mark a grading function `(sample, submission[, trajectory]) -> Grade | float | bool` as one a suite may
+    name (`kind: tool`, `function: path.py:func`).
 
     The signature is checked here, when the decorator runs, so a mistake shows at load time and not
-    halfway through a run. Custom graders are looked up by file and name, so they never shadow a built-in.
+    halfway through a run. Custom graders are looked up by file and name (`load_function`), never through a
+    global table, so they never shadow a built-in.
     """
     params = list(inspect.signature(func).parameters.values())
     positional = [p for p in params if p.kind in _POSITIONAL]
@@ -36,7 +37,6 @@ def grader(func: GraderFn) -> GraderFn:
         )
     func.__evals_grader__ = True  # type: ignore[attr-defined]
     func.__evals_wants_trajectory__ = len(positional) == 3  # type: ignore[attr-defined]
-    REGISTRY[f"{func.__module__}:{func.__qualname__}"] = func
     return func
 
 

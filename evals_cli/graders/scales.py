@@ -1,22 +1,37 @@
 """Judge score scales: what the judge is asked for, the structured-output schema that enforces it, and how
-its answer is normalised to [0, 1]."""
+its answer is normalised to [0, 1] (VerdictError when it is not on the scale).
+
+`verdict` reads a reply and asks the scale to normalise it; the scale never reads replies, so the two modules
+depend one way only."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field
+from evals_cli.models.grader_specs.judge import Choice
 
-from evals_cli.models.base import StrictModel
+__all__ = ["Choice", "Scale", "ScaleSpec", "VerdictError", "number"]
 
 
-class Choice(StrictModel):
-    """One labelled answer of a choice scale, and the score it stands for."""
+class VerdictError(ValueError):
+    """The judge's reply holds no usable verdict."""
 
-    label: str = Field(min_length=1, description="What the judge answers, e.g. 'correct'.")
-    score: float = Field(ge=0, le=1, description="The score in [0, 1] this label means.")
-    description: str | None = Field(default=None, description="When to pick it (shown to the judge).")
+
+def number(value: Any) -> float:
+    """A score the judge gave, as a float (a boolean or text that is not a number is no score)."""
+    if isinstance(value, bool):
+        raise VerdictError(f"score is a boolean ({value})")
+    if isinstance(value, int | float):
+        result = float(value)
+    elif isinstance(value, str):
+        try:
+            result = float(value.strip())
+        except ValueError:
+            raise VerdictError(f"score {value!r} is not a number") from None
+    else:
+        raise VerdictError(f"score {value!r} is not a number")
+    return result  # NaN passes here and fails every range check
 
 
 ScaleSpec = str | list[Choice]
@@ -65,8 +80,6 @@ class Scale:
 
     def normalise(self, raw: Any) -> tuple[float, Any]:
         """(score in [0, 1], raw answer); ValueError when the answer is not on the scale."""
-        from evals_cli.graders.verdict import VerdictError, number
-
         if self.numeric:
             value = number(raw)
             if not self.low <= value <= self.high:

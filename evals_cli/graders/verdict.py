@@ -15,27 +15,12 @@ import json
 import re
 from typing import Any
 
+from evals_cli.graders.scales import Scale, VerdictError, number
+
+__all__ = ["VerdictError", "extract", "graded_material", "number", "parse_verdict", "strip_echo"]
+
 _DECODER = json.JSONDecoder()
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-
-
-class VerdictError(ValueError):
-    """The judge's reply holds no usable verdict."""
-
-
-def number(value: Any) -> float:
-    if isinstance(value, bool):
-        raise VerdictError(f"score is a boolean ({value})")
-    if isinstance(value, int | float):
-        result = float(value)
-    elif isinstance(value, str):
-        try:
-            result = float(value.strip())
-        except ValueError:
-            raise VerdictError(f"score {value!r} is not a number") from None
-    else:
-        raise VerdictError(f"score {value!r} is not a number")
-    return result  # NaN passes here and fails every range check
 
 
 def strip_echo(text: str, nonce: str | None) -> str:
@@ -176,8 +161,6 @@ def graded_material(messages: list[dict[str, Any]], nonce: str | None) -> str | 
 def parse_verdict(text: str, scale: str, nonce: str | None = None,
                   graded: str | None = None) -> tuple[float, float, str]:
     """Numeric scales: (normalised score in [0, 1], raw score, reason); raises VerdictError."""
-    from evals_cli.graders.scales import Scale
-
     raw, reason = extract(text, "score", nonce, graded)
     normalised, value = Scale.of(scale).normalise(raw)
     return normalised, value, reason

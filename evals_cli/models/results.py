@@ -228,26 +228,43 @@ class Coverage(Record):
         return f"ran {self.run} of {self.dataset_rows} samples: {'; '.join(self.reasons or ['reason not recorded'])}"
 
 
-class GateResult(Record):
-    """The gate's verdict in numbers and words."""
+class Verdict(Record):
+    """A gate's decision, whichever pipeline made it (live suite or recorded sessions): `passed` None means
+    not evaluated, and `message` says why (what the CLI prints, in both pipelines)."""
 
     passed: bool | None
+    message: str
+
+
+class GateResult(Verdict):
+    """The gate's verdict in numbers and words."""
+
     metric: float | None
     op: str
     value: float
     aggregation: str
     weights: dict[str, float]
-    message: str
 
 
-class RunSummary(Record):
+class SummaryBase(Record):
+    """What every summary.json says about the run itself, whichever pipeline wrote it: when it ran, whether it
+    completed, the gate's verdict and the exit code. `RunOutcome.summary` is always one of these."""
+
+    schema_version: int
+    started_at: str = ""
+    finished_at: str = ""
+    duration_s: float = 0.0
+    gate: Verdict | None = None
+    status: Literal["completed", "aborted", "interrupted"] = "completed"
+    abort_reason: str | None = None
+    exit_code: int = 0
+
+
+class RunSummary(SummaryBase):
     """Written once at the end of a run (and rebuilt by `evals report`)."""
 
     schema_version: int = SCHEMA_VERSION
     suite: str
-    started_at: str = ""
-    finished_at: str = ""
-    duration_s: float = 0.0
     total: int = 0
     graded: int = 0
     errored: int = 0
@@ -265,8 +282,5 @@ class RunSummary(Record):
     cost: float | None = Field(default=None, description="Spend in the pricing table's currency.")
     latency_p50_s: float | None = None
     latency_p95_s: float | None = None
-    status: Literal["completed", "aborted", "interrupted"] = "completed"
-    abort_reason: str | None = None
     coverage: Coverage | None = Field(
         default=None, description="N of M: how many of the dataset's rows ran, and why not all of them.")
-    exit_code: int = 0

@@ -6,16 +6,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from pydantic import TypeAdapter
-
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError
 from evals_cli.gate import Gate
 from evals_cli.models.results import Coverage, RunSummary
-from evals_cli.models.specs import SuiteSpec
+from evals_cli.models.specs import GateSpec
+from evals_cli.output.exit_codes import exit_code_for
 from evals_cli.output.files import RESULTS_NAME, ResultsWriter, read_results, read_summary, results_path
+from evals_cli.output.manifest import Manifest, folder_error, make_run_folder, read_manifest, write_manifest
 from evals_cli.output.summary import Accumulator
-from evals_cli.runner.exit_codes import exit_code_for
-from evals_cli.runner.manifest import Manifest, folder_error, make_run_folder, read_manifest, write_manifest
 
 
 def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> tuple[RunSummary, list[str]]:
@@ -33,7 +31,7 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> t
         raise ConfigError(f"{out}: already holds results; merge into a new folder")
     saved = [read_summary(d) for d in dirs]
     unfinished = [_unfinished(d, s) for d, s in zip(dirs, saved, strict=True)]
-    gate_spec = TypeAdapter(SuiteSpec.model_fields["gate"].annotation).validate_python(first.gate)
+    gate_spec = GateSpec.model_validate(first.gate)
     gate = Gate(gate_spec, first.graders)
     acc = Accumulator(gate, first.suite, first.graders, first.repeats, dict(first.pricing))
     make_run_folder(out, "-o")  # a file, under a file, unwritable: said before anything is written

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from evals_cli.gate import OPS, Gate, aggregate, threshold_key
 from evals_cli.models.results import GraderAggregate, JudgeAgreement, Reliability, RunSummary, SampleResult
@@ -95,8 +95,8 @@ class Accumulator:
                 median=aggregate(scores, "median", passes),
                 p50=aggregate(scores, "p50", passes), p95=aggregate(scores, "p95", passes),
                 p99=aggregate(scores, "p99", passes),
-                accuracy_at={threshold_key(op, value): acc for op, value in others if (acc := aggregate(
-                    scores, "accuracy", lambda s, op=op, value=value: OPS[op](s, value))) is not None},
+                accuracy_at={threshold_key(op, value): acc for op, value in others
+                             if (acc := aggregate(scores, "accuracy", _passes(op, value))) is not None},
             )
         return out
 
@@ -142,3 +142,8 @@ class Accumulator:
             cost=self.cost if self.pricing else None,
             latency_p50_s=self.latencies.quantile(0.5), latency_p95_s=self.latencies.quantile(0.95),
         )
+
+
+def _passes(op: str, value: float) -> Callable[[float], bool]:
+    """The per-sample rule `score <op> value`, bound now (a lambda in a loop would see the last rule)."""
+    return lambda score: OPS[op](score, value)

@@ -1,25 +1,50 @@
-"""Async orchestration: prepare (check everything), then execute (stream samples, write results)."""
+"""Async orchestration of a live suite: prepare (check everything), then execute (stream samples, write
+results); `run` / `arun` (dispatch.py) are the entry points for either kind of suite.
+
+Attributes are imported lazily: `evals_cli.runner.options` is a leaf both pipelines import, and importing it must
+not pull in the targets and graders that `prepare` needs.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING, Any
 
-from evals_cli.models.specs import SuiteSpec
-from evals_cli.runner.options import ResultCallback, RunOptions, RunOutcome
-from evals_cli.runner.prepare import PreparedRun
+if TYPE_CHECKING:
+    from evals_cli.models.results import RunSummary
+    from evals_cli.models.specs import SuiteSpec
+    from evals_cli.runner.dispatch import arun, run
+    from evals_cli.runner.options import ResultCallback, RunOptions, RunOutcome
+    from evals_cli.runner.prepare import PreparedRun
+
+_LAZY = {"PreparedRun": "evals_cli.runner.prepare", "RunOptions": "evals_cli.runner.options",
+         "RunOutcome": "evals_cli.runner.options", "ResultCallback": "evals_cli.runner.options",
+         "run": "evals_cli.runner.dispatch", "arun": "evals_cli.runner.dispatch"}
 
 
-async def execute(prepared: PreparedRun, on_result: ResultCallback | None = None) -> RunOutcome:
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+async def execute(prepared: PreparedRun, on_result: ResultCallback | None = None) -> RunOutcome[RunSummary]:
+    """Run a prepared live suite to the end."""
     from evals_cli.runner.execution import Execution
 
     return await Execution(prepared, on_result).run()
 
 
 def run_suite(suite: SuiteSpec, options: RunOptions | None = None,
-              on_result: ResultCallback | None = None) -> RunOutcome:
-    """Run a loaded suite to the end (the library entry point behind `evals run`)."""
-    prepared = PreparedRun(suite, options or RunOptions())
-    return asyncio.run(execute(prepared, on_result))
+              on_result: ResultCallback | None = None) -> RunOutcome[Any]:
+    """Run a loaded suite to the end (kept for callers written before `evals_cli.run`, which also takes a path;
+    a suite around a recorded_sessions target goes to the sessions pipeline, as with `run`)."""
+    from evals_cli.runner.dispatch import arun
+
+    return asyncio.run(arun(suite, options, on_result))
 
 
-__all__ = ["PreparedRun", "RunOptions", "RunOutcome", "execute", "run_suite"]
+__all__ = ["PreparedRun", "ResultCallback", "RunOptions", "RunOutcome", "arun", "execute", "run", "run_suite"]

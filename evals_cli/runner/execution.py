@@ -19,11 +19,11 @@ from evals_cli.graders.grading import grade_sample
 from evals_cli.models.results import Coverage, ErrorInfo, Grade, SampleResult
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory, Usage
+from evals_cli.output.exit_codes import exit_code_for, progress
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir
+from evals_cli.output.fingerprint import fingerprint
+from evals_cli.output.manifest import Manifest, folder_error, write_manifest
 from evals_cli.output.summary import Accumulator
-from evals_cli.runner.exit_codes import exit_code_for, progress
-from evals_cli.runner.fingerprint import fingerprint
-from evals_cli.runner.manifest import Manifest, folder_error, write_manifest
 from evals_cli.runner.options import ResultCallback, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.runner.resume import load_for_resume
@@ -237,7 +237,7 @@ class Execution:
         if not pricing:
             return None
         total = 0.0
-        parts = [(self.p.agent.model, result.usage)]
+        parts: list[tuple[object, Usage]] = [(self.p.agent.model, result.usage)]
         parts += [(g.metadata.get("judge"), Usage.model_validate(g.metadata.get("usage", {})))
                   for g in result.grades.values() if g.metadata.get("judge")]
         for model, usage in parts:
@@ -255,7 +255,7 @@ class Execution:
         started = time.perf_counter()
         result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags, input=sample.input_text())
         trajectory = Trajectory()
-        limit = self.p.suite.target.sample_timeout
+        limit: float | None = getattr(self.p.suite.target, "sample_timeout", None)  # not every kind bounds one
         try:
             if limit is None:  # wait_for costs a task per sample: only pay for it when there is a limit
                 await self.p.target.run(sample, trajectory)
@@ -269,7 +269,7 @@ class Execution:
                                                               f"{limit:g}s; raise target.sample_timeout")
             else:
                 found = classify(failed.cause, self.p.agent)
-                error = ErrorInfo(category=found.category, message=self.redact(found.message))  # type: ignore[arg-type]
+                error = ErrorInfo(category=found.category, message=self.redact(found.message))
                 if found.fatal and (found.fatal_after_success or not self.any_success):
                     self._abort(error.message)
             result.trajectory, result.usage, result.error = trajectory, trajectory.usage(), error

@@ -1,47 +1,94 @@
-"""What a caller (the CLI or Python) can say about one run, and what it gets back."""
+"""What a caller (the CLI or Python) can say about one run, and what it gets back.
+
+`RunOptions` checks its own combinations when it is built, so the Python API refuses what `evals run` refuses,
+with the same words (a ConfigError, exit 2): the CLI only parses arguments into it. A leaf module (pydantic and
+the result models only), so both pipelines, live and recorded sessions, can take it without importing each other.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from evals_cli.models.results import RunSummary, SampleResult
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from evals_cli.errors import ConfigError
+from evals_cli.models.results import RunSummary, SampleResult, SummaryBase
 
 ResultCallback = Callable[[SampleResult], None]
 
 
-@dataclass
-class RunOptions:
+class RunOptions(BaseModel):
     """Everything the CLI can override; None means 'as the suite says'."""
 
-    output: Path | None = None
-    concurrency: int | None = None
-    max_samples: int | None = None
-    tags: list[str] | None = None
-    repeats: int | None = None
-    no_judge: bool = False
-    record: Path | None = None
-    replay: Path | None = None
-    base_url: str | None = None
-    model: str | None = None
-    timeout: float | None = None
-    sample_timeout: float | None = None
-    max_retries: int | None = None
-    max_error_rate: float = 0.2
-    resume: Path | None = None
-    retry_errors: bool = False
-    grace_s: float = 10.0
-    shard: str | None = None  # "K/N": run only the K-th of N stable parts of the samples
-    otel: bool = False  # or OTEL_EXPORTER_OTLP_ENDPOINT set
-    tracer_provider: Any = None  # an OpenTelemetry TracerProvider to use instead of OTLP (tests)
-    precheck: bool = True
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, validate_assignment=True)
+
+    output: Path | None = Field(default=None, description="Output folder (default results/<suite>-<time>).")
+    concurrency: int | None = Field(default=None, ge=1, description="Samples in flight.")
+    max_samples: int | None = Field(default=None, ge=1, description="Run at most this many samples.")
+    tags: list[str] | None = Field(default=None, description="Only samples carrying one of these tags.")
+    repeats: int | None = Field(default=None, ge=1, description="Run every sample this many times.")
+    no_judge: bool = Field(default=False, description="Skip model_judge graders: no judge calls at all.")
+    record: Path | None = Field(default=None, description="Record every model call to this JSONL file.")
+    replay: Path | None = Field(default=None, description="Serve model calls from this recording; no network.")
+    target_file: Path | None = Field(default=None, description="A YAML file with the agent to test instead of "
+                                     "the suite's target (--target).")
+    base_url: str | None = Field(default=None, description="Agent endpoint, over the suite's (--base-url).")
+    model: str | None = Field(default=None, description="Agent model, over the suite's (--model).")
+    timeout: float | None = Field(default=None, gt=0, description="Per-request timeout in seconds.")
+    sample_timeout: float | None = Field(default=None, gt=0, description="Seconds one sample may take in all.")
+    max_retries: int | None = Field(default=None, ge=0, description="Retries on 429, 5xx, timeouts, drops.")
+    max_error_rate: float = Field(default=0.2, ge=0, le=1, description="Exit 3 past this share of errored samples.")
+    resume: Path | None = Field(default=None, description="Continue a run: its folder or results.jsonl.")
+    retry_errors: bool = Field(default=False, description="With resume: run errored samples again.")
+    grace_s: float = Field(default=10.0, ge=0, description="Seconds in-flight samples get after Ctrl-C.")
+    shard: str | None = Field(default=None, description="K/N: run only the K-th of N stable parts of the samples.")
+    otel: bool = Field(default=False, description="Export OpenTelemetry spans (or OTEL_EXPORTER_OTLP_ENDPOINT).")
+    tracer_provider: Any = Field(default=None, description="An OpenTelemetry TracerProvider to use instead of "
+                                 "OTLP (tests).")
+    precheck: bool = Field(default=True, description="Check every dataset row before the first model call.")
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:  # a wrong value is a usage error (exit 2), as on the command line
+            raise ConfigError([f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}"
+                               for e in exc.errors()]) from None
+
+    @model_validator(mode="after")
+    def _combinations(self) -> RunOptions:
+        # ConfigError is not a ValueError: pydantic lets it through unchanged, problems and exit code intact
+        if self.record is not None and self.replay is not None:
+            raise ConfigError("--record and --replay cannot be used together")
+        if self.resume is not None and self.output is not None:
+            raise ConfigError("--resume continues the run in its own folder; drop -o/--output")
+        if self.retry_errors and self.resume is None:
+            raise ConfigError("--retry-errors only makes sense with --resume RUN")
+        if self.replay is not None and not self.replay.is_file():
+            raise ConfigError(f"{self.replay}: recording not found (--replay)")
+        return self
+
+    @property
+    def agent_overrides(self) -> dict[str, str | None]:
+        """--base-url and --model, as `resolve_target_endpoint` takes them."""
+        return {"base_url": self.base_url, "model": self.model}
+
+
+Summary = TypeVar("Summary", bound=SummaryBase)
 
 
 @dataclass
-class RunOutcome:
-    summary: RunSummary
+class RunOutcome(Generic[Summary]):
+    """What a run returns, whichever pipeline ran it: the summary (a `RunSummary` for a live suite, a
+    `SessionsSummary` for recorded sessions; both say status, gate verdict and exit code the same way), where
+    the results are, the exit code, and messages for stderr."""
+
+    summary: Summary
     output_dir: Path
     exit_code: int
     messages: list[str] = field(default_factory=list)
+
+
+LiveOutcome = RunOutcome[RunSummary]

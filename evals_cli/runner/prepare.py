@@ -17,20 +17,24 @@ from evals_cli.models.results import Coverage
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import SuiteSpec
 from evals_cli.runner.options import RunOptions
+from evals_cli.runner.row_checks import RowChecks
 from evals_cli.runner.shard import in_shard, parse_shard
 from evals_cli.targets.base import Target
-from evals_cli.targets.factory import build_target, judge_fallback, resolve_target_endpoint
+from evals_cli.targets.factory import build_target as build_target_for
+from evals_cli.targets.factory import judge_fallback, resolve_target_endpoint
 
 
 def read_system_prompt(suite: SuiteSpec) -> str | None:
+    """The agent's system prompt, from the suite or its file (a kind without one has none)."""
     target = suite.target
-    if target.system_prompt_file is None:
-        return target.system_prompt
-    path = suite.resolve(target.system_prompt_file)
+    prompt_file: str | None = getattr(target, "system_prompt_file", None)
+    if prompt_file is None:
+        return getattr(target, "system_prompt", None)
+    path = suite.resolve(prompt_file)
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"target.system_prompt_file: {target.system_prompt_file} not found "
+        raise ConfigError(f"target.system_prompt_file: {prompt_file} not found "
                           "(the path is relative to the suite file)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"target.system_prompt_file: cannot read {path}: {type(exc).__name__}") from None
@@ -50,34 +54,75 @@ def _with_overrides(suite: SuiteSpec, options: RunOptions) -> SuiteSpec:
 
 
 class PreparedRun:
-    """A suite with its target, graders, gate and dataset checked: nothing left to fail but the endpoints."""
+    """A suite with its target, graders, gate and dataset checked: nothing left to fail but the endpoints.
 
-    def __init__(self, suite: SuiteSpec, options: RunOptions) -> None:
+    Without `problems` the first problem raises ConfigError (a run never starts on one). With `problems` every
+    step appends what it finds and preparation goes on: that is `evals validate`, the same steps on the same
+    path, so validate cannot accept what a run refuses. `where` (the suite file) prefixes those problems;
+    `build_target` False skips building the agent (validate builds only those whose building checks something).
+    """
+
+    def __init__(self, suite: SuiteSpec, options: RunOptions, *, problems: list[str] | None = None,
+                 where: str = "", build_target: bool = True) -> None:
+        self.problems: list[str] = problems if problems is not None else []
+        self._collecting = problems is not None
+        self._where = where
         crossed = suite.cross_check()
         if crossed:
-            raise ConfigError([f"{'.'.join(map(str, path))}: {message}" for path, message in crossed])
+            self._problem([f"{'.'.join(map(str, path))}: {message}" for path, message in crossed])
         self.suite = _with_overrides(suite, options)
         self.options = options
         self.dataset: Path = suite.resolve(suite.dataset)
+        self.concurrency = options.concurrency or suite.concurrency
         # one limit per server for every model call (agent and judges alike): the run's concurrency
-        self.pool = ClientPool(record=options.record, replay=options.replay,
-                               concurrency=options.concurrency or suite.concurrency)
-        overrides = {"base_url": options.base_url, "model": options.model}
-        self.agent: Endpoint = resolve_target_endpoint(self.suite.target, overrides)
-        self.target: Target = build_target(self.suite, self.agent, self.pool, read_system_prompt(suite))
-        self.graders: dict[str, Grader] = build_graders(self.suite, self.pool, judge_fallback(self.suite.target, self.agent),
-                                                        no_judge=options.no_judge)
+        self.pool = ClientPool(record=options.record, replay=options.replay, concurrency=self.concurrency)
+        self._agent: Endpoint | None = None
+        self._target: Target | None = None
+        try:
+            self._agent = resolve_target_endpoint(self.suite.target, options.agent_overrides)
+        except ConfigError as exc:
+            self._problem(exc.problems)
+        fallback = judge_fallback(self.suite.target, self._agent) if self._agent is not None else None
+        try:
+            prompt = read_system_prompt(suite)
+            if build_target:
+                agent = self._agent or resolve_target_endpoint(self.suite.target, options.agent_overrides)
+                self._target = build_target_for(self.suite, agent, self.pool, prompt)
+        except ConfigError as exc:
+            self._problem(exc.problems, located=True)
+        self.graders: dict[str, Grader] = {}
+        try:
+            self.graders = build_graders(self.suite, None if self._collecting else self.pool, fallback,
+                                         no_judge=options.no_judge)
+        except ConfigError as exc:
+            self._problem(exc.problems, located=True)
         self.gate = Gate(suite.gate, self.graders)
         self.pool.redactor.add(self.secrets())  # recordings mask what the outputs mask
         self.tags = options.tags if options.tags is not None else suite.sample_tags
         self.max_samples = options.max_samples or suite.max_samples
-        self.concurrency = options.concurrency or suite.concurrency
         self.repeats = options.repeats or suite.repeats
         self.shard = parse_shard(options.shard) if options.shard else None
+        self.rows = 0  # valid dataset rows, counted by the precheck
         self.expected: int | None = None
         self.coverage: Coverage | None = None  # rows, tag filter, -n, shard: counted by the precheck
         if options.precheck:
             self._precheck()
+
+    @property
+    def agent(self) -> Endpoint:
+        assert self._agent is not None, "the agent endpoint did not resolve (see problems)"
+        return self._agent
+
+    @property
+    def target(self) -> Target:
+        assert self._target is not None, "the target was not built (see problems)"
+        return self._target
+
+    def _problem(self, problems: list[str], located: bool = False) -> None:
+        """Raise, or (validate) collect; `located` problems get the suite file's name in front."""
+        if not self._collecting:
+            raise ConfigError(problems)
+        self.problems.extend(f"{self._where}: {p}" if located and self._where else p for p in problems)
 
     def secrets(self) -> list[str]:
         """Everything secret the run knows, for the Redactor of every output: the resolved keys and URL
@@ -85,7 +130,7 @@ class PreparedRun:
         suite states (api_key, base_url credentials, secret-looking extra_body values)."""
         from evals_cli.endpoints.secrets import spec_secrets
 
-        endpoints: list[Endpoint] = [self.agent]
+        endpoints: list[Endpoint] = [self._agent] if self._agent is not None else []
         for grader in self.graders.values():
             endpoints += [e for e in getattr(grader, "endpoints", None) or [getattr(grader, "endpoint", None)]
                           if isinstance(e, Endpoint)]
@@ -94,10 +139,9 @@ class PreparedRun:
         return sorted(s for s in found if s and s != NO_KEY)
 
     def _precheck(self) -> None:
-        from evals_cli.validate import RowChecks  # the per-row checks of `evals validate`, the same ones
-
-        checker = RowChecks(self.suite, self.graders, "suite")
-        wanted = set(self.tags or [])
+        checker = RowChecks(self.suite, self.graders, self._where or "suite")
+        # a run checks the rows it will run; validate (collecting) checks every row whatever the options
+        wanted = set() if self._collecting else set(self.tags or [])
         selected = tagged = limited = 0
 
         def on_sample(sample: Sample, where: str) -> list[str]:
@@ -112,12 +156,19 @@ class PreparedRun:
                 return checker(sample, where)
             return []
 
-        rows, problems = check_dataset(self.dataset, on_sample=on_sample)
+        try:
+            rows, problems = check_dataset(self.dataset, on_sample=on_sample)
+        except ConfigError as exc:  # the dataset cannot be read at all
+            self._problem(exc.problems)
+            return
+        self.rows = rows
         problems.extend(checker.problems())
         if problems:
-            raise ConfigError(problems)
+            self._problem(problems)
+            return
         if selected == 0 and self.shard is None:
-            raise ConfigError(f"{self.dataset}: no sample carries any of the tags {', '.join(sorted(wanted))}")
+            self._problem([f"{self.dataset}: no sample carries any of the tags {', '.join(sorted(wanted))}"])
+            return
         self.expected = selected * self.repeats
         self.coverage = Coverage(dataset_rows=rows, tagged=tagged, limited=limited, selected=selected,
                                  expected_results=self.expected, tags=sorted(wanted), max_samples=self.max_samples,

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 from evals_cli.errors import ConfigError
 from evals_cli.models.results import SampleResult
 from evals_cli.output.files import RESULTS_NAME, results_path
-from evals_cli.runner.fingerprint import Fingerprint
-from evals_cli.runner.manifest import MANIFEST_NAME, folder_error, read_manifest
+from evals_cli.output.fingerprint import Fingerprint
+from evals_cli.output.manifest import MANIFEST_NAME, folder_error, read_manifest
 
 
 @dataclass

@@ -1,6 +1,8 @@
 """Multi-agent sessions: evaluate recorded sessions (no live agents) at session, turn and agent level.
 
-Kept import-free on purpose: `evals_cli.models.specs` imports `evals_cli.sessions.spec` for its target union,
-and anything imported here would run first and could close an import cycle. Entry points:
-`evals_cli.sessions.cli` (analyze_command, run_sessions_suite), `evals_cli.sessions.analysis` (one session).
+A sibling pipeline of the live one, with the same shape: `suite.py` (the document: `SessionsSuiteSpec`,
+`load_sessions_suite`), `prepare.py` (`PreparedSessions`: everything checked before a judge call; `evals
+validate` collects its problems), `runner.py` (`SessionsRun`: stream, write, summarise), `cli.py` (printing for
+`evals analyze` and `evals run`). It shares `RunOptions`, `RunOutcome`, the summary base and the JSONL reader
+with the live pipeline; `evals_cli.run` dispatches to it by the suite's kind. Kept import-free on purpose.
 """

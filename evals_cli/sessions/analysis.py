@@ -181,7 +181,7 @@ async def analyze_session(session: AgentSession, target: RecordedSessionsTarget,
                                       target.session_weights),
         conversation_score=conversation_score, tool_use_score=tool_use, reasoning_score=reasoning,
         coordination_score=coordination.score, intent_drift_score=drift,
-        task_completion=completed, task_completion_source=source,  # type: ignore[arg-type]
+        task_completion=completed, task_completion_source=source,
         per_agent_scores=per_agent, turn_results=turn_results, conversation=conversation, coordination=coordination,
         latency=session_latency(session), tool_validation=validation, recommendations=recommendations,
         judge=log.info(), total_cost=session.total_cost,

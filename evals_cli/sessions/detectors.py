@@ -167,7 +167,7 @@ def combine_turn(turn_index: int, detections: list[Detection], similarity_to_nex
     confirmed = [d.model_copy(update={"confidence": round(d.confidence + (1 - d.confidence) / 2, 3)})
                  for d in detections]
     if not any(d.type == kind for d in confirmed):
-        confirmed.append(Detection(type=kind, confidence=0.7, source="judge", evidence=f"judge: {why}"))  # type: ignore[arg-type]
+        confirmed.append(Detection(type=kind, confidence=0.7, source="judge", evidence=f"judge: {why}"))
     top = _primary(confirmed)
     reason = top.evidence if top.source == "judge" else f"{top.evidence}; judge agrees: {why}"
     return TurnResult(turn_index=turn_index, is_bad=True, detection_type=top.type, confidence=top.confidence,

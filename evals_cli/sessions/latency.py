@@ -42,14 +42,14 @@ def session_latency(session: AgentSession) -> SessionLatency:
                     slowest_call = SlowestStep(name=f"turn {t + 1} · {agent} · {call.tool_name}", kind="tool_call",
                                                turn_index=t, agent_id=agent, tool=call.tool_name,
                                                latency_ms=call.latency_ms)
-        per_turn.append(TurnLatency(turn_index=t, **stats(in_turn)))  # type: ignore[arg-type]
+        per_turn.append(TurnLatency(turn_index=t, **stats(in_turn)))
     measured = [v for values in per_agent.values() for v in values]
     total = session.total_latency_ms if session.total_latency_ms is not None else (sum(measured) if measured else None)
     return SessionLatency(
         total_ms=total,
-        per_agent={a: LatencyStats(**stats(v)) for a, v in per_agent.items()},  # type: ignore[arg-type]
+        per_agent={a: LatencyStats(**stats(v)) for a, v in per_agent.items()},
         per_turn=per_turn,
-        per_tool={name: LatencyStats(**stats(v)) for name, v in sorted(per_tool.items())},  # type: ignore[arg-type]
+        per_tool={name: LatencyStats(**stats(v)) for name, v in sorted(per_tool.items())},
         slowest_interaction=slowest,
         slowest_tool_call=slowest_call,
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evals_cli.datasets.reader import _json_problem
+from evals_cli.datasets.jsonl import iter_jsonl, json_problem
 from evals_cli.errors import ConfigError
 from evals_cli.sessions.models import AgentSession
 from evals_cli.suite.loader import read_text
@@ -54,24 +54,8 @@ def _is_jsonl(path: Path, first: str) -> bool:
 
 
 def _jsonl(path: Path) -> Iterator[Row]:
-    with path.open("rb") as fh:
-        for number, raw_line in enumerate(fh, 1):
-            where = f"{path}:{number}"
-            if not raw_line.strip():
-                continue
-            try:
-                raw = json.loads(raw_line.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                yield where, [f"{where}: not valid UTF-8 (byte {exc.start} of the line); save the file as UTF-8"]
-                continue
-            except json.JSONDecodeError as exc:
-                yield where, [f"{where}: invalid JSON at column {exc.colno}: {exc.msg} (JSONL needs one complete "
-                              "session per line)"]
-                continue
-            except (ValueError, RecursionError) as exc:  # nested past the parser's depth, an integer too long
-                yield where, [_json_problem(exc, where, jsonl=True)]
-                continue
-            yield where, _validate(raw, where)
+    for where, _, raw, problem in iter_jsonl(path, unit="session", utf8_fix="save the file as UTF-8"):
+        yield where, [problem] if problem is not None else _validate(raw, where)
 
 
 def _skip(text: str, pos: int) -> int:
@@ -107,7 +91,7 @@ def _json(path: Path) -> Iterator[Row]:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: invalid JSON at column {exc.colno}: {exc.msg}") from None
     except (ValueError, RecursionError) as exc:  # nested past the parser's depth, an integer too long
-        raise ConfigError(_json_problem(exc, str(path), jsonl=False)) from None
+        raise ConfigError(json_problem(exc, str(path), jsonl=False)) from None
 
 
 def iter_rows(path: Path) -> Iterator[Row]:
@@ -128,7 +112,8 @@ def iter_sessions(path: Path) -> Iterator[AgentSession]:
 
 def check_sessions(path: Path, limit: int = 50) -> tuple[int, list[str]]:
     """(valid sessions, problems): every row read once, at most `limit` problems listed, ids unique."""
-    count, problems, extra = 0, [], 0
+    count, extra = 0, 0
+    problems: list[str] = []
     seen: dict[str, str] = {}
     for where, row in iter_rows(path):
         found = row if isinstance(row, list) else []

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from evals_cli.models.base import Record
+from evals_cli.models.results import SummaryBase, Verdict
 
 SCHEMA_VERSION = 1
 Severity = Literal["HIGH", "MEDIUM"]
@@ -185,10 +186,8 @@ class GateCheck(Out):
     detail: str = ""
 
 
-class SessionGateResult(Out):
-    passed: bool | None
+class SessionGateResult(Out, Verdict):
     checks: list[GateCheck] = Field(default_factory=list)
-    message: str
 
 
 class AgentMinimum(Out):
@@ -197,15 +196,12 @@ class AgentMinimum(Out):
     score: float
 
 
-class SessionsSummary(Out):
+class SessionsSummary(Out, SummaryBase):
     """summary.json of a sessions evaluation."""
 
     schema_version: int = SCHEMA_VERSION
     name: str
     dataset: str = ""
-    started_at: str = ""
-    finished_at: str = ""
-    duration_s: float = 0.0
     sessions: int = 0
     errored: int = 0
     mean_overall_score: float | None = None
@@ -217,5 +213,3 @@ class SessionsSummary(Out):
     judge: JudgeInfo = Field(default_factory=JudgeInfo)
     gate: SessionGateResult | None = None
     status: Literal["completed", "aborted"] = "completed"
-    abort_reason: str | None = None
-    exit_code: int = 0

@@ -10,114 +10,70 @@ verdict, a session that could not be analysed, or nothing to gate on).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TextIO
 
 from evals_cli.endpoints.pool import ClientPool
-from evals_cli.endpoints.resolve import Endpoint, resolve_judge
-from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INVALID, EXIT_PASSED, ConfigError, RunAborted
+from evals_cli.endpoints.secrets import Redactor
+from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_PASSED, RunAborted
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, default_output_dir
+from evals_cli.output.manifest import folder_error, make_run_folder
+from evals_cli.runner.options import RunOptions, RunOutcome
 from evals_cli.sessions.analysis import analyze_session
 from evals_cli.sessions.gate import decide
 from evals_cli.sessions.judge_metrics import SessionJudge
 from evals_cli.sessions.models import AgentSession
-from evals_cli.sessions.reader import check_sessions, iter_sessions
+from evals_cli.sessions.options import SessionsOptions
+from evals_cli.sessions.prepare import PreparedSessions, judge_endpoint
+from evals_cli.sessions.reader import iter_sessions
 from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
 from evals_cli.sessions.suite import SessionsSuiteSpec
 from evals_cli.sessions.summary import SessionsAccumulator
 
 MAX_KEPT = 200  # analyses kept in memory for the display; the results file has them all
+AnalysisCallback = Callable[[SessionAnalysis], None]
 
 
 @dataclass
-class SessionsOptions:
-    """What a caller can override; None means 'as the suite says'."""
+class SessionsOutcome(RunOutcome[SessionsSummary]):
+    """`RunOutcome` of a sessions run, with the analyses kept for the display."""
 
-    output: Path | None = None
-    concurrency: int | None = None
-    max_sessions: int | None = None
-    no_judge: bool = False
-    judge_model: str | None = None
-    judge_base_url: str | None = None
-    judge_api_key: str | None = None
-    timeout: float | None = None
-    max_retries: int | None = None
-    record: Path | None = None
-    replay: Path | None = None
-    max_error_rate: float = 0.2
-    judge_confirms: bool | None = None  # None: as the suite says (target.judge_confirms)
-
-
-@dataclass
-class SessionsOutcome:
-    exit_code: int
-    output_dir: Path | None = None
-    summary: SessionsSummary | None = None
     analyses: list[SessionAnalysis] = field(default_factory=list)  # input order, at most MAX_KEPT
     hidden: int = 0  # analysed but not kept for display
-    messages: list[str] = field(default_factory=list)
-
-
-def judge_endpoint(suite: SessionsSuiteSpec, options: SessionsOptions) -> Endpoint | None:
-    """The judge, when one is wanted: the suite has a judge block, or a judge model is given (option or
-    EVAL_JUDGE_MODEL), and some metric asks for it. A base URL alone does not switch the judge on."""
-    if options.no_judge or not any(suite.target.judge_metrics.model_dump().values()):
-        return None
-    if suite.judge is None and not options.judge_model and not os.environ.get("EVAL_JUDGE_MODEL"):
-        return None
-    overrides = SimpleNamespace(model=options.judge_model, base_url=options.judge_base_url,
-                                api_key=options.judge_api_key)
-    endpoint = resolve_judge(overrides, suite.judge, None)
-    if options.timeout is not None:
-        endpoint = dataclasses.replace(endpoint, timeout=options.timeout)
-    if options.max_retries is not None:
-        endpoint = dataclasses.replace(endpoint, max_retries=options.max_retries)
-    return endpoint
 
 
 class SessionsRun:
-    def __init__(self, suite: SessionsSuiteSpec, options: SessionsOptions) -> None:
-        if options.judge_confirms is not None:
-            target = suite.target.model_copy(update={"judge_confirms": options.judge_confirms})
-            suite = suite.model_copy(update={"target": target})
-        self.suite = suite
-        self.options = options
-        self.dataset = suite.resolve(suite.dataset)
-        self.endpoint = judge_endpoint(suite, options)
-        self.acc = SessionsAccumulator(suite.name, str(self.dataset))
+    def __init__(self, prepared: PreparedSessions, on_result: AnalysisCallback | None = None) -> None:
+        self.p = prepared
+        self.suite = prepared.suite
+        self.options = prepared.options
+        self.on_result = on_result
+        self.acc = SessionsAccumulator(self.suite.name, str(prepared.dataset))
         self.kept: list[tuple[int, SessionAnalysis]] = []
         self.hidden = 0
         self.abort_reason: str | None = None
 
     async def run(self) -> SessionsOutcome:
-        count, problems = check_sessions(self.dataset)
-        if problems:
-            raise ConfigError(problems)
         started, started_at = time.time(), datetime.now(UTC).isoformat(timespec="seconds")
-        from evals_cli.runner.manifest import folder_error, make_run_folder
-
         try:
             output_dir = self.options.output or default_output_dir(self.suite.name)
         except OSError as exc:
             raise folder_error(Path("results"), exc, "the default output folder") from None
         make_run_folder(output_dir, "-o")  # a file, under a file, unwritable: exit 2 naming the path
         # every judge call holds a slot of the run's limit (-c), per server, like every other model call
-        limit = self.options.concurrency or self.suite.concurrency
+        limit = self.p.concurrency
         pool = ClientPool(record=self.options.record, replay=self.options.replay, concurrency=limit)
         judge = None
-        if self.endpoint is not None:
-            from evals_cli.runner.execution import Redactor
-
-            judge = SessionJudge(self.endpoint, pool, temperature=self.suite.judge.temperature if self.suite.judge else 0,
+        endpoint = self.p.endpoint
+        if endpoint is not None:
+            judge = SessionJudge(endpoint, pool, temperature=self.suite.judge.temperature if self.suite.judge else 0,
                                  max_tokens=self.suite.judge.max_tokens if self.suite.judge else None,
                                  concurrency=min(self.suite.target.judge_concurrency, limit),
-                                 redact=Redactor([self.endpoint.api_key]))
+                                 redact=Redactor([endpoint.api_key]))
         # "w": sessions have no resume, so a reused -o folder must not mix two runs; each line is still flushed
         with (output_dir / RESULTS_NAME).open("w", encoding="utf-8") as results:
             try:
@@ -128,11 +84,11 @@ class SessionsRun:
         (output_dir / SUMMARY_NAME).write_text(summary.model_dump_json(indent=2), encoding="utf-8")
         analyses = [a for _, a in sorted(self.kept, key=lambda pair: pair[0])]
         messages = [summary.abort_reason] if summary.abort_reason else []
-        return SessionsOutcome(summary.exit_code, output_dir, summary, analyses, self.hidden, messages)
+        return SessionsOutcome(summary=summary, output_dir=output_dir, exit_code=summary.exit_code,
+                               messages=messages, analyses=analyses, hidden=self.hidden)
 
     async def _stream(self, judge: SessionJudge | None, results: TextIO) -> None:
-        limit = self.options.concurrency or self.suite.concurrency
-        most = self.options.max_sessions or self.suite.max_samples
+        limit, most = self.p.concurrency, self.p.max_sessions
         slots = asyncio.Semaphore(limit)
         tasks: set[asyncio.Task[None]] = set()
 
@@ -150,12 +106,14 @@ class SessionsRun:
             results.write(analysis.model_dump_json() + "\n")
             results.flush()
             self.acc.add(analysis)
+            if self.on_result is not None:
+                self.on_result(analysis)
             if len(self.kept) < MAX_KEPT:
                 self.kept.append((index, analysis))
             else:
                 self.hidden += 1
 
-        for index, session in enumerate(iter_sessions(self.dataset)):
+        for index, session in enumerate(iter_sessions(self.p.dataset)):
             if self.abort_reason or (most is not None and index >= most):
                 break
             await slots.acquire()
@@ -189,9 +147,16 @@ class SessionsRun:
         return summary
 
 
-def run_sessions(suite: SessionsSuiteSpec, options: SessionsOptions | None = None) -> SessionsOutcome:
-    """Run to the end; invalid input comes back as exit 2 with every problem in `messages`."""
-    try:
-        return asyncio.run(SessionsRun(suite, options or SessionsOptions()).run())
-    except ConfigError as exc:
-        return SessionsOutcome(EXIT_INVALID, messages=exc.problems)
+async def arun_sessions(suite: SessionsSuiteSpec, options: RunOptions | None = None,
+                        on_result: AnalysisCallback | None = None) -> SessionsOutcome:
+    """Check everything (ConfigError, exit 2, listing every problem; nothing written), then run to the end."""
+    return await SessionsRun(PreparedSessions(suite, options), on_result).run()
+
+
+def run_sessions(suite: SessionsSuiteSpec, options: RunOptions | None = None,
+                 on_result: AnalysisCallback | None = None) -> SessionsOutcome:
+    """`arun_sessions` to the end, from synchronous code."""
+    return asyncio.run(arun_sessions(suite, options, on_result))
+
+
+__all__ = ["SessionsOptions", "SessionsOutcome", "SessionsRun", "arun_sessions", "judge_endpoint", "run_sessions"]

@@ -1,8 +1,9 @@
 """`target: {kind: recorded_sessions}`: the dataset-level options of a multi-agent sessions evaluation.
 
-A leaf module (pydantic only, no evals_cli import) so that `evals_cli/models/specs.py` can put
-`RecordedSessionsTarget` into its target union without an import cycle; hence its own strict base instead of
-`evals_cli.models.base.StrictModel` (same config: unknown keys are errors, so a typo never passes silently).
+Read only by the sessions pipeline (`SessionsSuiteSpec`), never by the live suite's target union: a recorded
+sessions suite is a document kind of its own. A leaf module (pydantic only, no evals_cli import), so anything may
+import it without a cycle; hence its own strict base instead of `evals_cli.models.base.StrictModel` (same config:
+unknown keys are errors, so a typo never passes silently).
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-_SCORE = {"ge": 0.0, "le": 1.0}
 
 
 class _Strict(BaseModel):
@@ -50,21 +49,21 @@ class SessionWeights(_Weights):
 class Thresholds(_Strict):
     """Detector thresholds, and the score limits below which a recommendation is made."""
 
-    ccm_similarity: float = Field(default=0.6, **_SCORE, description="Consecutive user messages at least this "
+    ccm_similarity: float = Field(default=0.6, ge=0.0, le=1.0, description="Consecutive user messages at least this "
                                   "similar (max of difflib ratio and content-token Jaccard) mean the user re-asked.")
-    handoff_coverage: float = Field(default=0.5, **_SCORE, description="Share of the key entities (identifiers "
+    handoff_coverage: float = Field(default=0.5, ge=0.0, le=1.0, description="Share of the key entities (identifiers "
                                     "and numbers of the task and the user message) a handoff context must carry.")
     correction_phrases: list[str] = Field(default_factory=list, description="Extra phrases (case-insensitive) "
                                           "that mark a user correcting the previous answer.")
-    tool_use: float = Field(default=0.7, **_SCORE, description="Recommend when an agent's tool use is below this.")
-    reasoning: float = Field(default=0.7, **_SCORE, description="Recommend when an agent's reasoning is below this.")
-    handoff: float = Field(default=0.7, **_SCORE, description="Recommend when an agent's handoffs are below this.")
-    response_quality: float = Field(default=0.7, **_SCORE, description="Recommend when responses score below this.")
-    coordination: float = Field(default=0.7, **_SCORE, description="Recommend when coordination is below this.")
-    intent_drift: float = Field(default=0.5, **_SCORE, description="Recommend when intent drift is above this.")
-    rdm_rate: float = Field(default=0.2, **_SCORE, description="Recommend when this share of turns got corrected.")
-    ccm_rate: float = Field(default=0.2, **_SCORE, description="Recommend when this share of turns got re-asked.")
-    hallucination_rate: float = Field(default=0.0, **_SCORE, description="Recommend when this share of final "
+    tool_use: float = Field(default=0.7, ge=0.0, le=1.0, description="Recommend when an agent's tool use is below this.")
+    reasoning: float = Field(default=0.7, ge=0.0, le=1.0, description="Recommend when an agent's reasoning is below this.")
+    handoff: float = Field(default=0.7, ge=0.0, le=1.0, description="Recommend when an agent's handoffs are below this.")
+    response_quality: float = Field(default=0.7, ge=0.0, le=1.0, description="Recommend when responses score below this.")
+    coordination: float = Field(default=0.7, ge=0.0, le=1.0, description="Recommend when coordination is below this.")
+    intent_drift: float = Field(default=0.5, ge=0.0, le=1.0, description="Recommend when intent drift is above this.")
+    rdm_rate: float = Field(default=0.2, ge=0.0, le=1.0, description="Recommend when this share of turns got corrected.")
+    ccm_rate: float = Field(default=0.2, ge=0.0, le=1.0, description="Recommend when this share of turns got re-asked.")
+    hallucination_rate: float = Field(default=0.0, ge=0.0, le=1.0, description="Recommend when this share of final "
                                       "answers (and at least one) state facts absent from the tool results.")
 
 
@@ -85,10 +84,10 @@ class JudgeMetrics(_Strict):
 class SessionGateSpec(_Strict):
     """Pass/fail over all sessions; every check that is set must hold (null turns a check off)."""
 
-    min_overall_score: float | None = Field(default=0.7, **_SCORE, description="Mean overall_score at least this.")
-    min_task_completion_rate: float | None = Field(default=None, **_SCORE,
+    min_overall_score: float | None = Field(default=0.7, ge=0.0, le=1.0, description="Mean overall_score at least this.")
+    min_task_completion_rate: float | None = Field(default=None, ge=0.0, le=1.0,
                                                    description="Share of sessions with the task completed.")
-    min_agent_score: float | None = Field(default=None, **_SCORE,
+    min_agent_score: float | None = Field(default=None, ge=0.0, le=1.0,
                                           description="Every agent of every session scores at least this.")
 
     @model_validator(mode="after")

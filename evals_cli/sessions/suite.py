@@ -1,24 +1,23 @@
 """A sessions suite: `suites/multi_agent.yaml` with `target: {kind: recorded_sessions, ...}`.
 
-The YAML is written so that both loaders accept it: `load_sessions_suite` here (works today), and the main
-`load_suite` once `RecordedSessionsTarget` is in SuiteSpec's target union; `from_suite` turns that SuiteSpec
-into a `SessionsSuiteSpec`. That is why the session gate lives in `target.gate` (the top-level `gate` is the
-grader gate). This module is not `spec.py`: it needs `JudgeSpec` from `evals_cli.models.specs`, which in turn
-will import `spec.py`, and a cycle would break whichever is imported first.
+A document kind of its own, loaded by `load_sessions_suite` alone: the live suite's target union does not know
+recorded_sessions, and nothing here depends on it. The session gate lives in `target.gate` (a top-level `gate`
+is the live suites' grader gate). `convert` / `from_suite` still turn a SuiteSpec that carries a
+RecordedSessionsTarget (built by hand, or by a loader that accepts one) into a `SessionsSuiteSpec`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, ValidationError
 
 from evals_cli.errors import ConfigError
 from evals_cli.models.base import SuiteFile
-from evals_cli.models.specs import JudgeSpec
+from evals_cli.models.specs import JudgeSpec, SuiteSpec
 from evals_cli.sessions.spec import RecordedSessionsTarget
-from evals_cli.suite.loader import line_finder, parse_yaml, read_text, read_yaml_mapping
+from evals_cli.suite.kind import suite_kind
+from evals_cli.suite.loader import line_finder, read_yaml_mapping
 from evals_cli.suite.problems import format_validation_error
 
 NOT_FOR_SESSIONS = {"graders": "the session metrics are built in (tune target.interaction_weights and "
@@ -40,21 +39,21 @@ class SessionsSuiteSpec(SuiteFile):
     target: RecordedSessionsTarget = Field(description="Weights, thresholds, judge metrics and the gate.")
     judge: JudgeSpec | None = Field(default=None, description="The judge endpoint and model (else EVAL_JUDGE_*).")
 
-
     @classmethod
-    def convert(cls, suite: Any) -> tuple[SessionsSuiteSpec, list[str]]:
+    def convert(cls, suite: SuiteSpec) -> tuple[SessionsSuiteSpec, list[str]]:
         """From the main SuiteSpec whose target is recorded_sessions: the spec, and the keys set that do not apply."""
         if getattr(suite.target, "kind", None) != "recorded_sessions":
             raise ConfigError(f"suite {suite.name!r}: target.kind is {suite.target.kind!r}, not recorded_sessions")
         given = [k for k in NOT_FOR_SESSIONS if k in suite.model_fields_set and getattr(suite, k)]
         spec = cls(name=suite.name, description=suite.description, dataset=suite.dataset,
-                   max_samples=suite.max_samples, concurrency=suite.concurrency, target=suite.target, judge=suite.judge)
+                   max_samples=suite.max_samples, concurrency=suite.concurrency,
+                   target=RecordedSessionsTarget.model_validate(suite.target), judge=suite.judge)
         spec._base_dir = Path(suite.base_dir)
         return spec, [f"suite {suite.name!r}: {k}: does not apply to recorded_sessions; {NOT_FOR_SESSIONS[k]}"
                       for k in given]
 
     @classmethod
-    def from_suite(cls, suite: Any) -> SessionsSuiteSpec:
+    def from_suite(cls, suite: SuiteSpec) -> SessionsSuiteSpec:
         """`convert`, with a ConfigError for the keys that do not apply."""
         spec, problems = cls.convert(suite)
         if problems:
@@ -82,32 +81,5 @@ def load_sessions_suite(path: str | Path) -> SessionsSuiteSpec:
 
 
 def is_sessions_suite(path: str | Path) -> bool:
-    """A cheap look at a suite file: does its target say recorded_sessions? (False when it cannot be read;
-    the normal loader then reports why.) Lets `evals validate` / `evals run` route before full validation."""
-    try:
-        data, _ = parse_yaml(read_text(Path(path), "suite file"), str(path))
-    except ConfigError:
-        return False
-    target = data.get("target") if isinstance(data, dict) else None
-    return isinstance(target, dict) and target.get("kind") == "recorded_sessions"
-
-
-def check_sessions_suite(suite: Any) -> tuple[int, list[str]]:
-    """What `evals validate` reports for a sessions suite, without calling any model: (sessions, problems) over
-    the keys that do not apply, every session of the dataset and the judge settings."""
-    from evals_cli.sessions.reader import check_sessions
-    from evals_cli.sessions.runner import SessionsOptions, judge_endpoint
-
-    try:
-        spec, problems = (suite, []) if isinstance(suite, SessionsSuiteSpec) else SessionsSuiteSpec.convert(suite)
-    except ConfigError as exc:
-        return 0, exc.problems
-    try:
-        judge_endpoint(spec, SessionsOptions())
-    except ConfigError as exc:
-        problems += exc.problems
-    try:
-        count, found = check_sessions(spec.resolve(spec.dataset))
-    except ConfigError as exc:
-        return 0, problems + exc.problems
-    return count, problems + found
+    """Does the suite file say recorded_sessions? (see `evals_cli.suite.kind`)"""
+    return suite_kind(path) == "recorded_sessions"

@@ -34,7 +34,7 @@ def check_call(session: AgentSession, turn_index: int, agent_id: str, step_index
 
     def one(kind: str, detail: str) -> ToolViolation:
         return ToolViolation(turn_index=turn_index, agent_id=agent_id, step_index=step_index, tool=call.tool_name,
-                             kind=kind.upper(), severity=SEVERITY.get(kind, "MEDIUM"), detail=detail)  # type: ignore[arg-type]
+                             kind=kind.upper(), severity=SEVERITY.get(kind, "MEDIUM"), detail=detail)
 
     agent = session.agent(agent_id)
     tools = {t.name: t for t in agent.tools_available}

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,20 +146,20 @@ def parse_yaml(text: str, where: str, problems: list[str] | None = None) -> tupl
         raise ConfigError(f"{where}: YAML error: {exc}") from None
     except ValueError as exc:  # the constructor's int(): a number past Python's digit limit
         found = re.search(rf"\d{{{sys.get_int_max_str_digits() + 1},}}", text)
-        line = f":{text.count(chr(10), 0, found.start()) + 1}" if found else ""
+        at = f":{text.count(chr(10), 0, found.start()) + 1}" if found else ""
         what = (f"a number has more than {sys.get_int_max_str_digits()} digits, more than Python reads"
                 if found else f"a value cannot be read ({clip(str(exc), 100)})")
-        raise ConfigError(f"{where}{line}: YAML {what}; quote it to make it a string") from None
+        raise ConfigError(f"{where}{at}: YAML {what}; quote it to make it a string") from None
     except RecursionError:  # the pure-Python parser, past Python's own recursion limit
-        line = getattr(loader, "line", None)
-        raise ConfigError(f"{where}{f':{line + 1}' if line is not None else ''}: YAML nested too deeply to read; "
-                          "a suite needs only a few levels") from None
+        depth_line: int | None = getattr(loader, "line", None)
+        raise ConfigError(f"{where}{f':{depth_line + 1}' if depth_line is not None else ''}: YAML nested too "
+                          "deeply to read; a suite needs only a few levels") from None
     finally:
         loader.dispose()
     return data, lines
 
 
-def line_finder(lines: dict[Loc, int]):
+def line_finder(lines: dict[Loc, int]) -> Callable[[Loc], int | None]:
     """The line of a key path, or of its nearest ancestor that exists in the file."""
 
     def line_of(path: Loc) -> int | None:
@@ -184,19 +182,6 @@ class TargetOverride:
     file: Path | None = None
     base_url: str | None = None
     model: str | None = None
-
-
-_OVERRIDE: ContextVar[TargetOverride | None] = ContextVar("evals_target_override", default=None)
-
-
-@contextmanager
-def target_override(override: TargetOverride | None) -> Iterator[None]:
-    """Make `load_suite` use this override when its caller does not pass one (e.g. through `validate_suite`)."""
-    token = _OVERRIDE.set(override)
-    try:
-        yield
-    finally:
-        _OVERRIDE.reset(token)
 
 
 def _located(where: str, line_of: Callable[[Loc], int | None], path: Loc, message: str) -> str:
@@ -222,12 +207,12 @@ def read_yaml_mapping(path: Path, what: str, expected: str) -> tuple[dict[str, A
 
 def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteSpec:
     """Load and validate a suite file (this project's format or letta-evals'); raises ConfigError listing every
-    problem, each at the line the user wrote."""
+    problem, each at the line the user wrote. `target` is the command line's agent, passed explicitly by every
+    caller that has one (`evals run`, `evals validate`, `evals_cli.run`)."""
     path = Path(path)
     where = str(path)
     data, lines, problems = read_yaml_mapping(path, "suite file",
                                               "a mapping of suite keys (name, dataset, target, graders, ...)")
-    override = target if target is not None else _OVERRIDE.get()
     written_line_of = line_finder(lines)
     moves: list[tuple[Loc, Loc]] = []
     letta_target = False
@@ -235,7 +220,7 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
         translation = translate(data)
         data, moves, letta_target = translation.data, translation.moves, translation.letta_target
         problems += [_located(where, written_line_of, p, msg) for p, msg in translation.problems]
-    problems += _apply_target(data, override, letta_target, where, written_line_of)
+    problems += _apply_target(data, target, letta_target, where, written_line_of)
     line_of = line_finder(remap_lines(lines, moves))
     problems += [_located(where, line_of, p, msg) for p, msg in _tool_name_problems(data)]
     problems += rename_fields([_located(where, line_of, p, msg) for p, msg in cross_check_raw(data)], where, moves)
@@ -261,7 +246,8 @@ def _apply_target(data: dict[str, Any], override: TargetOverride | None, letta_t
             return exc.problems
         data.update({k: v for k, v in blocks.items() if k != "tools"})
         if blocks.get("tools"):
-            suite_tools = data.get("tools") if isinstance(data.get("tools"), dict) else {}
+            written = data.get("tools")
+            suite_tools: dict[str, Any] = written if isinstance(written, dict) else {}
             data["tools"] = {**suite_tools, **blocks["tools"]}
         return []
     if not letta_target:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 Loc = tuple[str | int, ...]
 
@@ -95,7 +96,7 @@ def _looks_like_label(part: str) -> bool:
     return "[" in part or part in {"str", "int", "float", "bool", "list", "dict", "none"}
 
 
-def _message(err: dict[str, Any], valid_keys: list[str], key: str | int | None) -> str:
+def _message(err: ErrorDetails, valid_keys: list[str], key: str | int | None) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         hint = difflib.get_close_matches(str(key), valid_keys, n=1, cutoff=0.6)

@@ -1,11 +1,29 @@
-"""The target contract and its registry."""
+"""The target contract and its registry.
+
+Every target kind is one module of this package that registers its class with its spec model::
+
+    @TARGETS.register("openai_chat", spec=OpenAIChatTarget)
+    class OpenAIChat(Target): ...
+
+and every class takes the same `(spec, ctx)`, so building one is a registry lookup (targets/factory.py). What
+differs between kinds beyond running a sample (whether a model endpoint stands behind the agent, whether
+building the target checks something `evals validate` should report) is a class attribute or class method
+here, overridden by the kind that differs, so no code outside a target's module names a kind.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
+from evals_cli.endpoints.pool import ClientPool
+from evals_cli.endpoints.resolve import Endpoint, resolve_agent
 from evals_cli.models.sample import Sample
+from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
+from evals_cli.registry import Registry
 
 
 class SampleFailed(Exception):
@@ -17,24 +35,52 @@ class SampleFailed(Exception):
         self.trajectory = trajectory
 
 
+@dataclass(frozen=True)
+class TargetContext:
+    """What a run hands every target besides its spec, in one bundle so that all kinds share one constructor:
+    a kind that needs something new adds a field here instead of a parameter to every target and caller.
+    Kinds take what they use; `endpoint` and `pool` are None where no model is called (tests, a python agent)."""
+
+    tools: Mapping[str, ToolSpec] = field(default_factory=dict)
+    endpoint: Endpoint | None = None
+    pool: ClientPool | None = None
+    system_prompt: str | None = None
+    base_dir: Path = field(default_factory=Path.cwd)
+
+
 class Target:
     """Base of every target kind."""
 
-    kind: ClassVar[str]
+    #: The agent is a model the harness calls through the target's endpoint, so model_judge graders may fall back
+    #: to that endpoint; a kind whose agent is not a model sets False (the judge must then be configured).
+    calls_model: ClassVar[bool] = True
+    #: Building the target checks what the suite alone cannot show (a python agent imports its file), so
+    #: `evals validate` builds it to report those problems before any run.
+    checked_by_building: ClassVar[bool] = False
+
+    def __init__(self, spec: Any, ctx: TargetContext) -> None:
+        self.spec = spec
+        self.ctx = ctx
+        self.tools = ctx.tools
+        self.system_prompt = ctx.system_prompt
+
+    @classmethod
+    def resolve_endpoint(cls, spec: Any, overrides: dict[str, Any] | None = None) -> Endpoint:
+        """The agent endpoint of this kind: from the suite, the CLI (`overrides`) and EVAL_AGENT_*; a model is
+        required."""
+        return resolve_agent(spec, overrides)
+
+    @classmethod
+    def judge_fallback(cls, agent: Endpoint) -> Endpoint | None:
+        """The endpoint model_judge graders fall back to when neither the grader, the suite's judge block nor
+        EVAL_JUDGE_* name one: the agent's own when it is a model."""
+        return agent if cls.calls_model else None
 
     async def run(self, sample: Sample, trajectory: Trajectory | None = None) -> Trajectory:
         """Fill `trajectory` (the runner passes one in, so a sample cut short by its timeout keeps what it
         did) and return it; raise SampleFailed on errors."""
         raise NotImplementedError
 
-    def endpoints(self) -> list[Any]:
-        """The endpoints this target calls, for error messages."""
-        return []
 
+TARGETS: Registry[type[Target]] = Registry("target", "evals_cli.targets")
 
-TARGET_KINDS: dict[str, type[Target]] = {}
-
-
-def register_target(cls: type[Target]) -> type[Target]:
-    TARGET_KINDS[cls.kind] = cls
-    return cls

@@ -16,9 +16,8 @@ from typing import Any
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
-from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
-from evals_cli.targets.base import SampleFailed, Target
+from evals_cli.targets.base import SampleFailed, Target, TargetContext
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox, merge_tools
 
@@ -53,17 +52,13 @@ class ToolLoopTarget(Target):
     the model answers without calls (the turn completed) or `max_steps` model calls (the sample stops with
     stop_reason max_steps). Subclasses speak one API: they build the conversation and run one turn."""
 
-    def __init__(self, spec: Any, tools: dict[str, ToolSpec], endpoint: Endpoint, pool: ClientPool,
-                 system_prompt: str | None) -> None:
-        self.spec = spec
-        self.tools = tools
-        self.endpoint = endpoint
-        self.pool = pool
-        self.system_prompt = system_prompt
+    def __init__(self, spec: Any, ctx: TargetContext) -> None:
+        super().__init__(spec, ctx)
+        if ctx.endpoint is None or ctx.pool is None:
+            raise ValueError(f"{type(self).__name__} calls a model: its context needs an endpoint and a pool")
+        self.endpoint: Endpoint = ctx.endpoint
+        self.pool: ClientPool = ctx.pool
         self._suite_schemas: list[dict[str, Any]] | None = None
-
-    def endpoints(self) -> list[Endpoint]:
-        return [self.endpoint]
 
     def tool_schemas(self, toolbox: MockToolbox) -> list[dict[str, Any]]:
         """The tool definitions in this API's format."""

@@ -1,59 +1,55 @@
-"""Suite target spec -> Target, by kind, and the endpoint each kind answers for.
+"""Suite target spec -> Target, by kind, through the TARGETS registry; and what each kind answers for before it
+runs (its agent endpoint, the judge fallback, whether `evals validate` builds it).
 
 One place decides which class runs a `kind:`, so the runner and `evals validate` build targets the same way.
-Importing this module registers every target kind in TARGET_KINDS (for `evals list targets`).
+Everything per kind is asked of the kind's class (targets/base.py), so nothing here names a kind.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from evals_cli.endpoints.pool import ClientPool
-from evals_cli.endpoints.resolve import NO_KEY, Endpoint, resolve_agent
+from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.errors import ConfigError
-from evals_cli.models.target_specs import PythonTarget
-from evals_cli.targets.base import TARGET_KINDS, Target
-from evals_cli.targets.openai_chat import OpenAIChat
-from evals_cli.targets.openai_responses import OpenAIResponses
-from evals_cli.targets.python_agent import PythonAgent
+from evals_cli.targets.base import TARGETS, Target, TargetContext
 
 
-@dataclass(frozen=True)
-class PythonAgentEndpoint(Endpoint):
-    """What a python target stands for where the runner expects an endpoint (error messages, pricing lookups,
-    telemetry): the agent function, named by its `callable`. The harness calls no model for it."""
-
-    def describe(self) -> str:
-        return f"python agent {self.model}"
+def target_class(spec: Any) -> type[Target] | None:
+    """The class registered for the spec's `kind`; None for a kind no target runs (recorded_sessions)."""
+    entry = TARGETS.get(getattr(spec, "kind", None) or "")
+    return entry.impl if entry is not None else None
 
 
-def resolve_target_endpoint(target: Any, overrides: dict[str, Any] | None = None) -> Endpoint:
+def resolve_target_endpoint(spec: Any, overrides: dict[str, Any] | None = None) -> Endpoint:
     """The agent endpoint of a target: resolved from the suite, the CLI and EVAL_AGENT_* for the model-driven
-    kinds (a model is required); for a python target, which needs no model, a stand-in named after its
-    callable (--model and --base-url do not apply to it)."""
-    if isinstance(target, PythonTarget):
-        return PythonAgentEndpoint(role="agent", base_url=None, api_key=NO_KEY, model=target.callable,
-                                   timeout=target.sample_timeout or 120.0, max_retries=0)
-    return resolve_agent(target, overrides)
+    kinds (a model is required); whatever stands in for it for a kind with no model (see its class)."""
+    return (target_class(spec) or Target).resolve_endpoint(spec, overrides)
 
 
-def judge_fallback(target: Any, agent: Endpoint) -> Endpoint | None:
+def judge_fallback(spec: Any, agent: Endpoint) -> Endpoint | None:
     """The endpoint model_judge graders fall back to when neither the grader, the suite's judge block nor
-    EVAL_JUDGE_* name one: the agent's own for model-driven targets; none for a python agent, whose stand-in
-    endpoint has no model to ask (the judge must then be configured, and the error says so)."""
-    return None if isinstance(target, PythonTarget) else agent
+    EVAL_JUDGE_* name one: the agent's own when the agent is a model; none otherwise (the judge must then be
+    configured, and the error says so)."""
+    return (target_class(spec) or Target).judge_fallback(agent)
 
 
 def build_target(suite: Any, agent_endpoint: Endpoint, pool: ClientPool, system_prompt: str | None) -> Target:
-    """The Target that runs `suite.target`. A python target loads its agent file here, so a missing file, an
-    import error or a wrong signature is a ConfigError (exit 2) before any sample runs."""
-    spec = suite.target
-    kind = getattr(spec, "kind", None)
-    if kind == "openai_chat":
-        return OpenAIChat(spec, suite.tools, agent_endpoint, pool, system_prompt)
-    if kind == "openai_responses":
-        return OpenAIResponses(spec, suite.tools, agent_endpoint, pool, system_prompt)
-    if kind == "python":
-        return PythonAgent(spec, suite.tools, suite.base_dir, system_prompt)
-    raise ConfigError(f"target.kind: {kind!r} has no agent to run here; the kinds that do: {', '.join(TARGET_KINDS)}")
+    """The Target that runs `suite.target`. Problems only building shows (a python target's missing agent
+    file, import error or wrong signature) are ConfigErrors (exit 2) raised here, before any sample runs."""
+    cls = target_class(suite.target)
+    if cls is None:
+        kind = getattr(suite.target, "kind", None)
+        raise ConfigError(f"target.kind: {kind!r} has no agent to run here; the kinds that do: "
+                          f"{', '.join(sorted(TARGETS.kinds()))}")
+    ctx = TargetContext(tools=suite.tools, endpoint=agent_endpoint, pool=pool, system_prompt=system_prompt,
+                        base_dir=suite.base_dir)
+    return cls(suite.target, ctx)
+
+
+def validate_builds(spec: Any) -> bool:
+    """Whether `evals validate` builds this target: only when building checks something the suite alone cannot
+    show (a python target imports its agent file), so an endpoint problem `resolve_target_endpoint` already
+    reported is not reported twice."""
+    cls = target_class(spec)
+    return cls is not None and cls.checked_by_building

@@ -8,17 +8,18 @@ from typing import Any
 from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.models.sample import Sample
-from evals_cli.models.specs import OpenAIChatTarget
+from evals_cli.models.target_specs import OpenAIChatTarget
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
-from evals_cli.targets.base import register_target
+from evals_cli.targets.base import TARGETS
 from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox
 
 
-@register_target
+@TARGETS.register("openai_chat", spec=OpenAIChatTarget)
 class OpenAIChat(ToolLoopTarget):
-    kind = "openai_chat"
+    """The agent loop over Chat Completions (`client.chat.completions.create`) with mocked tools."""
+
     spec: OpenAIChatTarget
 
     def tool_schemas(self, toolbox: MockToolbox) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import OpenAIResponsesTarget
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
-from evals_cli.targets.base import register_target
+from evals_cli.targets.base import TARGETS
 from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox
@@ -22,11 +22,10 @@ from evals_cli.tools.mock import MockToolbox
 Call = tuple[str | None, str | None, str | None]
 
 
-@register_target
+@TARGETS.register("openai_responses", spec=OpenAIResponsesTarget)
 class OpenAIResponses(ToolLoopTarget):
     """The agent loop over the Responses API (`client.responses.create`) with mocked tools."""
 
-    kind = "openai_responses"
     spec: OpenAIResponsesTarget
 
     def tool_schemas(self, toolbox: MockToolbox) -> list[dict[str, Any]]:

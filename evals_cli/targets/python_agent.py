@@ -31,15 +31,16 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import PythonTarget
-from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Step, Trajectory, Turn
-from evals_cli.targets.base import SampleFailed, Target, register_target
+from evals_cli.targets.base import TARGETS, SampleFailed, Target, TargetContext
 from evals_cli.targets.common import answer_stop_reason, initial_messages
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox, merge_tools
@@ -255,26 +256,42 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
-@register_target
+@dataclass(frozen=True)
+class PythonAgentEndpoint(Endpoint):
+    """What a python target stands for where the runner expects an endpoint (error messages, pricing lookups,
+    telemetry): the agent function, named by its `callable`. The harness calls no model for it."""
+
+    def describe(self) -> str:
+        return f"python agent {self.model}"
+
+
+@TARGETS.register("python", spec=PythonTarget)
 class PythonAgent(Target):
     """Your own agent as a Python function, called once per sample with the mocked tools."""
 
-    kind = "python"
+    calls_model = False  # no model behind it: model_judge graders need a judge of their own
+    checked_by_building = True  # building imports the agent file: `evals validate` reports a bad path or signature
+    spec: PythonTarget
 
-    def __init__(self, spec: PythonTarget, tools: dict[str, ToolSpec], base_dir: Path,
-                 system_prompt: str | None) -> None:
-        self.spec = spec
-        self.tools = tools
-        self.system_prompt = system_prompt
-        self.fn = load_agent(spec.callable, base_dir)
+    def __init__(self, spec: PythonTarget, ctx: TargetContext) -> None:
+        super().__init__(spec, ctx)
+        self.fn = load_agent(spec.callable, ctx.base_dir)
         self.is_async = _is_async(self.fn)
-        self.path = agent_path(spec.callable, base_dir)
+        self.path = agent_path(spec.callable, ctx.base_dir)
+
+    @classmethod
+    def resolve_endpoint(cls, spec: PythonTarget, overrides: dict[str, Any] | None = None) -> Endpoint:
+        """A stand-in named after the callable: the agent needs no model, so neither a model setting nor
+        EVAL_AGENT_MODEL is required, and --model and --base-url do not apply."""
+        return PythonAgentEndpoint(role="agent", base_url=None, api_key=NO_KEY, model=spec.callable,
+                                   timeout=spec.sample_timeout or 120.0, max_retries=0)
 
     async def run(self, sample: Sample, trajectory: Trajectory | None = None) -> Trajectory:
         toolbox = MockToolbox(merge_tools(self.tools, sample.tools))
         trajectory = trajectory if trajectory is not None else Trajectory()
         trajectory.prefilled = initial_messages(sample, self.system_prompt)
-        trajectory.turns.extend(Turn(user=user) for user in (list(sample.user_turns) or [None]))
+        users: list[str | None] = [*sample.user_turns] or [None]
+        trajectory.turns.extend(Turn(user=user) for user in users)
         session = ToolSession(toolbox, trajectory, sample.max_steps or self.spec.max_steps)
         tools = AgentTools(session, toolbox.schemas(), self.system_prompt)
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from evals_cli.models.sample import Sample
@@ -61,7 +62,7 @@ def same_value(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def merge_tools(suite_tools: dict[str, ToolSpec], sample_tools: dict[str, ToolSpec] | None) -> dict[str, ToolSpec]:
+def merge_tools(suite_tools: Mapping[str, ToolSpec], sample_tools: Mapping[str, ToolSpec] | None) -> dict[str, ToolSpec]:
     """The sample's tools replace the suite's of the same name and add new ones."""
     return {**suite_tools, **(sample_tools or {})}
 

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
+from evals_cli.models.grader_specs.extractors import check_extractor
 
 
 class GraderBase(StrictModel):
@@ -44,7 +45,5 @@ class GraderBase(StrictModel):
 
     @model_validator(mode="after")
     def _check_extractor(self) -> GraderBase:
-        from evals_cli.graders.extractors import check_extractor
-
         check_extractor(self.extractor, self.extractor_config)
         return self

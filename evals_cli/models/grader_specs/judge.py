@@ -1,4 +1,5 @@
-"""Spec of the LLM judge grader."""
+"""Spec of the LLM judge grader, with the labelled choices of its scale (`Choice`, which the runtime
+`graders.scales.Scale` reads)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,16 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from evals_cli.graders.scales import Choice
 from evals_cli.models.base import StrictModel
 from evals_cli.models.grader_specs.base import GraderBase
+
+
+class Choice(StrictModel):
+    """One labelled answer of a choice scale, and the score it stands for."""
+
+    label: str = Field(min_length=1, description="What the judge answers, e.g. 'correct'.")
+    score: float = Field(ge=0, le=1, description="The score in [0, 1] this label means.")
+    description: str | None = Field(default=None, description="When to pick it (shown to the judge).")
 
 
 class PanelJudge(StrictModel):

@@ -1,4 +1,9 @@
-"""Extractors pick the part of a trajectory a grader judges (the 'submission')."""
+"""Extractors pick the part of a trajectory a grader judges (the 'submission').
+
+They live with the grader specs because a spec's `extractor:` and `extractor_config:` are checked when the
+suite is read (GraderBase), and models never import graders; an extractor is a pure function of the recorded
+trajectory. Each registers with `EXTRACTORS` through the `extractor` decorator, like every plug-in kind.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evals_cli import safe_regex
-from evals_cli.models.trajectory import Trajectory
+from evals_cli.models.trajectory import ToolCall, Trajectory
+from evals_cli.registry import Registry
 
 ExtractFn = Callable[[Trajectory, dict[str, Any]], str]
 
@@ -22,7 +28,7 @@ class Extractor:
     required: tuple[str, ...] = ()
 
 
-EXTRACTORS: dict[str, Extractor] = {}
+EXTRACTORS: Registry[Extractor] = Registry("extractor")
 
 
 def extractor(name: str, description: str, options: dict[str, str] | None = None,
@@ -30,7 +36,7 @@ def extractor(name: str, description: str, options: dict[str, str] | None = None
     """Register an extractor under a name usable as `extractor:` in a grader spec."""
 
     def register(fn: ExtractFn) -> ExtractFn:
-        EXTRACTORS[name] = Extractor(name, fn, description, options or {}, required)
+        EXTRACTORS.register(name)(Extractor(name, fn, description, options or {}, required))
         return fn
 
     return register
@@ -44,7 +50,7 @@ def check_extractor(name: str, config: dict[str, Any]) -> None:
         hint = difflib.get_close_matches(name, EXTRACTORS, n=1)
         more = f"did you mean '{hint[0]}'? " if hint else ""
         raise ValueError(f"unknown extractor '{name}'; {more}extractors: {', '.join(EXTRACTORS)}")
-    spec = EXTRACTORS[name]
+    spec = EXTRACTORS[name].impl
     unknown = sorted(set(config) - set(spec.options))
     if unknown:
         raise ValueError(f"extractor '{name}' has no option {', '.join(unknown)}; options: "
@@ -68,7 +74,7 @@ def check_extractor(name: str, config: dict[str, Any]) -> None:
 
 
 def extract(name: str, trajectory: Trajectory, config: dict[str, Any]) -> str:
-    return EXTRACTORS[name].fn(trajectory, config)
+    return EXTRACTORS[name].impl.fn(trajectory, config)
 
 
 def _assistant_texts(trajectory: Trajectory) -> list[str]:
@@ -100,7 +106,7 @@ def _last_turn(trajectory: Trajectory, config: dict[str, Any]) -> str:
     return "\n".join(step.content for step in trajectory.turns[-1].steps if step.content)
 
 
-def _calls(trajectory: Trajectory, config: dict[str, Any]):
+def _calls(trajectory: Trajectory, config: dict[str, Any]) -> list[ToolCall]:
     tool = config.get("tool")
     return [c for c in trajectory.tool_calls if tool is None or c.name == tool]
 

@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from evals_cli.graders.base import GradeContext, Grader, register_grader
+from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import any_glob, describe_groups, glob_match, max_matching, step_groups
 from evals_cli.models.grader_specs.trajectory import ToolOrderSpec, ToolsAvoidedSpec
 from evals_cli.models.results import Grade
@@ -146,15 +145,9 @@ def _judge(mode: str, expected: list[str], names: list[str], groups: list[list[i
                     f"expected {', '.join(expected) or 'no calls'} in any order; {'; '.join(problems)}")
 
 
-@register_grader
-class ToolOrderGrader(Grader):
+@GRADERS.register("tool_order", spec=ToolOrderSpec)
+class ToolOrderGrader(Grader[ToolOrderSpec]):
     """The tools called against the expected ones, in one of five modes (see ToolOrderSpec)."""
-
-    kind = "tool_order"
-    spec: ToolOrderSpec
-
-    def __init__(self, name: str, spec: ToolOrderSpec, base_dir: Path) -> None:
-        super().__init__(name, spec)
 
     async def grade(self, ctx: GradeContext) -> Grade:
         expected = self.spec.expected if self.spec.expected is not None else ctx.sample.expected_tool_order
@@ -170,15 +163,9 @@ class ToolOrderGrader(Grader):
                      metadata={"called": names, "expected": list(expected), "matched": verdict.matched, "mode": mode})
 
 
-@register_grader
-class ToolsAvoidedGrader(Grader):
+@GRADERS.register("tools_avoided", spec=ToolsAvoidedSpec)
+class ToolsAvoidedGrader(Grader[ToolsAvoidedSpec]):
     """None of the forbidden tools (sample's plus spec's, globs allowed) was called."""
-
-    kind = "tools_avoided"
-    spec: ToolsAvoidedSpec
-
-    def __init__(self, name: str, spec: ToolsAvoidedSpec, base_dir: Path) -> None:
-        super().__init__(name, spec)
 
     async def grade(self, ctx: GradeContext) -> Grade:
         forbidden = list(dict.fromkeys([*(ctx.sample.forbidden_tools or []), *self.spec.tools]))

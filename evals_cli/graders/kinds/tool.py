@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from evals_cli import safe_regex
-from evals_cli.graders.base import GradeContext, Grader, register_grader
+from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.graders.functions import load_function, to_grade
 from evals_cli.models.grader_specs.text import ToolGraderSpec
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 
 
-@register_grader
-class ToolGrader(Grader):
+@GRADERS.register("tool", spec=ToolGraderSpec)
+class ToolGrader(Grader[ToolGraderSpec]):
     """A function of the submission and the ground truth (built-in or `path.py:func`)."""
 
-    kind = "tool"
     per_turn = True
-    spec: ToolGraderSpec
 
-    def __init__(self, name: str, spec: ToolGraderSpec, base_dir: Path) -> None:
-        super().__init__(name, spec)
-        self.fn = load_function(spec.function, base_dir)
+    def __init__(self, name: str, spec: ToolGraderSpec, ctx: GraderContext) -> None:
+        super().__init__(name, spec, ctx)
+        self.fn = load_function(spec.function, ctx.base_dir)
         self.kwargs = {} if spec.case_sensitive is None else {"case_sensitive": spec.case_sensitive}
 
     def check_sample(self, sample: Sample) -> list[str]:

@@ -12,9 +12,8 @@ malformed call is not "after completion". Order is tool_order's job.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from evals_cli.graders.base import GradeContext, Grader, register_grader
+from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import any_glob, glob_match, label, max_matching, reached_tool, step_groups
 from evals_cli.models.grader_specs.trajectory import StopBehaviorSpec
 from evals_cli.models.results import Grade
@@ -101,15 +100,9 @@ class _Checks:
         return Check(1.0, f"stopped by itself (stop_reason {self.stop_reason})")
 
 
-@register_grader
-class StopBehaviorGrader(Grader):
+@GRADERS.register("stop_behavior", spec=StopBehaviorSpec)
+class StopBehaviorGrader(Grader[StopBehaviorSpec]):
     """The selected checks, each in metadata.checks; the grade is their min (or mean)."""
-
-    kind = "stop_behavior"
-    spec: StopBehaviorSpec
-
-    def __init__(self, name: str, spec: StopBehaviorSpec, base_dir: Path) -> None:
-        super().__init__(name, spec)
 
     async def grade(self, ctx: GradeContext) -> Grade:
         required = self.spec.required_tools if self.spec.required_tools is not None else ctx.sample.expected_tool_order

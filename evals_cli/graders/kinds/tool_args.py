@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from evals_cli.graders.arg_match import compare, matchers_for
-from evals_cli.graders.base import GradeContext, Grader, register_grader
+from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import glob_match, max_matching
 from evals_cli.models.grader_specs.trajectory import ArgMatch, ExpectedCall, ToolArgsSpec
 from evals_cli.models.results import Grade
@@ -69,15 +68,9 @@ class _Case:
         return f"{name}: nearest calls[{nearest}]: {problems[0]}"
 
 
-@register_grader
-class ToolArgsGrader(Grader):
+@GRADERS.register("tool_args", spec=ToolArgsSpec)
+class ToolArgsGrader(Grader[ToolArgsSpec]):
     """Each expected call is matched to a distinct actual call; score = matched / expected (or binary)."""
-
-    kind = "tool_args"
-    spec: ToolArgsSpec
-
-    def __init__(self, name: str, spec: ToolArgsSpec, base_dir: Path) -> None:
-        super().__init__(name, spec)
 
     def check_sample(self, sample: Sample) -> list[str]:
         """A malformed metadata.expected_calls shows before any model call, not as a grading error later."""

@@ -7,11 +7,10 @@ Catches "the tool returned DB_HOST=localhost and the agent reports the host is 5
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from evals_cli import safe_regex
-from evals_cli.graders.base import GradeContext, Grader, register_grader
+from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.models.grader_specs.trajectory import GroundingSpec
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
@@ -61,15 +60,9 @@ class Finder:
         return None
 
 
-@register_grader
-class GroundingGrader(Grader):
+@GRADERS.register("grounding", spec=GroundingSpec)
+class GroundingGrader(Grader[GroundingSpec]):
     """Each must_cite value in the answer (and in a tool result), no must_not_say value in the answer."""
-
-    kind = "grounding"
-    spec: GroundingSpec
-
-    def __init__(self, name: str, spec: GroundingSpec, base_dir: Path) -> None:
-        super().__init__(name, spec)
 
     def check_sample(self, sample: Sample) -> list[str]:
         """Malformed metadata.must_cite / must_not_say show before any model call."""

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from evals_cli.errors import ConfigError, EvalsError
-from evals_cli.runner.fingerprint import Fingerprint
+from evals_cli.output.fingerprint import Fingerprint
 
 MANIFEST_NAME = "run.json"
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-from evals_cli.graders.base import GradeContext, Grader, register_grader
+from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import any_glob, canonical_args, label
 from evals_cli.models.grader_specs.trajectory import NoLoopsSpec
 from evals_cli.models.results import Grade
@@ -77,15 +76,9 @@ def find_loops(calls: list[tuple[int, ToolCall]], spec: NoLoopsSpec) -> list[Loo
     return sorted(loops, key=lambda loop: (loop.first_index, order[loop.kind]))
 
 
-@register_grader
-class NoLoopsGrader(Grader):
+@GRADERS.register("no_loops", spec=NoLoopsSpec)
+class NoLoopsGrader(Grader[NoLoopsSpec]):
     """1 when no call repeats past the limits and no block of calls cycles; 0 otherwise (binary)."""
-
-    kind = "no_loops"
-    spec: NoLoopsSpec
-
-    def __init__(self, name: str, spec: NoLoopsSpec, base_dir: Path) -> None:
-        super().__init__(name, spec)
 
     async def grade(self, ctx: GradeContext) -> Grade:
         calls = [(i, c) for i, c in enumerate(ctx.trajectory.tool_calls) if not any_glob(c.name, self.spec.ignore)]

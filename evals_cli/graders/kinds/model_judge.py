@@ -8,13 +8,11 @@ plain text. A judge that fails yields score None with the reason, never 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from evals_cli.endpoints.pool import ClientPool
-from evals_cli.endpoints.resolve import Endpoint
+from evals_cli.endpoints.resolve import Endpoint, resolve_judge
 from evals_cli.graders.agreement import combine, spread
-from evals_cli.graders.base import GradeContext, Grader, register_grader
+from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.graders.judge_call import ask_judge, judge_messages, step_downs
 from evals_cli.graders.rubric import (
     RubricError,
@@ -40,22 +38,31 @@ class Verdict:
     mode: str
 
 
-@register_grader
-class ModelJudgeGrader(Grader):
-    kind = "model_judge"
+def judge_endpoints(spec: ModelJudgeSpec, ctx: GraderContext) -> list[Endpoint]:
+    """The judge's endpoint, or its panel's (each member falling back to the judge's); none offline.
+    ConfigError when no model is set anywhere."""
+    if ctx.offline:
+        return []
+    endpoint = resolve_judge(spec, ctx.judge, ctx.agent)
+    panel = [resolve_judge(member, None, endpoint) for member in spec.panel or []]
+    return panel or [endpoint]
+
+
+@GRADERS.register("model_judge", spec=ModelJudgeSpec)
+class ModelJudgeGrader(Grader[ModelJudgeSpec]):
+    """An LLM grades the submission with a rubric."""
+
     per_turn = True
     uses_judge = True
-    spec: ModelJudgeSpec
 
-    def __init__(self, name: str, spec: ModelJudgeSpec, base_dir: Path, endpoint: Endpoint | None,
-                 pool: ClientPool | None, panel: list[Endpoint] | None = None) -> None:
-        super().__init__(name, spec)
-        self.base_dir = base_dir
-        self.endpoints = panel or ([endpoint] if endpoint is not None else [])
-        self.pool = pool
+    def __init__(self, name: str, spec: ModelJudgeSpec, ctx: GraderContext) -> None:
+        super().__init__(name, spec, ctx)
+        self.base_dir = ctx.base_dir
+        self.endpoints = judge_endpoints(spec, ctx)
+        self.pool = ctx.pool
         self.scale = Scale.of(spec.scale)
-        self.rubric_text = load_rubric(spec.rubric, spec.prompt, base_dir)
-        self.rubric_dirs = [base_dir / d for d in spec.rubric_dirs]
+        self.rubric_text = load_rubric(spec.rubric, spec.prompt, ctx.base_dir)
+        self.rubric_dirs = [ctx.base_dir / d for d in spec.rubric_dirs]
 
     @property
     def endpoint(self) -> Endpoint | None:

@@ -1,0 +1,98 @@
+"""The Python API covers what `evals run` does: the README's example runs as written (against the scripted
+server), `evals_cli.run` takes either kind of suite, and `RunOptions` refuses what the CLI refuses."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import ROOT, read_jsonl, run_cli, write_suite
+from scripted_server import ScriptedServer, agent_script, call, text
+
+import evals_cli
+from evals_cli import ConfigError, RunOptions, RunOutcome, RunSummary, SampleResult
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def readme_example() -> str:
+    """The ```python block of the README's "Python API" section."""
+    section = README.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 1, "the Python API section shows one example"
+    return blocks[0]
+
+
+def test_the_readme_example_runs_as_written(server: ScriptedServer, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    code = readme_example()
+    for written, here in (('"http://localhost:11434/v1"', repr(server.url)), ('"qwen2.5:7b"', '"scripted"'),
+                          ('Path("results/python-api")', f"Path({str(tmp_path / 'out')!r})")):
+        assert written in code, written
+        code = code.replace(written, here)
+    server.script = agent_script({"": [call("read_file", {"path": ".env"}), text("5432")]})
+    monkeypatch.chdir(ROOT)  # the example names the suite relative to the repository, as a user would run it
+    namespace: dict[str, Any] = {"__name__": "readme_example"}
+    exec(compile(code, "README.md (Python API)", "exec"), namespace)
+    outcome = namespace["outcome"]
+    assert isinstance(outcome, RunOutcome) and isinstance(outcome.summary, RunSummary)
+    assert outcome.output_dir == tmp_path / "out" and outcome.exit_code in (0, 1)
+    rows = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert len(rows) == outcome.summary.total > 0
+    out = capsys.readouterr().out
+    assert all(f"{r['sample_id']} " in out for r in rows)  # on_result saw every result as it was written
+    assert f"exit code {outcome.exit_code}; results in {tmp_path / 'out'}" in out
+
+
+def test_run_takes_a_recorded_sessions_suite(tmp_path: Path) -> None:
+    """Before: AttributeError ('RecordedSessionsTarget' object has no attribute 'model') from the live runner."""
+    outcome = evals_cli.run(ROOT / "suites" / "multi_agent.yaml", RunOptions(no_judge=True, output=tmp_path / "out"))
+    assert outcome.exit_code == 1  # seven of the eight sessions are broken on purpose: the gate fails
+    assert outcome.summary.sessions == 8 and outcome.summary.gate is not None
+    assert (tmp_path / "out" / "summary.json").is_file()
+    # what the CLI prints for the same suite comes from the same call
+    result = run_cli("run", "suites/multi_agent.yaml", "--no-judge", "-q", "-o", str(tmp_path / "cli"))
+    assert result.returncode == 1 and result.stdout.strip() == outcome.summary.gate.message
+
+
+def test_arun_is_the_same_call_for_async_code(tmp_path: Path) -> None:
+    options = RunOptions(no_judge=True, max_samples=1, output=tmp_path / "out")
+    outcome = asyncio.run(evals_cli.arun(ROOT / "suites" / "multi_agent.yaml", options))
+    assert outcome.exit_code == 0 and outcome.summary.sessions == 1  # only refund-clean, which passes
+
+
+def test_run_takes_a_loaded_suite_and_calls_back(server: ScriptedServer, tmp_path: Path) -> None:
+    server.script = agent_script({"": [text("hi")]})
+    suite = write_suite(tmp_path, [{"id": "a", "input": "x", "ground_truth": "hi"}], base_url=server.url,
+                        graders={"answer": {"kind": "tool", "function": "contains"}})
+    seen: list[SampleResult] = []
+    outcome = evals_cli.run(evals_cli.load_suite(suite), RunOptions(output=tmp_path / "out"), on_result=seen.append)
+    assert outcome.exit_code == 0 and [r.sample_id for r in seen] == ["a"]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"record": "rec.jsonl", "replay": "rec.jsonl"}, "--record and --replay cannot be used together"),
+    ({"resume": "results/x", "output": "out"}, "--resume continues the run in its own folder; drop -o/--output"),
+    ({"retry_errors": True}, "--retry-errors only makes sense with --resume RUN"),
+    ({"replay": "no/such/recording.jsonl"}, "no/such/recording.jsonl: recording not found (--replay)"),
+    ({"concurrency": 0}, "concurrency: Input should be greater than or equal to 1"),
+])
+def test_run_options_refuse_what_the_cli_refuses(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        RunOptions(**options)
+    assert caught.value.problems == [message] and caught.value.exit_code == 2
+
+
+def test_agent_options_on_a_sessions_suite_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        evals_cli.run(ROOT / "suites" / "multi_agent.yaml", RunOptions(model="gpt-x", output=tmp_path / "out"))
+    assert "--model sets the agent model" in caught.value.problems[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_public_names_are_importable_and_lazy() -> None:
+    for name in evals_cli.__all__:
+        assert getattr(evals_cli, name) is not None, name

@@ -1,0 +1,123 @@
+"""Targets are plug-ins of one shape: each kind's module registers its class and spec with TARGETS, the suite's
+target union accepts exactly the registered kinds, every class takes `(spec, ctx)`, and what differs between
+kinds is asked of the class, so nothing outside a target's module names a kind."""
+
+from __future__ import annotations
+
+import ast
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from evals_cli.endpoints.pool import ClientPool
+from evals_cli.endpoints.resolve import Endpoint
+from evals_cli.errors import ConfigError
+from evals_cli.models.base import StrictModel
+from evals_cli.models.specs import SuiteSpec
+from evals_cli.models.target_specs import OpenAIChatTarget, TargetSpec
+from evals_cli.models.tools import ToolSpec
+from evals_cli.targets.base import TARGETS, Target, TargetContext
+from evals_cli.targets.factory import build_target, judge_fallback, resolve_target_endpoint, validate_builds
+
+PACKAGE = Path(__file__).resolve().parent.parent / "evals_cli"
+
+
+def union_members(annotation: Any) -> dict[str, type]:
+    """kind -> spec class of a `kind`-discriminated union, however it is annotated."""
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    members: dict[str, type] = {}
+    for member in typing.get_args(annotation):
+        while typing.get_origin(member) is typing.Annotated:
+            member = typing.get_args(member)[0]
+        members[member.model_fields["kind"].default] = member
+    return members
+
+
+def test_every_registered_kind_is_in_the_suites_target_union_and_vice_versa() -> None:
+    union = union_members(SuiteSpec.model_fields["target"].annotation)
+    registered = {entry.kind: entry.spec for entry in TARGETS.entries()}
+    assert registered and all(spec is not None for spec in registered.values())
+    for kind, spec in registered.items():
+        assert union.get(kind) is spec, f"target kind {kind!r} is registered but the suite's union does not take it"
+    assert set(union) == set(registered), f"the suite takes target kinds nothing runs: {set(union) - set(registered)}"
+    assert union_members(TargetSpec) == union
+
+
+def test_the_registry_is_discovered_from_the_package() -> None:
+    assert {"openai_chat", "openai_responses", "python"} <= set(TARGETS.kinds())
+    for entry in TARGETS.entries():
+        assert issubclass(entry.impl, Target) and entry.module.startswith("evals_cli.targets.")
+
+
+def test_no_module_outside_a_targets_own_names_a_target_kind() -> None:
+    """`kind == "python"` and friends belong on the target class (calls_model, checked_by_building, ...)."""
+    kinds = set(TARGETS.kinds())
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith(("targets/", "models/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq | ast.NotEq) for op in node.ops):
+                names = [n.value for n in [node.left, *node.comparators] if isinstance(n, ast.Constant)]
+                offenders += [f"{relative}:{node.lineno}: {name!r}" for name in names if name in kinds]
+    assert offenders == []
+
+
+class _Probe(Target):
+    """A kind registered by this test alone: one module's worth of code is all a new target needs."""
+
+    calls_model = False
+    checked_by_building = True
+    built: list[TargetContext] = []
+
+    def __init__(self, spec: Any, ctx: TargetContext) -> None:
+        super().__init__(spec, ctx)
+        _Probe.built.append(ctx)
+
+    @classmethod
+    def resolve_endpoint(cls, spec: Any, overrides: dict[str, Any] | None = None) -> Endpoint:
+        return Endpoint(role="agent", base_url=None, api_key="k", model="probe")
+
+
+class _ProbeSpec(StrictModel):
+    kind: Literal["probe"] = "probe"
+
+
+@pytest.fixture
+def probe() -> Any:
+    TARGETS.register("probe", spec=_ProbeSpec)(_Probe)
+    _Probe.built.clear()
+    yield _ProbeSpec()
+    TARGETS.unregister("probe")
+
+
+def test_per_kind_behaviour_is_asked_of_the_class(probe: Any, tmp_path: Path) -> None:
+    endpoint = resolve_target_endpoint(probe)
+    assert endpoint.model == "probe" and judge_fallback(probe, endpoint) is None
+    tools = {"t": ToolSpec.model_validate({"description": "d", "returns": "r"})}
+    suite = SuiteSpec.model_construct(target=probe, tools=tools)
+    suite._base_dir = tmp_path
+    target = build_target(suite, endpoint, ClientPool(), "prompt")
+    assert isinstance(target, _Probe) and target.spec is probe
+    ctx = _Probe.built[-1]
+    assert (ctx.tools, ctx.endpoint, ctx.system_prompt, ctx.base_dir) == (tools, endpoint, "prompt", tmp_path)
+    assert validate_builds(probe)  # checked_by_building: `evals validate` builds it too
+
+
+def test_model_driven_kinds_fall_back_to_the_agent_and_are_not_built_by_validate() -> None:
+    spec = OpenAIChatTarget(model="m", base_url="http://localhost:1/v1")
+    agent = resolve_target_endpoint(spec)
+    assert agent.model == "m" and judge_fallback(spec, agent) is agent
+    assert not validate_builds(OpenAIChatTarget())  # building checks nothing resolving the endpoint did not
+
+
+def test_a_kind_no_target_runs_is_a_config_error_naming_the_kinds_that_do() -> None:
+    spec = type("Spec", (), {"kind": "recorded_sessions"})()
+    suite = SuiteSpec.model_construct(target=spec, tools={})
+    with pytest.raises(ConfigError, match="target.kind: 'recorded_sessions' has no agent to run here; the kinds "
+                                          "that do: openai_chat, openai_responses, python"):
+        build_target(suite, Endpoint(role="agent", base_url=None, api_key="k", model="m"), ClientPool(), None)
