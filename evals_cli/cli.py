@@ -88,8 +88,9 @@ def run(
     grace: Annotated[float, typer.Option("--grace", min=0, help="Seconds in-flight samples get after Ctrl-C.")] = 10.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the gate verdict.")] = False,
     target: Annotated[Path | None, typer.Option("--target", help=TARGET_HELP)] = None,
-    junit: Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML here (one testcase per sample).")] = None,
-    task_results: Annotated[Path | None, typer.Option("--task-results", help="Also write TaskResult JSONL here.")] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML here, one testcase per sample (= --export junit=PATH).")] = None,
+    task_results: Annotated[Path | None, typer.Option("--task-results", help="Also write TaskResult JSONL here (= --export task_results=PATH).")] = None,
+    export: Annotated[list[str] | None, typer.Option("--export", metavar="FORMAT=PATH", help="Also write the run as FORMAT to PATH (repeatable): junit=out/junit.xml, task_results=out/tasks.jsonl, html=out/report.html.")] = None,
     shard: Annotated[str | None, typer.Option("--shard", help="K/N: run only the K-th of N stable parts of the samples (see `evals merge`).")] = None,
     otel: Annotated[bool, typer.Option("--otel", help="Export OpenTelemetry spans (OTLP; needs the [otel] extra). Also on when OTEL_EXPORTER_OTLP_ENDPOINT is set.")] = False,
 ) -> None:
@@ -105,20 +106,32 @@ def run(
                          base_url=base_url, model=model, timeout=timeout, sample_timeout=sample_timeout,
                          max_retries=max_retries, max_error_rate=max_error_rate, resume=resume,
                          retry_errors=retry_errors, grace_s=grace, shard=shard, otel=otel)
+    exports = _exports(export, junit, task_results)  # a typo in a format must not cost a whole run
     prepared = prepare(suite, options)
     if not isinstance(prepared, PreparedRun):  # recorded sessions: no agent, its own view
         from evals_cli.sessions.cli import report as report_sessions
         from evals_cli.sessions.runner import SessionsOutcome
 
-        if junit or task_results:
-            raise ConfigError("--junit and --task-results apply to live agents; a recorded_sessions suite has none")
+        if exports:
+            raise ConfigError("--export, --junit and --task-results apply to live agents; a recorded_sessions suite "
+                              "has none")
         outcome = asyncio.run(execute_prepared(prepared))
         assert isinstance(outcome, SessionsOutcome)
         raise typer.Exit(report_sessions(outcome, quiet=quiet))
-    raise typer.Exit(_run_live(prepared, suite, quiet, junit, task_results))
+    raise typer.Exit(_run_live(prepared, suite, quiet, exports))
 
 
-def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, junit: Path | None, task_results: Path | None) -> int:
+def _exports(values: list[str] | None, junit: Path | None, task_results: Path | None) -> dict[str, Path]:
+    """format -> path of every export asked for (`--export FORMAT=PATH`, and --junit / --task-results, its older
+    spellings), checked before anything runs; the exporters are imported only when one is asked for."""
+    if not (values or junit or task_results):
+        return {}
+    from evals_cli.exporters import parse_exports, requested_exports
+
+    return requested_exports(parse_exports(values or []), junit=junit, task_results=task_results)
+
+
+def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str, Path]) -> int:
     """Execute with the live progress view, then the table, the messages and the exports; the exit code."""
     import asyncio
 
@@ -154,14 +167,13 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, junit: Path | Non
     elif summary.status == "aborted" and summary.errored:  # every sample ran, too many errored: retry those
         err.print(f"to retry the errored samples: evals run {suite} --resume {outcome.output_dir} --retry-errors",
                   markup=False, highlight=False, soft_wrap=True)
-    if junit or task_results:
+    if exports:
         from evals_cli.exporters import export_run
 
         try:
-            export_run(outcome.output_dir, summary, junit=junit, task_results=task_results,
-                       threshold=prepared.suite.gate.sample_value)
+            export_run(outcome.output_dir, summary, exports=exports, threshold=prepared.suite.gate.sample_value)
         except OSError as exc:  # the run is saved; only the export is not: say which file, keep the run's code
-            where = exc.filename or junit or task_results
+            where = exc.filename or ", ".join(map(str, exports.values()))
             err.print(f"error: could not write {where} ({exc.strerror or type(exc).__name__}); the run is saved in "
                       f"{outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
             return outcome.exit_code if outcome.exit_code != 0 else EXIT_INCOMPLETE
@@ -262,7 +274,8 @@ def merge(
     output: Annotated[Path, typer.Option("--output", "-o", help="The merged run's folder (new).")],
     max_error_rate: Annotated[float, typer.Option("--max-error-rate", min=0, max=1, help="Exit 3 past this share of errored samples.")] = 0.2,
     junit: Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML of the merged run.")] = None,
-    task_results: Annotated[Path | None, typer.Option("--task-results", help="Also write TaskResult JSONL.")] = None,
+    task_results: Annotated[Path | None, typer.Option("--task-results", help="Also write TaskResult JSONL (= --export task_results=PATH).")] = None,
+    export: Annotated[list[str] | None, typer.Option("--export", metavar="FORMAT=PATH", help="Also write the run as FORMAT to PATH (repeatable): junit=out/junit.xml, task_results=out/tasks.jsonl, html=out/report.html.")] = None,
 ) -> None:
     """Join the result folders of `evals run --shard K/N` jobs into one run, one summary, one gate verdict."""
     from evals_cli.display.console import make_console
@@ -270,6 +283,7 @@ def merge(
     from evals_cli.output.merge import merge_runs
     from evals_cli.report import load_run
 
+    exports = _exports(export, junit, task_results)
     summary, warnings = merge_runs(runs, output, max_error_rate)
     state, _, _ = load_run(output)
     console = make_console()
@@ -280,10 +294,10 @@ def merge(
     if summary.abort_reason:
         make_console(stderr=True).print(f"error: {summary.abort_reason}", markup=False, highlight=False,
                                         soft_wrap=True)
-    if junit or task_results:
+    if exports:
         from evals_cli.exporters import export_run
 
-        export_run(output, summary, junit=junit, task_results=task_results)
+        export_run(output, summary, exports=exports)
     raise typer.Exit(summary.exit_code)
 
 
