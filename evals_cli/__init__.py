@@ -17,18 +17,18 @@ if TYPE_CHECKING:
     from evals_cli.graders.functions import grader
     from evals_cli.models import Grade, Sample, Trajectory
     from evals_cli.models.results import RunSummary, SampleResult
-    from evals_cli.models.specs import SuiteSpec
     from evals_cli.runner import run_suite
     from evals_cli.runner.dispatch import arun, run
     from evals_cli.runner.options import RunOptions, RunOutcome
     from evals_cli.suite.loader import load_suite
+    from evals_cli.suite.spec import SuiteSpec
 
 __version__ = "0.1.0"
 
 _WHERE = {
     "run": "evals_cli.runner.dispatch", "arun": "evals_cli.runner.dispatch",
     "RunOptions": "evals_cli.runner.options", "RunOutcome": "evals_cli.runner.options",
-    "SuiteSpec": "evals_cli.models.specs", "SampleResult": "evals_cli.models.results",
+    "SuiteSpec": "evals_cli.suite.spec", "SampleResult": "evals_cli.models.results",
     "RunSummary": "evals_cli.models.results", "ConfigError": "evals_cli.errors",
     "load_suite": "evals_cli.suite.loader", "run_suite": "evals_cli.runner",
     "grader": "evals_cli.graders.functions",

@@ -84,30 +84,13 @@ def _doc(obj: Any) -> str:
     return " ".join(text.split("\n\n")[0].split())
 
 
-def _union_members(annotation: Any) -> dict[str, Any]:
-    """kind -> model class, for a (possibly Annotated, possibly tagged) union of `kind`-discriminated models."""
-
-    while typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
-    members = typing.get_args(annotation) or (annotation,)
-    out = {}
-    for member in members:
-        while typing.get_origin(member) is typing.Annotated:
-            member = typing.get_args(member)[0]
-        fields = getattr(member, "model_fields", {})
-        if "kind" in fields:
-            out[fields["kind"].default] = member
-    return out
-
-
 def _grader_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
     from evals_cli.graders.base import GRADERS
-    from evals_cli.models.grader_specs import GraderBase, GraderSpec
+    from evals_cli.models.grader_specs import GraderBase
 
-    order = list(_union_members(GraderSpec))  # the suite's order; kinds registered at run time come after
     common = ", ".join(f"{name} ({shape})" for name, shape, _ in _model_options(GraderBase))
     kinds = []
-    for entry in sorted(GRADERS.entries(), key=lambda e: order.index(e.kind) if e.kind in order else len(order)):
+    for entry in sorted(GRADERS.entries(), key=lambda e: e.kind):  # alphabetical, as the suite's union lists them
         spec = entry.spec
         options = _model_options(spec, skip=("kind", *GraderBase.model_fields)) if spec else []
         kinds.append((entry.kind, _doc(spec) or _doc(entry.impl), options))

@@ -301,6 +301,26 @@ def merge(
     raise typer.Exit(summary.exit_code)
 
 
+@app.command()
+@_guard
+def init(
+    folder: Annotated[Path, typer.Argument(metavar="FOLDER", help="Where to write the suite; created when missing (default: here).")] = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="Replace files of the same names that already exist.")] = False,
+) -> None:
+    """Scaffold a starter suite (tools, graders, judge rubric, gate, Makefile) and a recording to replay offline."""
+    from evals_cli.scaffold import FILES, next_commands, scaffold
+
+    result = scaffold(folder, force=force)
+    where = f"{folder} (created)" if result.created_folder else str(folder)
+    lines = [f"wrote {len(result.written)} files to {where}:"]
+    width = max(len(str(path)) for path in result.written)
+    lines += [f"  {str(path):<{width}}  {FILES[path.name]}" for path in result.written]
+    lines += ["", "next:"]
+    for command, why in next_commands(folder):
+        lines += [f"  # {why}", f"  {command}"] if why else [f"  {command}"]
+    print("\n".join(lines))
+
+
 LISTABLE = ("graders", "extractors", "targets", "gates")
 
 

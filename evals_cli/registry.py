@@ -9,8 +9,9 @@ options) and its implementation, and registers both with one decorator::
     class ToolOrder(Grader[ToolOrderSpec]): ...
 
 The registry imports every module of the package the first time a kind is looked up (`discover`), so adding a
-kind never means editing an import list, a union or an if/elif elsewhere. Discovery is lazy so that commands
-which need no kinds (`evals --help`) do not pay for importing them.
+kind never means editing an import list, a union or an if/elif elsewhere (the suite's grader and target unions
+are built from the registries: evals_cli/suite/spec.py). Discovery is lazy so that commands which need no kinds
+(`evals --help`) do not pay for importing them.
 """
 
 from __future__ import annotations
@@ -103,7 +104,3 @@ class Registry(Generic[T]):
         self.discover()
         ranked = sorted(enumerate(self._entries.values()), key=lambda pair: (pair[1].module, pair[0]))
         return iter([entry for _, entry in ranked])
-
-    def specs(self) -> list[type[Any]]:
-        """The spec models of every kind that has one, in registration order (to build or check unions)."""
-        return [entry.spec for entry in self.entries() if entry.spec is not None]

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals_cli.errors import ConfigError
-from evals_cli.models.specs import SuiteSpec
 from evals_cli.suite.loader import TargetOverride
+from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
     from evals_cli.sessions.suite import SessionsSuiteSpec
@@ -79,9 +79,9 @@ def _salvage(path: Path, report: ValidationReport) -> list[str]:
 
     from evals_cli.datasets.reader import check_dataset
     from evals_cli.graders.base import GRADERS, GraderContext
-    from evals_cli.models.specs import GraderSpec
     from evals_cli.suite.envvars import expand
     from evals_cli.suite.loader import parse_yaml, read_text
+    from evals_cli.suite.spec import GraderSpec
 
     try:
         data, _ = parse_yaml(read_text(path, "suite file"), str(path))

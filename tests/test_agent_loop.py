@@ -11,10 +11,9 @@ from scripted_server import ScriptedServer, agent_script, call, completion, text
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import resolve_agent
 from evals_cli.models.sample import Sample
-from evals_cli.models.specs import OpenAIChatTarget
 from evals_cli.models.tools import ToolSpec
 from evals_cli.targets.base import SampleFailed, TargetContext
-from evals_cli.targets.openai_chat import OpenAIChat
+from evals_cli.targets.openai_chat import OpenAIChat, OpenAIChatTarget
 
 
 def run_target(server: ScriptedServer, sample: dict, system_prompt: str | None = "Be brief.", **target: object):

@@ -19,11 +19,10 @@ from evals_cli.graders.functions import (
     regex_match,
     to_grade,
 )
-from evals_cli.graders.kinds.tool import ToolGrader
-from evals_cli.graders.kinds.trajectory import ToolOrderGrader, ToolsAvoidedGrader
+from evals_cli.graders.kinds.tool import ToolGrader, ToolGraderSpec
+from evals_cli.graders.kinds.trajectory import ToolOrderGrader, ToolOrderSpec, ToolsAvoidedGrader, ToolsAvoidedSpec
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
-from evals_cli.models.specs import ToolGraderSpec, ToolOrderSpec, ToolsAvoidedSpec
 from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
 
 

@@ -12,8 +12,9 @@ from helpers import read_jsonl, run_cli, write_suite
 from scripted_server import Reply, ScriptedServer, agent_script, call, judge_score, text
 
 from evals_cli.gate import Gate
+from evals_cli.graders.kinds.trajectory import ToolOrderSpec
 from evals_cli.models.results import Grade, SampleResult
-from evals_cli.models.specs import GateSpec, ToolOrderSpec
+from evals_cli.models.specs import GateSpec
 from evals_cli.output.summary import Accumulator
 
 ROWS = [

@@ -115,7 +115,9 @@ def test_judge_timeout_is_an_error_and_the_run_goes_on(server: ScriptedServer, t
 def test_judge_endpoint_resolution_order(server: ScriptedServer, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from evals_cli.endpoints.resolve import resolve_agent, resolve_judge
-    from evals_cli.models.specs import JudgeSpec, ModelJudgeSpec, OpenAIChatTarget
+    from evals_cli.graders.kinds.model_judge import ModelJudgeSpec
+    from evals_cli.models.specs import JudgeSpec
+    from evals_cli.targets.openai_chat import OpenAIChatTarget
 
     agent = resolve_agent(OpenAIChatTarget(base_url="http://agent/v1", model="agent-model", api_key="ka"))
     bare = ModelJudgeSpec(prompt="x")

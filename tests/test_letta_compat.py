@@ -15,8 +15,10 @@ from helpers import ROOT, read_jsonl, run_cli
 from scripted_server import ScriptedServer, agent_script, call, judge_score, last_user, text
 
 from evals_cli.errors import ConfigError
+from evals_cli.graders.kinds.model_judge import ModelJudgeSpec
+from evals_cli.graders.kinds.tool import ToolGraderSpec
 from evals_cli.models.sample import Sample
-from evals_cli.models.specs import LogicalGate, ModelJudgeSpec, SimpleGate, ToolGraderSpec, WeightedAverageGate
+from evals_cli.models.specs import LogicalGate, SimpleGate, WeightedAverageGate
 from evals_cli.suite.letta import letta_reason
 from evals_cli.suite.loader import TargetOverride, load_suite, parse_yaml
 

@@ -13,10 +13,12 @@ from typer.testing import CliRunner
 
 from evals_cli.cli import app
 from evals_cli.graders.base import GRADERS, Grader
-from evals_cli.models.grader_specs import GraderBase, GraderSpec
+from evals_cli.models.grader_specs import GraderBase
 from evals_cli.models.grader_specs.extractors import EXTRACTORS, extractor
-from evals_cli.models.specs import GATE_KINDS, OpenAIChatTarget
+from evals_cli.models.specs import GATE_KINDS
+from evals_cli.suite.spec import GraderSpec
 from evals_cli.targets.base import TARGETS
+from evals_cli.targets.openai_chat import OpenAIChatTarget
 
 
 def invoke(*args: str) -> str:

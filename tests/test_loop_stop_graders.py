@@ -10,9 +10,8 @@ from pydantic import ValidationError
 from trajectory_builders import c, run, traj
 
 from evals_cli.graders.base import GraderContext
-from evals_cli.graders.kinds.no_loops import NoLoopsGrader
-from evals_cli.graders.kinds.stop_behavior import StopBehaviorGrader, completion
-from evals_cli.models.grader_specs.trajectory import NoLoopsSpec, StopBehaviorSpec
+from evals_cli.graders.kinds.no_loops import NoLoopsGrader, NoLoopsSpec
+from evals_cli.graders.kinds.stop_behavior import StopBehaviorGrader, StopBehaviorSpec, completion
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 

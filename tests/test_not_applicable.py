@@ -17,10 +17,10 @@ from trajectory_builders import c, run, traj
 
 from evals_cli.graders.base import GRADERS, GraderContext
 from evals_cli.graders.grading import grade_sample
-from evals_cli.models.grader_specs import GraderSpec
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
+from evals_cli.suite.spec import GraderSpec
 
 _SPEC: TypeAdapter[Any] = TypeAdapter(GraderSpec)
 

@@ -20,13 +20,12 @@ from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
-from evals_cli.models.specs import SuiteSpec
-from evals_cli.models.target_specs import PythonTarget
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
+from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import SampleFailed, TargetContext
 from evals_cli.targets.factory import build_target, judge_fallback, resolve_target_endpoint
-from evals_cli.targets.python_agent import AgentError, PythonAgent
+from evals_cli.targets.python_agent import AgentError, PythonAgent, PythonTarget
 
 SUITE_TOOLS = {**{name: ToolSpec.model_validate(t) for name, t in TOOLS.items()},
                "write_file": ToolSpec.model_validate({"description": "Write a file", "returns": "written",
@@ -324,7 +323,7 @@ def test_the_factory_builds_python_targets_without_a_model(tmp_path: Path) -> No
         build_target(suite, endpoint, ClientPool(), "p")
 
 
-# --- through `evals run`, once SuiteSpec.target is evals_cli.models.target_specs.TargetSpec -----------------------
+# --- through `evals run`, once SuiteSpec.target is evals_cli.suite.spec.TargetSpec ----------------------------
 
 def suite_accepts(target: dict[str, Any]) -> bool:
     try:
@@ -336,7 +335,7 @@ def suite_accepts(target: dict[str, Any]) -> bool:
 
 
 needs_union = pytest.mark.skipif(not suite_accepts({"kind": "python", "callable": "a.py:f"}),
-                                 reason="needs SuiteSpec.target = evals_cli.models.target_specs.TargetSpec")
+                                 reason="needs SuiteSpec.target = evals_cli.suite.spec.TargetSpec")
 
 
 def python_suite(tmp_path: Path, rows: list[dict[str, Any]], callable_ref: str, **overrides: Any) -> Path:

@@ -13,8 +13,9 @@ from helpers import read_jsonl, run_cli, write_suite
 from scripted_server import ScriptedServer, agent_script, call, text
 
 from evals_cli.gate import Gate
+from evals_cli.graders.kinds.trajectory import ToolOrderSpec, ToolsAvoidedSpec
 from evals_cli.models.results import Grade
-from evals_cli.models.specs import GateSpec, ToolOrderSpec, ToolsAvoidedSpec
+from evals_cli.models.specs import GateSpec
 from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
 
 ROWS = [
@@ -113,7 +114,7 @@ def test_tools_avoided_is_required_by_default_and_others_are_not() -> None:
 
 
 def test_stop_behavior_keeps_its_list_of_required_tools() -> None:
-    from evals_cli.models.grader_specs.trajectory import StopBehaviorSpec
+    from evals_cli.graders.kinds.stop_behavior import StopBehaviorSpec
 
     spec = StopBehaviorSpec.model_validate({"kind": "stop_behavior", "required": ["read_*"]})
     assert spec.required_tools == ["read_*"] and spec.required is None
@@ -191,9 +192,9 @@ def test_pass_rate_gate_fails_when_samples_fail() -> None:
 
 def test_a_nested_gate_problem_is_a_config_error_from_the_python_api_too() -> None:
     from evals_cli.errors import ConfigError
-    from evals_cli.models.specs import SuiteSpec
     from evals_cli.runner.options import RunOptions
     from evals_cli.runner.prepare import PreparedRun
+    from evals_cli.suite.spec import SuiteSpec
 
     suite = SuiteSpec.model_validate({
         "name": "x", "dataset": "d.jsonl", "target": {"model": "m"},

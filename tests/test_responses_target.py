@@ -29,13 +29,12 @@ from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import resolve_agent
 from evals_cli.models.sample import Sample
-from evals_cli.models.specs import OpenAIChatTarget, SuiteSpec
-from evals_cli.models.target_specs import OpenAIResponsesTarget
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
+from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import SampleFailed, TargetContext
-from evals_cli.targets.openai_chat import OpenAIChat
-from evals_cli.targets.openai_responses import OpenAIResponses
+from evals_cli.targets.openai_chat import OpenAIChat, OpenAIChatTarget
+from evals_cli.targets.openai_responses import OpenAIResponses, OpenAIResponsesTarget
 
 SUITE_TOOLS = {name: ToolSpec.model_validate(t) for name, t in TOOLS.items()}
 
@@ -287,7 +286,7 @@ def test_record_and_replay_round_trip_without_the_server(tmp_path: Path) -> None
     assert found.category == "replay" and "sample s1, turn 1, step 1" in found.message
 
 
-# --- through `evals run`, once SuiteSpec.target is evals_cli.models.target_specs.TargetSpec -----------------------
+# --- through `evals run`, once SuiteSpec.target is evals_cli.suite.spec.TargetSpec ----------------------------
 
 def suite_accepts(target: dict[str, Any]) -> bool:
     try:
@@ -299,7 +298,7 @@ def suite_accepts(target: dict[str, Any]) -> bool:
 
 
 needs_union = pytest.mark.skipif(not suite_accepts({"kind": "openai_responses"}),
-                                 reason="needs SuiteSpec.target = evals_cli.models.target_specs.TargetSpec")
+                                 reason="needs SuiteSpec.target = evals_cli.suite.spec.TargetSpec")
 ROWS = [{"id": "host", "input": "db host?", "ground_truth": "localhost", "expected_tool_order": ["read_file"]},
         {"id": "math", "input": "math: 2+2?", "ground_truth": "4"}]
 GRADERS = {"answer": {"kind": "tool", "function": "contains"}, "order": {"kind": "tool_order"},

@@ -9,10 +9,9 @@ import pytest
 from trajectory_builders import c, run, traj
 
 from evals_cli.graders.base import GraderContext
-from evals_cli.graders.kinds.grounding import GroundingGrader
-from evals_cli.graders.kinds.tool_schema import ToolSchemaGrader
+from evals_cli.graders.kinds.grounding import GroundingGrader, GroundingSpec
+from evals_cli.graders.kinds.tool_schema import ToolSchemaGrader, ToolSchemaSpec
 from evals_cli.graders.schema_check import check_value, is_type
-from evals_cli.models.grader_specs.trajectory import GroundingSpec, ToolSchemaSpec
 from evals_cli.models.sample import Message, Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory

@@ -9,7 +9,9 @@ import pytest
 from helpers import TOOLS, write_suite
 
 from evals_cli.errors import EXIT_INVALID, ConfigError
-from evals_cli.models.specs import ModelJudgeSpec, ToolGraderSpec, ToolOrderSpec, ToolsAvoidedSpec
+from evals_cli.graders.kinds.model_judge import ModelJudgeSpec
+from evals_cli.graders.kinds.tool import ToolGraderSpec
+from evals_cli.graders.kinds.trajectory import ToolOrderSpec, ToolsAvoidedSpec
 from evals_cli.models.tools import ToolSpec
 from evals_cli.suite.loader import load_suite
 
@@ -321,14 +323,14 @@ def test_unknown_grader_kind_has_hint_and_lists_kinds(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("kind: tool\n", "kind: toll\n"))
     (problem,) = problems_of(path)
     assert problem == (f"{path}:8: graders.answer.kind: unknown kind 'toll'; did you mean 'tool'? "
-                       "kinds: tool, tool_order, tools_avoided, tool_args, no_loops, stop_behavior, tool_schema, "
-                       "grounding, model_judge")
+                       "kinds: grounding, model_judge, no_loops, stop_behavior, tool, tool_args, tool_order, "
+                       "tool_schema, tools_avoided")
 
 
 def test_unknown_grader_kind_without_close_match(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("kind: tool\n", "kind: banana\n"))
     (problem,) = problems_of(path)
-    assert "unknown kind 'banana'; kinds: tool, tool_order, tools_avoided, tool_args," in problem
+    assert "unknown kind 'banana'; kinds: grounding, model_judge, no_loops, stop_behavior, tool," in problem
     assert "did you mean" not in problem
 
 

@@ -12,8 +12,7 @@ from trajectory_builders import c, run, traj, turn
 
 from evals_cli.graders.base import GraderContext
 from evals_cli.graders.calls import canonical_args, describe_groups, label, max_matching, step_groups
-from evals_cli.graders.kinds.trajectory import ToolOrderGrader, grouped_lcs, grouped_prefix
-from evals_cli.models.grader_specs.trajectory import ToolOrderSpec
+from evals_cli.graders.kinds.trajectory import ToolOrderGrader, ToolOrderSpec, grouped_lcs, grouped_prefix
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 

@@ -1,3 +1,3 @@
-"""Graders: the registry and base class (base), one module per kind (kinds/), and the helpers the kinds
-share (judge calls, rubrics, scales, argument matching). Extractors and spec models live in
-evals_cli.models.grader_specs."""
+"""Graders: the registry and base class (base), one module per kind (kinds/: each kind's spec model and its
+implementation), and the helpers the kinds share (judge calls, rubrics, scales, argument matching). Extractors
+and the spec parts every kind shares (GraderBase, shared field types) live in evals_cli.models.grader_specs."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from evals_cli import safe_regex
 from evals_cli.graders.calls import glob_match, short
-from evals_cli.models.grader_specs.trajectory import ArgMatch, ExpectedCall
+from evals_cli.models.grader_specs.fields import ArgMatch, ExpectedCall
 
 _MISSING: Any = object()
 _ABSENT = "(absent)"

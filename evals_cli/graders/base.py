@@ -6,8 +6,8 @@ A kind is a module of `evals_cli.graders.kinds` that registers its implementatio
     class ToolOrderGrader(Grader[ToolOrderSpec]): ...
 
 Every kind is built the same way, `impl(name, spec, GraderContext)`, so building a suite's graders needs no
-branch per kind. The spec models stay in `evals_cli.models.grader_specs` (models never import graders); the
-test of the registry checks that the suite's `GraderSpec` union and the registry name the same kinds.
+branch per kind. The spec model lives in the kind's module, next to its grader; the suite's `GraderSpec` union
+is built from this registry (evals_cli/suite/spec.py), so no other file lists the kinds.
 """
 
 from __future__ import annotations

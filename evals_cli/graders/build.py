@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.errors import ConfigError
 from evals_cli.graders.base import GRADERS, Grader, GraderContext
-from evals_cli.models.specs import SuiteSpec
+
+if TYPE_CHECKING:  # the suite layer sits above graders
+    from evals_cli.suite.spec import SuiteSpec
 
 
 def build_graders(suite: SuiteSpec, pool: ClientPool | None, agent: Endpoint | None,

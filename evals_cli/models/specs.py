@@ -1,4 +1,9 @@
-"""Everything suite.yaml can say, as strict pydantic models (unknown keys are errors)."""
+"""The parts of suite.yaml that are pure data, as strict pydantic models (unknown keys are errors): the judge
+block, the gate kinds, prices, and the checks that span sections (`cross_check_raw`).
+
+`SuiteSpec`, the whole document, is composed one layer up (evals_cli/suite/spec.py), because its grader and
+target unions are built from the kinds that register themselves, and models never import graders or targets.
+"""
 
 from __future__ import annotations
 
@@ -13,22 +18,8 @@ from pydantic import (
     field_validator,
 )
 
-from evals_cli.models.base import StrictModel, SuiteFile
-from evals_cli.models.grader_specs import (  # noqa: F401  (re-exported)
-    GraderBase,
-    GraderSpec,
-    ModelJudgeSpec,
-    ToolGraderSpec,
-    ToolOrderSpec,
-    ToolsAvoidedSpec,
-)
-from evals_cli.models.target_specs import (  # noqa: F401  (EndpointSpec, OpenAIChatTarget, kind_or re-exported)
-    EndpointSpec,
-    OpenAIChatTarget,
-    TargetSpec,
-    kind_or,
-)
-from evals_cli.models.tools import ToolSpec
+from evals_cli.models.base import StrictModel
+from evals_cli.models.target_specs import EndpointSpec, kind_or
 
 Aggregation = Literal[
     "avg_score", "accuracy", "min", "max", "median", "p50", "p95", "p99", "pass_at_k", "pass_hat_k", "pass_rate"
@@ -165,45 +156,6 @@ class Price(StrictModel):
 
     input: float = Field(ge=0, description="Per million prompt tokens.")
     output: float = Field(ge=0, description="Per million completion tokens.")
-
-
-class SuiteSpec(SuiteFile):
-    """A whole suite.yaml."""
-
-    name: str = Field(description="Suite name, used in output folder names.")
-    description: str | None = Field(default=None, description="Free text.")
-    dataset: str = Field(description="JSONL dataset (or tutorial JSON array), relative to the suite file.")
-    max_samples: int | None = Field(default=None, ge=1, description="Run at most this many samples.")
-    sample_tags: list[str] | None = Field(default=None, description="Run only samples carrying one of these tags.")
-    concurrency: int = Field(default=4, ge=1, description="Samples in flight at once.")
-    repeats: int = Field(default=1, ge=1, description="Run every sample this many times (independent conversations).")
-    target: TargetSpec = Field(description="The agent under test.")
-    tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools offered to the agent.")
-    judge: JudgeSpec | None = Field(default=None, description="Default endpoint/model for model_judge graders.")
-    graders: dict[str, GraderSpec] = Field(
-        default_factory=dict, validate_default=True,
-        description="Grader name -> grader spec (at least one)."
-    )
-    gate: GateField = Field(default_factory=WeightedAverageGate, description="The pass/fail decision.")
-    pricing: dict[str, Price] = Field(default_factory=dict, description="Model name -> price per million tokens.")
-    max_cost: float | None = Field(
-        default=None, gt=0, description="Stop scheduling new samples once the run has spent this much (needs pricing)."
-    )
-
-
-    @field_validator("graders")
-    @classmethod
-    def _graders_for_live_targets(cls, graders: dict[str, Any]) -> dict[str, Any]:
-        # a validator, not min_length: a missing key and an empty mapping get the same words (validate_default);
-        # every target of a live suite is graded (recorded sessions are a document kind of their own)
-        if not graders:
-            raise ValueError("required field is missing: give at least one grader")
-        return graders
-
-    def cross_check(self) -> list[tuple[tuple[str, ...], str]]:
-        """Problems between sections (field path, message); see `cross_check_raw` for the loader."""
-        return cross_check_raw(self.model_dump(include={"gate", "graders"}))
-
 
 
 def cross_check_raw(data: dict[str, Any]) -> list[tuple[tuple[str, ...], str]]:

@@ -6,10 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from evals_cli.models.specs import SuiteSpec
+if TYPE_CHECKING:  # annotations only; importing SuiteSpec imports every grader and target kind
+    from evals_cli.suite.spec import SuiteSpec
+
 
 # settings that change how a run goes, not what its results mean
 _VOLATILE_TARGET = {"base_url", "api_key", "timeout", "max_retries", "sample_timeout"}

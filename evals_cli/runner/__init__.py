@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evals_cli.models.results import RunSummary
-    from evals_cli.models.specs import SuiteSpec
     from evals_cli.runner.dispatch import arun, run
     from evals_cli.runner.options import ResultCallback, RunOptions, RunOutcome
     from evals_cli.runner.prepare import PreparedRun
+    from evals_cli.suite.spec import SuiteSpec
 
 _LAZY = {"PreparedRun": "evals_cli.runner.prepare", "RunOptions": "evals_cli.runner.options",
          "RunOutcome": "evals_cli.runner.options", "ResultCallback": "evals_cli.runner.options",

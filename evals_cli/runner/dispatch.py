@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals_cli.errors import ConfigError
-from evals_cli.models.specs import SuiteSpec
 from evals_cli.runner.options import RunOptions, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
+from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
     from evals_cli.sessions.prepare import PreparedSessions

@@ -15,10 +15,10 @@ from evals_cli.graders.base import Grader
 from evals_cli.graders.build import build_graders
 from evals_cli.models.results import Coverage
 from evals_cli.models.sample import Sample
-from evals_cli.models.specs import SuiteSpec
 from evals_cli.runner.options import RunOptions
 from evals_cli.runner.row_checks import RowChecks
 from evals_cli.runner.shard import in_shard, parse_shard
+from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
 from evals_cli.targets.factory import build_target as build_target_for
 from evals_cli.targets.factory import judge_fallback, resolve_target_endpoint

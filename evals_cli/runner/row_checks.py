@@ -7,7 +7,7 @@ from __future__ import annotations
 from evals_cli.graders.base import Grader
 from evals_cli.graders.rubric_check import SampleChecker
 from evals_cli.models.sample import Sample
-from evals_cli.models.specs import SuiteSpec
+from evals_cli.suite.spec import SuiteSpec
 
 
 class RowChecks:

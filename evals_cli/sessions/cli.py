@@ -11,16 +11,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evals_cli.display.problems import print_problems
 from evals_cli.errors import EXIT_INVALID, ConfigError
-from evals_cli.models.specs import SuiteSpec
 from evals_cli.runner.options import RunOptions
 from evals_cli.sessions.options import SessionsOptions
 from evals_cli.sessions.runner import SessionsOutcome, run_sessions
 from evals_cli.sessions.spec import RecordedSessionsTarget
 from evals_cli.sessions.suite import SessionsSuiteSpec, load_sessions_suite
+
+if TYPE_CHECKING:  # annotations only
+    from evals_cli.suite.spec import SuiteSpec
 
 
 def _document(outcome: SessionsOutcome) -> dict[str, Any]:

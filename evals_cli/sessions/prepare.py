@@ -8,14 +8,17 @@ import dataclasses
 import os
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from evals_cli.endpoints.resolve import Endpoint, resolve_judge
 from evals_cli.errors import ConfigError
-from evals_cli.models.specs import SuiteSpec
 from evals_cli.runner.options import RunOptions
 from evals_cli.sessions.options import SessionsOptions
 from evals_cli.sessions.reader import check_sessions
 from evals_cli.sessions.suite import SessionsSuiteSpec
+
+if TYPE_CHECKING:  # annotations only
+    from evals_cli.suite.spec import SuiteSpec
 
 
 def judge_endpoint(suite: SessionsSuiteSpec, options: SessionsOptions) -> Endpoint | None:

@@ -9,16 +9,20 @@ RecordedSessionsTarget (built by hand, or by a loader that accepts one) into a `
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field, ValidationError
 
 from evals_cli.errors import ConfigError
 from evals_cli.models.base import SuiteFile
-from evals_cli.models.specs import JudgeSpec, SuiteSpec
+from evals_cli.models.specs import JudgeSpec
 from evals_cli.sessions.spec import RecordedSessionsTarget
 from evals_cli.suite.kind import suite_kind
 from evals_cli.suite.loader import line_finder, read_yaml_mapping
 from evals_cli.suite.problems import format_validation_error
+
+if TYPE_CHECKING:  # annotations only
+    from evals_cli.suite.spec import SuiteSpec
 
 NOT_FOR_SESSIONS = {"graders": "the session metrics are built in (tune target.interaction_weights and "
                                "target.session_weights)",
@@ -42,8 +46,9 @@ class SessionsSuiteSpec(SuiteFile):
     @classmethod
     def convert(cls, suite: SuiteSpec) -> tuple[SessionsSuiteSpec, list[str]]:
         """From the main SuiteSpec whose target is recorded_sessions: the spec, and the keys set that do not apply."""
-        if getattr(suite.target, "kind", None) != "recorded_sessions":
-            raise ConfigError(f"suite {suite.name!r}: target.kind is {suite.target.kind!r}, not recorded_sessions")
+        kind = getattr(suite.target, "kind", None)
+        if kind != "recorded_sessions":
+            raise ConfigError(f"suite {suite.name!r}: target.kind is {kind!r}, not recorded_sessions")
         given = [k for k in NOT_FOR_SESSIONS if k in suite.model_fields_set and getattr(suite, k)]
         spec = cls(name=suite.name, description=suite.description, dataset=suite.dataset,
                    max_samples=suite.max_samples, concurrency=suite.concurrency,

@@ -265,16 +265,10 @@ def _judge_has(key: str) -> bool:
 
 def _grader_has(kind: Any, key: str) -> bool:
     """Whether our spec of a grader kind has a field: the translation only renames what ours lacks."""
-    import typing
+    from evals_cli.graders.base import GRADERS
 
-    from evals_cli.models.grader_specs import GraderSpec
-
-    for member in typing.get_args(typing.get_args(GraderSpec)[0]):
-        cls = typing.get_args(member)[0] if typing.get_origin(member) is typing.Annotated else member
-        fields = getattr(cls, "model_fields", {})
-        if "kind" in fields and fields["kind"].default == kind:
-            return key in fields
-    return False
+    entry = GRADERS.get(kind) if isinstance(kind, str) else None
+    return entry is not None and entry.spec is not None and key in entry.spec.model_fields
 
 
 def remap_lines(lines: dict[Loc, int], moves: list[tuple[Loc, Loc]]) -> dict[Loc, int]:

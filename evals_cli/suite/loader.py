@@ -14,12 +14,12 @@ from pydantic import Field, ValidationError
 
 from evals_cli.errors import ConfigError
 from evals_cli.models.base import StrictModel
-from evals_cli.models.specs import JudgeSpec, SuiteSpec, cross_check_raw
-from evals_cli.models.target_specs import TargetSpec
+from evals_cli.models.specs import JudgeSpec, cross_check_raw
 from evals_cli.models.tools import ToolSpec, tool_name_problem
 from evals_cli.suite.envvars import expand
 from evals_cli.suite.letta import letta_reason, remap_lines, rename_fields, translate
 from evals_cli.suite.problems import NOT_FINITE, Loc, clip, format_validation_error, non_finite_paths
+from evals_cli.suite.spec import SuiteSpec, TargetSpec
 
 
 def read_text(path: Path, what: str) -> str:

@@ -1,6 +1,6 @@
 """The target contract and its registry.
 
-Every target kind is one module of this package that registers its class with its spec model::
+Every target kind is one module of this package that defines its spec model and registers its class with it::
 
     @TARGETS.register("openai_chat", spec=OpenAIChatTarget)
     class OpenAIChat(Target): ...
@@ -8,7 +8,8 @@ Every target kind is one module of this package that registers its class with it
 and every class takes the same `(spec, ctx)`, so building one is a registry lookup (targets/factory.py). What
 differs between kinds beyond running a sample (whether a model endpoint stands behind the agent, whether
 building the target checks something `evals validate` should report) is a class attribute or class method
-here, overridden by the kind that differs, so no code outside a target's module names a kind.
+here, overridden by the kind that differs, so no code outside a target's module names a kind. The suite's
+target union is built from this registry (evals_cli/suite/spec.py): adding a kind is its module and its test.
 """
 
 from __future__ import annotations

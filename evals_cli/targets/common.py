@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+import time
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
+from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
@@ -45,6 +47,20 @@ def answer_calls(toolbox: MockToolbox, step: Step, calls: list[tuple[str | None,
         # arguments are capped before they are parsed or stored (text_caps): a runaway reply stays small
         step.tool_calls.append(toolbox.call(clean_text(call_id) or f"call_{turn_index}_{step_index}_{i}",
                                             clean_text(name) or "", cap(clean_text(raw) or "")))
+
+
+async def take_step(sample: Sample, turn: Turn, turn_index: int, step_index: int,
+                    ask: Callable[[], Awaitable[Any]],
+                    read: Callable[[Any, float], tuple[Step, list[Any]]]) -> tuple[Step, list[Any]]:
+    """One model call of a turn, timed and appended to it, whatever the API: the call context names the step
+    for the recording and error messages, latency covers only the call, and the step keeps its wall-clock start."""
+    CALL_CONTEXT.set(f"sample {sample.id}, turn {turn_index + 1}, step {step_index + 1}")
+    wall, started = time.time(), time.perf_counter()
+    response = await ask()
+    step, calls = read(response, time.perf_counter() - started)
+    step.started = wall
+    turn.steps.append(step)
+    return step, calls
 
 
 class ToolLoopTarget(Target):

@@ -2,18 +2,38 @@
 
 from __future__ import annotations
 
-import time
-from typing import Any
+from typing import Any, Literal
 
-from evals_cli.endpoints.context import CALL_CONTEXT
+from pydantic import Field, model_validator
+
 from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.models.sample import Sample
-from evals_cli.models.target_specs import OpenAIChatTarget
+from evals_cli.models.target_specs import EndpointSpec
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
 from evals_cli.targets.base import TARGETS
-from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options
+from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options, take_step
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox
+
+
+class OpenAIChatTarget(EndpointSpec):
+    """The agent loop over Chat Completions with mocked tools."""
+
+    kind: Literal["openai_chat"] = "openai_chat"
+    system_prompt: str | None = Field(default=None, description="System prompt text.")
+    system_prompt_file: str | None = Field(default=None, description="System prompt file, relative to the suite.")
+    max_steps: int = Field(default=20, ge=1, description="Model calls allowed per user turn before the loop stops.")
+    sample_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds one sample may take in all (its model calls and retries)."
+    )
+    tool_choice: Literal["auto", "required", "none"] = Field(default="auto", description="Sent as tool_choice.")
+    parallel_tool_calls: bool | None = Field(default=None, description="Sent as parallel_tool_calls when set.")
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> OpenAIChatTarget:
+        if self.system_prompt is not None and self.system_prompt_file is not None:
+            raise ValueError("give system_prompt or system_prompt_file, not both")
+        return self
 
 
 @TARGETS.register("openai_chat", spec=OpenAIChatTarget)
@@ -36,13 +56,9 @@ class OpenAIChat(ToolLoopTarget):
         client = self.pool.client(self.endpoint)
         kwargs = self._request_options(schemas)
         for step_index in range(max_steps):
-            CALL_CONTEXT.set(f"sample {sample.id}, turn {turn_index + 1}, step {step_index + 1}")
-            wall, started = time.time(), time.perf_counter()
-            response = await client.chat.completions.create(messages=messages, **kwargs)
-            latency = time.perf_counter() - started
-            step, calls = _read_response(response, latency)
-            step.started = wall
-            turn.steps.append(step)
+            step, calls = await take_step(sample, turn, turn_index, step_index,
+                                          lambda: client.chat.completions.create(messages=messages, **kwargs),
+                                          _read_response)
             if not calls:
                 messages.append({"role": "assistant", "content": step.content or ""})
                 return True

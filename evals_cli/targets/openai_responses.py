@@ -6,18 +6,39 @@ back as `function_call` output items and their mocked results go in as `function
 from __future__ import annotations
 
 import json
-import time
-from typing import Any
+from typing import Any, Literal
 
-from evals_cli.endpoints.context import CALL_CONTEXT
+from pydantic import Field
+
 from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.models.sample import Sample
-from evals_cli.models.target_specs import OpenAIResponsesTarget
+from evals_cli.models.target_specs import AgentPrompt, EndpointSpec
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
 from evals_cli.targets.base import TARGETS
-from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options
+from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options, take_step
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox
+
+
+class OpenAIResponsesTarget(AgentPrompt, EndpointSpec):
+    """The agent loop over the Responses API (POST /v1/responses) with mocked tools: the system prompt goes in
+    `instructions`, the conversation in `input` items, tool results back as function_call_output items."""
+
+    kind: Literal["openai_responses"] = "openai_responses"
+    max_tokens: int | None = Field(default=1024, ge=1, description="Output token cap per call, sent as "
+                                   "max_output_tokens (default 1024; null sends none).")
+    max_steps: int = Field(default=20, ge=1, description="Model calls allowed per user turn before the loop stops.")
+    tool_choice: Literal["auto", "required", "none"] = Field(default="auto", description="Sent as tool_choice.")
+    parallel_tool_calls: bool | None = Field(default=None, description="Sent as parallel_tool_calls when set.")
+    strict_tools: bool | None = Field(
+        default=None, description="Sent as each function tool's strict when set; left out otherwise, so the "
+        "server's default applies (set false when strict schema checking rejects the mocked tools' schemas)."
+    )
+    store: bool | None = Field(
+        default=None, description="Sent as store when set; OpenAI keeps responses unless it is false. The loop "
+        "always sends the whole conversation, so nothing needs storing."
+    )
+
 
 Call = tuple[str | None, str | None, str | None]
 
@@ -51,13 +72,8 @@ class OpenAIResponses(ToolLoopTarget):
         client = self.pool.client(self.endpoint)
         kwargs = self._request_options(schemas, instructions(sample, self.system_prompt))
         for step_index in range(max_steps):
-            CALL_CONTEXT.set(f"sample {sample.id}, turn {turn_index + 1}, step {step_index + 1}")
-            wall, started = time.time(), time.perf_counter()
-            response = await client.responses.create(input=items, **kwargs)
-            latency = time.perf_counter() - started
-            step, calls = _read_response(response, latency)
-            step.started = wall
-            turn.steps.append(step)
+            step, calls = await take_step(sample, turn, turn_index, step_index,
+                                          lambda: client.responses.create(input=items, **kwargs), _read_response)
             if not calls:
                 items.append({"role": "assistant", "content": step.content or ""})
                 return True

@@ -32,18 +32,51 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePath
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
 
 from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
-from evals_cli.models.target_specs import PythonTarget
+from evals_cli.models.target_specs import AgentPrompt
 from evals_cli.models.trajectory import Step, Trajectory, Turn
 from evals_cli.targets.base import TARGETS, SampleFailed, Target, TargetContext
 from evals_cli.targets.common import answer_stop_reason, initial_messages
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox, merge_tools
+
+
+class PythonTarget(AgentPrompt):
+    """Your own agent as a Python function `(sample, tools)`, async or sync, called once per sample with the
+    mocked tools; it returns the final answer. The file runs as code: only the path the suite names is loaded."""
+
+    kind: Literal["python"] = "python"
+    callable: str = Field(
+        description="path/to/agent.py:function, the path relative to the suite file. The function takes "
+        "(sample, tools) and returns the final answer text (a list of texts, one per user message, for per-turn "
+        "samples); a sync function runs in a thread of its own."
+    )
+    system_prompt: str | None = Field(default=None, description="Given to the agent as tools.system_prompt.")
+    system_prompt_file: str | None = Field(
+        default=None, description="File read into tools.system_prompt, relative to the suite."
+    )
+    sample_timeout: float | None = Field(default=None, gt=0, description="Seconds the agent may take per sample.")
+    max_steps: int = Field(
+        default=20, ge=1, description="Tool calls allowed per user turn (each call is one step); the call past it "
+        "raises StepLimitReached in the agent and the sample stops with stop_reason max_steps."
+    )
+
+    @field_validator("callable")
+    @classmethod
+    def _file_and_function(cls, value: str) -> str:
+        file_part, sep, function = value.rpartition(":")
+        if not sep or not file_part or not function.isidentifier():
+            raise ValueError(f"expected path/to/agent.py:function, got {value!r}")
+        if PurePath(file_part).suffix != ".py":
+            raise ValueError(f"expected a .py file before ':function', got {file_part!r}")
+        return value
 
 
 class AgentExitAttempt(SystemExit):

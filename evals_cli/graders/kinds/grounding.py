@@ -7,14 +7,32 @@ Catches "the tool returned DB_HOST=localhost and the agent reports the host is 5
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from evals_cli import safe_regex
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
-from evals_cli.models.grader_specs.trajectory import GroundingSpec
+from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.grader_specs.fields import ScoreMode
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
+
+
+class GroundingSpec(GraderBase):
+    """Values that must come from tool results appear in the answer; listed misreadings do not."""
+
+    kind: Literal["grounding"] = "grounding"
+    must_cite: list[str] = Field(default_factory=list, description="Values the answer must contain; the sample's "
+                                                                   "metadata.must_cite are added.")
+    must_not_say: list[str] = Field(default_factory=list, description="Misreadings the answer must not contain; the "
+                                                                      "sample's metadata.must_not_say are added.")
+    case_sensitive: bool = Field(default=False, description="Compare case-sensitively (default: ignore case).")
+    whole_word: bool = Field(default=True, description="A value must not be glued to letters or digits ('5432' is "
+                                                       "not in '15432').")
+    require_source: bool = Field(default=True, description="A cited value must also appear in a tool result.")
+    score: ScoreMode = Field(default="binary", description="binary: all or nothing; fraction: items right / items.")
 
 
 def _values(metadata: dict[str, Any], key: str) -> list[str]:

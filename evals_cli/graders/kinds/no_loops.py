@@ -5,12 +5,26 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass
+from typing import Literal
+
+from pydantic import Field
 
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import any_glob, canonical_args, label
-from evals_cli.models.grader_specs.trajectory import NoLoopsSpec
+from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade
 from evals_cli.models.trajectory import ToolCall
+
+
+class NoLoopsSpec(GraderBase):
+    """No identical call (same tool, same canonical arguments) repeated too often, and no A-B-A-B cycles."""
+
+    kind: Literal["no_loops"] = "no_loops"
+    max_repeats: int = Field(default=2, ge=1, description="Times one identical call may be made in total.")
+    max_consecutive: int = Field(default=1, ge=1, description="Times one identical call may be made in a row.")
+    min_cycle_repeats: int = Field(default=2, ge=2, description="Repetitions in a row that make a block a cycle.")
+    max_cycle_length: int = Field(default=3, ge=0, description="Longest block checked for cycles; below 2 turns cycles off.")
+    ignore: list[str] = Field(default_factory=list, description="Tools (globs) never counted, e.g. polling tools.")
 
 
 @dataclass(frozen=True)

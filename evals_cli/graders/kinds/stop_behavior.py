@@ -12,12 +12,49 @@ malformed call is not "after completion". Order is tool_order's job.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
 
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import any_glob, glob_match, label, max_matching, reached_tool, step_groups
-from evals_cli.models.grader_specs.trajectory import StopBehaviorSpec
+from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade
 from evals_cli.models.trajectory import ToolCall
+
+StopCheck = Literal["premature_stop", "no_stop", "max_steps"]
+STOP_CHECKS: tuple[StopCheck, ...] = ("premature_stop", "no_stop", "max_steps")
+
+
+class StopBehaviorSpec(GraderBase):
+    """Did the agent stop at the right time? One score per check in metadata.checks."""
+
+    kind: Literal["stop_behavior"] = "stop_behavior"
+    checks: list[StopCheck] = Field(default_factory=lambda: list(STOP_CHECKS), min_length=1,
+                                    description="premature_stop, no_stop, max_steps.")
+    required_tools: list[str] | None = Field(
+        default=None, description="Required tools (globs); default expected_tool_order. Also accepted as "
+        "`required: [..]` (a list), as before `required: true|false` became every grader's option.")
+    mutating: list[str] = Field(default_factory=list, description="Tools (globs) that must never run after the "
+                                                                  "required calls are complete.")
+    max_extra_calls: int = Field(default=0, ge=0, description="Tool calls allowed after the required calls are complete.")
+    combine: Literal["min", "mean"] = Field(default="min", description="How the checks' scores make the grade.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _required_list(cls, data: Any) -> Any:
+        """`required: [globs]` (a list) keeps its old meaning, the required tools; a bool is the gate option."""
+        if isinstance(data, dict) and isinstance(data.get("required"), list):
+            data = dict(data)
+            if "required_tools" in data:
+                raise ValueError("give required_tools, not both required: [..] and required_tools")
+            data["required_tools"] = data.pop("required")
+        return data
+
+    @field_validator("checks")
+    @classmethod
+    def _unique(cls, checks: list[StopCheck]) -> list[StopCheck]:
+        return list(dict.fromkeys(checks))
 
 
 @dataclass(frozen=True)

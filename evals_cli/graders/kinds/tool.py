@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
 from evals_cli import safe_regex
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.graders.functions import load_function, to_grade
-from evals_cli.models.grader_specs.text import ToolGraderSpec
+from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
+
+
+class ToolGraderSpec(GraderBase):
+    """A deterministic function of the extracted submission and the ground truth."""
+
+    kind: Literal["tool"] = "tool"
+    function: str = Field(
+        description="contains, exact_match, regex_match, or a custom grader 'path/to/file.py:func'."
+    )
+    case_sensitive: bool | None = Field(
+        default=None,
+        description="Default: contains and regex_match ignore case, exact_match does not.",
+    )
 
 
 @GRADERS.register("tool", spec=ToolGraderSpec)

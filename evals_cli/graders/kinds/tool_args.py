@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from evals_cli.graders.arg_match import compare, matchers_for
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import glob_match, max_matching
-from evals_cli.models.grader_specs.trajectory import ArgMatch, ExpectedCall, ToolArgsSpec
+from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.grader_specs.fields import ArgMatch, ExpectedCall, ScoreMode
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import ToolCall
+
+
+class ToolArgsSpec(GraderBase):
+    """Expected calls with their arguments; score = expected calls matched / expected calls."""
+
+    kind: Literal["tool_args"] = "tool_args"
+    calls: list[ExpectedCall] | None = Field(
+        default=None, description="Expected calls; default the sample's metadata.expected_calls (same shape)."
+    )
+    defaults: dict[str, dict[str, ArgMatch]] = Field(
+        default_factory=dict,
+        description="Tool name (glob) -> argument -> matcher, applied to every expected call of that tool; "
+        "a call's own `match` overrides it.",
+    )
+    allow_extra_args: bool = Field(default=True, description="Arguments the expectation does not name are allowed.")
+    score: ScoreMode = Field(default="fraction", description="fraction: matched/expected; binary: all or nothing.")
+
 
 _CALLS = TypeAdapter(list[ExpectedCall])
 

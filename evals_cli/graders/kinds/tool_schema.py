@@ -3,10 +3,28 @@ their severity are found by `graders.tool_schema`, which the sessions' tool vali
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.tool_schema import violations
-from evals_cli.models.grader_specs.trajectory import ToolSchemaSpec
+from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.grader_specs.fields import ScoreMode
 from evals_cli.models.results import Grade
+
+ViolationKind = Literal[
+    "unauthorized_tool", "malformed_arguments", "hallucinated_parameter", "missing_required", "type_mismatch",
+    "invalid_value",
+]
+
+
+class ToolSchemaSpec(GraderBase):
+    """Every call against the tools the agent was offered; score = 1 - violating calls / calls."""
+
+    kind: Literal["tool_schema"] = "tool_schema"
+    ignore: list[ViolationKind] = Field(default_factory=list, description="Violation kinds not counted.")
+    score: ScoreMode = Field(default="fraction", description="fraction: 1 - violating/calls; binary: 0 on any.")
 
 
 @GRADERS.register("tool_schema", spec=ToolSchemaSpec)

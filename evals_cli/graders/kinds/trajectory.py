@@ -17,11 +17,49 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from pydantic import Field
 
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import any_glob, describe_groups, glob_match, max_matching, step_groups
-from evals_cli.models.grader_specs.trajectory import ToolOrderSpec, ToolsAvoidedSpec
+from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.grader_specs.fields import ScoreMode
 from evals_cli.models.results import Grade
+
+ToolOrderMode = Literal["strict", "subsequence", "unordered", "subset", "superset"]
+
+
+class ToolOrderSpec(GraderBase):
+    """The tools called, against the expected ones (tool-name globs, fnmatch, case-sensitive).
+
+    Calls made in one model step (parallel calls) form an unordered group in `strict` and `subsequence` modes.
+    """
+
+    kind: Literal["tool_order"] = "tool_order"
+    expected: list[str] | None = Field(default=None, description="Expected tools; default the sample's expected_tool_order.")
+    mode: ToolOrderMode = Field(
+        default="subsequence",
+        description="strict: exactly this sequence; subsequence: in this order, extra calls allowed; "
+        "unordered: the same multiset, any order; subset: every expected call appears; "
+        "superset: no call outside the expected tools.",
+    )
+    score: ScoreMode = Field(
+        default="binary",
+        description="binary: 1 or 0. fraction: subsequence in-order prefix matched/expected; "
+        "strict LCS/max(expected, calls); unordered matched/max(expected, calls); subset matched/expected; "
+        "superset calls inside/calls.",
+    )
+
+
+class ToolsAvoidedSpec(GraderBase):
+    """No forbidden tool was called."""
+
+    kind: Literal["tools_avoided"] = "tools_avoided"
+    required_by_default: ClassVar[bool] = True  # forbidden means forbidden: a call fails the sample
+    # and whatever the gate's pass value (even 0 for a report-only gate), a forbidden call's 0 is under it
+    threshold_by_default: ClassVar[float | None] = 1.0
+    tools: list[str] = Field(default_factory=list, description="Forbidden tools (globs), added to the sample's.")
 
 
 def _fits(pattern: str, name: str) -> bool:

@@ -1,39 +1,14 @@
-"""Grader specs, one module per family; `GraderSpec` is the `kind`-discriminated union the suite uses.
+"""What every grader spec shares, as pure data: `GraderBase` (the options every kind has, with its extractor
+check), the field types several kinds use (`fields`), the extractors (`extractors`) and a judge scale's
+labelled choices (`judge.Choice`).
 
-A new grader kind adds its spec class in its family's module and one line to the union below. The union is
-written out, not built from the grader registry, because models never import graders (the implementations
-register with `evals_cli.graders.base.GRADERS`, naming the spec they read); tests/test_registry.py fails when
-the two disagree. The union's order is the order `unknown kind` errors list the kinds in.
+A kind's own spec lives in its module under `evals_cli.graders.kinds`, next to its implementation, and
+registers with it (`@GRADERS.register("tool_order", spec=ToolOrderSpec)`). The suite's grader union is built
+from that registry one layer up (`evals_cli.suite.spec`), so nothing here lists the kinds and models never
+import graders.
 """
 
-from typing import Annotated
-
-from pydantic import Field
-
 from evals_cli.models.grader_specs.base import GraderBase
-from evals_cli.models.grader_specs.judge import Choice, ModelJudgeSpec
-from evals_cli.models.grader_specs.text import ToolGraderSpec
-from evals_cli.models.grader_specs.trajectory import (
-    GroundingSpec,
-    NoLoopsSpec,
-    StopBehaviorSpec,
-    ToolArgsSpec,
-    ToolOrderSpec,
-    ToolsAvoidedSpec,
-    ToolSchemaSpec,
-)
+from evals_cli.models.grader_specs.judge import Choice
 
-GraderSpec = Annotated[
-    ToolGraderSpec
-    | ToolOrderSpec
-    | ToolsAvoidedSpec
-    | ToolArgsSpec
-    | NoLoopsSpec
-    | StopBehaviorSpec
-    | ToolSchemaSpec
-    | GroundingSpec
-    | ModelJudgeSpec,
-    Field(discriminator="kind"),
-]
-
-__all__ = ["Choice", "GraderBase", "GraderSpec", "ModelJudgeSpec", "ToolGraderSpec", "ToolOrderSpec", "ToolsAvoidedSpec"]
+__all__ = ["Choice", "GraderBase"]

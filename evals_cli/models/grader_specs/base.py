@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -26,6 +26,11 @@ class GraderBase(StrictModel):
         default=None,
         description="A sample fails when this grader is under its threshold, whatever its weighted score "
         "(default: true for tools_avoided, false for the others).")
+
+    if TYPE_CHECKING:
+        # every kind's spec declares `kind: Literal["<kind>"]`; the base is no kind, so it has no such field at
+        # run time, but code reading a suite's graders (typed as this base) may rely on one being there
+        kind: str
 
     required_by_default: ClassVar[bool] = False
     # the kind's own pass mark when the suite sets none (None: the gate's per-sample pass value)

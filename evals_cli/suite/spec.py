@@ -1,0 +1,107 @@
+"""`SuiteSpec`, everything suite.yaml can say, composed from the kinds that registered themselves.
+
+A grader or target kind is one module (its spec model and its implementation, registered together); the
+suite's `graders:` and `target:` unions are built here from `GRADERS` and `TARGETS`, so adding a kind touches
+no list, union or import anywhere else. This lives in the suite layer, above graders and targets, because
+building the unions means importing every kind; the models layer below stays pure data and imports neither.
+Importing this module therefore discovers every grader and target kind: commands that need no suite
+(`evals --help`, `evals list extractors`) never import it, and modules that only annotate with `SuiteSpec`
+import it under TYPE_CHECKING.
+
+The kinds are listed alphabetically in the unions, hence in `unknown kind '...'; kinds: ...` messages and in
+`evals list graders`: an order no one has to keep by hand, and the same whichever module was imported first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, Union
+
+from pydantic import Discriminator, Field, Tag, field_validator
+
+from evals_cli.graders.base import GRADERS
+from evals_cli.models.base import StrictModel, SuiteFile
+from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.specs import GateField, JudgeSpec, Price, WeightedAverageGate, cross_check_raw
+from evals_cli.models.target_specs import kind_or
+from evals_cli.models.tools import ToolSpec
+from evals_cli.registry import Registry
+from evals_cli.targets.base import TARGETS
+
+DEFAULT_TARGET = "openai_chat"  # the target kind of a `target:` block without `kind:` (as in every earlier version)
+
+
+def registered_specs(registry: Registry[Any]) -> list[tuple[str, type[Any]]]:
+    """(kind, spec model) of every kind of the family that takes options, alphabetically by kind.
+
+    A spec must declare `kind: Literal["<its kind>"]`: the union tells kinds apart by that field, so a spec
+    registered under another name would be accepted under one kind and run as another (TypeError at import)."""
+    pairs = []
+    for entry in sorted(registry.entries(), key=lambda e: e.kind):
+        if entry.spec is None:
+            continue
+        field = getattr(entry.spec, "model_fields", {}).get("kind")
+        if field is None or field.default != entry.kind:
+            raise TypeError(f"{registry.family} kind {entry.kind!r} ({entry.module}): its spec "
+                            f"{entry.spec.__qualname__} must declare kind: Literal[{entry.kind!r}] = {entry.kind!r}")
+        pairs.append((entry.kind, entry.spec))
+    return pairs
+
+
+def grader_union() -> Any:
+    """Every registered grader spec, told apart by `kind:` (required: a grader without one is an error)."""
+    members = tuple(spec for _, spec in registered_specs(GRADERS))
+    return Annotated[Union[members], Field(discriminator="kind")]  # noqa: UP007  (a union built from a tuple)
+
+
+def target_union() -> Any:
+    """Every registered target spec, told apart by `kind:`, openai_chat when it is missing (a callable
+    discriminator with a Tag per kind, since a plain `kind` discriminator cannot have a default)."""
+    members = tuple(Annotated[spec, Tag(kind)] for kind, spec in registered_specs(TARGETS))
+    return Annotated[Union[members], Discriminator(kind_or(DEFAULT_TARGET))]  # noqa: UP007
+
+
+if TYPE_CHECKING:
+    # what type checkers see: every grader spec is a GraderBase, every target spec a StrictModel (the unions
+    # exist only once the kinds are imported)
+    GraderSpec: TypeAlias = GraderBase
+    TargetSpec: TypeAlias = StrictModel
+else:
+    GraderSpec = grader_union()
+    TargetSpec = target_union()
+
+
+class SuiteSpec(SuiteFile):
+    """A whole suite.yaml."""
+
+    name: str = Field(description="Suite name, used in output folder names.")
+    description: str | None = Field(default=None, description="Free text.")
+    dataset: str = Field(description="JSONL dataset (or tutorial JSON array), relative to the suite file.")
+    max_samples: int | None = Field(default=None, ge=1, description="Run at most this many samples.")
+    sample_tags: list[str] | None = Field(default=None, description="Run only samples carrying one of these tags.")
+    concurrency: int = Field(default=4, ge=1, description="Samples in flight at once.")
+    repeats: int = Field(default=1, ge=1, description="Run every sample this many times (independent conversations).")
+    target: TargetSpec = Field(description="The agent under test.")
+    tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools offered to the agent.")
+    judge: JudgeSpec | None = Field(default=None, description="Default endpoint/model for model_judge graders.")
+    graders: dict[str, GraderSpec] = Field(
+        default_factory=dict, validate_default=True,
+        description="Grader name -> grader spec (at least one)."
+    )
+    gate: GateField = Field(default_factory=WeightedAverageGate, description="The pass/fail decision.")
+    pricing: dict[str, Price] = Field(default_factory=dict, description="Model name -> price per million tokens.")
+    max_cost: float | None = Field(
+        default=None, gt=0, description="Stop scheduling new samples once the run has spent this much (needs pricing)."
+    )
+
+    @field_validator("graders")
+    @classmethod
+    def _graders_for_live_targets(cls, graders: dict[str, Any]) -> dict[str, Any]:
+        # a validator, not min_length: a missing key and an empty mapping get the same words (validate_default);
+        # every target of a live suite is graded (recorded sessions are a document kind of their own)
+        if not graders:
+            raise ValueError("required field is missing: give at least one grader")
+        return graders
+
+    def cross_check(self) -> list[tuple[tuple[str, ...], str]]:
+        """Problems between sections (field path, message); see `cross_check_raw` for the loader."""
+        return cross_check_raw(self.model_dump(include={"gate", "graders"}))
