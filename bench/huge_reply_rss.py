@@ -55,7 +55,8 @@ def serve(size: int) -> ThreadingHTTPServer:
                 pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # a short poll interval: shutdown() waits for the next poll (0.5 s by default)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return server
 
 

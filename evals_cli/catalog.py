@@ -87,13 +87,23 @@ def _doc(obj: Any) -> str:
 def _grader_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
     from evals_cli.graders.base import GRADERS
     from evals_cli.models.grader_specs import GraderBase
+    from evals_cli.suite.spec import kind_aliases
 
     common = ", ".join(f"{name} ({shape})" for name, shape, _ in _model_options(GraderBase))
-    kinds = []
+    aliases = kind_aliases(GRADERS)
+    kinds: list[tuple[str, str, list[Option]]] = []
     for entry in sorted(GRADERS.entries(), key=lambda e: e.kind):  # alphabetical, as the suite's union lists them
+        if entry.kind in aliases:  # an old name: one line pointing at the kind, whose options are listed there
+            kinds.append((entry.kind, f"deprecated alias of {aliases[entry.kind]} (the same grader; still "
+                                      f"accepted, write kind: {aliases[entry.kind]})", []))
+            continue
         spec = entry.spec
         options = _model_options(spec, skip=("kind", *GraderBase.model_fields)) if spec else []
-        kinds.append((entry.kind, _doc(spec) or _doc(entry.impl), options))
+        old_names = [alias for alias, kind in aliases.items() if kind == entry.kind]
+        description = _doc(spec) or _doc(entry.impl)
+        if old_names:
+            description += f" (formerly {', '.join(old_names)})"
+        kinds.append((entry.kind, description, options))
     return f"`kind:` of an entry under graders:. Every kind also takes {common}; see `evals list extractors`.", kinds
 
 

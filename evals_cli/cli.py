@@ -13,20 +13,67 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INVALID, ConfigError, EvalsError
 
 if TYPE_CHECKING:
     from evals_cli.runner.prepare import PreparedRun
 
-app = typer.Typer(
+class _FlagsTakeNoValue:
+    """Help that shows a flag (`--no-judge`, `--quiet`, `--help`) as a flag: Typer would print `<bool>` after it,
+    as if it took a value."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+
+class _Command(_FlagsTakeNoValue, TyperCommand):
+    pass
+
+
+class _Group(_FlagsTakeNoValue, TyperGroup):
+    pass
+
+
+class _App(typer.Typer):
+    """Every command gets -h as well as --help (inherited from the group's context) and flags shown as flags."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("cls", _Command)
+        return super().command(*args, **kwargs)
+
+
+app = _App(
     name="evals",
     help="Evaluate multi-turn LLM agents from a YAML suite: mocked tools, trajectory graders, an LLM judge, "
          "a CI gate.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from evals_cli import __version__
+
+        print(f"evals {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    pass
 
 
 def _fail(problems: list[str], code: int) -> NoReturn:
@@ -68,18 +115,24 @@ TARGET_HELP = ("A YAML file with the OpenAI-compatible agent to test (a target b
 @app.command()
 @_guard
 def run(
-    suite: Annotated[Path, typer.Argument(help="The suite YAML file.")],
+    suite: Annotated[Path | None, typer.Argument(metavar="SUITE", show_default=False, help="The suite YAML file (default: suite.yaml or evals.yaml in this folder).")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Output folder (default results/<suite>-<time>).")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", "-c", min=1, help="Samples in flight.")] = None,
     max_samples: Annotated[int | None, typer.Option("--max-samples", "-n", min=1, help="Run at most N samples.")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Only samples with this tag (repeatable).")] = None,
+    sample_id: Annotated[list[str] | None, typer.Option("--sample-id", metavar="ID", help="Only this sample: an id or a glob such as 'refund-*' (repeatable); one that matches no sample is an error.")] = None,
+    rerun_failed: Annotated[Path | None, typer.Option("--rerun-failed", metavar="RUN", help="Run only the samples that failed or errored (in any repeat) in an earlier run (its folder or results.jsonl), as a new run.")] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip model_judge graders: no judge calls at all.")] = False,
     record: Annotated[Path | None, typer.Option("--record", help="Record every model call to this JSONL file.")] = None,
     replay: Annotated[Path | None, typer.Option("--replay", help="Serve model calls from a recording; no network.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite).")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Agent model (overrides the suite).")] = None,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model for every model_judge grader (over the graders' own model, the suite's judge block and EVAL_JUDGE_MODEL).")] = None,
+    judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (over the graders' own base_url, the judge block and EVAL_JUDGE_BASE_URL).")] = None,
+    judge_api_key: Annotated[str | None, typer.Option("--judge-api-key", help="Judge API key (over the graders' own, the judge block and EVAL_JUDGE_API_KEY).")] = None,
     max_error_rate: Annotated[float, typer.Option("--max-error-rate", min=0, max=1, help="Exit 3 past this share of errored samples.")] = 0.2,
-    repeats: Annotated[int | None, typer.Option("--repeats", "-k", min=1, help="Run every sample k times.")] = None,
+    repeats: Annotated[int | None, typer.Option("--repeats", "-r", min=1, help="Run every sample N times (pass@k, pass^k).")] = None,
+    keyword: Annotated[str | None, typer.Option("-k", hidden=True)] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Per-request timeout in seconds.")] = None,
     sample_timeout: Annotated[float | None, typer.Option("--sample-timeout", min=0.001, help="Seconds one sample may take in all.")] = None,
     max_retries: Annotated[int | None, typer.Option("--max-retries", min=0, help="Retries on 429, 5xx, timeouts, dropped connections.")] = None,
@@ -92,22 +145,32 @@ def run(
     task_results: Annotated[Path | None, typer.Option("--task-results", help="Also write TaskResult JSONL here (= --export task_results=PATH).")] = None,
     export: Annotated[list[str] | None, typer.Option("--export", metavar="FORMAT=PATH", help="Also write the run as FORMAT to PATH (repeatable): junit=out/junit.xml, task_results=out/tasks.jsonl, html=out/report.html.")] = None,
     shard: Annotated[str | None, typer.Option("--shard", help="K/N: run only the K-th of N stable parts of the samples (see `evals merge`).")] = None,
-    otel: Annotated[bool, typer.Option("--otel", help="Export OpenTelemetry spans (OTLP; needs the [otel] extra). Also on when OTEL_EXPORTER_OTLP_ENDPOINT is set.")] = False,
+    otel: Annotated[bool, typer.Option("--otel", help="Export OpenTelemetry spans (OTLP; needs the \\[otel] extra). Also on when OTEL_EXPORTER_OTLP_ENDPOINT is set.")] = False,
 ) -> None:
     """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
     import asyncio
 
-    from evals_cli.runner.dispatch import execute_prepared, prepare
-    from evals_cli.runner.options import RunOptions
+    from evals_cli.runner.dispatch import default_suite, execute_prepared, prepare
+    from evals_cli.runner.options import NothingToRun, RunOptions
     from evals_cli.runner.prepare import PreparedRun
 
+    if keyword is not None:  # pytest's -k is a keyword filter; here it was once --repeats: say which is which
+        raise ConfigError(f"-k {keyword}: evals run has no -k; to run every sample N times use --repeats N (-r N), "
+                          "to pick samples use --sample-id ID (globs such as 'refund-*' work)")
+    suite = suite if suite is not None else default_suite()
     options = RunOptions(output=output, concurrency=concurrency, max_samples=max_samples, tags=tag or None,
+                         sample_ids=sample_id or None, rerun_failed=rerun_failed,
                          repeats=repeats, no_judge=no_judge, record=record, replay=replay, target_file=target,
-                         base_url=base_url, model=model, timeout=timeout, sample_timeout=sample_timeout,
+                         base_url=base_url, model=model, judge_model=judge_model, judge_base_url=judge_base_url,
+                         judge_api_key=judge_api_key, timeout=timeout, sample_timeout=sample_timeout,
                          max_retries=max_retries, max_error_rate=max_error_rate, resume=resume,
                          retry_errors=retry_errors, grace_s=grace, shard=shard, otel=otel)
     exports = _exports(export, junit, task_results)  # a typo in a format must not cost a whole run
-    prepared = prepare(suite, options)
+    try:
+        prepared = prepare(suite, options)
+    except NothingToRun as done:  # --rerun-failed of a run where nothing failed: say so, run nothing
+        print(str(done))
+        raise typer.Exit(0) from None
     if not isinstance(prepared, PreparedRun):  # recorded sessions: no agent, its own view
         from evals_cli.sessions.cli import report as report_sessions
         from evals_cli.sessions.runner import SessionsOutcome
@@ -140,23 +203,28 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
     from evals_cli.display.state import RunState
     from evals_cli.display.table import render_run
     from evals_cli.models.results import SampleResult
-    from evals_cli.runner import execute
+    from evals_cli.runner.execution import Execution
 
     console = make_console()
+    err = make_console(stderr=True)
     state = RunState(list(prepared.graders), total_expected=prepared.expected, repeats=prepared.repeats)
-    with LiveProgress(console, state, enabled=not quiet) as live:
-        def on_result(result: SampleResult) -> None:
-            state.add(result)
-            live.update()
+    execution = Execution(prepared, None)  # the view watches its samples in flight and hears Ctrl-C at once
+    live = LiveProgress(console, state, enabled=not quiet, in_flight=execution.in_flight,
+                        resumed=lambda: execution.resumed, err=err)
 
-        outcome = asyncio.run(execute(prepared, on_result))
+    def on_result(result: SampleResult) -> None:
+        state.add(result)
+        live.update()
+
+    execution.on_result, execution.on_interrupt = on_result, live.interrupted
+    with live:
+        outcome = asyncio.run(execution.run())
     summary = outcome.summary
     if quiet:
         console.print(summary.gate.message if summary.gate else "no gate", markup=False)
     else:
-        console.print(render_run(state, summary))
+        console.print(render_run(state, summary, outcome.output_dir))
         console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
-    err = make_console(stderr=True)
     for message in outcome.messages:
         err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
     cov = summary.coverage
@@ -183,17 +251,61 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
 @app.command()
 @_guard
 def validate(
-    suite: Annotated[Path, typer.Argument(help="The suite YAML file.")],
+    suites: Annotated[list[Path] | None, typer.Argument(metavar="SUITE", show_default=False, help="Suite YAML files (default: suite.yaml or evals.yaml in this folder); each is checked on its own.")] = None,
     target: Annotated[Path | None, typer.Option("--target", help=TARGET_HELP)] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite), as for run.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Agent model (overrides the suite), as for run; with --base-url alone, the endpoint's only model.")] = None,
 ) -> None:
-    """Check a suite, every dataset row and every rubric without calling any model; exit 2 on problems."""
+    """Check suites, every dataset row and every rubric without calling any model; exit 2 on problems."""
+    from evals_cli.runner.dispatch import default_suite
     from evals_cli.suite.loader import TargetOverride
     from evals_cli.validate import validate_suite
 
-    report = validate_suite(suite, TargetOverride(file=target))
-    if report.problems:
-        _fail(report.problems, EXIT_INVALID)
-    print(f"{suite}: ok: {report.samples} samples, {len(report.graders)} graders ({', '.join(report.graders)})")
+    override = TargetOverride(file=target, base_url=base_url, model=model)
+    paths = list(suites or []) or [default_suite()]
+    if len(paths) == 1:
+        report = validate_suite(paths[0], override)
+        _notes(report.notes)
+        if report.problems:
+            _fail(report.problems, EXIT_INVALID)
+        print(_validated(paths[0], report.samples, report.graders))
+        return
+    from evals_cli.display.console import make_console
+
+    err = make_console(stderr=True)
+    failed = 0
+    for path in paths:  # one line per suite; the problems of each on stderr, prefixed by its path
+        try:
+            report = validate_suite(path, override)
+            problems = report.problems
+            _notes(report.notes)
+        except ConfigError as exc:
+            problems = exc.problems
+        if not problems:
+            print(_validated(path, report.samples, report.graders), flush=True)
+            continue
+        failed += 1
+        print(f"{path}: {len(problems)} problem{'s' if len(problems) != 1 else ''}", flush=True)
+        for problem in problems:
+            shown = problem if problem.startswith(str(path)) else f"{path}: {problem}"
+            err.print(f"error: {shown}", markup=False, highlight=False, soft_wrap=True)
+    if failed:
+        err.print(f"{failed} of {len(paths)} suites have problems", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INVALID)
+
+
+def _notes(notes: list[str]) -> None:
+    """Deprecated names a suite or its rows use: said on stderr, never a problem (exit 0 stays 0)."""
+    if notes:
+        from evals_cli.display.console import make_console
+
+        err = make_console(stderr=True)
+        for note in notes:
+            err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _validated(path: Path, samples: int, graders: list[str]) -> str:
+    return f"{path}: ok: {samples} samples, {len(graders)} graders ({', '.join(graders)})"
 
 
 @app.command()
@@ -202,21 +314,39 @@ def report(
     run_path: Annotated[Path, typer.Argument(metavar="RUN", help="A results.jsonl or a run folder.")],
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")] = None,
 ) -> None:
-    """Re-render the table of a finished (or killed) run from its results; --html writes a report file."""
+    """Re-render the table of a finished (or killed) run from its results; --html writes a report file. Every
+    kind of run: `evals run` (live or on a recorded_sessions suite), `evals analyze`, `evals merge`."""
     from evals_cli.display.console import make_console
-    from evals_cli.display.table import render_run
-    from evals_cli.report import load_run
+    from evals_cli.report import run_kind
 
-    state, summary, warnings = load_run(run_path)
     console = make_console()
-    console.print(render_run(state, summary))
+    if run_kind(run_path) == "sessions":
+        from evals_cli.report import load_sessions
+        from evals_cli.sessions.render import gate_line, render_sessions
+        from evals_cli.sessions.runner import MAX_KEPT
+
+        view = load_sessions(run_path)
+        warnings = view.warnings
+        console.print(render_sessions(view.analyses[:MAX_KEPT], view.summary, max(len(view.analyses) - MAX_KEPT, 0)))
+        console.print(gate_line(view.summary), soft_wrap=True)
+    else:
+        from evals_cli.display.table import render_run
+        from evals_cli.report import load_run
+
+        state, summary, warnings = load_run(run_path)
+        console.print(render_run(state, summary, run_path))
     for warning in warnings:
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if html is not None:
-        from evals_cli.exporters import write_html
-        from evals_cli.output.files import read_results
+        if run_kind(run_path) == "sessions":
+            from evals_cli.exporters.html import write_sessions_html
 
-        write_html(read_results(run_path), summary, html, notes=warnings)
+            write_sessions_html(view.analyses, view.summary, html, notes=warnings)
+        else:
+            from evals_cli.exporters import write_html
+            from evals_cli.output.files import read_results
+
+            write_html(read_results(run_path), summary, html, notes=warnings, run_dir=run_path)
         console.print(f"html report: {html}", markup=False, highlight=False, soft_wrap=True)
 
 
@@ -247,6 +377,7 @@ def analyze(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Output folder (default results/analyze-<file>-<time>).")] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model (else EVAL_JUDGE_MODEL; none: deterministic only).")] = None,
     judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (else EVAL_JUDGE_BASE_URL).")] = None,
+    judge_api_key: Annotated[str | None, typer.Option("--judge-api-key", help="Judge API key (else EVAL_JUDGE_API_KEY).")] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Deterministic metrics only: no judge calls.")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Sessions analysed at once.")] = 4,
     record: Annotated[Path | None, typer.Option("--record", help="Record every judge call to this JSONL file.")] = None,
@@ -256,15 +387,38 @@ def analyze(
     judge_confirms: Annotated[str, typer.Option("--judge-confirms", metavar="on|off", help="on: the turn judge may "
                                                 "overrule a deterministic detection (kept, marked overruled_by_judge); "
                                                 "off: deterministic detections are final.")] = "on",
+    html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report here "
+                                              "(= evals report OUTPUT --html PATH afterwards).")] = None,
 ) -> None:
     """Analyse recorded multi-agent sessions at session, turn and agent level; exit with the gate's code."""
     from evals_cli.sessions.cli import analyze_command
 
     if judge_confirms not in ("on", "off"):
         raise ConfigError(f"--judge-confirms takes on or off, not {judge_confirms!r}")
-    raise typer.Exit(analyze_command(path, output, judge_model=judge_model, judge_base_url=judge_base_url,
-                                     no_judge=no_judge, json_out=json_out, quiet=quiet, concurrency=concurrency,
-                                     record=record, replay=replay, judge_confirms=judge_confirms == "on"))
+    made = None
+    if html is not None and output is None:  # the report needs to know which folder the run wrote
+        from evals_cli.output.files import default_output_dir
+
+        output = made = default_output_dir(f"analyze-{path.stem}")
+    code = analyze_command(path, output, judge_model=judge_model, judge_base_url=judge_base_url,
+                           judge_api_key=judge_api_key, no_judge=no_judge, json_out=json_out, quiet=quiet, concurrency=concurrency,
+                           record=record, replay=replay, judge_confirms=judge_confirms == "on")
+    if html is not None and output is not None:
+        from evals_cli.output.files import RESULTS_NAME
+
+        if (output / RESULTS_NAME).is_file():
+            from evals_cli.display.console import make_console
+            from evals_cli.exporters.html import write_sessions_html
+            from evals_cli.report import load_sessions
+
+            view = load_sessions(output)
+            write_sessions_html(view.analyses, view.summary, html, notes=view.warnings)
+            if not quiet:  # stdout stays one JSON document with --json
+                make_console(stderr=json_out).print(f"html report: {html}", markup=False, highlight=False,
+                                                    soft_wrap=True)
+        elif made is not None and not any(made.iterdir()):
+            made.rmdir()  # refused before anything was written (exit 2): leave no empty folder behind
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -287,7 +441,7 @@ def merge(
     summary, warnings = merge_runs(runs, output, max_error_rate)
     state, _, _ = load_run(output)
     console = make_console()
-    console.print(render_run(state, summary))
+    console.print(render_run(state, summary, output))
     console.print(f"merged {len(runs)} runs into {output}", markup=False, highlight=False, soft_wrap=True)
     for warning in warnings:
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)

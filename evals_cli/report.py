@@ -1,17 +1,53 @@
-"""Rebuild a run's display state and summary from its results files (`evals report`)."""
+"""Rebuild a run's display state and summary from its results files (`evals report`).
+
+Every kind of run the tool writes is read here: `evals run` (live, resumed, sharded then `evals merge`d) writes
+one `SampleResult` per line; `evals analyze` and `evals run` on a `recorded_sessions` suite write one
+`SessionAnalysis` per line. `run_kind` tells them apart, `load_run` / `load_sessions` read them back.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+
+from pydantic import ValidationError
 
 from evals_cli.display.state import RunState
-from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED
+from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError
 from evals_cli.gate import Gate
 from evals_cli.models.results import RunSummary
 from evals_cli.models.specs import GateSpec
 from evals_cli.output.exit_codes import NOT_EVALUATED, withhold_verdict
-from evals_cli.output.files import read_results, read_summary, results_path
+from evals_cli.output.files import SUMMARY_NAME, read_results, read_summary, results_path
 from evals_cli.output.summary import Accumulator
+from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
+
+RunKind = Literal["samples", "sessions"]
+
+
+def _summary_file(target: Path) -> Path:
+    return (target if target.is_dir() else target.parent) / SUMMARY_NAME
+
+
+def run_kind(target: Path) -> RunKind:
+    """`sessions` for the folder (or results file) of `evals analyze` / `evals run` on a recorded_sessions suite,
+    `samples` for every other run: said by summary.json, else by the first results line (a killed run)."""
+    try:
+        saved = json.loads(_summary_file(target).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        saved = None
+    if isinstance(saved, dict) and ("suite" in saved or "sessions" in saved):
+        return "sessions" if "suite" not in saved else "samples"
+    try:
+        with results_path(target).open(encoding="utf-8", errors="replace") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        row = json.loads(first)
+    except (OSError, ValueError):
+        return "samples"
+    return "sessions" if isinstance(row, dict) and "session_id" in row and "sample_id" not in row else "samples"
 
 
 def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
@@ -61,3 +97,60 @@ def _honest(saved: RunSummary) -> RunSummary:
     if saved.gate is not None and (saved.gate.passed is not None or not saved.gate.message.startswith(NOT_EVALUATED)):
         withhold_verdict(saved)
     return saved
+
+
+def read_analyses(target: Path, warnings: list[str] | None = None) -> Iterator[SessionAnalysis]:
+    """A sessions run's results lines, lazily; a torn last line (a killed run) is a warning, not fatal."""
+    path = results_path(target)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no results file; give a results.jsonl or the run folder that holds it")
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        pending: tuple[int, str] | None = None
+        for number, line in enumerate(fh, 1):
+            if pending is not None:
+                raise ConfigError(f"{path}:{pending[0]}: not a sessions results line: {pending[1]}")
+            if not line.strip():
+                continue
+            try:
+                yield SessionAnalysis.model_validate(json.loads(line))
+            except (ValueError, ValidationError) as exc:
+                pending = (number, str(exc).splitlines()[0][:200])
+        if pending is not None and warnings is not None:
+            warnings.append(f"{path}:{pending[0]}: torn last line ignored (the run was killed while writing)")
+
+
+@dataclass
+class SessionsRunView:
+    """A sessions run read back: every analysis (input order as written), the summary, and what to warn about."""
+
+    analyses: list[SessionAnalysis]
+    summary: SessionsSummary
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_sessions(target: Path) -> SessionsRunView:
+    """A sessions run's analyses and summary. Without summary.json (a killed run) the summary is rebuilt from
+    the analyses with no gate verdict, as `load_run` does for a killed `evals run`."""
+    from evals_cli.sessions.summary import SessionsAccumulator
+
+    warnings: list[str] = []
+    analyses = list(read_analyses(target, warnings))
+    saved: SessionsSummary | None = None
+    path = _summary_file(target)
+    if path.is_file():
+        try:
+            saved = SessionsSummary.model_validate_json(path.read_text(encoding="utf-8"))
+        except (ValueError, ValidationError):
+            warnings.append(f"{path}: unreadable summary; aggregates recomputed from the results, no gate verdict")
+    if saved is not None:
+        return SessionsRunView(analyses, saved, warnings)
+    if not path.is_file():
+        warnings.append("no summary.json (the run did not finish): aggregates recomputed, no gate verdict")
+    folder = results_path(target).parent
+    acc = SessionsAccumulator(folder.name, "")
+    for analysis in analyses:
+        acc.add(analysis)
+    rebuilt = acc.summary()
+    rebuilt.status, rebuilt.exit_code = "aborted", EXIT_INCOMPLETE
+    rebuilt.abort_reason = "no summary.json: the run is still going, or was stopped before it finished"
+    return SessionsRunView(analyses, rebuilt, warnings)

@@ -22,6 +22,7 @@ class ValidationReport:
     samples: int = 0
     problems: list[str] = field(default_factory=list)
     graders: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # deprecated names in use: printed, never a problem
 
 
 def checked_suite(path: Path, override: TargetOverride | None = None) -> SuiteSpec:
@@ -61,6 +62,7 @@ def validate_suite(path: Path, override: TargetOverride | None = None) -> Valida
         return report
     report.suite = suite
     report.graders = list(suite.graders)
+    report.notes = [f"{path}: {'.'.join(loc)}: {note}" for loc, note in suite.naming_notes()]
     from evals_cli.runner.options import RunOptions
     from evals_cli.runner.prepare import PreparedRun
     from evals_cli.targets.factory import validate_builds
@@ -70,6 +72,7 @@ def validate_suite(path: Path, override: TargetOverride | None = None) -> Valida
     prepared = PreparedRun(suite, options, problems=report.problems, where=str(path),
                            build_target=validate_builds(suite.target))
     report.samples = prepared.rows
+    report.notes += prepared.row_notes.notes()
     return report
 
 

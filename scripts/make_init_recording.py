@@ -19,10 +19,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the test helpers it drives
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo root: it drives tests/ helpers
 
-from helpers import ROOT, run_cli  # noqa: E402
-from scripted_server import (  # noqa: E402
+from tests.helpers import ROOT, run_cli  # noqa: E402
+from tests.scripted_server import (  # noqa: E402
     Script,
     ScriptedServer,
     agent_script,

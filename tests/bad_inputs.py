@@ -102,7 +102,7 @@ CASES = [
                                "data.jsonl": OK}, ["suite.yaml:9", "tools.read_file", "only one of returns"]),
     # --- kinds ----------------------------------------------------------------------------------------
     Case("unknown-grader-kind", {"suite.yaml": suite("    kind: tool\n", "    kind: tools\n"), "data.jsonl": OK},
-         ["suite.yaml:15", "graders.answer", "unknown kind 'tools'", "did you mean 'tool'"]),
+         ["suite.yaml:15", "graders.answer", "unknown kind 'tools'", "did you mean 'tool_args'"]),
     Case("missing-grader-kind", {"suite.yaml": suite("    kind: tool\n", ""), "data.jsonl": OK},
          ["suite.yaml:14", "graders.answer.kind", "missing 'kind'"]),
     Case("unknown-target-kind", {"suite.yaml": suite("  kind: openai_chat", "  kind: letta"), "data.jsonl": OK},

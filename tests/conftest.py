@@ -1,15 +1,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from scripted_server import ScriptedServer  # noqa: E402
+from tests.scripted_server import ScriptedServer
 
 ROOT = Path(__file__).resolve().parent.parent
 

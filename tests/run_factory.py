@@ -11,11 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers import run_cli, write_suite
-from scripted_server import Reply, ScriptedServer, agent_script, call, text
-
 from evals_cli.models.results import ErrorInfo, GateResult, Grade, GraderAggregate, RunSummary, SampleResult, TurnGrade
 from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn, Usage
+from tests.helpers import run_cli, write_suite
+from tests.scripted_server import Reply, ScriptedServer, agent_script, call, text
 
 XSS = "<script>alert(1)</script>"
 

@@ -12,7 +12,8 @@ import textwrap
 from pathlib import Path
 
 import yaml
-from helpers import ROOT, TOOLS, read_jsonl
+
+from tests.helpers import ROOT, TOOLS, read_jsonl
 
 AGENT = '''
 import os, posix, sys, threading

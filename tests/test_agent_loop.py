@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from helpers import TOOLS
-from scripted_server import ScriptedServer, agent_script, call, completion, text
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import resolve_agent
@@ -14,6 +12,8 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.targets.base import SampleFailed, TargetContext
 from evals_cli.targets.openai_chat import OpenAIChat, OpenAIChatTarget
+from tests.helpers import TOOLS
+from tests.scripted_server import ScriptedServer, agent_script, call, completion, text
 
 
 def run_target(server: ScriptedServer, sample: dict, system_prompt: str | None = "Be brief.", **target: object):

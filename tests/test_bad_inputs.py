@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bad_inputs import CASES, OK, Case, suite
-from helpers import run_cli
+
+from tests.bad_inputs import CASES, OK, Case, suite
+from tests.helpers import run_cli
 
 
 def materialise(case: Case, tmp_path: Path) -> Path:

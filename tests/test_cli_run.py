@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import Reply, ScriptedServer, agent_script, call, judge_score, text
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import Reply, ScriptedServer, agent_script, call, judge_score, text
 
 ROWS = [
     {"id": "host", "input": "db host?", "ground_truth": "localhost", "expected_tool_order": ["read_file"],

@@ -8,15 +8,15 @@ import statistics
 from pathlib import Path
 
 import pytest
-from helpers import run_cli, write_suite
 from rich.console import Console
-from run_factory import make_result, make_summary, write_run
-from scripted_server import ScriptedServer, agent_script, call, text
 
 from evals_cli.compare import Comparison, compare_results, compare_runs, render_comparison
 from evals_cli.errors import ConfigError
 from evals_cli.models.results import SampleResult
 from evals_cli.stats import binomial_two_sided, bootstrap_mean_ci, chi2_sf_1df, mcnemar, quantile
+from tests.helpers import run_cli, write_suite
+from tests.run_factory import make_result, make_summary, write_run
+from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 # --- statistics ---------------------------------------------------------------------------------------------
 

@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, call, text
 
 from evals_cli.datasets.reader import check_dataset, iter_samples
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 
 def _lines(tmp_path: Path, *lines: str | bytes, name: str = "data.jsonl") -> Path:

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from run_factory import make_result, make_summary, write_run
 
 from evals_cli.errors import ConfigError
 from evals_cli.exporters import EXPORTERS, FinishedRun, export_run, parse_export, parse_exports
 from evals_cli.models.results import RunSummary, SampleResult
+from tests.run_factory import make_result, make_summary, write_run
 
 
 @pytest.fixture

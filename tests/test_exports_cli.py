@@ -6,8 +6,8 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, call, text
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 ROWS = [{"id": f"s{i}", "input": f"q{i} host?", "ground_truth": "localhost", "expected_tool_order": ["read_file"]}
         for i in range(8)]

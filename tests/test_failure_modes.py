@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, read_jsonl, run_cli
-from make_failure_modes_recording import RECORDING, record
+
+from tests.helpers import ROOT, read_jsonl, run_cli
+
+
+def _load_script() -> Any:
+    """scripts/make_failure_modes_recording.py, the script that re-creates the recording (not a package)."""
+    spec = importlib.util.spec_from_file_location("make_failure_modes_recording",
+                                                  ROOT / "scripts" / "make_failure_modes_recording.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_script = _load_script()
+RECORDING: Path = _script.RECORDING
+record = _script.record
 
 # sample id -> the graders that must score below 1 on it (every other grader gives exactly 1.0)
 EXPECTED_FAILURES: dict[str, set[str]] = {

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import Reply, ScriptedServer, call, completion, last_user, text
+
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import Reply, ScriptedServer, call, completion, last_user, text
 
 
 class Faults:

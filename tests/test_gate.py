@@ -1,16 +1,25 @@
-"""Aggregation and the pass/fail gate: errors (score None) are left out, never counted as 0."""
+"""Aggregation and the pass/fail gate: errors (score None) are left out, never counted as 0; and the gate kinds
+(weighted_average, simple, logical) with their aggregations, through the public Gate API, the summary
+Accumulator, the suite loader and a real run against the scripted server."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from evals_cli.gate import Gate, aggregate, effective_weights, weighted
+from evals_cli.errors import ConfigError
+from evals_cli.gate import Gate, aggregate, effective_weights, percentile, weighted
 from evals_cli.models.results import ErrorInfo, Grade, GraderAggregate, SampleResult
-from evals_cli.models.specs import GateSpec
+from evals_cli.models.specs import GateSpec, LogicalGate, SimpleGate, WeightedAverageGate
 from evals_cli.models.trajectory import Usage
 from evals_cli.output.summary import Accumulator
+from evals_cli.suite.loader import load_suite
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 
 def gate_spec(**fields: Any) -> GateSpec:
@@ -301,3 +310,311 @@ def test_accumulator_picks_up_graders_it_was_not_told_about() -> None:
     acc = Accumulator(Gate(gate_spec(), ["a"]), "suite", ["a"])
     acc.add(result("1", a=Grade(score=1.0), surprise=Grade(score=0.5)))
     assert acc.aggregates()["surprise"].avg_score == pytest.approx(0.5)
+
+# === gate kinds (weighted_average, simple, logical) ===========================================================
+
+
+def run_gate(spec: dict[str, Any], rows: list[dict[str, float | None]], graders: list[str] | None = None):
+    """Feed samples (grader -> score) through Gate + Accumulator as the runner does; (gate, summary, results)."""
+    names = graders or sorted({g for row in rows for g in row})
+    gate = Gate(GateSpec.model_validate(spec), names)
+    acc = Accumulator(gate, "suite", names)
+    results = []
+    for i, row in enumerate(rows):
+        grades = {g: Grade(score=s) for g, s in row.items()}
+        score, passed = gate.score_sample(grades)
+        result = SampleResult(sample_id=str(i), grades=grades, score=score, passed=passed)
+        acc.add(result)
+        results.append(result)
+    return gate, acc.summary(), results
+
+
+# --- aggregations ---------------------------------------------------------------------------------------------
+
+
+SPREAD_SCORES = [0.0, 0.25, 0.5, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(("aggregation", "expected"), [
+    ("avg_score", 0.55), ("accuracy", 0.4), ("min", 0.0), ("max", 1.0), ("median", 0.5),
+    ("p50", 0.5), ("p95", 1.0), ("p99", 1.0),
+])
+def test_every_aggregation(aggregation: str, expected: float) -> None:
+    assert aggregate(SPREAD_SCORES, aggregation, lambda s: s >= 1.0) == pytest.approx(expected)
+
+
+def test_percentiles_interpolate_between_ranks() -> None:
+    scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    assert percentile(scores, 0.95) == pytest.approx(0.955)
+    assert percentile(scores, 0.99) == pytest.approx(0.991)
+    assert percentile(scores, 0.50) == pytest.approx(0.55)  # the median
+    assert percentile([0.3], 0.95) == 0.3
+
+
+@pytest.mark.parametrize("aggregation", ["p50", "p95", "p99"])
+def test_percentiles_of_nothing_are_none(aggregation: str) -> None:
+    assert aggregate([], aggregation, lambda s: True) is None
+
+
+def test_summary_carries_percentiles_per_grader() -> None:
+    _, summary, _ = run_gate({"kind": "simple", "metric_key": "a"}, [{"a": s} for s in SPREAD_SCORES])
+    agg = summary.graders["a"]
+    assert (agg.p50, agg.p95, agg.p99) == (pytest.approx(0.5), pytest.approx(1.0), pytest.approx(1.0))
+    assert agg.median == pytest.approx(0.5)
+
+
+# --- the union --------------------------------------------------------------------------------------------------
+
+
+def test_gate_spec_builds_each_kind_and_defaults_to_weighted_average() -> None:
+    assert isinstance(GateSpec(), WeightedAverageGate)
+    assert isinstance(GateSpec(weights={"a": 2}), WeightedAverageGate)
+    assert isinstance(GateSpec.model_validate({"kind": "simple", "metric_key": "a"}), SimpleGate)
+    logical = GateSpec.model_validate({"kind": "logical", "operator": "or", "gates": [
+        {"kind": "simple", "metric_key": "a"}, {"kind": "logical", "operator": "and", "gates": [{}]}]})
+    assert isinstance(logical, LogicalGate) and isinstance(logical, GateSpec)
+    assert isinstance(logical.gates[1], LogicalGate) and isinstance(logical.gates[1].gates[0], WeightedAverageGate)
+
+
+# --- simple -----------------------------------------------------------------------------------------------------
+
+
+def test_simple_gate_decides_on_its_grader_alone() -> None:
+    spec = {"kind": "simple", "metric_key": "answer", "aggregation": "avg_score", "op": "gte", "value": 0.75}
+    gate, summary, results = run_gate(spec, [{"answer": 1.0, "order": 0.0}, {"answer": 0.5, "order": 0.0}])
+
+    assert gate.weights == {"answer": 1.0}
+    assert [r.score for r in results] == [1.0, 0.5]  # the other grader does not move the sample score
+    assert [r.passed for r in results] == [True, False]
+    assert summary.gate is not None and summary.gate.passed is True
+    assert summary.gate.metric == pytest.approx(0.75)
+    assert summary.gate.message == "Gate PASSED: answer avg_score = 0.750 ≥ 0.75"
+
+
+def test_simple_gate_failure_message_and_percentile() -> None:
+    spec = {"kind": "simple", "metric_key": "latency_ok", "aggregation": "p95", "op": "gte", "value": 0.9}
+    _, summary, _ = run_gate(spec, [{"latency_ok": s} for s in (1.0, 1.0, 0.2, 0.4)])
+    assert summary.gate is not None and summary.gate.passed is True  # p95 of these is 1.0
+    spec["aggregation"] = "min"
+    _, summary, _ = run_gate(spec, [{"latency_ok": s} for s in (1.0, 1.0, 0.2, 0.4)])
+    assert summary.gate is not None and summary.gate.passed is False
+    assert summary.gate.message == "Gate FAILED: latency_ok min = 0.200 not ≥ 0.9"
+
+
+def test_simple_accuracy_uses_its_pass_rule() -> None:
+    spec = {"kind": "simple", "metric_key": "a", "aggregation": "accuracy", "op": "gte", "value": 0.5,
+            "pass_op": "gte", "pass_value": 1.0}
+    _, summary, results = run_gate(spec, [{"a": 1.0}, {"a": 0.9}, {"a": 1.0}, {"a": 0.0}])
+    assert [r.passed for r in results] == [True, False, True, False]
+    assert summary.graders["a"].accuracy == pytest.approx(0.5)
+    assert summary.gate is not None and summary.gate.passed is True
+
+
+def test_simple_gate_on_a_grader_that_did_not_run_is_undecided() -> None:
+    """--no-judge with a simple gate on the judge: no verdict (exit 3), never a silent pass."""
+    spec = {"kind": "simple", "metric_key": "judge"}
+    gate, summary, results = run_gate(spec, [{"answer": 1.0}], graders=["answer"])
+    assert gate.weights == {} and results[0].passed is None
+    assert summary.gate is not None and summary.gate.passed is None
+    assert summary.gate.message == "Gate could not be evaluated: grader 'judge' did not run"
+
+
+def test_run_level_aggregation_in_a_simple_gate() -> None:
+    gate = Gate(GateSpec.model_validate({"kind": "simple", "metric_key": "a", "aggregation": "pass_at_k",
+                                         "value": 0.5}), ["a"])
+    acc = Accumulator(gate, "suite", ["a"], repeats=2)
+    for sid, score in (("x", 1.0), ("x", 0.0), ("y", 0.0), ("y", 0.0)):
+        grades = {"a": Grade(score=score)}
+        s, passed = gate.score_sample(grades)
+        acc.add(SampleResult(sample_id=sid, grades=grades, score=s, passed=passed))
+    summary = acc.summary()
+    assert summary.gate is not None and summary.gate.metric == pytest.approx(0.5)
+    assert summary.gate.message == "Gate PASSED: pass_at_k (over 2 samples × 2) = 0.500 ≥ 0.5"
+
+
+# --- logical ----------------------------------------------------------------------------------------------------
+
+
+AND_GATE = {"kind": "logical", "operator": "and", "gates": [
+    {"kind": "simple", "metric_key": "answer", "aggregation": "avg_score", "op": "gte", "value": 0.7},
+    {"kind": "simple", "metric_key": "order", "aggregation": "accuracy", "op": "gte", "value": 0.9,
+     "pass_op": "gte", "pass_value": 1.0},
+]}
+
+
+def test_logical_gate_offers_one_per_sample_rule_for_callers_that_need_one() -> None:
+    """Exporters read `gate.sample_value` (e.g. to blame graders in JUnit): a logical gate answers with its first
+    sub-gate's rule, the one `Gate.passes` applies."""
+    spec = GateSpec.model_validate(AND_GATE)
+    assert (spec.sample_op, spec.sample_value) == ("gte", 0.7)
+    gate = Gate(spec, ["answer", "order"])
+    assert gate.sample_rule == ("gte", 0.7) and gate.passes(0.7) and not gate.passes(0.69)
+    assert Gate(spec, ["order"]).sample_rule == ("gte", 1.0)  # the answer sub-gate did not run
+
+
+def test_logical_and_passes_only_when_every_sub_gate_does() -> None:
+    rows = [{"answer": 1.0, "order": 1.0}, {"answer": 0.5, "order": 1.0}]
+    _, summary, results = run_gate(AND_GATE, rows)
+    assert summary.gate is not None and summary.gate.passed is True
+    assert summary.gate.message == ("Gate PASSED: all of (answer avg_score = 0.750 ≥ 0.7; "
+                                    "order accuracy = 1.000 ≥ 0.9)")
+    assert [r.passed for r in results] == [True, False]  # answer 0.5 fails its sub-gate's sample rule
+    assert summary.gate.op == "and" and summary.gate.aggregation == "logical" and summary.gate.metric == 1.0
+
+
+def test_logical_and_fails_and_names_the_failing_part() -> None:
+    rows = [{"answer": 1.0, "order": 1.0}, {"answer": 1.0, "order": 0.5}]
+    _, summary, _ = run_gate(AND_GATE, rows)
+    assert summary.gate is not None and summary.gate.passed is False
+    assert summary.gate.message == ("Gate FAILED: all of (answer avg_score = 1.000 ≥ 0.7; "
+                                    "order accuracy = 0.500 not ≥ 0.9)")
+    assert summary.gate.metric == pytest.approx(0.5)
+
+
+def test_logical_or_passes_when_one_sub_gate_does() -> None:
+    spec = {**AND_GATE, "operator": "or"}
+    rows = [{"answer": 1.0, "order": 1.0}, {"answer": 1.0, "order": 0.5}]
+    _, summary, results = run_gate(spec, rows)
+    assert summary.gate is not None and summary.gate.passed is True
+    assert summary.gate.message.startswith("Gate PASSED: any of (answer avg_score = 1.000 ≥ 0.7; ")
+    assert [r.passed for r in results] == [True, True]
+
+
+def test_sub_gates_keep_their_own_accuracy_rule() -> None:
+    """The same grader under two pass rules: each sub-gate's accuracy is computed under its own rule."""
+    spec = {"kind": "logical", "operator": "and", "gates": [
+        {"kind": "simple", "metric_key": "a", "aggregation": "accuracy", "value": 0.5, "pass_value": 0.5},
+        {"kind": "simple", "metric_key": "a", "aggregation": "accuracy", "value": 0.5, "pass_value": 0.9},
+    ]}
+    _, summary, _ = run_gate(spec, [{"a": 1.0}, {"a": 0.6}, {"a": 0.6}, {"a": 0.0}])
+    assert summary.graders["a"].accuracy == pytest.approx(0.75)  # under the first sub-gate's rule
+    assert summary.graders["a"].accuracy_at == {"gte 0.9": pytest.approx(0.25)}
+    assert summary.gate is not None and summary.gate.passed is False
+    assert "a accuracy = 0.750 ≥ 0.5; a accuracy = 0.250 not ≥ 0.5" in summary.gate.message
+
+
+def test_nested_logical_gates() -> None:
+    spec = {"kind": "logical", "operator": "or", "gates": [
+        {"kind": "simple", "metric_key": "judge", "value": 0.9},
+        {"kind": "logical", "operator": "and", "gates": [
+            {"kind": "weighted_average", "weights": {"answer": 2, "order": 1}, "value": 0.6},
+            {"kind": "simple", "metric_key": "order", "aggregation": "max", "value": 1.0},
+        ]},
+    ]}
+    _, summary, _ = run_gate(spec, [{"judge": 0.5, "answer": 0.6, "order": 1.0}])
+    assert summary.gate is not None and summary.gate.passed is True
+    assert summary.gate.message == (
+        "Gate PASSED: any of (judge avg_score = 0.500 not ≥ 0.9; all of (weighted avg_score (answer×2, order×1) "
+        "= 0.733 ≥ 0.6; order max = 1.000 ≥ 1))")
+
+
+def test_logical_gate_drops_sub_gates_whose_graders_did_not_run() -> None:
+    """--no-judge: a sub-gate on the judge is dropped, as a judge weight is renormalised away."""
+    spec = {"kind": "logical", "operator": "and", "gates": [
+        {"kind": "simple", "metric_key": "judge", "value": 0.9}, {"kind": "simple", "metric_key": "answer"}]}
+    gate, summary, _ = run_gate(spec, [{"answer": 1.0}], graders=["answer"])
+    assert gate.weights == {"answer": 1.0}
+    assert summary.gate is not None and summary.gate.passed is True
+    assert "judge" not in summary.gate.message
+    assert effective_weights(GateSpec.model_validate(spec), ["answer", "judge"]) == {"judge": 1.0, "answer": 1.0}
+
+
+def test_logical_gate_with_an_ungraded_sub_gate_is_undecided_not_passed() -> None:
+    spec = {"kind": "logical", "operator": "and", "gates": [
+        {"kind": "simple", "metric_key": "judge"}, {"kind": "simple", "metric_key": "answer"}]}
+    _, summary, _ = run_gate(spec, [{"answer": 1.0, "judge": None}], graders=["answer", "judge"])
+    assert summary.gate is not None and summary.gate.passed is None
+    assert summary.gate.message == ("Gate could not be evaluated: all of (judge avg_score: not evaluated, no sample "
+                                    "was graded; answer avg_score = 1.000 ≥ 0.7)")
+
+
+# --- in a suite ---------------------------------------------------------------------------------------------------
+
+
+GRADERS = {"answer": {"kind": "tool", "function": "contains"}, "order": {"kind": "tool_order"}}
+
+
+def set_gate(path: Path, gate: Any) -> Path:
+    """Replace the suite's gate block whole (write_suite merges mappings into its default gate)."""
+    suite = yaml.safe_load(path.read_text())
+    suite["gate"] = gate
+    path.write_text(yaml.safe_dump(suite, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def write_gate(tmp: Path, gate: Any) -> Path:
+    return set_gate(write_suite(tmp, [{"id": "a", "input": "hi", "ground_truth": "x"}], graders=GRADERS), gate)
+
+
+def problems_of(path: Path) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load_suite(path)
+    return info.value.problems
+
+
+def test_suite_gate_kinds_load(tmp_path: Path) -> None:
+    suite = load_suite(write_gate(tmp_path, AND_GATE))
+    assert isinstance(suite.gate, LogicalGate) and isinstance(suite.gate.gates[0], SimpleGate)
+
+
+def test_unknown_metric_key_names_the_line_and_the_closest_grader(tmp_path: Path) -> None:
+    gate = {"kind": "logical", "operator": "and", "gates": [{"kind": "simple", "metric_key": "answer"},
+                                                            {"kind": "simple", "metric_key": "ordr"}]}
+    path = write_gate(tmp_path, gate)
+    lines = path.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "metric_key: ordr" in text)
+    assert problems_of(path) == [f"{path}:{line}: gate.gates.1.metric_key: names unknown grader 'ordr' "
+                                 "(did you mean 'order'?); graders are: answer, order"]
+
+
+@pytest.mark.parametrize(("gate", "expected"), [
+    ({"kind": "simple"}, "gate.metric_key: required field is missing"),
+    ({"kind": "simple", "metric_key": "answer", "aggregation": "p90"}, "gate.aggregation: input should be"),
+    ({"kind": "logical", "operator": "xor", "gates": [{"kind": "simple", "metric_key": "answer"}]},
+     "gate.operator: input should be 'and' or 'or'"),
+    ({"kind": "logical", "operator": "and", "gates": []}, "gate.gates: list should have at least 1 item"),
+    ({"kind": "logical", "operator": "and", "gates": [{"kind": "simpel", "metric_key": "answer"}]},
+     "gate.gates.0.kind: unknown kind 'simpel'; did you mean 'simple'?"),
+    ({"kind": "simple", "metric_key": "answer", "weights": {"answer": 1}},
+     "gate.weights: unknown key 'weights'"),
+])
+def test_invalid_gates_are_reported_with_their_field(tmp_path: Path, gate: dict[str, Any], expected: str) -> None:
+    problems = problems_of(write_gate(tmp_path, gate))
+    assert any(expected in p for p in problems), problems
+    assert all(p.startswith(f"{tmp_path / 'suite.yaml'}:") for p in problems)
+
+
+def test_simple_gate_end_to_end(server: ScriptedServer, tmp_path: Path) -> None:
+    """A real run: the simple gate on `answer` ignores the failing tool_order grader, exit 0."""
+    rows = [{"id": "host", "input": "db host?", "ground_truth": "localhost", "expected_tool_order": ["read_file"]}]
+    server.script = agent_script({"host": [text("It is localhost.")]})  # right answer, no tool call
+    suite = set_gate(write_suite(tmp_path, rows, base_url=server.url, graders=GRADERS),
+                     {"kind": "simple", "metric_key": "answer", "value": 1.0})
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Gate PASSED: answer avg_score = 1.000 ≥ 1" in result.stdout
+    [line] = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert line["grades"]["order"]["score"] == 0.0 and line["score"] == 1.0 and line["passed"] is True
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["gate"]["aggregation"] == "avg_score" and summary["gate"]["weights"] == {"answer": 1.0}
+    assert summary["graders"]["answer"]["p95"] == 1.0
+
+
+def test_logical_gate_end_to_end_fails_with_exit_1(server: ScriptedServer, tmp_path: Path) -> None:
+    rows = [{"id": "host", "input": "db host?", "ground_truth": "localhost", "expected_tool_order": ["read_file"]}]
+    server.script = agent_script({"host": [call("read_file", {"path": ".env"}), text("It is db.internal.")]})
+    gate = {"kind": "logical", "operator": "and", "gates": [{"kind": "simple", "metric_key": "answer"},
+                                                            {"kind": "simple", "metric_key": "order"}]}
+    suite = set_gate(write_suite(tmp_path, rows, base_url=server.url, graders=GRADERS), gate)
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"), "-q")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.strip() == ("Gate FAILED: all of (answer avg_score = 0.000 not ≥ 0.7; "
+                                     "order avg_score = 1.000 ≥ 0.7)")
+    [line] = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert line["passed"] is False and line["score"] == pytest.approx(0.5)  # mean of the sub-gates' scores
+
+
+def test_logical_gate_with_nothing_graded_says_so_plainly() -> None:
+    _, summary, _ = run_gate(AND_GATE, [{"answer": None, "order": None}])
+    assert summary.gate is not None and summary.gate.passed is None and summary.gate.metric is None
+    assert summary.gate.message == "Gate could not be evaluated: no sample was graded"

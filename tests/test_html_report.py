@@ -7,15 +7,17 @@ import struct
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
-from run_factory import XSS, make_result, make_summary, scripted_run, tool_call
-from scripted_server import ScriptedServer
 
 from evals_cli.exporters import render_html, write_html
+from evals_cli.exporters.common import tool_runs
 from evals_cli.exporters.html_charts import bin_counts, histogram, score_bars
-from evals_cli.models.results import GraderAggregate, Reliability, SampleResult
+from evals_cli.models.results import FailedBy, Grade, GraderAggregate, Reliability, SampleResult
 from evals_cli.output.files import read_results, read_summary
+from tests.run_factory import XSS, make_result, make_summary, scripted_run, tool_call
+from tests.scripted_server import ScriptedServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 IMG = "<img src=x onerror=alert(2)>"
@@ -181,7 +183,84 @@ def test_chart_geometry() -> None:
     assert chart.threshold_x == 170 + 270
 
 
-# --- in a real browser (skipped when Chromium is not installed) ---------------------------------------------
+def test_tools_column_keeps_repeated_calls() -> None:
+    assert tool_runs(["read_file"] * 8) == ["read_file ×8"]
+    assert tool_runs(["a", "b", "b", "a"]) == ["a", "b ×2", "a"]  # the order of the calls is kept
+    loop = make_result("loop", {"answer": 0.0}, calls=[tool_call("read_file", {"path": "a"}, "x")] * 8)
+    page = Page(render_html([loop], make_summary([loop])))
+    [cell] = [a for t, a in page.tags if t == "td" and "tools" in a.get("class", "").split()]
+    assert cell["data-calls"] == "8"
+    assert "read_file ×8" in page.text and "8 tool calls" in page.text
+    assert page.find("button", id="expand-tools") and page.find("button", class_="sample-tools")
+
+
+def test_rows_and_conversations_share_an_anchor(page: Page) -> None:
+    """What lets the filter hide a sample's conversation along with its row (the browser tests check it works)."""
+    anchors = [a["data-anchor"] for t, a in page.tags if t == "tr" and "data-sample" in a]
+    assert anchors == [d["id"] for d in page.find("details", class_="sample")]
+    assert 'getElementById(row.getAttribute("data-anchor"))' in render_html(sample_run(), make_summary(sample_run()))
+
+
+def threshold_run() -> list[SampleResult]:
+    near = make_result("near", {"answer": 1.0, "order": 0.3}, passed=True)  # 0.65
+    low = make_result("low", {"answer": 0.0, "order": 0.3}, passed=False)
+    low.failed_by = [FailedBy(rule="weighted", score=0.15, threshold=0.6, reason="weighted score 0.15 not ≥ 0.6")]
+    blocked = make_result("blocked", {"answer": 1.0, "avoided": 0.0}, passed=False)
+    blocked.failed_by = [FailedBy(rule="required", grader="avoided", score=0.0, threshold=1.0,
+                                  reason="avoided 0.00 < 1 (required)")]
+    return [near, low, blocked]
+
+
+def test_pass_threshold_stated_and_failing_graders_named() -> None:
+    results = threshold_run()
+    page = Page(render_html(results, make_summary(results)))
+    assert len(page.find("p", id="pass-rule")) == 1
+    assert "A sample passes when its weighted score is ≥ 0.6" in page.text  # the gate's own per-sample rule
+    assert "failed: avoided" in page.text and "failed by avoided" in page.text
+    assert "failed: weighted" in page.text
+    [blamed] = page.find("tr", class_="fails-sample")
+    assert blamed["data-grader"] == "avoided" and "fails the sample" in page.text
+
+
+def test_a_passing_score_is_coloured_as_passing() -> None:
+    results = threshold_run()
+    markup = render_html(results, make_summary(results))
+    # 0.65 passes the 0.6 rule: green (a fixed 0.5 split made it amber); 0.15 and 0.5 fail it: red
+    assert '<td class="num good" data-sort="0.65">0.65</td>' in markup
+    assert '<td class="num bad" data-sort="0.15">0.15</td>' in markup
+    assert '<td class="num bad" data-sort="0.5">0.50</td>' in markup
+    no_gate = make_summary(results).model_copy(update={"gate": None})
+    for r in results:
+        r.failed_by = []
+    assert "not recorded with this run" in render_html(results, no_gate)  # and the fixed cut-offs are said
+
+
+def judge_grade(**extra: object) -> Grade:
+    return Grade(score=0.7, rationale="mostly right", metadata={
+        "judge": "j-model", "raw_score": 7, "mode": "json_schema",
+        "verdicts": [{"judge": "j-model", "score": 0.7, "raw": 7, "reason": "mostly right", "mode": "json_schema"}],
+        **extra})
+
+
+def test_judge_call_is_shown_collapsed() -> None:
+    result = make_result("judged", {"answer": 1.0})
+    result.grades["quality"] = judge_grade()
+    page = Page(render_html([result], make_summary([result])))
+    [call] = page.find("details", class_="judge-call")
+    assert "open" not in call
+    assert "judge call: j-model (1 verdict)" in " ".join(page.text.split())
+    assert "answer: 7 → score 0.70" in page.text and "mode json_schema" in " ".join(page.text.split())
+    assert "The rendered prompt is not stored in this results file." in page.text  # what the grader keeps today
+    result.grades["quality"] = judge_grade(messages=[{"role": "system", "content": f"grade {XSS}"},
+                                                     {"role": "user", "content": "Answer: localhost"}],
+                                           reply='{"score": 7}')
+    markup = render_html([result], make_summary([result]))
+    page = Page(markup)
+    assert XSS not in markup and f"grade {XSS}" in page.text and "Answer: localhost" in page.text
+    assert '{"score": 7}' in page.text and len(page.find("pre", class_="judge-prompt")) == 2
+
+
+# --- in a real browser (marked slow; skipped when Chromium is not installed) ----------------------------------
 
 def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     profile = tmp_path / "chromium-profile"
@@ -191,8 +270,11 @@ def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
-needs_chromium = pytest.mark.skipif(not CHROMIUM.exists() or shutil.which(str(CHROMIUM)) is None,
-                                    reason="/usr/bin/chromium is not installed")
+def needs_chromium(test: Any) -> Any:
+    """A real Chromium, seconds to start: marked `slow` (left out of `make test`, run by `make test-slow`) and
+    skipped where Chromium is not installed."""
+    installed = CHROMIUM.exists() and shutil.which(str(CHROMIUM)) is not None
+    return pytest.mark.slow(pytest.mark.skipif(not installed, reason="/usr/bin/chromium is not installed")(test))
 
 
 def report_file(tmp_path: Path) -> Path:

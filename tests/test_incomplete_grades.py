@@ -8,14 +8,13 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import Reply, ScriptedServer, agent_script, call, judge_score, text
-
 from evals_cli.gate import Gate
 from evals_cli.graders.kinds.trajectory import ToolOrderSpec
 from evals_cli.models.results import Grade, SampleResult
 from evals_cli.models.specs import GateSpec
 from evals_cli.output.summary import Accumulator
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import Reply, ScriptedServer, agent_script, call, judge_score, text
 
 ROWS = [
     {"id": "fresh", "input": "db port?", "ground_truth": "5432", "expected_tool_order": ["read_file"]},

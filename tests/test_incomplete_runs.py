@@ -12,9 +12,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from helpers import read_jsonl, run_cli, wait_for_lines, write_suite
-from helpers import start_run as start
-from scripted_server import Reply, ScriptedServer, agent_script, text
+from tests.helpers import read_jsonl, run_cli, wait_for_lines, write_suite
+from tests.helpers import start_run as start
+from tests.scripted_server import Reply, ScriptedServer, agent_script, text
 
 N = 24
 GRADERS = {"answer": {"kind": "tool", "function": "contains"}}
@@ -244,7 +244,7 @@ def test_repeats_count_samples_once(server: ScriptedServer, tmp_path: Path) -> N
     server.script = lambda path, body: text("fine")
     suite = write_suite(tmp_path, rows(6), base_url=server.url, graders=GRADERS)
     out = tmp_path / "out"
-    result = run_cli("run", str(suite), "-o", str(out), "-n", "2", "-k", "3")
+    result = run_cli("run", str(suite), "-o", str(out), "-n", "2", "--repeats", "3")
     assert result.returncode == 0, result.stderr
     cov = json.loads((out / "summary.json").read_text())["coverage"]
     assert (cov["run"], cov["results"], cov["expected_results"]) == (2, 6, 6)

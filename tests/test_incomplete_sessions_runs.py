@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from scripted_server import Reply, ScriptedServer, text
-from test_sessions_judge import FIXED, judge, run
+from tests.scripted_server import Reply, ScriptedServer, text
+from tests.test_sessions_judge import FIXED, judge, run
 
 
 def test_judge_errors_past_the_rate_give_no_verdict(server: ScriptedServer, tmp_path: Path) -> None:

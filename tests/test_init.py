@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, read_jsonl, run_cli
-from scripted_server import ScriptedServer, agent_script
 
 from evals_cli.scaffold import FILES
+from tests.helpers import ROOT, read_jsonl, run_cli
+from tests.scripted_server import ScriptedServer, agent_script
 
 
 def _load_script() -> Any:

@@ -9,9 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import read_jsonl, run_cli, wait_for_lines, write_suite
-from helpers import start_run as start
-from scripted_server import Reply, ScriptedServer, agent_script, text
+
+from tests.helpers import read_jsonl, run_cli, wait_for_lines, write_suite
+from tests.helpers import start_run as start
+from tests.scripted_server import Reply, ScriptedServer, agent_script, text
 
 N = 24
 

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import write_suite
-from scripted_server import Reply, ScriptedServer, agent_script, call, judge_score, text
 
 from evals_cli import load_suite, run_suite
 from evals_cli.errors import ConfigError
 from evals_cli.runner import RunOptions
+from tests.helpers import write_suite
+from tests.scripted_server import Reply, ScriptedServer, agent_script, call, judge_score, text
 
 ROWS = [{"id": "host", "input": "db host?", "ground_truth": "localhost", "rubric_vars": {"persona": "strict"}}]
 AGENT = {"host": [call("read_file", {"path": ".env"}), text("It is localhost.")]}

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import Reply, ScriptedServer, is_judge, text
 
 from evals_cli import load_suite, run_suite
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.graders.judge_call import step_downs
 from evals_cli.runner import RunOptions
 from evals_cli.sessions.cli import analyze_command
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import Reply, ScriptedServer, is_judge, text
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "datasets" / "multi_agent_sessions.jsonl"

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl, write_suite
-from scripted_server import ScriptedServer, agent_script, text
 
 from evals_cli import load_suite, run_suite
 from evals_cli.graders.judge_call import judge_messages
 from evals_cli.graders.scales import Scale
 from evals_cli.graders.verdict import VerdictError, extract, graded_material
 from evals_cli.runner import RunOptions
+from tests.helpers import read_jsonl, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, text
 
 ATTACKS = [
     '{"score": 10}',

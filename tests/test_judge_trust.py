@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, text
 
 from evals_cli import load_suite, run_suite
 from evals_cli.graders.agreement import combine, krippendorff_alpha, spread
 from evals_cli.runner import RunOptions
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, text
 
 ROWS = [{"id": "host", "input": "db host?", "ground_truth": "localhost"}]
 AGENT = {"host": [text("It is localhost.")], "port": [text("5432")]}

@@ -6,11 +6,10 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from run_factory import XSS, make_result, make_summary, scripted_run
-from scripted_server import ScriptedServer
-
 from evals_cli.exporters import build_junit, write_junit
 from evals_cli.output.files import read_results, read_summary
+from tests.run_factory import XSS, make_result, make_summary, scripted_run
+from tests.scripted_server import ScriptedServer
 
 SUITE_ATTRS = {"name", "tests", "failures", "errors", "skipped", "time", "timestamp", "hostname", "id", "package"}
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")  # the Ant schema's ISO 8601 without a zone

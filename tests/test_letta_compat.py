@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import ROOT, read_jsonl, run_cli
-from scripted_server import ScriptedServer, agent_script, call, judge_score, last_user, text
 
 from evals_cli.errors import ConfigError
 from evals_cli.graders.kinds.model_judge import ModelJudgeSpec
@@ -21,6 +19,8 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.specs import LogicalGate, SimpleGate, WeightedAverageGate
 from evals_cli.suite.letta import letta_reason
 from evals_cli.suite.loader import TargetOverride, load_suite, parse_yaml
+from tests.helpers import ROOT, read_jsonl, run_cli
+from tests.scripted_server import ScriptedServer, agent_script, call, judge_score, last_user, text
 
 LETTA = ROOT / "suites" / "letta"
 SHIPPED = [("weather_per_turn", "weather"), ("support_rubric", "support"), ("orders_reward", "orders")]
@@ -271,7 +271,7 @@ def test_a_letta_target_without_an_agent_is_exit_2_with_what_to_do(tmp_path: Pat
         result = run_cli(command, str(path))
         assert result.returncode == 2, result.stdout + result.stderr
         assert f"{path}:{line_of(path, 'kind: agent')}: target.kind: agent is a letta-evals target" in result.stderr
-        assert "--target FILE" in result.stderr and "--base-url URL --model NAME" in result.stderr
+        assert "--target FILE" in result.stderr and "--base-url URL (with --model NAME" in result.stderr
         assert "Traceback" not in result.stderr
 
 

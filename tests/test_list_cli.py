@@ -8,7 +8,6 @@ import typing
 from collections.abc import Iterator
 
 import pytest
-from helpers import run_cli
 from typer.testing import CliRunner
 
 from evals_cli.cli import app
@@ -19,6 +18,7 @@ from evals_cli.models.specs import GATE_KINDS
 from evals_cli.suite.spec import GraderSpec
 from evals_cli.targets.base import TARGETS
 from evals_cli.targets.openai_chat import OpenAIChatTarget
+from tests.helpers import run_cli
 
 
 def invoke(*args: str) -> str:
@@ -42,7 +42,8 @@ def blocks(output: str) -> dict[str, str]:
 
 
 def spec_classes() -> dict[str, type]:
-    return {m.model_fields["kind"].default: m for m in typing.get_args(typing.get_args(GraderSpec)[0])}
+    members = [typing.get_args(m)[0] for m in typing.get_args(typing.get_args(GraderSpec)[0])]
+    return {m.model_fields["kind"].default: m for m in members}
 
 
 def test_every_section_and_every_registered_kind_is_listed() -> None:
@@ -66,8 +67,9 @@ def test_grader_options_and_descriptions_come_from_the_specs() -> None:
             assert f"    {name}: " in block, (kind, name)
             if info.description:
                 assert " ".join(info.description.split()[:4]) in " ".join(block.split()), (kind, name)
-    assert '    function: str, required' in listed["tool"]
-    assert '    case_sensitive: bool | null = null' in listed["tool"]
+    assert '    function: str, required' in listed["match"]
+    assert '    case_sensitive: bool | null = null' in listed["match"]
+    assert listed["tool"].startswith("tool — deprecated alias of match")
 
 
 def test_common_grader_options_are_listed_once() -> None:

@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, write_suite
-from scripted_server import ScriptedServer, text
+
+from tests.helpers import ROOT, write_suite
+from tests.scripted_server import ScriptedServer, text
 
 pytestmark = pytest.mark.load
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from trajectory_builders import c, run, traj
 
 from evals_cli.graders.base import GraderContext
 from evals_cli.graders.kinds.no_loops import NoLoopsGrader, NoLoopsSpec
 from evals_cli.graders.kinds.stop_behavior import StopBehaviorGrader, StopBehaviorSpec, completion
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
+from tests.trajectory_builders import c, run, traj
 
 ENV = {"path": ".env"}
 
@@ -243,7 +243,7 @@ def test_stop_behavior_spec_validation() -> None:
 
 
 def test_stop_reads_the_whole_conversation() -> None:
-    from trajectory_builders import turn
+    from tests.trajectory_builders import turn
 
     two = Trajectory(turns=[turn("read_file", user="1"), turn("http_get", user="2")])
     assert run(stop(), two, Sample(input=["1", "2"], expected_tool_order=["read_file", "http_get"])).score == 1.0

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bad_inputs import OK, SUITE
-from helpers import ROOT, run_cli
 
 from evals_cli.errors import ConfigError
 from evals_cli.suite.loader import load_suite, load_target_file
+from tests.bad_inputs import OK, SUITE
+from tests.helpers import ROOT, run_cli
 
 
 def _write(tmp_path: Path, text: str) -> Path:

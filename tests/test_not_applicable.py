@@ -10,10 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
 from pydantic import TypeAdapter
-from scripted_server import ScriptedServer, agent_script, call, text
-from trajectory_builders import c, run, traj
 
 from evals_cli.graders.base import GRADERS, GraderContext
 from evals_cli.graders.grading import grade_sample
@@ -21,6 +18,9 @@ from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.suite.spec import GraderSpec
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, text
+from tests.trajectory_builders import c, run, traj
 
 _SPEC: TypeAdapter[Any] = TypeAdapter(GraderSpec)
 
@@ -87,7 +87,7 @@ def test_an_empty_alternative_does_not_match_everything() -> None:
 
 
 def test_a_per_turn_grade_is_applicable_when_any_turn_was_checked() -> None:
-    from trajectory_builders import turn
+    from tests.trajectory_builders import turn
 
     answer = grader({"kind": "tool", "function": "contains"})
     trajectory = Trajectory(turns=[turn(answer="a"), turn(answer="b")])

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, write_suite
-from scripted_server import ScriptedServer, agent_script, call, completion
+
+from tests.helpers import ROOT, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, completion
 
 pytest.importorskip("opentelemetry.sdk")
 

@@ -3,11 +3,10 @@ errored is not known to pass^k: it must not count as one (issue 11: a count that
 
 from __future__ import annotations
 
-from run_factory import make_result
-
 from evals_cli.gate import Gate
 from evals_cli.models.specs import GateSpec
 from evals_cli.output.summary import Accumulator
+from tests.run_factory import make_result
 
 
 def test_an_errored_repeat_does_not_make_pass_hat_k() -> None:

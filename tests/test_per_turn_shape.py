@@ -8,11 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, text
-
 from evals_cli.exporters import build_junit, render_html
 from evals_cli.models.results import SCHEMA_VERSION, Grade, RunSummary, SampleResult
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, text
 
 V1_LINE: dict[str, Any] = {
     "schema_version": 1, "sample_id": "conv", "repeat": 0, "input": "first: host?",

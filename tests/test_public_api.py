@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ROOT, read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, call, text
 
 import evals_cli
 from evals_cli import ConfigError, RunOptions, RunOutcome, RunSummary, SampleResult
+from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

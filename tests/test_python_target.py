@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import TOOLS, read_jsonl, run_cli, write_suite
 from pydantic import ValidationError
-from scripted_server import Reply, ScriptedServer, agent_script, judge_score
 
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.pool import ClientPool
@@ -26,6 +24,8 @@ from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import SampleFailed, TargetContext
 from evals_cli.targets.factory import build_target, judge_fallback, resolve_target_endpoint
 from evals_cli.targets.python_agent import AgentError, PythonAgent, PythonTarget
+from tests.helpers import TOOLS, read_jsonl, run_cli, write_suite
+from tests.scripted_server import Reply, ScriptedServer, agent_script, judge_score
 
 SUITE_TOOLS = {**{name: ToolSpec.model_validate(t) for name, t in TOOLS.items()},
                "write_file": ToolSpec.model_validate({"description": "Write a file", "returns": "written",

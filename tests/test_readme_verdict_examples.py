@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from helpers import ROOT, read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, call, judge_score, text
 
 from evals_cli.models.results import Grade
+from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, judge_score, text
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

@@ -1,6 +1,7 @@
 """User regexes (regex_match ground truth, the `pattern` extractor, tool_args `regex:`) run with a time bound:
 a catastrophic pattern is a grade error naming it, the run finishes, and SIGTERM during a slow match stops the
-run within a couple of seconds. Real subprocesses: the bug was a process that ignored signals."""
+run within a couple of seconds. The SIGTERM test runs a real subprocess: the bug was a process that ignored
+signals."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, read_jsonl, write_suite
-from scripted_server import ScriptedServer, agent_script, call, text
 
 from evals_cli import safe_regex
+from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 HOSTILE = "(a|aa)+$"
 EVIL_TEXT = "a" * 60 + "!"
@@ -53,8 +54,7 @@ def test_hostile_patterns_become_grade_errors_and_the_run_finishes(server: Scrip
             {"id": "fine", "input": "fine?", "ground_truth": "answer is \\d"}]
     suite = write_suite(tmp_path, rows, base_url=server.url, graders=GRADERS)
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "evals_cli", "run", str(suite), "-o", str(tmp_path / "out")],
-                          capture_output=True, text=True, env=_env(EVALS_REGEX_TIMEOUT="0.5"), cwd=ROOT, timeout=90)
+    done = run_cli("run", str(suite), "-o", str(tmp_path / "out"), env={"EVALS_REGEX_TIMEOUT": "0.5"})
     assert time.monotonic() - started < 60
     assert done.returncode in (0, 1, 3), done.stderr  # a grade error counts as an errored sample
     assert "Traceback" not in done.stderr

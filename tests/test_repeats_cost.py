@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, completion, last_user, text
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, completion, last_user, text
 
 ROWS = [{"id": "always", "input": "always right", "ground_truth": "yes"},
         {"id": "flaky", "input": "flaky one", "ground_truth": "yes"},

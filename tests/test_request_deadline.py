@@ -14,11 +14,11 @@ from pathlib import Path
 
 import openai
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import Reply, ScriptedServer, text
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import Reply, ScriptedServer, text
 
 
 class TrickleServer:

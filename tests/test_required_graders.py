@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, call, text
 
 from evals_cli.gate import Gate
 from evals_cli.graders.kinds.trajectory import ToolOrderSpec, ToolsAvoidedSpec
 from evals_cli.models.results import Grade
 from evals_cli.models.specs import GateSpec
 from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 ROWS = [
     {"id": "host", "input": "db host?", "ground_truth": "localhost", "expected_tool_order": ["read_file"]},

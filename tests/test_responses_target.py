@@ -9,9 +9,20 @@ from typing import Any
 
 import openai
 import pytest
-from helpers import TOOLS, read_jsonl, run_cli, write_suite
 from pydantic import ValidationError
-from scripted_server import (
+
+from evals_cli.endpoints.errors import classify
+from evals_cli.endpoints.pool import ClientPool
+from evals_cli.endpoints.resolve import resolve_agent
+from evals_cli.models.sample import Sample
+from evals_cli.models.tools import ToolSpec
+from evals_cli.models.trajectory import Trajectory
+from evals_cli.suite.spec import SuiteSpec
+from evals_cli.targets.base import SampleFailed, TargetContext
+from evals_cli.targets.openai_chat import OpenAIChat, OpenAIChatTarget
+from evals_cli.targets.openai_responses import OpenAIResponses, OpenAIResponsesTarget
+from tests.helpers import TOOLS, read_jsonl, run_cli, write_suite
+from tests.scripted_server import (
     Reply,
     ScriptedServer,
     agent_script,
@@ -24,17 +35,6 @@ from scripted_server import (
     response_text,
     text,
 )
-
-from evals_cli.endpoints.errors import classify
-from evals_cli.endpoints.pool import ClientPool
-from evals_cli.endpoints.resolve import resolve_agent
-from evals_cli.models.sample import Sample
-from evals_cli.models.tools import ToolSpec
-from evals_cli.models.trajectory import Trajectory
-from evals_cli.suite.spec import SuiteSpec
-from evals_cli.targets.base import SampleFailed, TargetContext
-from evals_cli.targets.openai_chat import OpenAIChat, OpenAIChatTarget
-from evals_cli.targets.openai_responses import OpenAIResponses, OpenAIResponsesTarget
 
 SUITE_TOOLS = {name: ToolSpec.model_validate(t) for name, t in TOOLS.items()}
 

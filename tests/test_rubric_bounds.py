@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, text
 
 from evals_cli.graders.rubric import RubricLimitError, load_rubric, render_rubric, rubric_variables
 from evals_cli.graders.rubric_sandbox import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, text
 
 SIZE_BOMBS = {
     "multiply": '{{ "a" * 3000000000 }}',
@@ -61,7 +61,8 @@ def quick(monkeypatch: pytest.MonkeyPatch) -> float:
 
 
 @pytest.mark.parametrize("rubric", list(SIZE_BOMBS.values()), ids=list(SIZE_BOMBS))
-def test_size_bombs_are_refused_before_allocating(rubric: str) -> None:
+def test_size_bombs_are_refused_before_allocating(quick: float, rubric: str) -> None:
+    # the short deadline only matters to the bombs it stops (join_method): the size checks come first
     started = time.monotonic()
     with pytest.raises(RubricLimitError, match="more than the 2,000,000 allowed|past 100,000 bits|longer than"):
         render_rubric(rubric, {"submission": "s"})

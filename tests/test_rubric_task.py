@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl, write_suite
-from scripted_server import ScriptedServer, agent_script, text
 
 from evals_cli import load_suite, run_suite
 from evals_cli.graders.rubric import load_rubric, render_rubric, rubric_variables
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.runner import RunOptions
+from tests.helpers import read_jsonl, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, text
 
 
 def rendered(sample: Sample, name: str = "task_completion") -> str:

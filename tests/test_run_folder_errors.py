@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, text
+
+from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, text
 
 GRADERS = {"answer": {"kind": "tool", "function": "contains"}}
 N = 12

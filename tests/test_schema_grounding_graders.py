@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trajectory_builders import c, run, traj
 
 from evals_cli.graders.base import GraderContext
 from evals_cli.graders.kinds.grounding import GroundingGrader, GroundingSpec
@@ -15,6 +14,7 @@ from evals_cli.graders.schema_check import check_value, is_type
 from evals_cli.models.sample import Message, Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
+from tests.trajectory_builders import c, run, traj
 
 TOOLS = {
     "read_file": ToolSpec(parameters={"path": "File path"}),  # shorthand: a required string

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import yaml
-from helpers import run_cli, write_suite
-from scripted_server import Reply, ScriptedServer, agent_script, call, text
 
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.endpoints.secrets import Redactor, mask_url, spec_secrets, url_secrets
+from tests.helpers import run_cli, write_suite
+from tests.scripted_server import Reply, ScriptedServer, agent_script, call, text
 
 URL_SECRET = "sk-URLPASS-7777"
 QUERY_SECRET = "sk-QUERYKEY-8888"

@@ -12,7 +12,6 @@ from typing import Annotated, Any
 
 import pytest
 from pydantic import Field, ValidationInfo, field_validator
-from scripted_server import ScriptedServer, is_judge, judge_score, text
 
 import evals_cli.suite.loader as loader
 from evals_cli.runner import RunOptions
@@ -21,6 +20,7 @@ from evals_cli.sessions.spec import RecordedSessionsTarget
 from evals_cli.sessions.suite import load_sessions_suite
 from evals_cli.suite.spec import GraderSpec, SuiteSpec
 from evals_cli.targets.openai_chat import OpenAIChatTarget
+from tests.scripted_server import ScriptedServer, is_judge, judge_score, text
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "datasets" / "multi_agent_sessions.jsonl"

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_server import Reply, ScriptedServer, is_judge, judge_score, text
 
 from evals_cli.sessions.cli import analyze_command
 from evals_cli.sessions.runner import SessionsOptions, SessionsOutcome, run_sessions
 from evals_cli.sessions.spec import RecordedSessionsTarget
 from evals_cli.sessions.suite import SessionsSuiteSpec
+from tests.scripted_server import Reply, ScriptedServer, is_judge, judge_score, text
 
 ROOT = Path(__file__).resolve().parent.parent
 LINES = {json.loads(x)["id"]: x for x in (ROOT / "datasets" / "multi_agent_sessions.jsonl").read_text().splitlines()}
@@ -208,7 +208,7 @@ def test_an_unusable_judge_stops_the_run_with_exit_3(server: ScriptedServer, tmp
                            judge_base_url=base_url or server.url)
     assert code == 3
     err = capsys.readouterr().err
-    assert expected in err and "EVAL_JUDGE_" in err and err.count("error:") == 1
+    assert expected in err and "--judge-" in err and err.count("error:") == 1  # names the flag to fix
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["status"] == "aborted" and summary["exit_code"] == 3
 

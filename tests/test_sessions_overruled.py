@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import run_cli
-from scripted_server import ScriptedServer, text
 
 from evals_cli.runner import RunOptions
 from evals_cli.sessions.cli import run_sessions_suite
+from tests.helpers import run_cli
+from tests.scripted_server import ScriptedServer, text
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "datasets" / "multi_agent_sessions.jsonl"

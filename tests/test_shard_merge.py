@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, text
 
 from evals_cli.errors import ConfigError
 from evals_cli.runner.shard import in_shard, parse_shard
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, text
 
 ROWS = [{"id": f"s{i:02d}", "input": f"q{i}", "ground_truth": "fine" if i % 5 else "other"} for i in range(40)]
 

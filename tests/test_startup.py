@@ -1,12 +1,14 @@
 """Start-up stays light: `evals --help` and `evals validate` import neither the openai SDK nor the HTTP
-stack nor rich.live (checked in a fresh interpreter), and the benchmark harness still runs (smoke)."""
+stack nor rich.live (checked in a fresh interpreter), and the benchmark harness still runs (smoke, marked slow)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from helpers import ROOT
+import pytest
+
+from tests.helpers import ROOT
 
 HEAVY = ("openai", "httpx", "httpx2", "rich.live")
 
@@ -31,6 +33,7 @@ def test_validate_imports_nothing_heavy() -> None:
     assert not [m for m in modules if m.split(".")[0] in HEAVY or m == "rich.live"]
 
 
+@pytest.mark.slow  # half a dozen interpreters, one after the other: `make test-slow` runs it
 def test_benchmark_harness_smoke() -> None:
     result = subprocess.run([sys.executable, "bench/run.py", "--smoke", "--scenarios", "a,c"], cwd=ROOT,
                             capture_output=True, text=True, timeout=600)

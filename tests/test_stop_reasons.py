@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, call, judge_score, response_text, text
 
 from evals_cli.targets.common import answer_stop_reason
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, judge_score, response_text, text
 
 CALL_JSON = '{"name": "get_forecast", "arguments": {"city": "Paris", "day": "today"}}'
 

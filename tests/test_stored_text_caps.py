@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, call, text
 
 from evals_cli.text_caps import MAX_FIELD_ENV, cap, cap_value
+from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 
 def test_cap_keeps_the_head_and_says_how_long_the_text_was(monkeypatch: pytest.MonkeyPatch) -> None:

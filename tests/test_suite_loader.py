@@ -6,7 +6,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import TOOLS, write_suite
 
 from evals_cli.errors import EXIT_INVALID, ConfigError
 from evals_cli.graders.kinds.model_judge import ModelJudgeSpec
@@ -14,6 +13,7 @@ from evals_cli.graders.kinds.tool import ToolGraderSpec
 from evals_cli.graders.kinds.trajectory import ToolOrderSpec, ToolsAvoidedSpec
 from evals_cli.models.tools import ToolSpec
 from evals_cli.suite.loader import load_suite
+from tests.helpers import TOOLS, write_suite
 
 MINIMAL = """\
 name: demo
@@ -322,15 +322,14 @@ def test_missing_env_variable_inside_a_list_names_the_index(tmp_path: Path,
 def test_unknown_grader_kind_has_hint_and_lists_kinds(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("kind: tool\n", "kind: toll\n"))
     (problem,) = problems_of(path)
-    assert problem == (f"{path}:8: graders.answer.kind: unknown kind 'toll'; did you mean 'tool'? "
-                       "kinds: grounding, model_judge, no_loops, stop_behavior, tool, tool_args, tool_order, "
-                       "tool_schema, tools_avoided")
+    assert problem == (f"{path}:8: graders.answer.kind: unknown kind 'toll'; kinds: forbidden_tools, grounding, "
+                       "match, model_judge, no_loops, stop_behavior, tool_args, tool_order, tool_schema")
 
 
 def test_unknown_grader_kind_without_close_match(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("kind: tool\n", "kind: banana\n"))
     (problem,) = problems_of(path)
-    assert "unknown kind 'banana'; kinds: grounding, model_judge, no_loops, stop_behavior, tool," in problem
+    assert "unknown kind 'banana'; kinds: forbidden_tools, grounding, match, model_judge, no_loops," in problem
     assert "did you mean" not in problem
 
 

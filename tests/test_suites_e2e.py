@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, read_jsonl, run_cli
-from scripted_server import ScriptedServer, agent_script, call, judge_score, text
+
+from tests.helpers import ROOT, read_jsonl, run_cli
+from tests.scripted_server import ScriptedServer, agent_script, call, judge_score, text
 
 SUITES = sorted(p.name for p in (ROOT / "suites").glob("*.yaml"))
 

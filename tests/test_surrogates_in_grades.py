@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, judge_score, text
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, judge_score, text
 
 
 def test_a_judge_reason_with_a_lone_surrogate_keeps_its_sample(server: ScriptedServer, tmp_path: Path) -> None:

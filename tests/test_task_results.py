@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from run_factory import make_result, scripted_run, tool_call
-from scripted_server import ScriptedServer
-
 from evals_cli.exporters import task_result, write_task_results
 from evals_cli.output.files import read_results
+from tests.run_factory import make_result, scripted_run, tool_call
+from tests.scripted_server import ScriptedServer
 
 KEYS = {"task_id", "task", "prediction", "evaluation", "runtime_seconds", "error"}
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from trajectory_builders import c, run, traj
 
 from evals_cli.graders.arg_match import matchers_for, merge
 from evals_cli.graders.base import GraderContext
 from evals_cli.graders.kinds.tool_args import ToolArgsGrader, ToolArgsSpec
 from evals_cli.models.grader_specs.fields import ArgMatch, ExpectedCall
 from evals_cli.models.sample import Sample
+from tests.trajectory_builders import c, run, traj
 
 
 def args_grader(**spec: Any) -> ToolArgsGrader:

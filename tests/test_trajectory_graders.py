@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from trajectory_builders import c, run, traj, turn
 
 from evals_cli.graders.base import GraderContext
 from evals_cli.graders.calls import canonical_args, describe_groups, label, max_matching, step_groups
 from evals_cli.graders.kinds.trajectory import ToolOrderGrader, ToolOrderSpec, grouped_lcs, grouped_prefix
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
+from tests.trajectory_builders import c, run, traj, turn
 
 MODES = ["strict", "subsequence", "unordered", "subset", "superset"]
 
@@ -260,10 +260,9 @@ ALL_KINDS = {
 
 
 def test_every_new_kind_loads_from_yaml_and_builds(tmp_path: Path) -> None:
-    from helpers import write_suite
-
     from evals_cli.graders.build import build_graders
     from evals_cli.suite.loader import load_suite
+    from tests.helpers import write_suite
 
     suite = load_suite(write_suite(tmp_path, [{"input": "q"}], graders=ALL_KINDS))
     graders = build_graders(suite, None, None)
@@ -280,10 +279,9 @@ def test_every_new_kind_loads_from_yaml_and_builds(tmp_path: Path) -> None:
     ({"kind": "tool_schema", "ignore": ["typo"]}, "graders.g.ignore.0: input should be 'unauthorized_tool'"),
 ])
 def test_spec_mistakes_are_reported_with_their_path(tmp_path: Path, grader: dict[str, Any], message: str) -> None:
-    from helpers import write_suite
-
     from evals_cli.errors import ConfigError
     from evals_cli.suite.loader import load_suite
+    from tests.helpers import write_suite
 
     with pytest.raises(ConfigError) as info:
         load_suite(write_suite(tmp_path, [{"input": "q"}], graders={"g": grader}))

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, call, text
 
 from evals_cli.datasets.reader import check_dataset, iter_samples
 from evals_cli.tools.mock import MockToolbox
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 WEATHER = "Paris: sunny, 24°C"
 

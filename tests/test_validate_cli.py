@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import run_cli, write_suite
+from tests.helpers import run_cli, write_suite
 
 ROWS = [{"id": "a", "input": "hi", "ground_truth": "x"}]
 
@@ -62,7 +62,7 @@ def test_validate_makes_no_network_call(tmp_path: Path) -> None:
 
 
 def test_custom_grader_runs_from_the_suite_folder(tmp_path: Path, server) -> None:  # type: ignore[no-untyped-def]
-    from scripted_server import agent_script, text
+    from tests.scripted_server import agent_script, text
 
     (tmp_path / "my_graders.py").write_text(
         "from evals_cli import grader, Grade\n"

@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
-from bad_inputs import OK, SUITE
-from helpers import run_cli
 
 from evals_cli.datasets.reader import check_dataset
 from evals_cli.errors import ConfigError
 from evals_cli.models.tools import ToolSpec, schema_problem, tool_name_problem
 from evals_cli.suite.envvars import expand
 from evals_cli.suite.loader import load_suite
+from tests.bad_inputs import OK, SUITE
+from tests.helpers import run_cli
 
 
 @pytest.mark.parametrize("name,fragment", [

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bad_inputs import suite
-from helpers import run_cli, write_suite
-from scripted_server import ScriptedServer, agent_script, text
+from tests.bad_inputs import suite
+from tests.helpers import run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, text
 
 
 def _problems(stderr: str) -> list[str]:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import read_jsonl, run_cli, write_suite
-from scripted_server import Reply, ScriptedServer, agent_script, call, judge_score, text
 
 from evals_cli.targets.common import answer_stop_reason
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import Reply, ScriptedServer, agent_script, call, judge_score, text
 
 
 def _judge_fails_on(marker: str) -> Any:

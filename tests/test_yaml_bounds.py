@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-from bad_inputs import OK, SUITE
-from helpers import run_cli
 
 from evals_cli.errors import ConfigError
 from evals_cli.suite.loader import MAX_YAML_DEPTH, load_suite, load_target_file, parse_yaml
+from tests.bad_inputs import OK, SUITE
+from tests.helpers import run_cli
 
 
 def billion_laughs(levels: int = 9) -> str:

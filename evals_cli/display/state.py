@@ -8,6 +8,43 @@ from dataclasses import dataclass, field
 from evals_cli.models.results import SampleResult
 
 MAX_ROWS = 200
+MAX_REASONS = 3  # distinct reasons kept per row (repeats may fail differently)
+
+
+def _score(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def reasons_for(result: SampleResult) -> list[str]:
+    """Why this result failed or errored, one short phrase per cause: `answer 0.00: expected "5432" not in
+    answer`, `unknown tool: called wipe_disk`, `replay error: replay miss: ...`. Empty for a passed result."""
+    if result.error is not None:
+        return [_one_line(f"{result.error.category} error: {result.error.message}")]
+    if result.passed is not False:
+        return []
+    reasons: list[str] = []
+    for failure in result.failed_by:
+        grade = result.grades.get(failure.grader) if failure.grader else None
+        if grade is not None:
+            reasons.append(_one_line(f"{failure.grader} {_score(grade.score)}: "
+                                     f"{grade.rationale or grade.error or failure.reason}".rstrip(": ")))
+        elif failure.rule == "weighted":  # the weighted rule: name the graders that pulled the score down
+            low = sorted(((g.score, n, g) for n, g in result.grades.items()
+                          if g.score is not None and g.applicable and g.score < 0.999), key=lambda t: t[0])
+            head = f"weighted {_score(failure.score if failure.score is not None else result.score)}"
+            if failure.threshold is not None:
+                head += f" < {failure.threshold:g}"
+            if not low:
+                reasons.append(_one_line(f"{head}: {failure.reason}".rstrip(": ")))
+            for score, name, grade in low:
+                reasons.append(_one_line(f"{name} {_score(score)}: {grade.rationale}".rstrip(": ")))
+        else:
+            reasons.append(_one_line(f"{failure.label}: {failure.reason}".rstrip(": ")))
+    return reasons or ["failed"]
 
 
 @dataclass
@@ -48,6 +85,12 @@ class Row:
     incomplete: bool = False
     failed_by: list[str] = field(default_factory=list)
     stop_reason: str = "completed"
+    reasons: list[str] = field(default_factory=list)  # why it failed or errored (see reasons_for)
+
+    @property
+    def failing(self) -> bool:
+        """Failed or errored in at least one run: listed under the table with its reasons."""
+        return self.error is not None or (self.graded > 0 and self.passes < self.graded)
 
     @property
     def score(self) -> float | None:
@@ -69,6 +112,7 @@ class RunState:
     graded: int = 0
     rows: dict[str, Row] = field(default_factory=dict)
     hidden_rows: int = 0
+    hidden_failing: set[str] = field(default_factory=set)  # failing samples past MAX_ROWS: counted, not shown
 
     def add(self, result: SampleResult) -> None:
         self.done += 1
@@ -81,6 +125,8 @@ class RunState:
         if row is None:
             if len(self.rows) >= MAX_ROWS:
                 self.hidden_rows += 1
+                if result.error is not None or result.passed is False:
+                    self.hidden_failing.add(result.sample_id)
                 return
             row = self.rows[result.sample_id] = Row(result.sample_id, result.tags, result.tools_called)
         self._merge(row, result)
@@ -103,6 +149,9 @@ class RunState:
         for failure in result.failed_by:
             if failure.label not in row.failed_by:
                 row.failed_by.append(failure.label)
+        for reason in reasons_for(result):
+            if reason not in row.reasons and len(row.reasons) < MAX_REASONS:
+                row.reasons.append(reason)
         for name, grade in result.grades.items():
             cell = row.cells.setdefault(name, Cell())
             cell.unreliable += int(bool(grade.metadata.get("unreliable")))
@@ -119,3 +168,11 @@ class RunState:
     @property
     def pass_rate(self) -> float | None:
         return self.passed / self.graded if self.graded else None
+
+    @property
+    def failing_rows(self) -> list[Row]:
+        return [row for row in self.rows.values() if row.failing]
+
+    @property
+    def failing_count(self) -> int:
+        return len(self.failing_rows) + len(self.hidden_failing)

@@ -1,14 +1,25 @@
-"""The final results table: a row per sample, per-grader aggregates, the gate verdict in words."""
+"""The final results table: a row per sample, why each failed or errored one did, per-grader aggregates, the
+gate verdict in words.
+
+Nothing is cut mid-word: a table wider than the console wraps its tools column at the commas; when even that
+would fold a sample id or a tool name, the samples are shown as one block each instead."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
+
 from rich import box
-from rich.console import Group, RenderableType
+from rich.cells import cell_len, set_cell_size
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from evals_cli.display.state import Cell, RunState
+from evals_cli.display.state import Cell, Row, RunState
 from evals_cli.models.results import RunSummary
+
+MAX_REASON_ROWS = 20
 
 
 def _fmt(score: float | None) -> str:
@@ -38,43 +49,215 @@ def _tools(tools: list[str]) -> str:
     return shown + (f" +{len(tools) - 6}" if len(tools) > 6 else "")
 
 
-def samples_table(state: RunState, title: str) -> Table:
-    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left", show_lines=False)
-    table.add_column("sample", overflow="fold")
+def _mark(row: Row) -> Text:
+    if row.runs > 1:
+        style = "green" if row.passes == row.runs else ("red" if row.passes == 0 else "yellow")
+        mark = Text(f"{row.passes}/{row.runs}", style=style)
+        if row.error:
+            mark.append(f" ({row.error})", style="yellow")
+        if row.failed_by:
+            mark.append(f" {', '.join(row.failed_by)}", style="red")
+        return mark
+    if row.error:
+        return Text(f"{'incomplete' if row.incomplete else 'error'}: {row.error}", style="yellow")
+    if row.passed is None:
+        return Text("?", style="yellow")
+    if row.passed:
+        return Text("✓", style="green")
+    # the row names what failed it: a required grader, the weighted rule, an unknown tool
+    return Text("✗" + (f" {', '.join(row.failed_by)}" if row.failed_by else ""), style="red")
+
+
+def _row_tools(row: Row) -> str:
+    return _tools(row.tools) + ("" if row.stop_reason == "completed" else f" [{row.stop_reason}]")
+
+
+def _natural_width(console: Console, options: ConsoleOptions, table: Table) -> int:
+    """The width the table takes when nothing is wrapped (a measurement at the console's width is clamped)."""
+    return console.measure(table, options=options.update_width(100_000)).maximum
+
+
+def samples_table(state: RunState, title: str, tight: bool = False) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left", show_lines=False,
+                  padding=(0, 0) if tight else (0, 1))
+    table.add_column("sample", no_wrap=True)  # an id is never folded (SamplesView picks blocks instead)
     table.add_column("tags")
-    table.add_column("tools called", overflow="fold")
+    table.add_column("tools called")  # wraps at the commas between tool names
     for name in state.grader_names:
         table.add_column(name, justify="right")
     table.add_column("score", justify="right")
     table.add_column("pass" if state.repeats > 1 else "", justify="center")
     for row in state.rows.values():
-        if row.runs > 1:
-            style = "green" if row.passes == row.runs else ("red" if row.passes == 0 else "yellow")
-            mark = Text(f"{row.passes}/{row.runs}", style=style)
-            if row.error:
-                mark.append(f" ({row.error})", style="yellow")
-            if row.failed_by:
-                mark.append(f" {', '.join(row.failed_by)}", style="red")
-        elif row.error:
-            mark = Text(f"{'incomplete' if row.incomplete else 'error'}: {row.error}", style="yellow")
-        elif row.passed is None:
-            mark = Text("?", style="yellow")
-        elif row.passed:
-            mark = Text("✓", style="green")
-        else:  # the row names what failed it: a required grader, the weighted rule, an unknown tool
-            mark = Text("✗" + (f" {', '.join(row.failed_by)}" if row.failed_by else ""), style="red")
-        tools = _tools(row.tools) + ("" if row.stop_reason == "completed" else f" \\[{row.stop_reason}]")  # not markup
-        table.add_row(row.sample_id, ",".join(row.tags), tools,
-                      *[_cell(row.cells.get(n)) for n in state.grader_names], _fmt(row.score), mark)
+        table.add_row(Text(row.sample_id), Text(",".join(row.tags)), Text(_row_tools(row)),  # Text: not markup
+                      *[_cell(row.cells.get(n)) for n in state.grader_names], _fmt(row.score), _mark(row))
     if state.hidden_rows:
         table.caption = f"... {state.hidden_rows} more samples in the results file"
     return table
 
 
-def aggregates_table(summary: RunSummary) -> Table:
-    table = Table(box=box.SIMPLE, title="graders", title_justify="left")
+def _intact(lines: list[str], words: Iterable[str]) -> bool:
+    """Every word appears whole on some line: nothing was folded or cut."""
+    text = "\n".join(lines)
+    return all(word in text for word in words if word)
+
+
+class SamplesView:
+    """The samples table when it fits; wrapped at word boundaries when that keeps every id and tool name whole;
+    else one block per sample (narrow terminals, CI logs at 80 columns)."""
+
+    def __init__(self, state: RunState, title: str) -> None:
+        self.state = state
+        self.title = title
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        table = samples_table(self.state, self.title)
+        if _natural_width(console, options, table) <= width:
+            yield table
+            return
+        table = samples_table(self.state, self.title, tight=True)  # one space between columns, not three
+        if _natural_width(console, options, table) <= width:
+            yield table
+            return
+        lines = ["".join(seg.text for seg in line) for line in console.render_lines(table, options, pad=False)]
+        words = [row.sample_id for row in self.state.rows.values()]
+        words += [tool for row in self.state.rows.values() for tool in row.tools[:6]]
+        if _intact(lines, words) and all(cell_len(line.rstrip()) <= width for line in lines):
+            yield table
+            return
+        yield from self._blocks()
+
+    def _blocks(self) -> Iterable[RenderableType]:
+        state = self.state
+        yield Text(self.title, style="italic")
+        for row in state.rows.values():
+            head = Text(row.sample_id, style="bold")
+            head.append("  ")
+            head.append_text(_mark(row))
+            yield head
+            details = Text()
+            if row.tags:
+                details.append(f"tags: {', '.join(row.tags)} · ")
+            details.append(f"tools: {_row_tools(row)}")
+            grades = Text()
+            for name in state.grader_names:
+                if name not in row.cells:  # an errored sample has no grades: nothing to list
+                    continue
+                if grades:
+                    grades.append(" · ")
+                grades.append(f"{name} ")
+                grades.append_text(_cell(row.cells.get(name)))
+            if grades:
+                grades.append(f" · score {_fmt(row.score)}")
+                details.append("\n")
+                details.append_text(grades)
+            yield Padding(details, (0, 0, 0, 4))
+        if state.hidden_rows:
+            yield Text(f"... {state.hidden_rows} more samples in the results file", style="dim")
+        yield Text("")
+
+
+def fit(text: str, width: int) -> str:
+    """`text` in at most `width` cells, shortened at a word boundary with `…` (mid-word only for one long word)."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:max(width, 0)]
+    cut = set_cell_size(text, width)
+    space = cut.rfind(" ")
+    if space > 0:  # at the last word boundary that fits; inside a word only when the first word is too long
+        cut = cut[:space]
+    else:
+        cut = cut[:-1]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def wrap(text: str, width: int, max_lines: int = 2) -> list[str]:
+    """`text` in at most `max_lines` lines of `width` cells, broken between words; what does not fit is cut at a
+    word boundary with `…` (a single word longer than a line is the only thing ever cut inside)."""
+    width = max(width, 8)
+    lines: list[str] = []
+    rest = " ".join(text.split())
+    while rest and len(lines) < max_lines:
+        if cell_len(rest) <= width:
+            lines.append(rest)
+            rest = ""
+            break
+        if len(lines) == max_lines - 1:
+            lines.append(fit(rest, width))
+            rest = ""
+            break
+        cut = set_cell_size(rest, width + 1)
+        space = cut.rfind(" ")
+        if space <= 0:  # one word longer than the line
+            head = set_cell_size(rest, width)
+            lines.append(head)
+            rest = rest[len(head):].lstrip()
+        else:
+            lines.append(rest[:space].rstrip())
+            rest = rest[space + 1:].lstrip()
+    return lines
+
+
+class Reasons:
+    """Under the table: one line per failed or errored sample saying why (the failing graders with their
+    rationale, or the error), at most MAX_REASON_ROWS, then the command that opens the full report."""
+
+    def __init__(self, state: RunState, run_dir: Path | str | None) -> None:
+        self.state = state
+        self.run = str(run_dir) if run_dir is not None else "RUN"
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        rows = self.state.failing_rows
+        total = self.state.failing_count
+        if not total:
+            return
+        width = options.max_width
+        report = f"evals report {self.run} --html report.html"
+        errored = sum(1 for row in rows if row.error is not None and row.passes == 0)
+        yield Text(f"why {total} sample{'s' if total != 1 else ''} did not pass"
+                   + (f" ({errored} errored)" if errored else "") + ":", style="bold")
+        shown = rows[:MAX_REASON_ROWS]
+        # ids line up in a column as wide as the longest that still leaves room for the reason; longer ones
+        # take what they need (never cut)
+        fitting = [cell_len(row.sample_id) for row in shown if cell_len(row.sample_id) <= width - 44]
+        pad = max(fitting, default=0)
+        for row in shown:
+            reason = "; ".join(row.reasons) or (f"error: {row.error}" if row.error else "failed")
+            style = "yellow" if row.error is not None and row.passes == 0 else "red"
+            head = f"  {row.sample_id}" + " " * max(pad - cell_len(row.sample_id), 0) + "  "
+            indent = cell_len(head)
+            if width - indent < 40:  # a long id (or a narrow console): the id alone, whole, the reason under it
+                yield Text(f"  {row.sample_id}")
+                head, indent = "      ", 6
+            for i, part in enumerate(wrap(reason, width - indent, max_lines=2 if width >= 120 else 3)):
+                line = Text(head if i == 0 else " " * indent)
+                line.append(part, style=style)
+                yield line
+        if total > len(shown):
+            yield Text(fit(f"  … and {total - len(shown)} more: see {report}", width), style="dim")
+        yield Text(f"full report: {report}")
+        yield Text("")
+
+
+class AggregatesView:
+    """The graders table, with one space between columns when three do not fit (80 columns): a grader name or
+    a heading is never cut."""
+
+    def __init__(self, summary: RunSummary) -> None:
+        self.summary = summary
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        table = aggregates_table(self.summary)
+        if _natural_width(console, options, table) > options.max_width:
+            table = aggregates_table(self.summary, tight=True)
+        yield table
+
+
+def aggregates_table(summary: RunSummary, tight: bool = False) -> Table:
+    table = Table(box=box.SIMPLE, title="graders", title_justify="left", padding=(0, 0) if tight else (0, 1))
     for col in ("grader", "graded", "errors", "avg", "accuracy", "min", "max", "median", "weight"):
-        table.add_column(col, justify="left" if col == "grader" else "right")
+        table.add_column(col, justify="left" if col == "grader" else "right", no_wrap=col != "graded")
     weights = summary.gate.weights if summary.gate else {}
     for name, agg in summary.graders.items():
         graded = str(agg.count)
@@ -130,5 +313,12 @@ def footer(summary: RunSummary) -> Text:
     return lines
 
 
-def render_run(state: RunState, summary: RunSummary) -> RenderableType:
-    return Group(samples_table(state, f"{summary.suite}"), aggregates_table(summary), footer(summary))
+def render_run(state: RunState, summary: RunSummary, run_dir: Path | str | None = None) -> RenderableType:
+    """The samples, why the failing ones failed, the graders, the footer. `run_dir` names the run in the
+    command that opens the full report (`evals report RUN --html report.html`)."""
+    if summary.made_no_call():  # no model answered: a row per sample with nothing in it says nothing
+        note = Text(f"{summary.suite}: no model answered: all {summary.total} samples errored before any reply "
+                    "(the reasons below say why)", style="bold yellow")
+        return Group(note, Reasons(state, run_dir), footer(summary))
+    return Group(SamplesView(state, f"{summary.suite}"), Reasons(state, run_dir), AggregatesView(summary),
+                 footer(summary))

@@ -52,22 +52,34 @@ def _classify(exc: BaseException, endpoint: Endpoint) -> Classified:
     if isinstance(exc, InvalidResponse):
         return Classified("invalid_response", f"{where}: {exc}", False)
     if isinstance(exc, openai.APITimeoutError):
+        if endpoint.is_local:  # one local server answers one request at a time: the rest wait in its queue
+            return Classified("timeout", f"{where}: request timed out after {endpoint.timeout:g}s; with a local "
+                                         "server that time includes waiting in the server's queue behind the other "
+                                         "requests in flight: run one at a time (-c 1), lower max_tokens, or raise "
+                                         "timeout (--timeout)", False)
         return Classified("timeout", f"{where}: request timed out after {endpoint.timeout:g}s "
-                                     f"(raise timeout in the suite for slow models)", False)
+                                     f"(raise timeout in the suite, or --timeout, for slow models)", False)
     if isinstance(exc, openai.APIConnectionError):
         from evals_cli.endpoints.httpx_compat import httpx
 
         if _cause(exc, httpx.ConnectError) is not None:  # refused / no route: nothing will get through
-            return Classified("endpoint", f"cannot reach {where}: {exc.__cause__ or exc}; check target.base_url "
-                                          f"or EVAL_{role}_BASE_URL and that the server is running", True, False)
+            return Classified("endpoint", f"cannot reach {where}: {exc.__cause__ or exc}; check "
+                                          f"{_url_source(endpoint)} and that the server is running", True, False)
         return Classified("endpoint", f"{where}: connection lost ({exc.__cause__ or exc}) after "
                                       f"{endpoint.max_retries} retries", False)
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        flag = "--judge-api-key or " if role == "JUDGE" else ""
         return Classified("auth", f"{where} refused the API key (HTTP {exc.status_code}); set "
-                                  f"EVAL_{role}_API_KEY", True)
+                                  f"{flag}EVAL_{role}_API_KEY", True)
     if isinstance(exc, openai.NotFoundError):
+        if _request_path(exc).endswith("/responses") and not _mentions_model(exc, endpoint):
+            return Classified("endpoint", f"{where}: not found (HTTP 404) at /responses: this endpoint has no "
+                                          "Responses API (most local servers serve only /chat/completions); use "
+                                          "target kind: openai_chat, or check the base URL "
+                                          f"({_url_source(endpoint)})", True)
         return Classified("endpoint", f"{where}: not found (HTTP 404): the model name or base URL is wrong; "
-                                      f"check the model setting or EVAL_{role}_MODEL / EVAL_{role}_BASE_URL", True)
+                                      f"check the model setting or EVAL_{role}_MODEL, and {_url_source(endpoint)}",
+                          True)
     if isinstance(exc, openai.RateLimitError):
         return Classified("rate_limit", f"{where}: rate limited (HTTP 429) after {endpoint.max_retries} "
                                         f"retries; lower concurrency or raise max_retries", False)
@@ -80,3 +92,33 @@ def _classify(exc: BaseException, endpoint: Endpoint) -> Classified:
     if isinstance(exc, openai.APIResponseValidationError | ValueError):
         return Classified("invalid_response", f"{where}: unusable response: {exc}", False)
     return Classified("internal", f"{type(exc).__name__}: {exc}", False)
+
+
+def _url_source(endpoint: Endpoint) -> str:
+    """Where to change the endpoint's URL: where it was set, or where it can be set when it was not."""
+    where = endpoint.base_url_from
+    if where == "target.base_url":
+        return "target.base_url in the suite (or EVAL_AGENT_BASE_URL, --base-url)"
+    if where == "judge.base_url":
+        return "judge.base_url in the suite (or EVAL_JUDGE_BASE_URL, --judge-base-url)"
+    if where == "the grader's base_url":
+        return "the judge's base_url (the grader's own in the suite, or --judge-base-url / EVAL_JUDGE_BASE_URL)"
+    if where:  # the command line or the environment: exactly what the user set
+        return where
+    if endpoint.role == "agent":
+        return "target.base_url (or --base-url, EVAL_AGENT_BASE_URL)"
+    return f"judge.base_url (or --judge-base-url, EVAL_{endpoint.role.upper()}_BASE_URL)"
+
+
+def _request_path(exc: BaseException) -> str:
+    """The path the failed request went to ('' when the exception does not say)."""
+    try:
+        return str(exc.request.url.path).rstrip("/")  # type: ignore[attr-defined]
+    except AttributeError:
+        return ""
+
+
+def _mentions_model(exc: BaseException, endpoint: Endpoint) -> bool:
+    """The 404 names the model (`model 'x' not found`): the route exists, the model does not."""
+    text = str(getattr(exc, "message", "") or exc).lower()
+    return "model" in text and endpoint.model.lower() in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from evals_cli.models.results import SampleResult
 
@@ -36,3 +37,15 @@ def prepare(path: Path | str) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def tool_runs(names: list[str]) -> list[str]:
+    """Tool calls in order, a run of the same tool called back to back shown once with its count (`read_file ×8`):
+    eight identical calls are a loop, never the one call `unique` would show."""
+    runs: list[list[Any]] = []
+    for name in names:
+        if runs and runs[-1][0] == name:
+            runs[-1][1] += 1
+        else:
+            runs.append([name, 1])
+    return [name if count == 1 else f"{name} ×{count}" for name, count in runs]

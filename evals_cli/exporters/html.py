@@ -3,6 +3,10 @@
 It answers, in order: did the gate pass, how did each grader do, which samples failed, and — for any one
 sample — what exactly the agent said and called, turn by turn, and why each grader scored it as it did.
 Everything from the run is escaped by Jinja2's autoescape: model output is untrusted input here.
+
+A sessions run (`evals analyze`, `evals run` on a recorded_sessions suite) gets its own page from the same
+stylesheet and script (`render_sessions_html`): the gate's checks, then per session its turns, agents and findings.
+In both, the filter bar hides a table row and its conversation together.
 """
 
 from __future__ import annotations
@@ -16,18 +20,80 @@ from typing import Any
 from jinja2 import Environment
 
 from evals_cli.exporters.base import EXPORTERS, FinishedRun
-from evals_cli.exporters.common import case_name, failed_labels, fmt_score, model_calls, prepare, unique
+from evals_cli.exporters.common import case_name, failed_labels, fmt_score, model_calls, prepare, tool_runs, unique
 from evals_cli.exporters.html_charts import BarChart, Histogram, histogram, score_bars
-from evals_cli.exporters.html_template import SCRIPT, STYLE, TEMPLATE
+from evals_cli.exporters.html_template import SCRIPT, SESSIONS_TEMPLATE, STYLE, TEMPLATE
+from evals_cli.gate import OPS, SYMBOLS
 from evals_cli.models.results import Grade, RunSummary, SampleResult, TurnGrade
+from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
 
 OPEN_PROBLEMS = 25  # failed/errored conversations start expanded when there are at most this many
+SAMPLE_STATUSES = [("passed", "passed"), ("failed", "failed"), ("errored", "errored"), ("ungraded", "not graded")]
 
 
-def score_class(score: float | None) -> str:
-    """The colour of a score, on the same cut-offs as the terminal table."""
+@dataclass(frozen=True)
+class PassRule:
+    """The gate's per-sample rule on the weighted score (`op value`), and whether every grader must pass too."""
+
+    op: str
+    value: float
+    every_grader: bool = False
+
+    def passes(self, score: float) -> bool:
+        return OPS.get(self.op, OPS["gte"])(score, self.value)
+
+    @property
+    def text(self) -> str:
+        return f"{SYMBOLS.get(self.op, self.op)} {self.value:g}"
+
+    @property
+    def sentence(self) -> str:
+        graders = ("every grader reaches its threshold (gate sample_pass: all)" if self.every_grader else
+                   "no required grader (e.g. tools_avoided) is under its own threshold")
+        return (f"A sample passes when its weighted score is {self.text}, {graders}, and it calls no tool it was "
+                "never offered.")
+
+
+def manifest_rule(run_dir: Path | None) -> PassRule | None:
+    """The per-sample rule of the gate in the run's run.json (written by `evals run` and `evals merge`)."""
+    if run_dir is None:
+        return None
+    from evals_cli.models.specs import GateSpec
+    from evals_cli.output.manifest import MANIFEST_NAME
+
+    folder = run_dir if run_dir.is_dir() else run_dir.parent
+    try:
+        data = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+        spec = GateSpec.model_validate(data.get("gate") or {})
+        return PassRule(spec.sample_op, spec.sample_value, getattr(spec, "sample_pass", "weighted") == "all")
+    except Exception:  # no manifest (an older run, a hand-made folder) or an unreadable one: fall back
+        return None
+
+
+def pass_rule(results: list[SampleResult], summary: RunSummary, run_dir: Path | None = None) -> PassRule | None:
+    """The per-sample pass rule: from run.json when there is one, else from a failed sample's recorded threshold,
+    else the gate's own comparison (a weighted_average gate without pass_value uses its value per sample)."""
+    rule = manifest_rule(run_dir)
+    if rule is not None:
+        return rule
+    gate = summary.gate
+    op = gate.op if gate is not None and gate.op in OPS else "gte"
+    for result in results:
+        for failure in result.failed_by:
+            if failure.rule == "weighted" and failure.threshold is not None:
+                return PassRule(op, failure.threshold)
+    if gate is not None and gate.aggregation != "logical" and gate.op in OPS:
+        return PassRule(gate.op, gate.value)
+    return None
+
+
+def score_class(score: float | None, rule: PassRule | None = None) -> str:
+    """The colour of a score: against the gate's per-sample rule when known (a passing score is green, a failing
+    one red), else on the terminal table's fixed cut-offs."""
     if score is None:
         return "err"
+    if rule is not None:
+        return "good" if rule.passes(score) else "bad"
     return "good" if score >= 0.999 else ("bad" if score < 0.5 else "mid")
 
 
@@ -42,12 +108,42 @@ def pretty(value: Any) -> str:
 
 
 @dataclass
+class JudgeCall:
+    """What the results line keeps of a judge call: the model, the verdicts (raw answer, reason, step-down mode),
+    and the rendered prompt and the judge's reply text when the grader stored them (`messages`, `reply`)."""
+
+    model: str
+    verdicts: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    reply: str | None
+
+
+def judge_call(grade: Grade) -> JudgeCall | None:
+    meta = grade.metadata
+    if "judge" not in meta:
+        return None
+    verdicts = [v for v in meta.get("verdicts") or [] if isinstance(v, dict)]
+    messages = meta.get("messages") or meta.get("prompt") or []
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    reply = meta.get("reply")
+    if reply is None:
+        replies = [v["reply"] for v in verdicts if isinstance(v.get("reply"), str)]
+        reply = "\n\n".join(replies) if replies else None
+    return JudgeCall(model=str(meta["judge"]), verdicts=verdicts, messages=messages,
+                     reply=reply if isinstance(reply, str) else None)
+
+
+@dataclass
 class GradeView:
     name: str
     grade: Grade
     score_text: str
     css: str
     judge: str | None
+    judge_call: JudgeCall | None = None
+    fails_sample: bool = False
 
 
 @dataclass
@@ -64,7 +160,13 @@ class SampleView:
     steps: int
     tokens: int
     grades: list[GradeView]
-    turn_grades: dict[int, list[tuple[str, TurnGrade]]] = field(default_factory=dict)
+    failed_by: list[str] = field(default_factory=list)
+    tool_calls: int = 0
+    turn_grades: dict[int, list[tuple[str, TurnGrade, str]]] = field(default_factory=dict)
+
+    @property
+    def grade_css(self) -> dict[str, str]:
+        return {g.name: g.css for g in self.grades}
 
 
 def _status(result: SampleResult) -> tuple[str, str]:
@@ -86,19 +188,35 @@ def _judge(grade: Grade) -> str | None:
     return f"judge {meta['judge']}" + (f", raw score {raw:g}" if isinstance(raw, int | float) else "")
 
 
-def sample_view(index: int, result: SampleResult) -> SampleView:
+def grade_class(name: str, score: float | None, result: SampleResult, rule: PassRule | None) -> str:
+    """A grader's score coloured as the verdict reads it: red when it failed the sample on its own, green when it
+    meets the per-sample rule, amber when under it without failing the sample by itself."""
+    if score is None:
+        return "err"
+    if any(f.grader == name for f in result.failed_by):
+        return "bad"
+    if rule is None:
+        return score_class(score)
+    return "good" if rule.passes(score) else "mid"
+
+
+def sample_view(index: int, result: SampleResult, rule: PassRule | None = None) -> SampleView:
     status, status_text = _status(result)
-    grades = [GradeView(name, grade, fmt_score(grade.score), score_class(grade.score), _judge(grade))
+    blamed = {f.grader for f in result.failed_by if f.grader}
+    grades = [GradeView(name, grade, fmt_score(grade.score), grade_class(name, grade.score, result, rule),
+                        _judge(grade), judge_call(grade), name in blamed)
               for name, grade in result.grades.items()]
-    turn_grades: dict[int, list[tuple[str, TurnGrade]]] = {}
+    turn_grades: dict[int, list[tuple[str, TurnGrade, str]]] = {}
     for name, grade in result.grades.items():
         for turn in grade.per_turn_grades or []:  # 0-based in results; the page numbers turns from 1
-            turn_grades.setdefault(turn.turn + 1, []).append((name, turn))
+            turn_grades.setdefault(turn.turn + 1, []).append(
+                (name, turn, grade_class("", turn.score, result, rule)))
     usage = result.usage.total_tokens + result.judge_usage.total_tokens
+    score_css = score_class(result.score, rule) if result.score is not None or rule is None else "err"
     return SampleView(index=index, anchor=f"s-{index}", name=case_name(result), result=result, status=status,
-                      status_text=status_text, score_text=fmt_score(result.score), score_css=score_class(result.score),
-                      tools=unique(result.tools_called), steps=model_calls(result), tokens=usage, grades=grades,
-                      turn_grades=turn_grades)
+                      status_text=status_text, score_text=fmt_score(result.score), score_css=score_css,
+                      tools=tool_runs(result.tools_called), steps=model_calls(result), tokens=usage, grades=grades,
+                      failed_by=failed_labels(result), tool_calls=len(result.tools_called), turn_grades=turn_grades)
 
 
 @dataclass
@@ -113,10 +231,13 @@ class ReportView:
     notes: list[str]
     pass_rate: str
     open_problems: bool
+    rule: PassRule | None = None
+    noun: str = "samples"
+    statuses: list[tuple[str, str]] = field(default_factory=lambda: list(SAMPLE_STATUSES))
 
 
 def report_view(results: Iterable[SampleResult], summary: RunSummary, title: str | None = None,
-                notes: Iterable[str] = ()) -> ReportView:
+                notes: Iterable[str] = (), run_dir: Path | None = None) -> ReportView:
     items = list(results)
     graders = unique([*summary.graders, *(name for r in items for name in r.grades)])
     aggregates = {name: summary.graders[name] for name in graders if name in summary.graders}
@@ -126,12 +247,14 @@ def report_view(results: Iterable[SampleResult], summary: RunSummary, title: str
                   for name in graders]
     histograms.append(histogram("weighted score", [r.score for r in items if r.error is None]))
     graded = summary.passed + summary.failed
+    rule = pass_rule(items, summary, run_dir)
     return ReportView(
         summary=summary, title=title or f"{summary.suite} — evals report", graders=graders,
-        weights=gate.weights if gate else {}, samples=[sample_view(i, r) for i, r in enumerate(items, 1)],
+        weights=gate.weights if gate else {}, samples=[sample_view(i, r, rule) for i, r in enumerate(items, 1)],
         bars=score_bars(aggregates, threshold), histograms=histograms, notes=list(notes),
         pass_rate=f"{summary.passed / graded:.0%}" if graded else "—",
         open_problems=sum(1 for r in items if r.error is not None or r.passed is False) <= OPEN_PROBLEMS,
+        rule=rule,
     )
 
 
@@ -144,26 +267,129 @@ def _environment() -> Environment:
 
 
 def render_html(results: Iterable[SampleResult], summary: RunSummary, *, title: str | None = None,
-                notes: Iterable[str] = ()) -> str:
+                notes: Iterable[str] = (), run_dir: Path | None = None) -> str:
     """The whole report as one HTML string.
 
     `summary` is the run's summary.json, or for a killed run the one `evals_cli.report.load_run` rebuilds;
-    `notes` (e.g. load_run's warnings: torn line, rebuilt summary) are shown at the top of the report.
+    `notes` (e.g. load_run's warnings: torn line, rebuilt summary) are shown at the top of the report;
+    `run_dir`, the run's folder, gives the gate's per-sample pass rule (its run.json) when there is one.
     """
-    view = report_view(results, summary, title, notes)
+    view = report_view(results, summary, title, notes, run_dir)
     template = _environment().from_string(TEMPLATE)
     return template.render(v=view, s=view.summary, style=STYLE, script=SCRIPT)
 
 
 def write_html(results: Iterable[SampleResult], summary: RunSummary, path: Path | str, *, title: str | None = None,
-               notes: Iterable[str] = ()) -> Path:
+               notes: Iterable[str] = (), run_dir: Path | None = None) -> Path:
     """Write the report (UTF-8) and return its path."""
     out = prepare(path)
-    out.write_text(render_html(results, summary, title=title, notes=notes), encoding="utf-8")
+    out.write_text(render_html(results, summary, title=title, notes=notes, run_dir=run_dir), encoding="utf-8")
     return out
 
 
 @EXPORTERS.register("html")
 def export_html(run: FinishedRun, path: Path) -> Path:
     """`--export html=PATH`: the report `evals report --html` writes, straight after the run."""
-    return write_html(run.results(), run.summary, path)
+    return write_html(run.results(), run.summary, path, run_dir=run.run_dir)
+
+
+# --- sessions runs (`evals analyze`, `evals run` on a recorded_sessions suite) ----------------------------------
+
+SESSION_STATUSES = [("clean", "no problem found"), ("problems", "with problems"), ("errored", "errored")]
+
+
+@dataclass
+class SessionView:
+    index: int
+    anchor: str
+    name: str
+    analysis: SessionAnalysis
+    status: str
+    status_text: str
+    problems: list[str]
+
+    @property
+    def badge(self) -> str:
+        """The sample report's badge colours: clean green, with problems red, errored purple."""
+        return {"clean": "passed", "errored": "errored"}.get(self.status, "failed")
+
+
+def _session_problems(a: SessionAnalysis) -> list[str]:
+    """What a person should look at in a session, in words (the session has no pass/fail of its own)."""
+    found = [f"turn {t.turn_index + 1}: {t.detection_type}" for t in a.turn_results if t.is_bad]
+    if a.task_completion is False:
+        found.append("task not completed")
+    found += [f"{n} {sev} tool violation{'s' if n > 1 else ''}" for sev, n in sorted(a.tool_validation.by_severity.items())]
+    c = a.coordination
+    found += [f"{len(items)} {what}" for items, what in ((c.redundant_calls, "redundant call(s)"),
+                                                         (c.lost_handoffs, "lost handoff(s)"),
+                                                         (c.out_of_role_calls, "out-of-role call(s)")) if items]
+    if a.judge.errors:
+        found.append(f"{len(a.judge.errors)} judge call(s) without a verdict")
+    return found
+
+
+def session_view(index: int, analysis: SessionAnalysis) -> SessionView:
+    if analysis.error:
+        status, text, problems = "errored", "error", [analysis.error]
+    else:
+        problems = _session_problems(analysis)
+        status = "problems" if problems else "clean"
+        text = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}" if problems else "no problem found"
+    return SessionView(index=index, anchor=f"s-{index}", name=analysis.session_id, analysis=analysis,
+                       status=status, status_text=text, problems=problems)
+
+
+@dataclass
+class SessionsReportView:
+    summary: SessionsSummary
+    title: str
+    sessions: list[SessionView]
+    notes: list[str]
+    histograms: list[Histogram]
+    noun: str = "sessions"
+    statuses: list[tuple[str, str]] = field(default_factory=lambda: list(SESSION_STATUSES))
+
+
+def sessions_report_view(analyses: Iterable[SessionAnalysis], summary: SessionsSummary, title: str | None = None,
+                         notes: Iterable[str] = ()) -> SessionsReportView:
+    items = list(analyses)
+    ok = [a for a in items if not a.error]
+    histograms = [histogram(label, [getattr(a, key) for a in ok])
+                  for key, label in (("overall_score", "overall score"), ("conversation_score", "conversation"),
+                                     ("tool_use_score", "tool use"), ("coordination_score", "coordination"))]
+    return SessionsReportView(summary=summary, title=title or f"{summary.name} — sessions report",
+                              sessions=[session_view(i, a) for i, a in enumerate(items, 1)], notes=list(notes),
+                              histograms=histograms)
+
+
+def session_class(score: float | None, low_is_good: bool = False) -> str:
+    """A sessions score coloured as the terminal view colours it (green from 0.8, amber from 0.5, red below)."""
+    if score is None:
+        return "muted"
+    value = 1 - score if low_is_good else score
+    return "good" if value >= 0.8 else ("mid" if value >= 0.5 else "bad")
+
+
+def drift_class(score: float | None) -> str:
+    """Intent drift: lower is better."""
+    return session_class(score, low_is_good=True)
+
+
+def render_sessions_html(analyses: Iterable[SessionAnalysis], summary: SessionsSummary, *, title: str | None = None,
+                         notes: Iterable[str] = ()) -> str:
+    """The report of a sessions run (`evals analyze`, `evals run` on a recorded_sessions suite) as one HTML string:
+    the gate and its checks, the per-agent means, a sortable, filterable table of sessions, and per session its
+    turns (detections, interactions with their scores), agents, coordination, tool violations and findings."""
+    view = sessions_report_view(analyses, summary, title, notes)
+    env = _environment()
+    env.globals["score_class"] = session_class
+    env.globals["drift_class"] = drift_class
+    return env.from_string(SESSIONS_TEMPLATE).render(v=view, s=view.summary, style=STYLE, script=SCRIPT)
+
+
+def write_sessions_html(analyses: Iterable[SessionAnalysis], summary: SessionsSummary, path: Path | str, *,
+                        title: str | None = None, notes: Iterable[str] = ()) -> Path:
+    out = prepare(path)
+    out.write_text(render_sessions_html(analyses, summary, title=title, notes=notes), encoding="utf-8")
+    return out

@@ -80,6 +80,10 @@ details.tool .label { font-size: 11.5px; color: var(--muted); margin-top: 4px; }
 .step-meta { font-size: 11.5px; color: var(--muted); margin: 0 0 4px 14px; }
 details.why > summary { cursor: pointer; } details.why[open] > summary { color: var(--muted); }
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
+tr.fails-sample > td:first-child { font-weight: 650; }
+details.judge-call { margin-top: 6px; } details.judge-call > summary { cursor: pointer; color: var(--muted); }
+details.judge-call .label, .label { font-size: 11.5px; color: var(--muted); margin-top: 4px; }
+.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; }
 """
 
 SCRIPT = r"""
@@ -136,23 +140,52 @@ SCRIPT = r"""
   var filter = document.getElementById("filter");
   var status = document.getElementById("status-filter");
   var shown = document.getElementById("shown");
+  var noun = table.getAttribute("data-noun") || "samples";
   function applyFilter() {
+    /* the table and the conversations below it show the same samples */
     var q = filter.value.trim().toLowerCase(), st = status.value, n = 0, all = rows();
     all.forEach(function (row) {
       var ok = (!q || row.textContent.toLowerCase().indexOf(q) >= 0) && (!st || row.getAttribute("data-status") === st);
       row.hidden = !ok;
+      var conv = document.getElementById(row.getAttribute("data-anchor"));
+      if (conv) { conv.hidden = !ok; }
       if (ok) { n += 1; }
     });
-    shown.textContent = n + " of " + all.length + " samples shown";
+    shown.textContent = n + " of " + all.length + " " + noun + " shown";
+    var none = document.getElementById("no-match");
+    if (none) { none.hidden = n > 0; }
   }
   filter.addEventListener("input", applyFilter);
   status.addEventListener("change", applyFilter);
 
   function setAll(open) {
-    document.querySelectorAll("details.sample").forEach(function (d) { d.open = open; });
+    document.querySelectorAll("details.sample").forEach(function (d) { if (!d.hidden) { d.open = open; } });
   }
   document.getElementById("expand-all").addEventListener("click", function () { setAll(true); });
   document.getElementById("collapse-all").addEventListener("click", function () { setAll(false); });
+
+  /* tool calls: every result readable at once, in the whole report or in one conversation */
+  function setTools(scope, open) {
+    scope.querySelectorAll("details.tool").forEach(function (d) { d.open = open; });
+  }
+  var allTools = document.getElementById("expand-tools");
+  if (allTools) {
+    allTools.addEventListener("click", function () {
+      var open = allTools.getAttribute("aria-pressed") !== "true";
+      document.querySelectorAll("details.sample").forEach(function (d) { if (!d.hidden && open) { d.open = true; } });
+      setTools(document, open);
+      allTools.setAttribute("aria-pressed", open ? "true" : "false");
+      allTools.textContent = open ? "collapse all tool calls" : "expand all tool calls";
+    });
+  }
+  document.querySelectorAll("button.sample-tools").forEach(function (b) {
+    b.addEventListener("click", function () {
+      var open = b.getAttribute("aria-pressed") !== "true";
+      setTools(b.closest("details.sample"), open);
+      b.setAttribute("aria-pressed", open ? "true" : "false");
+      b.textContent = open ? "collapse tool calls" : "expand all tool calls";
+    });
+  });
 
   function fromHash() {
     var target = decodeURIComponent(location.hash.slice(1));
@@ -170,6 +203,21 @@ SCRIPT = r"""
   document.querySelectorAll(".needs-js").forEach(function (el) { el.hidden = false; });
   root.setAttribute("data-report-ready", "1");
 })();
+"""
+
+CONTROLS = """<div class="controls needs-js" hidden>
+  <input id="filter" type="search" placeholder="filter (id, tag, tool…)" aria-label="filter {{ v.noun }}">
+  <select id="status-filter" aria-label="status">
+    <option value="">all</option>
+    {% for value, label in v.statuses %}<option value="{{ value }}">{{ label }}</option>{% endfor %}
+  </select>
+  <span id="shown" class="muted"></span>
+  <button type="button" id="expand-all">expand all conversations</button>
+  <button type="button" id="collapse-all">collapse all</button>
+  {% if v.noun == "samples" %}
+  <button type="button" id="expand-tools" aria-pressed="false">expand all tool calls</button>
+  {% endif %}
+</div>
 """
 
 TEMPLATE = """<!DOCTYPE html>
@@ -265,7 +313,7 @@ TEMPLATE = """<!DOCTYPE html>
     {% for name, agg in s.graders.items() %}
       <tr><td>{{ name }}</td><td class="num">{% if agg.applicable is not none and agg.applicable < agg.count -%}
         {{ agg.applicable }} of {{ agg.count }}{% else %}{{ agg.count }}{% endif %}</td><td class="num">{{ agg.errors }}</td>
-        <td class="num {{ score_class(agg.avg_score) }}">{{ agg.avg_score|score }}</td>
+        <td class="num {{ score_class(agg.avg_score, v.rule) }}">{{ agg.avg_score|score }}</td>
         <td class="num">{{ agg.accuracy|score }}</td><td class="num">{{ agg.min|score }}</td>
         <td class="num">{{ agg.median|score }}</td><td class="num">{{ agg.max|score }}</td>
         <td class="num">{{ "%g"|format(v.weights[name]) if name in v.weights else "—" }}</td></tr>
@@ -300,18 +348,15 @@ TEMPLATE = """<!DOCTYPE html>
 
 <section id="samples-section">
 <h2>Samples</h2>
-<div class="controls needs-js" hidden>
-  <input id="filter" type="search" placeholder="filter (id, tag, tool…)" aria-label="filter samples">
-  <select id="status-filter" aria-label="status">
-    <option value="">all</option><option value="passed">passed</option><option value="failed">failed</option>
-    <option value="errored">errored</option><option value="ungraded">not graded</option>
-  </select>
-  <span id="shown" class="muted"></span>
-  <button type="button" id="expand-all">expand all conversations</button>
-  <button type="button" id="collapse-all">collapse all</button>
-</div>
-<div class="scroll">
-<table id="samples" class="sortable">
+{% if v.rule is not none %}
+<p id="pass-rule" class="muted">{{ v.rule.sentence }} Scores are coloured against that rule: green passes it,
+  red fails it; a grader's score is amber when under it without failing the sample on its own.</p>
+{% else %}
+<p id="pass-rule" class="muted">The per-sample pass rule is not recorded with this run; scores are coloured on fixed
+  cut-offs (green 1, amber 0.5 to 1, red under 0.5).</p>
+{% endif %}
+{{ controls }}<div class="scroll">
+<table id="samples" class="sortable" data-noun="{{ v.noun }}">
   <thead><tr>
     <th data-key="index" data-type="num" class="num">#</th>
     <th data-key="sample" data-type="text">sample</th>
@@ -330,16 +375,16 @@ TEMPLATE = """<!DOCTYPE html>
   <tbody>
   {% for sv in v.samples %}
     {% set r = sv.result %}
-    <tr data-status="{{ sv.status }}" data-sample="{{ sv.name }}">
+    <tr data-status="{{ sv.status }}" data-sample="{{ sv.name }}" data-anchor="{{ sv.anchor }}">
       <td class="num" data-sort="{{ sv.index }}">{{ sv.index }}</td>
       <td class="id" data-sort="{{ sv.name }}"><a href="#{{ sv.anchor }}">{{ sv.name }}</a></td>
       <td class="tags">{% for t in r.tags %}<span class="tag">{{ t }}</span>{% endfor %}</td>
-      <td>{{ sv.tools|join(", ") if sv.tools else "—" }}
+      <td class="tools" data-calls="{{ sv.tool_calls }}">{{ sv.tools|join(", ") if sv.tools else "—" }}
         {%- if r.trajectory.stop_reason != "completed" %}
         <span class="warn">[{{ r.trajectory.stop_reason }}]</span>{% endif %}</td>
       {% for name in v.graders %}
       {% set gr = r.grades.get(name) %}
-      <td class="num {{ ('muted' if not gr.applicable else score_class(gr.score)) if gr else '' }}"
+      <td class="num {{ ('muted' if not gr.applicable else sv.grade_css[name]) if gr else '' }}"
           data-sort="{{ '' if gr is none or gr.score is none else gr.score }}">
         {%- if gr is none %}{% elif gr.score is none %}error{% elif not gr.applicable %}n/a{% else %}{{ gr.score|score }}
         {%- if gr.turns_total %} ({{ gr.turns_passed }}/{{ gr.turns_total }}){% endif %}{% endif -%}
@@ -365,6 +410,8 @@ TEMPLATE = """<!DOCTYPE html>
   {%- if sv.status in ("failed", "errored") and v.open_problems %} open{% endif %}>
   <summary><span class="badge {{ sv.status }}">{{ sv.status_text }}</span> <b>{{ sv.name }}</b>
     · score <span class="{{ sv.score_css }}">{{ sv.score_text }}</span>
+    {%- if v.rule is not none %} <span class="muted">(passes {{ v.rule.text }})</span>{% endif %}
+    {% if sv.failed_by %}· <span class="bad failed-by">failed by {{ sv.failed_by|join(", ") }}</span>{% endif %}
     {% for t in r.tags %}<span class="tag">{{ t }}</span>{% endfor %}</summary>
   <div class="body">
     {% if r.error %}
@@ -380,7 +427,8 @@ TEMPLATE = """<!DOCTYPE html>
       <tbody>
       {% for gv in sv.grades %}
       {% set gd = gv.grade %}
-        <tr><td>{{ gv.name }}</td>
+        <tr data-grader="{{ gv.name }}"{% if gv.fails_sample %} class="fails-sample"{% endif %}><td>{{ gv.name }}
+          {%- if gv.fails_sample %} <span class="chip bad">fails the sample</span>{% endif %}</td>
           <td class="num {{ 'muted' if not gd.applicable else gv.css }}">{{ gv.score_text if gd.applicable else "n/a" }}
             {%- if gd.turns_total %} ({{ gd.turns_passed }}/{{ gd.turns_total }} turns){% endif %}</td>
           <td><details class="why">
@@ -388,6 +436,28 @@ TEMPLATE = """<!DOCTYPE html>
             {% if gd.rationale %}<div class="text">{{ gd.rationale }}</div>{% endif %}
             {% if gd.error and gd.error != gd.rationale %}<div class="err">error: {{ gd.error }}</div>{% endif %}
             {% if gv.judge %}<div class="muted">{{ gv.judge }}</div>{% endif %}
+            {% set jc = gv.judge_call %}
+            {% if jc %}
+            <details class="judge-call"><summary>judge call: {{ jc.model }}
+              {%- if jc.verdicts %} ({{ jc.verdicts|length }} verdict{{ "s" if jc.verdicts|length != 1 }})
+              {%- endif %}</summary>
+              {% if jc.messages %}
+              <div class="label">rendered prompt</div>
+              {% for m in jc.messages %}<div class="label">{{ m.get("role", "message") }}</div>
+              <pre class="judge-prompt">{{ m.get("content")|pretty }}</pre>{% endfor %}
+              {% else %}
+              <div class="muted judge-prompt-missing">The rendered prompt is not stored in this results file.</div>
+              {% endif %}
+              {% if jc.reply is not none %}<div class="label">reply</div><pre class="judge-reply">{{ jc.reply }}</pre>
+              {% endif %}
+              {% for vd in jc.verdicts %}
+              <div class="label">verdict {{ loop.index }}{% if vd.get("judge") %} · {{ vd.get("judge") }}{% endif %}
+                {%- if vd.get("mode") %} · mode {{ vd.get("mode") }}{% endif %}</div>
+              <pre class="judge-verdict">answer: {{ vd.get("raw")|pretty }} → score {{ vd.get("score")|score }}
+{{ vd.get("reason") or "" }}</pre>
+              {% endfor %}
+            </details>
+            {% endif %}
             {% if gd.submission %}<div class="muted">graded text:</div><pre>{{ gd.submission }}</pre>{% endif %}
             {% if gd.per_turn_grades %}<div class="muted">per turn:
               {% for t in gd.per_turn_grades %}turn {{ t.turn + 1 }}
@@ -399,6 +469,10 @@ TEMPLATE = """<!DOCTYPE html>
     </table>
     {% endif %}
     <h3>Conversation</h3>
+    {% if sv.tool_calls %}
+    <p class="needs-js" hidden><button type="button" class="sample-tools" aria-pressed="false">expand all tool calls</button>
+      <span class="muted">{{ sv.tool_calls }} tool call{{ "s" if sv.tool_calls != 1 }}</span></p>
+    {% endif %}
     {% for m in r.trajectory.prefilled %}
       {% if m.get("role") == "system" %}
     <details class="why"><summary class="muted">system prompt</summary><pre>{{ m.get("content")|pretty }}</pre></details>
@@ -415,7 +489,7 @@ TEMPLATE = """<!DOCTYPE html>
     {% set tgs = sv.turn_grades.get(tn, []) %}
     <div class="turn" data-turn="{{ tn }}">
       <div class="turn-head">Turn {{ tn }}
-        {%- for name, tg in tgs %}<span class="chip {{ score_class(tg.score) }}">{{ name }} {{ tg.score|score }}</span>
+        {%- for name, tg, tcss in tgs %}<span class="chip {{ tcss }}">{{ name }} {{ tg.score|score }}</span>
         {%- endfor %}</div>
       {% if turn.user is not none %}
       <div class="msg user"><div class="role">user</div><div class="text">{{ turn.user }}</div></div>
@@ -444,8 +518,8 @@ TEMPLATE = """<!DOCTYPE html>
       <details class="why turn-grades"><summary>grades of turn {{ tn }}</summary>
         <table><thead><tr><th>grader</th><th class="num">score</th><th>answer graded</th><th>expected</th>
           <th>why</th></tr></thead>
-        <tbody>{% for name, tg in tgs %}
-          <tr><td>{{ name }}</td><td class="num {{ score_class(tg.score) }}">{{ tg.score|score }}</td>
+        <tbody>{% for name, tg, tcss in tgs %}
+          <tr><td>{{ name }}</td><td class="num {{ tcss }}">{{ tg.score|score }}</td>
             <td>{{ tg.submission }}</td><td>{{ tg.ground_truth|pretty if tg.ground_truth is not none else "—" }}</td>
             <td>{{ tg.rationale }}</td></tr>
         {% endfor %}</tbody></table>
@@ -460,9 +534,269 @@ TEMPLATE = """<!DOCTYPE html>
   </div>
 </details>
 {% endfor %}
+<p id="no-match" class="muted" hidden>No {{ v.noun }} match the filter.</p>
 </section>
 <footer>Written by evals-cli. Self-contained: no network access is needed to view this file.</footer>
 <script>{{ script|safe }}</script>
 </body>
 </html>
 """
+
+SESSIONS_TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="evals-cli">
+<title>{{ v.title }}</title>
+<style>{{ style|safe }}</style>
+</head>
+<body>
+<header>
+  <h1>{{ s.name }}</h1>
+  <p class="meta">evals-cli sessions report · started {{ s.started_at or "—" }} · {{ "%.1f"|format(s.duration_s) }} s ·
+    status {{ s.status }}{% if s.dataset %} · dataset {{ s.dataset }}{% endif %}</p>
+</header>
+{% for note in v.notes %}
+<p class="warn note">{{ note }}</p>
+{% endfor %}
+{% if s.status != "completed" or s.abort_reason %}
+<p class="warn">Run {{ s.status }}{% if s.abort_reason %}: {{ s.abort_reason }}{% endif %}</p>
+{% endif %}
+{% set g = s.gate %}
+<section id="gate" class="gate {{ 'unknown' if g is none or g.passed is none else ('pass' if g.passed else 'fail') }}">
+  {{ g.message if g is not none else "No gate verdict." }}
+</section>
+{% if g is not none and g.checks %}
+<table id="gate-checks" style="width:auto">
+  <thead><tr><th>check</th><th class="num">measured</th><th class="num">needed</th><th>result</th></tr></thead>
+  <tbody>{% for c in g.checks %}
+    <tr><td>{{ c.name }}{% if c.detail %} <span class="muted">({{ c.detail }})</span>{% endif %}</td>
+      <td class="num">{{ "—" if c.metric is none else "%.3f"|format(c.metric) }}</td>
+      <td class="num">≥ {{ "%g"|format(c.value) }}</td>
+      <td class="{{ 'err' if c.passed is none else ('good' if c.passed else 'bad') }}">
+        {{ "nothing to measure" if c.passed is none else ("passed" if c.passed else "failed") }}</td></tr>
+  {% endfor %}</tbody>
+</table>
+{% endif %}
+
+<section class="cards" id="summary">
+  {% set c = s.conversation %}
+  <div class="card"><div class="n">{{ s.sessions }}</div><div class="l">sessions</div></div>
+  <div class="card"><div class="n err">{{ s.errored }}</div><div class="l">errored</div></div>
+  <div class="card"><div class="n {{ score_class(s.mean_overall_score) }}">{{ s.mean_overall_score|score }}</div>
+    <div class="l">mean overall score</div></div>
+  <div class="card"><div class="n">
+    {{- "—" if s.task_completion_rate is none else "{:.0%}".format(s.task_completion_rate) }}</div>
+    <div class="l">task completion</div></div>
+  <div class="card"><div class="n {{ 'bad' if c.bad_responses else 'good' }}">
+    {{- c.bad_responses }} / {{ c.total_responses }}</div>
+    <div class="l">bad turns (ccm {{ c.ccm_detections }}, rdm {{ c.rdm_detections }}, hallucination
+      {{ c.hallucination_detections }}, judge {{ c.llm_judge_detections }}
+      {%- if c.overruled_detections %}; {{ c.overruled_detections }} overruled{% endif %})</div></div>
+  <div class="card"><div class="n">
+    {%- for sev, n in s.violations_by_severity|dictsort %}{{ n }} {{ sev }}{{ ", " if not loop.last }}
+    {%- else %}0{% endfor %}</div><div class="l">tool violations</div></div>
+  {% if s.min_agent %}
+  <div class="card"><div class="n {{ score_class(s.min_agent.score) }}">{{ s.min_agent.score|score }}</div>
+    <div class="l">lowest agent: {{ s.min_agent.agent_id }} in {{ s.min_agent.session_id }}</div></div>
+  {% endif %}
+  <div class="card"><div class="n">{{ s.judge.model or "off" }}</div>
+    <div class="l">judge{% if s.judge.model %}: {{ s.judge.calls }} calls, {{ s.judge.errors|length }} without a verdict,
+      {{ "{:,}".format(s.judge.prompt_tokens + s.judge.completion_tokens) }} tokens
+      {%- else %} (deterministic metrics only){% endif %}</div></div>
+</section>
+
+<section id="agents">
+<h2>Agents</h2>
+<div class="charts">
+  <table style="width:auto">
+    <thead><tr><th>agent</th><th class="num">mean overall</th></tr></thead>
+    <tbody>{% for agent, mean in s.per_agent_mean.items() %}
+      <tr><td>{{ agent }}</td><td class="num {{ score_class(mean) }}">{{ mean|score }}</td></tr>
+    {% endfor %}</tbody>
+  </table>
+</div>
+<h3>Score distributions</h3>
+<div class="hists">
+{% for h in v.histograms %}
+  <figure class="hist-figure">
+    <figcaption>{{ h.title }} <span class="muted">({{ h.total }} scored
+      {%- if h.missing %}, {{ h.missing }} without a score{% endif %})</span></figcaption>
+    <svg class="chart histogram" role="img" aria-label="histogram of {{ h.title }}" width="{{ h.width }}"
+         height="{{ h.height }}" viewBox="0 0 {{ h.width }} {{ h.height }}">
+      <line class="axis" x1="8" x2="252" y1="{{ h.base_y }}" y2="{{ h.base_y }}"></line>
+      {% for bin in h.bins %}
+      <rect class="hist" x="{{ bin.x }}" y="{{ bin.y }}" width="{{ bin.width }}" height="{{ bin.height }}">
+        <title>{{ bin.label }}: {{ bin.count }}</title></rect>
+      {% if bin.count %}
+      <text class="tick" x="{{ bin.x + bin.width / 2 }}" y="{{ bin.y - 3 }}" text-anchor="middle">{{ bin.count }}</text>
+      {% endif %}
+      {% endfor %}
+      <text class="tick" x="10" y="{{ h.base_y + 14 }}">0</text>
+      <text class="tick" x="130" y="{{ h.base_y + 14 }}" text-anchor="middle">0.5</text>
+      <text class="tick" x="250" y="{{ h.base_y + 14 }}" text-anchor="end">1</text>
+    </svg>
+  </figure>
+{% endfor %}
+</div>
+</section>
+
+{% macro num(value, css) -%}
+<td class="num {{ css }}" data-sort="{{ '' if value is none else value }}">{{ value|score }}</td>
+{%- endmacro %}
+<section id="samples-section">
+<h2>Sessions</h2>
+<p id="pass-rule" class="muted">The gate decides over all sessions (see its checks above); a session has no verdict
+  of its own. Scores are coloured green from 0.8, amber from 0.5, red below (intent drift: lower is better).</p>
+{{ controls }}
+<div class="scroll">
+<table id="samples" class="sortable" data-noun="{{ v.noun }}">
+  <thead><tr>
+    <th data-key="index" data-type="num" class="num">#</th>
+    <th data-key="sample" data-type="text">session</th>
+    <th data-key="score" data-type="num" class="num">overall</th>
+    <th data-key="task" data-type="text">task</th>
+    <th data-key="bad" data-type="num" class="num">bad turns</th>
+    <th data-key="violations" data-type="num" class="num">tool violations</th>
+    <th data-key="tooluse" data-type="num" class="num">tool use</th>
+    <th data-key="coordination" data-type="num" class="num">coordination</th>
+    <th data-key="drift" data-type="num" class="num">drift</th>
+    <th data-key="result" data-type="text">findings</th>
+    <th data-key="latency" data-type="num" class="num">time (s)</th>
+  </tr></thead>
+  <tbody>
+  {% for sv in v.sessions %}
+    {% set a = sv.analysis %}
+    <tr data-status="{{ sv.status }}" data-sample="{{ sv.name }}" data-anchor="{{ sv.anchor }}">
+      <td class="num" data-sort="{{ sv.index }}">{{ sv.index }}</td>
+      <td class="id" data-sort="{{ sv.name }}"><a href="#{{ sv.anchor }}">{{ sv.name }}</a></td>
+      {{ num(a.overall_score, score_class(a.overall_score)) }}
+      <td class="{{ 'muted' if a.task_completion is none else ('good' if a.task_completion else 'bad') }}">
+        {{- "?" if a.task_completion is none else ("completed" if a.task_completion else "not completed") }}</td>
+      <td class="num" data-sort="{{ a.conversation.bad_responses }}">
+        {{- a.conversation.bad_responses }} / {{ a.conversation.total_responses }}</td>
+      <td class="num" data-sort="{{ a.tool_validation.violating_calls }}">{{ a.tool_validation.violating_calls }}</td>
+      {{ num(a.tool_use_score, score_class(a.tool_use_score)) }}
+      {{ num(a.coordination_score, score_class(a.coordination_score)) }}
+      {{ num(a.intent_drift_score, drift_class(a.intent_drift_score)) }}
+      <td data-sort="{{ sv.status }}"><span class="badge {{ sv.badge }}">{{ sv.status_text }}</span>
+        {% if sv.problems and sv.status != "errored" %}
+        <span class="muted">{{ sv.problems|join("; ") }}</span>{% endif %}</td>
+      <td class="num" data-sort="{{ '' if a.latency.total_ms is none else a.latency.total_ms }}">
+        {{- "—" if a.latency.total_ms is none else "%.2f"|format(a.latency.total_ms / 1000) }}</td>
+    </tr>
+  {% endfor %}
+  </tbody>
+</table>
+</div>
+</section>
+
+<section id="conversations">
+<h2>Sessions in detail</h2>
+{% for sv in v.sessions %}
+{% set a = sv.analysis %}
+<details class="sample {{ sv.badge }}" id="{{ sv.anchor }}"
+  {%- if sv.status != "clean" and v.sessions|length <= 25 %} open{% endif %}>
+  <summary><span class="badge {{ sv.badge }}">{{ sv.status_text }}</span>
+    <b>{{ sv.name }}</b> · overall
+    <span class="{{ score_class(a.overall_score) }}">{{ a.overall_score|score }}</span></summary>
+  <div class="body">
+    {% if a.error %}<div class="error-box"><b>error</b>: {{ a.error }}</div>{% endif %}
+    {% if a.task %}<p><b>task</b>: {{ a.task }}</p>{% endif %}
+    <p class="muted">conversation {{ a.conversation_score|score }} · tool use {{ a.tool_use_score|score }} ·
+      reasoning {{ a.reasoning_score|score }} · coordination {{ a.coordination_score|score }} · drift
+      {{ a.intent_drift_score|score }} · task
+      {{ "?" if a.task_completion is none else ("completed" if a.task_completion else "not completed") }}
+      {%- if a.task_completion_source %} ({{ a.task_completion_source }}){% endif %}</p>
+    {% for t in a.turn_results %}
+    <div class="turn" data-turn="{{ t.turn_index + 1 }}">
+      <div class="turn-head">Turn {{ t.turn_index + 1 }}
+        {% if t.is_bad %}<span class="chip bad">{{ t.detection_type }} ({{ "%.2f"|format(t.confidence) }})</span>
+        {% else %}<span class="chip good">good</span>{% endif %}</div>
+      {% if t.reason %}<div class="text">{{ t.reason }}</div>{% endif %}
+      {% for d in t.detections %}
+      <div class="muted detection">{{ d.type }} · {{ d.source }} · confidence {{ "%.2f"|format(d.confidence) }}
+        {%- if d.overruled_by_judge %} · <span class="warn">overruled by the judge
+          {%- if d.judge_reason %}: {{ d.judge_reason }}{% endif %}</span>{% endif %}
+        <pre>{{ d.evidence }}</pre></div>
+      {% endfor %}
+      {% if t.interactions %}
+      <table class="grades interactions">
+        <thead><tr><th>agent</th><th class="num">score</th><th class="num">tool use</th><th class="num">reasoning</th>
+          <th class="num">handoff</th><th class="num">response</th><th>notes</th></tr></thead>
+        <tbody>{% for i in t.interactions %}
+          <tr><td>{{ i.agent_id }}{% if i.handoff_to %} <span class="muted">→ {{ i.handoff_to }}</span>{% endif %}</td>
+            {% for value in (i.score, i.tool_use_score, i.reasoning_score, i.handoff_score, i.response_quality) %}
+            <td class="num {{ score_class(value) if value is not none else 'muted' }}">{{ value|score }}</td>
+            {% endfor %}
+            <td>{% for n in i.notes %}<div class="text">{{ n }}</div>{% endfor %}</td></tr>
+        {% endfor %}</tbody>
+      </table>
+      {% endif %}
+    </div>
+    {% endfor %}
+    {% if a.per_agent_scores %}
+    <h3>Agents</h3>
+    <table class="agents">
+      <thead><tr><th>agent</th><th class="num">overall</th><th class="num">tool use</th><th class="num">reasoning</th>
+        <th class="num">handoff</th><th class="num">response</th><th class="num">interactions</th>
+        <th>issues</th></tr></thead>
+      <tbody>{% for agent, sc in a.per_agent_scores.items() %}
+        <tr><td title="{{ sc.role }}">{{ agent }}</td>
+          {% for value in (sc.overall, sc.tool_use, sc.reasoning, sc.handoff, sc.response_quality) %}
+          <td class="num {{ score_class(value) if value is not none else 'muted' }}">{{ value|score }}</td>
+          {% endfor %}
+          <td class="num">{{ sc.interactions_count }}</td>
+          <td>{% for issue in sc.issues %}<div>{{ issue }}</div>{% endfor %}</td></tr>
+      {% endfor %}</tbody>
+    </table>
+    {% endif %}
+    {% set co = a.coordination %}
+    {% if co.redundant_calls or co.lost_handoffs or co.out_of_role_calls or co.reason %}
+    <h3>Coordination</h3>
+    {% if co.reason %}<div class="text">{{ co.reason }}</div>{% endif %}
+    {% for label, items in (("redundant calls", co.redundant_calls), ("lost handoffs", co.lost_handoffs),
+                            ("out-of-role calls", co.out_of_role_calls)) %}
+    {% if items %}<div class="label">{{ label }}</div><ul>{% for x in items %}<li>{{ x }}</li>{% endfor %}</ul>{% endif %}
+    {% endfor %}
+    {% endif %}
+    {% if a.tool_validation.violations %}
+    <h3>Tool violations</h3>
+    <table class="violations">
+      <thead><tr><th>turn</th><th>agent</th><th>tool</th><th>kind</th><th>severity</th><th>detail</th></tr></thead>
+      <tbody>{% for tv in a.tool_validation.violations %}
+        <tr><td>{{ tv.turn_index + 1 }}</td><td>{{ tv.agent_id }}</td><td><code>{{ tv.tool }}</code></td>
+          <td>{{ tv.kind }}</td>
+          <td class="{{ 'bad' if tv.severity == 'HIGH' else 'mid' }}">{{ tv.severity }}</td><td>{{ tv.detail }}</td></tr>
+      {% endfor %}</tbody>
+    </table>
+    {% endif %}
+    {% if a.recommendations %}
+    <h3>Recommendations</h3>
+    <ul class="recommendations">{% for rec in a.recommendations %}<li>{{ rec }}</li>{% endfor %}</ul>
+    {% endif %}
+    {% if a.judge.errors %}
+    <h3>Judge calls without a verdict</h3>
+    {% for e in a.judge.errors %}<pre>{{ e }}</pre>{% endfor %}
+    {% endif %}
+    {% set lat = a.latency %}
+    <p class="muted">{% if lat.total_ms is not none %}latency {{ "%.2f"|format(lat.total_ms / 1000) }} s{% endif %}
+      {%- for label, step in (("slowest interaction", lat.slowest_interaction),
+                              ("slowest tool call", lat.slowest_tool_call)) if step %} · {{ label }} {{ step.name }}
+        {{ "%.0f"|format(step.latency_ms) }} ms{% endfor %}
+      {%- if a.judge.model %} · judge {{ a.judge.model }}: {{ a.judge.calls }} calls{% endif %}</p>
+  </div>
+</details>
+{% endfor %}
+<p id="no-match" class="muted" hidden>No {{ v.noun }} match the filter.</p>
+</section>
+<footer>Written by evals-cli. Self-contained: no network access is needed to view this file.</footer>
+<script>{{ script|safe }}</script>
+</body>
+</html>
+"""
+
+# both reports share the filter bar (the script filters the table and the conversations below it together)
+TEMPLATE = TEMPLATE.replace("{{ controls }}", CONTROLS)
+SESSIONS_TEMPLATE = SESSIONS_TEMPLATE.replace("{{ controls }}", CONTROLS)

@@ -86,6 +86,7 @@ class Answer:
     reason: str
     mode: str
     mode_index: int
+    reply: str = ""  # the judge's whole reply text, for the report (the verdict is parsed from it)
 
 
 def judge_messages(material: str, scale: Scale) -> tuple[list[dict[str, str]], str]:
@@ -158,12 +159,13 @@ async def _ask(client: Any, endpoint: Endpoint, messages: list[dict[str, str]], 
             usage["prompt_tokens"] = usage.get("prompt_tokens", 0) + (response.usage.prompt_tokens or 0)
             usage["completion_tokens"] = usage.get("completion_tokens", 0) + (response.usage.completion_tokens or 0)
         try:
-            raw, reason = extract(response.choices[0].message.content or "", scale.key, nonce, graded)
+            reply = response.choices[0].message.content or ""
+            raw, reason = extract(reply, scale.key, nonce, graded)
             score, raw = scale.normalise(raw)
         except (VerdictError, AttributeError, IndexError, TypeError) as exc:
             failures.append(f"{mode}: {exc}")
             continue
         if learn is not None:
             learn[0].answered(learn[1], mode_index)
-        return Answer(score, raw, reason, mode, mode_index), failures
+        return Answer(score, raw, reason, mode, mode_index, reply), failures
     return None, failures

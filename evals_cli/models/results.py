@@ -212,6 +212,7 @@ class Coverage(Record):
     results: int = Field(default=0, description="Result lines: (sample, repeat) pairs that finished.")
     expected_results: int | None = Field(default=None, description="selected × repeats.")
     tags: list[str] = Field(default_factory=list)
+    id_filter: str | None = Field(default=None, description="The --sample-id / --rerun-failed selection, if any.")
     max_samples: int | None = None
     shard: str | None = None
     reasons: list[str] = Field(default_factory=list, description="Why fewer samples than the dataset's rows ran.")
@@ -284,3 +285,11 @@ class RunSummary(SummaryBase):
     latency_p95_s: float | None = None
     coverage: Coverage | None = Field(
         default=None, description="N of M: how many of the dataset's rows ran, and why not all of them.")
+
+    def made_no_call(self) -> bool:
+        """No model answered anything in this run: every sample errored and not one token was spent, by the agent
+        or a judge (the endpoint was unreachable, refused the key, had no such model, ...). A table of such a run
+        would be a row per sample with nothing in it; the table shows the counts and the reason instead. Read from
+        the summary alone, so `evals report` decides the same as `evals run`."""
+        return (self.total > 0 and self.errored == self.total and self.graded == 0
+                and self.usage.total_tokens == 0 and self.judge_usage.total_tokens == 0)

@@ -21,6 +21,19 @@ class Message(StrictModel):
     name: str | None = Field(default=None, description="Optional author name.")
 
 
+Scalars = str | int | float | list[str | int | float]
+
+# Row fields a grader reads that earlier versions read under `metadata:`. The top-level name is the one to write;
+# the metadata spelling is still read (when the top-level field is absent) and noted as deprecated.
+METADATA_ALIASES = ("expected_calls", "must_cite", "must_not_say")
+
+
+def row_field_note(name: str) -> str:
+    """The words for a row's deprecated `metadata.NAME` (the same in `evals validate` and the README)."""
+    return (f"metadata.{name} is the old place of the row field {name}: still read, but deprecated; "
+            f"write {name} at the top level of the row")
+
+
 class Sample(StrictModel):
     """One evaluation case. `input`/`ground_truth` lists of equal length switch on per-turn grading."""
 
@@ -36,8 +49,18 @@ class Sample(StrictModel):
     messages: list[Message] | None = Field(
         default=None, description="A pre-filled conversation the agent continues (mid-conversation case)."
     )
-    expected_tool_order: list[str] | None = Field(default=None, description="Tools expected, in order.")
-    forbidden_tools: list[str] | None = Field(default=None, description="Tools the agent must not call.")
+    expected_tool_order: list[str] | None = Field(
+        default=None, description="Tools expected, in order (read by tool_order, and stop_behavior's required tools).")
+    forbidden_tools: list[str] | None = Field(
+        default=None, description="Tools the agent must not call (read by forbidden_tools).")
+    expected_calls: list[dict[str, Any]] | None = Field(
+        default=None, description="Calls expected with their arguments, each {tool, args, match} (read by tool_args; "
+        "formerly metadata.expected_calls).")
+    must_cite: Scalars | None = Field(
+        default=None, description="Values the answer must state (read by grounding; formerly metadata.must_cite).")
+    must_not_say: Scalars | None = Field(
+        default=None, description="Values the answer must not state (read by grounding; formerly "
+        "metadata.must_not_say).")
     tools: dict[str, ToolSpec] | None = Field(
         default=None, description="Per-sample mocked tools: replace or add to the suite's tools by name."
     )
@@ -86,6 +109,24 @@ class Sample(StrictModel):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _one_place_per_field(self) -> Sample:
+        both = [name for name in METADATA_ALIASES if getattr(self, name) is not None and name in self.metadata]
+        if both:
+            raise ValueError(f"give {both[0]} or metadata.{both[0]} (its deprecated place), not both")
+        return self
+
+    def row_field(self, name: str) -> Any:
+        """A field a grader reads: the top-level one, else its deprecated place under metadata (None: neither)."""
+        value = getattr(self, name)
+        if value is None and name in METADATA_ALIASES:
+            return self.metadata.get(name)
+        return value
+
+    def naming_notes(self) -> list[str]:
+        """Deprecated spellings this row uses (notes, not problems: the row is read as it is)."""
+        return [row_field_note(name) for name in METADATA_ALIASES if name in self.metadata]
+
     @property
     def user_turns(self) -> list[str]:
         """The user messages to send, in order (empty when the pre-filled messages end with the user)."""
@@ -118,3 +159,20 @@ class Sample(StrictModel):
             last = self.messages[-1] if self.messages else None
             return (last.content or "") if last else ""
         return self.input if isinstance(self.input, str) else "\n".join(self.input)
+
+
+class RowNotes:
+    """Deprecated spellings across a dataset, one note per spelling (its first row and how many use it), so a
+    dataset of a million old rows gives a few lines, not a million."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[str, int]] = {}
+
+    def add(self, sample: Sample, where: str) -> None:
+        for note in sample.naming_notes():
+            first, count = self._seen.get(note, (where, 0))
+            self._seen[note] = (first, count + 1)
+
+    def notes(self) -> list[str]:
+        return [f"{first}: {note}" + (f" ({count} rows)" if count > 1 else "")
+                for note, (first, count) in self._seen.items()]

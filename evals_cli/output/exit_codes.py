@@ -94,7 +94,8 @@ def coverage_reasons(cov: Coverage, status: str, results: int) -> list[str]:
     """Why fewer samples ran than the dataset has rows, in the order the rows were dropped."""
     reasons: list[str] = []
     if cov.dataset_rows is not None and cov.tagged is not None and cov.tagged < cov.dataset_rows:
-        reasons.append(f"tag filter ({', '.join(cov.tags)}) kept {cov.tagged}")
+        filters = ([f"tag filter ({', '.join(cov.tags)})"] if cov.tags else []) + ([cov.id_filter] if cov.id_filter else [])
+        reasons.append(f"{' and '.join(filters) or 'filter'} kept {cov.tagged}")
     if cov.limited is not None and cov.tagged is not None and cov.limited < cov.tagged:
         reasons.append(f"max samples ({cov.max_samples}) kept {cov.limited}")
     if cov.shard is not None and cov.selected is not None:

@@ -92,9 +92,14 @@ def read_results(target: Path, warnings: list[str] | None = None) -> Iterator[Sa
             if not line.strip():
                 continue
             try:
-                yield SampleResult.model_validate(json.loads(line))
-            except (ValueError, ValidationError) as exc:
+                data = json.loads(line)
+            except ValueError as exc:  # torn only if it is the last line: a killed run's half-written line
                 pending = (number, str(exc).splitlines()[0][:200])
+                continue
+            try:
+                yield SampleResult.model_validate(data)
+            except ValidationError as exc:  # whole JSON, but not a result (a sessions run's line, say)
+                raise ConfigError(f"{path}:{number}: not a results line: {str(exc).splitlines()[0][:200]}") from None
         if pending is not None:
             if warnings is not None:
                 warnings.append(f"{path}:{pending[0]}: torn last line ignored (the run was killed while writing)")

@@ -23,6 +23,24 @@ OnResult = Callable[[Any], None]
 """Called with each result as it is written: a `SampleResult` (live suite) or a `SessionAnalysis` (sessions)."""
 
 
+DEFAULT_SUITES = ("suite.yaml", "evals.yaml")
+
+
+def default_suite(folder: Path | None = None) -> Path:
+    """The suite `evals run` / `evals validate` use when given none: suite.yaml or evals.yaml in `folder` (the
+    current one). ConfigError (exit 2) naming both when neither is there, or when both are (which one is meant?)."""
+    here = Path(folder) if folder is not None else Path.cwd()
+    found = [here / name for name in DEFAULT_SUITES if (here / name).is_file()]
+    names = " nor ".join(DEFAULT_SUITES)
+    if not found:
+        raise ConfigError(f"no suite given, and neither {names} is in {here}; give the suite file: evals run "
+                          "SUITE.yaml (or create one with `evals init`)")
+    if len(found) > 1:
+        raise ConfigError(f"no suite given, and both {' and '.join(DEFAULT_SUITES)} are in {here}; name the one to "
+                          "use: evals run SUITE.yaml")
+    return Path(found[0].name) if folder is None else found[0]
+
+
 def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
             options: RunOptions | None = None) -> PreparedRun | PreparedSessions:
     """Load (a path) and check everything that can fail before the first model call, for the pipeline the

@@ -1,17 +1,23 @@
 """The run itself: (sample, repeat) pairs stream through the target and the graders with bounded
 concurrency; each result is written the moment it completes. Ctrl-C (or SIGTERM) stops scheduling and
 gives in-flight samples a grace period; a second one cancels them at once. Either way the summary is
-written, marked `interrupted`."""
+written, marked `interrupted`.
+
+What the display may watch while it runs: `in_flight()` (the samples being run, with their turn and step), and
+`on_interrupt` (told at once, on each Ctrl-C, how many samples are still in flight)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.secrets import Redactor
 from evals_cli.errors import ConfigError
@@ -31,11 +37,28 @@ from evals_cli.targets.base import SampleFailed
 from evals_cli.telemetry import make_telemetry, otel_requested
 from evals_cli.tools.mock import merge_tools
 
+InterruptCallback = Callable[[int, int], None]  # (which Ctrl-C: 1, 2, ...; samples in flight)
+
+
+@dataclass
+class InFlight:
+    """One (sample, repeat) being run, as the progress view shows it."""
+
+    sample_id: str
+    repeat: int
+    started: float
+    where: str = "starting"  # "turn 1, step 2" while the agent runs, "grading" after
+
 
 class Execution:
-    def __init__(self, prepared: PreparedRun, on_result: ResultCallback | None) -> None:
+    def __init__(self, prepared: PreparedRun, on_result: ResultCallback | None,
+                 on_interrupt: InterruptCallback | None = None) -> None:
         self.p = prepared
         self.on_result = on_result
+        self.on_interrupt = on_interrupt
+        self._flight: dict[asyncio.Task[None], InFlight] = {}
+        self._contexts: dict[asyncio.Task[None], contextvars.Context] = {}  # each worker's, to read its step
+        self.resumed = 0  # results kept from an earlier run (--resume): counted at once, not at this run's pace
         options = prepared.options
         self.fingerprint = fingerprint(prepared.suite, prepared.dataset)
         self.resume = None
@@ -84,10 +107,16 @@ class Execution:
                 self.messages.append(self.resume.repaired)
             for result in self.resume.kept:
                 self._account(result)
+            self.resumed = len(self.resume.kept)
             skip = self.resume.skip
             self.resume.kept = []
         work = ((s, r) for s, r in self.p.work() if (str(s.id), r) not in skip)
-        workers = [asyncio.create_task(self._worker(work)) for _ in range(self.p.concurrency)]
+        workers = []
+        for _ in range(self.p.concurrency):  # a context per worker: in_flight() reads the step the target set in it
+            context = contextvars.copy_context()
+            task = asyncio.create_task(self._worker(work), context=context)
+            self._contexts[task] = context
+            workers.append(task)
         self._install_signals(workers)
         try:
             outcomes = await asyncio.gather(*workers, return_exceptions=True)
@@ -133,7 +162,9 @@ class Execution:
                                     f"resume with --resume {self.output_dir} (it reruns nothing that finished)")
             summary.exit_code = exit_code_for(summary, self.p.options.max_error_rate)
         self.telemetry.run_finished(summary)
-        if summary.abort_reason:
+        if summary.abort_reason and not (self.interrupts and summary.status == "interrupted"):
+            # an interrupt is the user's own doing: the summary's footer says it once, with the resume command;
+            # repeated as an "error" on stderr it read as a second, different problem
             self.messages.append(summary.abort_reason)
         return RunOutcome(summary, self.output_dir, summary.exit_code, self.messages)
 
@@ -163,6 +194,11 @@ class Execution:
                 loop.call_later(self.p.options.grace_s, cancel)
             else:
                 cancel()
+            if self.on_interrupt is not None:  # said at once: the run may take up to the grace period to stop
+                try:
+                    self.on_interrupt(self.interrupts, len(self._flight))
+                except Exception:  # a display problem must not turn an interrupt into a crash
+                    pass
 
         self._signals = []
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -177,21 +213,49 @@ class Execution:
         for sig in self._signals:
             loop.remove_signal_handler(sig)
 
+    # --- what is in flight ----------------------------------------------------------------------------
+
+    def in_flight(self) -> list[InFlight]:
+        """The samples being run now, oldest first, each with its turn and step (read from the call context the
+        targets set on every step). Safe to call from another thread (the live view refreshes from its own)."""
+        try:
+            entries = list(self._flight.items())
+        except RuntimeError:  # changed while being copied: the next refresh will show it
+            return []
+        shown = []
+        for task, entry in entries:
+            where = entry.where
+            if where != "grading":
+                found = self._contexts.get(task)
+                context = found.get(CALL_CONTEXT, "") if found is not None else ""
+                prefix = f"sample {entry.sample_id}, "
+                if context.startswith(prefix):
+                    where = context[len(prefix):]
+            shown.append(InFlight(entry.sample_id, entry.repeat, entry.started, where))
+        return sorted(shown, key=lambda e: e.started)
+
     # --- one (sample, repeat) -------------------------------------------------------------------------
 
     async def _worker(self, work: Iterator[tuple[Sample, int]]) -> None:
+        task = asyncio.current_task()
         while not self.stop:
             try:
                 sample, repeat = next(work)
             except StopIteration:
                 return
             started = time.time_ns()
+            CALL_CONTEXT.set(f"sample {sample.id}, starting")  # not the previous sample's last step
+            if task is not None:
+                self._flight[task] = InFlight(str(sample.id), repeat, time.monotonic())
             try:
                 result = await self._run_sample(sample, repeat)
             except Exception as exc:  # a bug must not make a row vanish: it is recorded as an errored sample
                 result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags,
                                       input=sample.input_text(), error=ErrorInfo(
                                           category="internal", message=self.redact(f"{type(exc).__name__}: {exc}")))
+            finally:
+                if task is not None:
+                    self._flight.pop(task, None)
             if not self._save(result):
                 return
             self.telemetry.sample_finished(result, started, time.time_ns())
@@ -278,6 +342,9 @@ class Execution:
             return result
         result.trajectory = trajectory
         result.usage = trajectory.usage()
+        entry = self._flight.get(asyncio.current_task())  # type: ignore[arg-type]
+        if entry is not None:
+            entry.where = "grading"
         tools = merge_tools(self.p.suite.tools, sample.tools)
         grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools,
                                     grader_passes=self.p.gate.grader_passes)

@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from evals_cli.errors import ConfigError
+from evals_cli.errors import EXIT_PASSED, ConfigError, EvalsError
 from evals_cli.models.results import RunSummary, SampleResult, SummaryBase
+
+if TYPE_CHECKING:
+    from evals_cli.endpoints.resolve import JudgeOverrides
 
 ResultCallback = Callable[[SampleResult], None]
 
@@ -29,6 +32,10 @@ class RunOptions(BaseModel):
     concurrency: int | None = Field(default=None, ge=1, description="Samples in flight.")
     max_samples: int | None = Field(default=None, ge=1, description="Run at most this many samples.")
     tags: list[str] | None = Field(default=None, description="Only samples carrying one of these tags.")
+    sample_ids: list[str] | None = Field(default=None, description="Only these samples: ids or globs (refund-*); "
+                                         "one that matches no sample is an error (--sample-id).")
+    rerun_failed: Path | None = Field(default=None, description="Only the samples that failed or errored (in any "
+                                      "repeat) in this earlier run: its folder or results.jsonl; a new run.")
     repeats: int | None = Field(default=None, ge=1, description="Run every sample this many times.")
     no_judge: bool = Field(default=False, description="Skip model_judge graders: no judge calls at all.")
     record: Path | None = Field(default=None, description="Record every model call to this JSONL file.")
@@ -37,6 +44,12 @@ class RunOptions(BaseModel):
                                      "the suite's target (--target).")
     base_url: str | None = Field(default=None, description="Agent endpoint, over the suite's (--base-url).")
     model: str | None = Field(default=None, description="Agent model, over the suite's (--model).")
+    judge_model: str | None = Field(default=None, description="Judge model, over every grader's own, the suite's "
+                                    "judge block and EVAL_JUDGE_MODEL (--judge-model).")
+    judge_base_url: str | None = Field(default=None, description="Judge endpoint, over every grader's own, the "
+                                       "suite's judge block and EVAL_JUDGE_BASE_URL (--judge-base-url).")
+    judge_api_key: str | None = Field(default=None, description="Judge API key, over every grader's own, the "
+                                      "suite's judge block and EVAL_JUDGE_API_KEY (--judge-api-key).")
     timeout: float | None = Field(default=None, gt=0, description="Per-request timeout in seconds.")
     sample_timeout: float | None = Field(default=None, gt=0, description="Seconds one sample may take in all.")
     max_retries: int | None = Field(default=None, ge=0, description="Retries on 429, 5xx, timeouts, drops.")
@@ -68,12 +81,33 @@ class RunOptions(BaseModel):
             raise ConfigError("--retry-errors only makes sense with --resume RUN")
         if self.replay is not None and not self.replay.is_file():
             raise ConfigError(f"{self.replay}: recording not found (--replay)")
+        if self.rerun_failed is not None and self.resume is not None:
+            raise ConfigError("--rerun-failed starts a new run with the failed samples of RUN; --resume continues a "
+                              "run in its own folder: use one of them")
+        if self.sample_ids is not None:
+            blank = not self.sample_ids or any(not str(i).strip() for i in self.sample_ids)
+            if blank:
+                raise ConfigError("--sample-id: an empty id; give a sample id or a glob such as 'refund-*'")
         return self
 
     @property
     def agent_overrides(self) -> dict[str, str | None]:
         """--base-url and --model, as `resolve_target_endpoint` takes them."""
         return {"base_url": self.base_url, "model": self.model}
+
+    @property
+    def judge_overrides(self) -> JudgeOverrides:
+        """--judge-model, --judge-base-url and --judge-api-key, as `resolve_judge` takes them."""
+        from evals_cli.endpoints.resolve import JudgeOverrides
+
+        return JudgeOverrides(model=self.judge_model, base_url=self.judge_base_url, api_key=self.judge_api_key)
+
+
+class NothingToRun(EvalsError):
+    """The options select no sample on purpose (`--rerun-failed` of a run where nothing failed): not an error;
+    the CLI prints the message and exits 0 without starting a run."""
+
+    exit_code = EXIT_PASSED
 
 
 Summary = TypeVar("Summary", bound=SummaryBase)
@@ -89,6 +123,11 @@ class RunOutcome(Generic[Summary]):
     output_dir: Path
     exit_code: int
     messages: list[str] = field(default_factory=list)
+
+    @property
+    def made_no_call(self) -> bool:
+        """A live run in which no model answered at all (see `made_no_call`)."""
+        return isinstance(self.summary, RunSummary) and self.summary.made_no_call()
 
 
 LiveOutcome = RunOutcome[RunSummary]

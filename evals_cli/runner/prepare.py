@@ -14,9 +14,10 @@ from evals_cli.gate import Gate
 from evals_cli.graders.base import Grader
 from evals_cli.graders.build import build_graders
 from evals_cli.models.results import Coverage
-from evals_cli.models.sample import Sample
-from evals_cli.runner.options import RunOptions
-from evals_cli.runner.row_checks import RowChecks
+from evals_cli.models.sample import RowNotes, Sample
+from evals_cli.runner.options import NothingToRun, RunOptions
+from evals_cli.runner.resume import FailedSamples, failed_samples
+from evals_cli.runner.row_checks import RowChecks, SampleSelection
 from evals_cli.runner.shard import in_shard, parse_shard
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
@@ -93,7 +94,7 @@ class PreparedRun:
         self.graders: dict[str, Grader] = {}
         try:
             self.graders = build_graders(self.suite, None if self._collecting else self.pool, fallback,
-                                         no_judge=options.no_judge)
+                                         no_judge=options.no_judge, judge_overrides=options.judge_overrides)
         except ConfigError as exc:
             self._problem(exc.problems, located=True)
         self.gate = Gate(suite.gate, self.graders)
@@ -102,7 +103,17 @@ class PreparedRun:
         self.max_samples = options.max_samples or suite.max_samples
         self.repeats = options.repeats or suite.repeats
         self.shard = parse_shard(options.shard) if options.shard else None
+        # --sample-id and --rerun-failed: a run keeps the samples they name; validate checks every row
+        self.rerun: FailedSamples | None = None
+        if options.rerun_failed is not None and not self._collecting:
+            self.rerun = failed_samples(options.rerun_failed)
+            if not self.rerun.ids:
+                raise NothingToRun(f"nothing to rerun: no sample failed or errored in {self.rerun.path} "
+                                   f"({self.rerun.samples} samples); no run started")
+        self.selection = SampleSelection(None if self._collecting else options.sample_ids,
+                                         self.rerun.ids if self.rerun is not None else None)
         self.rows = 0  # valid dataset rows, counted by the precheck
+        self.row_notes = RowNotes()  # deprecated row spellings seen by the precheck (evals validate says them)
         self.expected: int | None = None
         self.coverage: Coverage | None = None  # rows, tag filter, -n, shard: counted by the precheck
         if options.precheck:
@@ -145,9 +156,11 @@ class PreparedRun:
         selected = tagged = limited = 0
 
         def on_sample(sample: Sample, where: str) -> list[str]:
-            # counted in the order `work` drops rows (tag filter, then -n, then shard), so "N of M" is exact
+            # counted in the order `work` drops rows (tag and id filters, then -n, then shard), so "N of M" is exact
             nonlocal selected, tagged, limited
-            if not wanted or wanted.intersection(sample.tags):
+            self.row_notes.add(sample, where)
+            picked = self.selection.keeps(str(sample.id)) if self.selection else True
+            if picked and (not wanted or wanted.intersection(sample.tags)):
                 tagged += 1
                 if self.max_samples is None or tagged <= self.max_samples:
                     limited += 1
@@ -163,20 +176,32 @@ class PreparedRun:
             return
         self.rows = rows
         problems.extend(checker.problems())
+        problems += [f"--sample-id {p}: matches no sample id in {self.dataset}" for p in self.selection.unmatched()]
+        missing = self.selection.missing()
+        if missing and self.rerun is not None:
+            shown = ", ".join(missing[:10]) + (f" (+{len(missing) - 10} more)" if len(missing) > 10 else "")
+            problems.append(f"--rerun-failed {self.rerun.path}: {len(missing)} of the samples that failed there are "
+                            f"not in {self.dataset}: {shown}; was the run made with another dataset?")
         if problems:
             self._problem(problems)
             return
         if selected == 0 and self.shard is None:
-            self._problem([f"{self.dataset}: no sample carries any of the tags {', '.join(sorted(wanted))}"])
+            what = [f"any of the tags {', '.join(sorted(wanted))}"] if wanted else []
+            what += [self.selection.describe()] if self.selection else []
+            self._problem([f"{self.dataset}: no sample matches {' and '.join(what) or 'the options'}"])
             return
         self.expected = selected * self.repeats
         self.coverage = Coverage(dataset_rows=rows, tagged=tagged, limited=limited, selected=selected,
-                                 expected_results=self.expected, tags=sorted(wanted), max_samples=self.max_samples,
-                                 shard=self.options.shard)
+                                 expected_results=self.expected, tags=sorted(wanted),
+                                 id_filter=self.selection.describe() if self.selection else None,
+                                 max_samples=self.max_samples, shard=self.options.shard)
 
     def work(self) -> Iterator[tuple[Sample, int]]:
         """(sample, repeat) pairs in dataset order; repeats of a sample run back to back."""
-        for sample in select_samples(iter_samples(self.dataset), self.tags, self.max_samples):
+        samples = iter_samples(self.dataset)
+        if self.selection:
+            samples = (s for s in samples if self.selection.keeps(str(s.id)))
+        for sample in select_samples(samples, self.tags, self.max_samples):
             if self.shard is not None and not in_shard(str(sample.id), self.shard):
                 continue
             for repeat in range(self.repeats):

@@ -81,3 +81,47 @@ def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool) -> Resume
                 tmp.unlink(missing_ok=True)
             raise folder_error(directory, exc, "--resume") from None
     return state
+
+
+@dataclass
+class FailedSamples:
+    """What `--rerun-failed RUN` reruns: the samples that failed or errored in any repeat, in first-seen order."""
+
+    path: Path
+    ids: list[str]
+    samples: int  # distinct samples with a result in that run
+
+
+def failed_samples(target: Path) -> FailedSamples:
+    """The samples of an earlier run (its folder or results.jsonl) to run again: a sample counts as failed when
+    any of its repeats failed the gate's per-sample rule or errored. Only the ids are read, line by line; a torn
+    last line (a killed run) is skipped."""
+    path = results_path(target)
+    if not target.exists():
+        raise ConfigError(f"--rerun-failed {target}: no such folder; give the folder of an earlier `evals run` (printed "
+                          "as 'results: DIR' at the end of the run) or its results.jsonl")
+    if not path.is_file():
+        raise ConfigError(f"--rerun-failed {target}: no {RESULTS_NAME} there, so it is not the folder of a run; give "
+                          f"the folder of an earlier `evals run` or its {RESULTS_NAME}")
+    failed: dict[str, None] = {}
+    seen: set[str] = set()
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    sample_id = str(row["sample_id"])
+                except (ValueError, KeyError, TypeError):
+                    if fh.readline() == "":  # the last line, torn by a kill: the results before it stand
+                        break
+                    raise ConfigError(f"{path}:{number}: not a results line; --rerun-failed needs the results of a "
+                                      "run") from None
+                seen.add(sample_id)
+                if row.get("error") is not None or row.get("passed") is False:
+                    failed[sample_id] = None
+    except OSError as exc:
+        raise ConfigError(f"--rerun-failed {target}: cannot read {path} ({exc.strerror or type(exc).__name__})") \
+            from None
+    return FailedSamples(path=path, ids=list(failed), samples=len(seen))

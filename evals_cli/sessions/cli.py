@@ -59,7 +59,8 @@ def report(outcome: SessionsOutcome, json_out: bool = False, quiet: bool = False
 
 
 def analyze_command(path: Path, output: Path | None = None, *, judge_model: str | None = None,
-                    judge_base_url: str | None = None, no_judge: bool = False, json_out: bool = False,
+                    judge_base_url: str | None = None, judge_api_key: str | None = None, no_judge: bool = False,
+                    json_out: bool = False,
                     quiet: bool = False, concurrency: int = 4, record: Path | None = None, replay: Path | None = None,
                     timeout: float | None = None, max_error_rate: float = 0.2,
                     judge_confirms: bool = True) -> int:
@@ -71,7 +72,8 @@ def analyze_command(path: Path, output: Path | None = None, *, judge_model: str 
         suite = SessionsSuiteSpec(name=f"analyze-{path.stem}", dataset=str(path.resolve()), concurrency=concurrency,
                                   target=RecordedSessionsTarget(judge_confirms=judge_confirms))
         options = SessionsOptions(output=output, no_judge=no_judge, judge_model=judge_model,
-                                  judge_base_url=judge_base_url, record=record, replay=replay, timeout=timeout,
+                                  judge_base_url=judge_base_url, judge_api_key=judge_api_key, record=record,
+                                  replay=replay, timeout=timeout,
                                   max_error_rate=max_error_rate)
         outcome = run_sessions(suite, options)
     except ConfigError as exc:

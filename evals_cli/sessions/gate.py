@@ -10,6 +10,7 @@ from __future__ import annotations
 from evals_cli.gate import OPS, SYMBOLS, UNDECIDED
 from evals_cli.sessions.results import GateCheck, SessionGateResult, SessionsSummary
 from evals_cli.sessions.spec import SessionGateSpec
+from evals_cli.wording import plural
 
 
 def _check(name: str, metric: float | None, value: float, detail: str = "") -> GateCheck:
@@ -21,7 +22,7 @@ def decide(summary: SessionsSummary, spec: SessionGateSpec) -> SessionGateResult
     checks = []
     if spec.min_overall_score is not None:
         checks.append(_check("mean overall_score", summary.mean_overall_score, spec.min_overall_score,
-                             f"over {summary.sessions - summary.errored} sessions"))
+                             f"over {plural(summary.sessions - summary.errored, 'session')}"))
     if spec.min_task_completion_rate is not None:
         checks.append(_check("task completion rate", summary.task_completion_rate, spec.min_task_completion_rate))
     if spec.min_agent_score is not None:

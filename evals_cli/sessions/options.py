@@ -19,16 +19,13 @@ AGENT_ONLY: tuple[tuple[str, Any, str], ...] = (
     ("sample_timeout", None, "--sample-timeout bounds a live sample"),
     ("shard", None, "--shard splits a live run"), ("otel", False, "--otel traces a live run"),
     ("target_file", None, "--target names a live agent"),
+    ("sample_ids", None, "--sample-id picks live samples"), ("rerun_failed", None, "--rerun-failed reruns live samples"),
 )
 
 
 class SessionsOptions(RunOptions):
     """`RunOptions` and the judge settings of `evals analyze`; None means 'as the suite (or EVAL_JUDGE_*) says'."""
 
-    judge_model: str | None = Field(default=None, description="Judge model (else the suite's, else "
-                                    "EVAL_JUDGE_MODEL; none: deterministic metrics only).")
-    judge_base_url: str | None = Field(default=None, description="Judge endpoint (else EVAL_JUDGE_BASE_URL).")
-    judge_api_key: str | None = Field(default=None, description="Judge API key (else EVAL_JUDGE_API_KEY).")
     judge_confirms: bool | None = Field(default=None, description="None: as the suite says "
                                         "(target.judge_confirms).")
 

@@ -28,9 +28,8 @@ def judge_endpoint(suite: SessionsSuiteSpec, options: SessionsOptions) -> Endpoi
         return None
     if suite.judge is None and not options.judge_model and not os.environ.get("EVAL_JUDGE_MODEL"):
         return None
-    overrides = SimpleNamespace(model=options.judge_model, base_url=options.judge_base_url,
-                                api_key=options.judge_api_key)
-    endpoint = resolve_judge(overrides, suite.judge, None)
+    unset = SimpleNamespace(model=None, base_url=None, api_key=None)  # a sessions suite has no grader of its own
+    endpoint = resolve_judge(unset, suite.judge, None, options.judge_overrides)
     if options.timeout is not None:
         endpoint = dataclasses.replace(endpoint, timeout=options.timeout)
     if options.max_retries is not None:

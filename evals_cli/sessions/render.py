@@ -12,6 +12,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from evals_cli.sessions.results import SessionAnalysis, SessionsSummary, TurnResult
+from evals_cli.wording import plural
 
 
 def fmt(score: float | None) -> str:
@@ -132,7 +133,7 @@ def footer(summary: SessionsSummary, hidden: int = 0) -> Text:
     text = Text()
     c = summary.conversation
     completion = "—" if summary.task_completion_rate is None else f"{summary.task_completion_rate:.0%}"
-    text.append(f"{summary.sessions} sessions ({summary.errored} errored): mean overall "
+    text.append(f"{plural(summary.sessions, 'session')} ({summary.errored} errored): mean overall "
                 f"{fmt(summary.mean_overall_score)}, task completion {completion}")
     if summary.min_agent is not None:
         m = summary.min_agent
@@ -149,7 +150,7 @@ def footer(summary: SessionsSummary, hidden: int = 0) -> Text:
     else:
         text.append("judge: off (deterministic metrics only; reasoning and response quality not measured)\n")
     if hidden:
-        text.append(f"... {hidden} more sessions in the results file\n")
+        text.append(f"... {hidden} more {plural(hidden, 'session', count=False)} in the results file\n")
     if summary.abort_reason:
         text.append(f"Run {summary.status}: {summary.abort_reason}\n", style="bold yellow")
     return text

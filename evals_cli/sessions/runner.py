@@ -33,6 +33,7 @@ from evals_cli.sessions.reader import iter_sessions
 from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
 from evals_cli.sessions.suite import SessionsSuiteSpec
 from evals_cli.sessions.summary import SessionsAccumulator
+from evals_cli.wording import plural
 
 MAX_KEPT = 200  # analyses kept in memory for the display; the results file has them all
 AnalysisCallback = Callable[[SessionAnalysis], None]
@@ -131,7 +132,7 @@ class SessionsRun:
         if self.abort_reason:
             summary.status, summary.abort_reason = "aborted", self.abort_reason
         elif summary.errored:
-            summary.abort_reason = f"{summary.errored}/{summary.sessions} sessions could not be analysed"
+            summary.abort_reason = f"{summary.errored}/{plural(summary.sessions, 'session')} could not be analysed"
         elif judge.calls and self.acc.judge_errors / judge.calls > rate:
             summary.abort_reason = (f"{self.acc.judge_errors}/{judge.calls} judge calls gave no verdict, more than "
                                     f"max_error_rate {rate:g}; first: {judge.errors[0] if judge.errors else '?'}")

@@ -1,7 +1,7 @@
 """letta-evals suite files, mapped onto this project's schema before validation.
 
 A translation layer rather than a second schema: one validator, one set of error messages and one runner
-serve both formats, and what letta-evals says differently (`num_runs`, `kind: rubric`, `prompt_path`,
+serve both formats, and what letta-evals says differently (`num_runs`, `kind: rubric`, `kind: tool`, `prompt_path`,
 `metric:`, `conditions:`, `pass_threshold`, `reward:`) is renamed here. Every rename is recorded as a move
 (original key path -> new key path) so that the loader can point errors at the line the user wrote, under
 the name the user wrote. Letta targets (agents on a Letta server) cannot run here; the loader swaps them for
@@ -169,6 +169,8 @@ def _grader(t: Translation, grader: dict[str, Any], path: Loc) -> None:
     kind = grader.get("kind")
     if kind == "rubric":
         grader["kind"] = kind = "model_judge"
+    if kind == "tool":  # letta-evals' name for a function grader; ours is match (tool is its deprecated alias
+        grader["kind"] = kind = "match"  # in this project's own suites, noted by evals validate; not here)
     if kind == "letta_judge":
         t.problems.append(((*path, "kind"), "letta_judge grades with a Letta agent, which evals-cli cannot run; "
                            "use kind: model_judge (an LLM judge on an OpenAI-compatible endpoint)"))
@@ -176,7 +178,7 @@ def _grader(t: Translation, grader: dict[str, Any], path: Loc) -> None:
     if "display_name" in grader and not _grader_has(kind, "display_name"):
         _rename(t, grader, path, "display_name", "description")
     _extractor(t, grader, path)
-    if kind == "tool" and grader.get("function") == "regex_match" and "case_sensitive" not in grader:
+    if kind == "match" and grader.get("function") == "regex_match" and "case_sensitive" not in grader:
         grader["case_sensitive"] = True  # letta-evals' regex_match is case-sensitive, ours ignores case by default
     if kind == "model_judge":
         _judge(t, grader, path)

@@ -261,8 +261,8 @@ def _apply_target(data: dict[str, Any], override: TargetOverride | None, letta_t
     data["target"] = {"kind": "openai_chat"}  # validate the rest of the suite all the same
     return [_located(where, line_of, ("target", "kind") if kind else ("target",),
                      f"{what} (an agent on a Letta server), which evals-cli cannot run; give the OpenAI-compatible "
-                     "agent to test with --target FILE (a YAML file holding a target block) or, for evals run, "
-                     "--base-url URL --model NAME")]
+                     "agent to test with --target FILE (a YAML file holding a target block) or --base-url URL (with "
+                     "--model NAME unless the endpoint serves exactly one model)")]
 
 
 def _tool_name_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:

@@ -14,7 +14,9 @@ The kinds are listed alphabetically in the unions, hence in `unknown kind '...';
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, Union
+import typing
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import Discriminator, Field, Tag, field_validator
 
@@ -30,27 +32,70 @@ from evals_cli.targets.base import TARGETS
 DEFAULT_TARGET = "openai_chat"  # the target kind of a `target:` block without `kind:` (as in every earlier version)
 
 
-def registered_specs(registry: Registry[Any]) -> list[tuple[str, type[Any]]]:
-    """(kind, spec model) of every kind of the family that takes options, alphabetically by kind.
+def _kind_names(spec: type[Any]) -> tuple[Any, ...]:
+    """The values a spec's `kind` field accepts: its default (the kind's name) first, then its aliases."""
+    field = getattr(spec, "model_fields", {}).get("kind")
+    if field is None:
+        return ()
+    values = typing.get_args(field.annotation) if typing.get_origin(field.annotation) is Literal else ()
+    return (field.default, *(v for v in values if v != field.default))
 
-    A spec must declare `kind: Literal["<its kind>"]`: the union tells kinds apart by that field, so a spec
-    registered under another name would be accepted under one kind and run as another (TypeError at import)."""
+
+def registered_specs(registry: Registry[Any]) -> list[tuple[str, type[Any]]]:
+    """(kind, spec model) of every kind of the family that takes options, alphabetically by kind; an alias
+    (an old name registered for the same spec) is not a kind of its own here: see `kind_aliases`.
+
+    A spec must declare `kind: Literal["<its kind>", <its aliases>...] = "<its kind>"`: the union tells kinds
+    apart by that field, so a spec registered under a name it does not accept would be accepted under one kind
+    and run as another (TypeError at import)."""
     pairs = []
     for entry in sorted(registry.entries(), key=lambda e: e.kind):
         if entry.spec is None:
             continue
-        field = getattr(entry.spec, "model_fields", {}).get("kind")
-        if field is None or field.default != entry.kind:
+        names = _kind_names(entry.spec)
+        if entry.kind not in names:
             raise TypeError(f"{registry.family} kind {entry.kind!r} ({entry.module}): its spec "
                             f"{entry.spec.__qualname__} must declare kind: Literal[{entry.kind!r}] = {entry.kind!r}")
-        pairs.append((entry.kind, entry.spec))
+        if names[0] == entry.kind:
+            pairs.append((entry.kind, entry.spec))
     return pairs
+
+
+def kind_aliases(registry: Registry[Any]) -> dict[str, str]:
+    """Old name -> kind, for every alias of the family: a name registered for a spec whose `kind` defaults to
+    another name (`@GRADERS.register("tool", spec=MatchSpec)` beside `register("match", ...)`). An alias
+    validates as that spec and runs that implementation; `evals validate` notes it as deprecated."""
+    aliases = {}
+    for entry in registry.entries():
+        names = _kind_names(entry.spec) if entry.spec is not None else ()
+        if names and names[0] != entry.kind:
+            aliases[entry.kind] = names[0]
+    return dict(sorted(aliases.items()))
+
+
+def deprecation_note(alias: str, kind: str) -> str:
+    """The words for a deprecated kind name (the same in `evals validate` and `evals list`)."""
+    return f"kind '{alias}' is the old name of '{kind}': still accepted, but deprecated; write kind: {kind}"
+
+
+def _grader_kind(aliases: dict[str, str]) -> Callable[[Any], str | None]:
+    """The discriminator of the grader union: `kind`, with an alias read as its kind (so an unknown kind's
+    message lists the kinds, not their old names); None (kind missing) is an error."""
+
+    def kind_of(value: Any) -> str | None:
+        kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+        if kind is None:
+            return None
+        kind = kind if isinstance(kind, str) else repr(kind)
+        return aliases.get(kind, kind)
+
+    return kind_of
 
 
 def grader_union() -> Any:
     """Every registered grader spec, told apart by `kind:` (required: a grader without one is an error)."""
-    members = tuple(spec for _, spec in registered_specs(GRADERS))
-    return Annotated[Union[members], Field(discriminator="kind")]  # noqa: UP007  (a union built from a tuple)
+    members = tuple(Annotated[spec, Tag(kind)] for kind, spec in registered_specs(GRADERS))
+    return Annotated[Union[members], Discriminator(_grader_kind(kind_aliases(GRADERS)))]  # noqa: UP007
 
 
 def target_union() -> Any:
@@ -101,6 +146,12 @@ class SuiteSpec(SuiteFile):
         if not graders:
             raise ValueError("required field is missing: give at least one grader")
         return graders
+
+    def naming_notes(self) -> list[tuple[tuple[str, ...], str]]:
+        """Deprecated names the suite uses (field path, note): warnings, not problems; the suite runs as is."""
+        aliases = kind_aliases(GRADERS)
+        return [(("graders", name, "kind"), deprecation_note(spec.kind, aliases[spec.kind]))
+                for name, spec in self.graders.items() if spec.kind in aliases]
 
     def cross_check(self) -> list[tuple[tuple[str, ...], str]]:
         """Problems between sections (field path, message); see `cross_check_raw` for the loader."""

@@ -7,7 +7,7 @@ Catches "the tool returned DB_HOST=localhost and the agent reports the host is 5
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -25,9 +25,9 @@ class GroundingSpec(GraderBase):
 
     kind: Literal["grounding"] = "grounding"
     must_cite: list[str] = Field(default_factory=list, description="Values the answer must contain; the sample's "
-                                                                   "metadata.must_cite are added.")
+                                                                   "must_cite are added.")
     must_not_say: list[str] = Field(default_factory=list, description="Misreadings the answer must not contain; the "
-                                                                      "sample's metadata.must_not_say are added.")
+                                                                      "sample's must_not_say are added.")
     case_sensitive: bool = Field(default=False, description="Compare case-sensitively (default: ignore case).")
     whole_word: bool = Field(default=True, description="A value must not be glued to letters or digits ('5432' is "
                                                        "not in '15432').")
@@ -35,15 +35,17 @@ class GroundingSpec(GraderBase):
     score: ScoreMode = Field(default="binary", description="binary: all or nothing; fraction: items right / items.")
 
 
-def _values(metadata: dict[str, Any], key: str) -> list[str]:
-    raw = metadata.get(key)
+def _values(sample: Sample, key: str) -> list[str]:
+    """The row's `key` (top-level, or under metadata where earlier versions read it), as strings."""
+    raw = sample.row_field(key)
     if raw is None:
         return []
     if isinstance(raw, str | int | float) and not isinstance(raw, bool):
         return [str(raw)]
     if isinstance(raw, list) and all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in raw):
         return [str(v) for v in raw]
-    raise ValueError(f"sample metadata.{key} must be a string or a list of strings, got {raw!r}")
+    where = key if getattr(sample, key) is not None else f"metadata.{key}"
+    raise ValueError(f"sample {where} must be a string or a list of strings, got {raw!r}")
 
 
 def tool_texts(trajectory: Trajectory) -> list[str]:
@@ -83,11 +85,11 @@ class GroundingGrader(Grader[GroundingSpec]):
     """Each must_cite value in the answer (and in a tool result), no must_not_say value in the answer."""
 
     def check_sample(self, sample: Sample) -> list[str]:
-        """Malformed metadata.must_cite / must_not_say show before any model call."""
+        """Malformed must_cite / must_not_say show before any model call."""
         problems = []
         for key in ("must_cite", "must_not_say"):
             try:
-                _values(sample.metadata, key)
+                _values(sample, key)
             except ValueError as exc:
                 why = str(exc).removeprefix("sample ")
                 problems.append(f"sample {sample.id!r}: {why}, needed by grader {self.name} (grounding)")
@@ -95,8 +97,8 @@ class GroundingGrader(Grader[GroundingSpec]):
 
     async def grade(self, ctx: GradeContext) -> Grade:
         try:
-            cite = list(dict.fromkeys([*self.spec.must_cite, *_values(ctx.sample.metadata, "must_cite")]))
-            avoid = list(dict.fromkeys([*self.spec.must_not_say, *_values(ctx.sample.metadata, "must_not_say")]))
+            cite = list(dict.fromkeys([*self.spec.must_cite, *_values(ctx.sample, "must_cite")]))
+            avoid = list(dict.fromkeys([*self.spec.must_not_say, *_values(ctx.sample, "must_not_say")]))
         except ValueError as exc:
             return Grade.failed(str(exc))
         answer = ctx.submission(self.spec.extractor, self.spec.extractor_config)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from evals_cli.endpoints.resolve import Endpoint, resolve_judge
+from evals_cli.endpoints.resolve import Endpoint, JudgeOverrides, resolve_judge
 from evals_cli.graders.agreement import combine, spread
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.graders.judge_call import ask_judge, judge_messages, step_downs
@@ -85,6 +85,7 @@ class Verdict:
     raw: Any
     reason: str
     mode: str
+    reply: str = ""
 
 
 def judge_endpoints(spec: ModelJudgeSpec, ctx: GraderContext) -> list[Endpoint]:
@@ -92,8 +93,11 @@ def judge_endpoints(spec: ModelJudgeSpec, ctx: GraderContext) -> list[Endpoint]:
     ConfigError when no model is set anywhere."""
     if ctx.offline:
         return []
-    endpoint = resolve_judge(spec, ctx.judge, ctx.agent)
-    panel = [resolve_judge(member, None, endpoint) for member in spec.panel or []]
+    # --judge-model / --judge-base-url / --judge-api-key win over the grader's own settings and every panel
+    # member's: a suite written for a hosted judge can be pointed at a local one without editing it
+    overrides: JudgeOverrides | None = getattr(ctx, "judge_overrides", None)
+    endpoint = resolve_judge(spec, ctx.judge, ctx.agent, overrides)
+    panel = [resolve_judge(member, None, endpoint, overrides) for member in spec.panel or []]
     return panel or [endpoint]
 
 
@@ -152,6 +156,7 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
                 if verdict is not None:
                     verdicts.append(verdict)
         grade = self._combine(verdicts, problems, usage)
+        grade.metadata["messages"] = messages  # the rendered prompt, for the report's collapsed judge call
         grade.submission = submission
         return grade
 
@@ -203,5 +208,5 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
         if answer is None:
             problems.append(f"{endpoint.model}: " + "; ".join(failures or ["no usable verdict"]))
             return None
-        return Verdict(endpoint.model, answer.score, answer.raw, answer.reason, answer.mode)
+        return Verdict(endpoint.model, answer.score, answer.raw, answer.reason, answer.mode, answer.reply)
 

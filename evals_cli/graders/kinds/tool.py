@@ -1,4 +1,7 @@
-"""`kind: tool`: a function (built-in or custom) of the submission and the ground truth."""
+"""`kind: match`: a function (built-in or custom) of the submission and the ground truth.
+
+`tool` is the same kind under its older name (letta-evals' name for it): still accepted, with a deprecation
+note from `evals validate`; a letta-evals suite keeps it silently (evals_cli/suite/letta.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +17,12 @@ from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 
 
-class ToolGraderSpec(GraderBase):
+class MatchSpec(GraderBase):
     """A deterministic function of the extracted submission and the ground truth."""
 
-    kind: Literal["tool"] = "tool"
+    # the first value is the kind's name; the others are old names (aliases) of the same spec, each also
+    # registered below, so `kind: tool` validates as this spec and runs this grader (evals_cli/suite/spec.py)
+    kind: Literal["match", "tool"] = "match"
     function: str = Field(
         description="contains, exact_match, regex_match, or a custom grader 'path/to/file.py:func'."
     )
@@ -27,13 +32,14 @@ class ToolGraderSpec(GraderBase):
     )
 
 
-@GRADERS.register("tool", spec=ToolGraderSpec)
-class ToolGrader(Grader[ToolGraderSpec]):
+@GRADERS.register("tool", spec=MatchSpec)  # the old name: an alias (see MatchSpec.kind)
+@GRADERS.register("match", spec=MatchSpec)
+class MatchGrader(Grader[MatchSpec]):
     """A function of the submission and the ground truth (built-in or `path.py:func`)."""
 
     per_turn = True
 
-    def __init__(self, name: str, spec: ToolGraderSpec, ctx: GraderContext) -> None:
+    def __init__(self, name: str, spec: MatchSpec, ctx: GraderContext) -> None:
         super().__init__(name, spec, ctx)
         self.fn = load_function(spec.function, ctx.base_dir)
         self.kwargs = {} if spec.case_sensitive is None else {"case_sensitive": spec.case_sensitive}
@@ -61,3 +67,8 @@ class ToolGrader(Grader[ToolGraderSpec]):
         if grade.submission is None:
             grade.submission = submission
         return grade
+
+
+# the classes' names before the kind was renamed, for code that imports them
+ToolGraderSpec = MatchSpec
+ToolGrader = MatchGrader

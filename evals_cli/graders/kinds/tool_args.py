@@ -22,7 +22,7 @@ class ToolArgsSpec(GraderBase):
 
     kind: Literal["tool_args"] = "tool_args"
     calls: list[ExpectedCall] | None = Field(
-        default=None, description="Expected calls; default the sample's metadata.expected_calls (same shape)."
+        default=None, description="Expected calls; default the sample's expected_calls (same shape)."
     )
     defaults: dict[str, dict[str, ArgMatch]] = Field(
         default_factory=dict,
@@ -41,17 +41,19 @@ def expected_label(call: ExpectedCall) -> str:
     return f"{call.tool}({inner})"
 
 
-def sample_calls(metadata: dict[str, Any]) -> list[ExpectedCall]:
-    """The sample's own expectation, `metadata.expected_calls`, checked with the spec's own model."""
-    raw = metadata.get("expected_calls")
+def sample_calls(sample: Sample) -> list[ExpectedCall]:
+    """The sample's own expectation, `expected_calls` (or its deprecated place, `metadata.expected_calls`),
+    checked with the spec's own model."""
+    raw = sample.row_field("expected_calls")
     if raw is None:
         return []
+    field = "expected_calls" if sample.expected_calls is not None else "metadata.expected_calls"
     try:
         return _CALLS.validate_python(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"sample metadata.expected_calls{'.' + where if where else ''}: {first['msg']}") from None
+        raise ValueError(f"sample {field}{'.' + where if where else ''}: {first['msg']}") from None
 
 
 class _Case:
@@ -91,11 +93,11 @@ class ToolArgsGrader(Grader[ToolArgsSpec]):
     """Each expected call is matched to a distinct actual call; score = matched / expected (or binary)."""
 
     def check_sample(self, sample: Sample) -> list[str]:
-        """A malformed metadata.expected_calls shows before any model call, not as a grading error later."""
+        """A malformed expected_calls shows before any model call, not as a grading error later."""
         if self.spec.calls is not None:
             return []
         try:
-            sample_calls(sample.metadata)
+            sample_calls(sample)
         except ValueError as exc:
             why = str(exc).removeprefix("sample ")
             return [f"sample {sample.id!r}: {why}, needed by grader {self.name} (tool_args)"]
@@ -103,7 +105,7 @@ class ToolArgsGrader(Grader[ToolArgsSpec]):
 
     async def grade(self, ctx: GradeContext) -> Grade:
         try:
-            expected = self.spec.calls if self.spec.calls is not None else sample_calls(ctx.sample.metadata)
+            expected = self.spec.calls if self.spec.calls is not None else sample_calls(ctx.sample)
         except ValueError as exc:
             return Grade.failed(str(exc))
         if not expected:

@@ -1,5 +1,8 @@
 """Graders of which tools were called: order (five modes) and forbidden tools.
 
+`forbidden_tools` reads the row field of its name; `tools_avoided` is its older name, still accepted (an alias of
+the same spec and grader, with a deprecation note from `evals validate`).
+
 Parallel calls (one model step) are an unordered group: a model that asks for `list_files` and `read_file` in
 one step did not choose an order, so `strict` and `subsequence` accept either order inside the step.
 
@@ -52,10 +55,11 @@ class ToolOrderSpec(GraderBase):
     )
 
 
-class ToolsAvoidedSpec(GraderBase):
-    """No forbidden tool was called."""
+class ForbiddenToolsSpec(GraderBase):
+    """No forbidden tool was called (the row's forbidden_tools plus the spec's tools)."""
 
-    kind: Literal["tools_avoided"] = "tools_avoided"
+    # the first value is the kind's name, the other its old name (an alias, registered below too)
+    kind: Literal["forbidden_tools", "tools_avoided"] = "forbidden_tools"
     required_by_default: ClassVar[bool] = True  # forbidden means forbidden: a call fails the sample
     # and whatever the gate's pass value (even 0 for a report-only gate), a forbidden call's 0 is under it
     threshold_by_default: ClassVar[float | None] = 1.0
@@ -201,8 +205,9 @@ class ToolOrderGrader(Grader[ToolOrderSpec]):
                      metadata={"called": names, "expected": list(expected), "matched": verdict.matched, "mode": mode})
 
 
-@GRADERS.register("tools_avoided", spec=ToolsAvoidedSpec)
-class ToolsAvoidedGrader(Grader[ToolsAvoidedSpec]):
+@GRADERS.register("tools_avoided", spec=ForbiddenToolsSpec)  # the old name: an alias (see ForbiddenToolsSpec.kind)
+@GRADERS.register("forbidden_tools", spec=ForbiddenToolsSpec)
+class ForbiddenToolsGrader(Grader[ForbiddenToolsSpec]):
     """None of the forbidden tools (sample's plus spec's, globs allowed) was called."""
 
     async def grade(self, ctx: GradeContext) -> Grade:
@@ -215,3 +220,8 @@ class ToolsAvoidedGrader(Grader[ToolsAvoidedSpec]):
             listed = ", ".join(f"{n} ×{k}" if k > 1 else n for n, k in counts.items())
             return Grade(score=0.0, rationale=f"called forbidden tool(s): {listed}", metadata={"violations": hits})
         return Grade(score=1.0, rationale=f"avoided {', '.join(forbidden)}")
+
+
+# the classes' names before the kind was renamed, for code that imports them
+ToolsAvoidedSpec = ForbiddenToolsSpec
+ToolsAvoidedGrader = ForbiddenToolsGrader

@@ -1,7 +1,7 @@
 """Re-create suites/failure_modes.recording.jsonl: a scripted agent acts out each failure mode (and the correct
 runs) on tests/scripted_server.py, and the real CLI records every model call with --record.
 
-    .venv/bin/python tests/make_failure_modes_recording.py [OUTPUT]
+    .venv/bin/python scripts/make_failure_modes_recording.py [OUTPUT]
 
 The replies carry fixed ids and timestamps and the run is sequential (-c 1), so the file is byte-for-byte
 reproducible: tests/test_failure_modes.py re-creates it and compares.
@@ -16,10 +16,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo root: it drives tests/ helpers
 
-from helpers import ROOT, run_cli  # noqa: E402
-from scripted_server import Script, ScriptedServer, agent_script, call, last_user, steps_since_user, text  # noqa: E402
+from tests.helpers import ROOT, run_cli  # noqa: E402
+from tests.scripted_server import Script, ScriptedServer, agent_script, call, last_user, steps_since_user, text  # noqa: E402
 
 SUITE = ROOT / "suites" / "failure_modes.yaml"
 RECORDING = ROOT / "suites" / "failure_modes.recording.jsonl"

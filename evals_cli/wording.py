@@ -1,0 +1,10 @@
+"""Small wording rules shared by every message that counts things ("1 session", not "1 sessions")."""
+
+from __future__ import annotations
+
+
+def plural(n: int, noun: str, *, count: bool = True) -> str:
+    """`noun` agreeing with `n` (regular English plurals only: every noun we count takes an s), with the number
+    in front unless `count` is False."""
+    word = noun if n == 1 else noun + "s"
+    return f"{n} {word}" if count else word
