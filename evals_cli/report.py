@@ -16,12 +16,12 @@ from typing import Literal
 from pydantic import ValidationError
 
 from evals_cli.display.state import RunState
-from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError
+from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED
 from evals_cli.gate import Gate
 from evals_cli.models.results import RunSummary
 from evals_cli.models.specs import GateSpec
 from evals_cli.output.exit_codes import NOT_EVALUATED, withhold_verdict
-from evals_cli.output.files import SUMMARY_NAME, read_results, read_summary, results_path
+from evals_cli.output.files import SUMMARY_NAME, read_records, read_results, read_summary, results_path
 from evals_cli.output.summary import Accumulator
 from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
 
@@ -101,22 +101,7 @@ def _honest(saved: RunSummary) -> RunSummary:
 
 def read_analyses(target: Path, warnings: list[str] | None = None) -> Iterator[SessionAnalysis]:
     """A sessions run's results lines, lazily; a torn last line (a killed run) is a warning, not fatal."""
-    path = results_path(target)
-    if not path.is_file():
-        raise ConfigError(f"{path}: no results file; give a results.jsonl or the run folder that holds it")
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        pending: tuple[int, str] | None = None
-        for number, line in enumerate(fh, 1):
-            if pending is not None:
-                raise ConfigError(f"{path}:{pending[0]}: not a sessions results line: {pending[1]}")
-            if not line.strip():
-                continue
-            try:
-                yield SessionAnalysis.model_validate(json.loads(line))
-            except (ValueError, ValidationError) as exc:
-                pending = (number, str(exc).splitlines()[0][:200])
-        if pending is not None and warnings is not None:
-            warnings.append(f"{path}:{pending[0]}: torn last line ignored (the run was killed while writing)")
+    return read_records(target, SessionAnalysis, "sessions results line", warnings)
 
 
 @dataclass

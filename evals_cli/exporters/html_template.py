@@ -220,7 +220,8 @@ CONTROLS = """<div class="controls needs-js" hidden>
 </div>
 """
 
-TEMPLATE = """<!DOCTYPE html>
+# the parts both pages (a run, a sessions run) share, substituted below like CONTROLS
+PAGE_HEAD = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -231,10 +232,9 @@ TEMPLATE = """<!DOCTYPE html>
 </head>
 <body>
 <header>
-  <h1>{{ s.suite }}</h1>
-  <p class="meta">evals-cli report · started {{ s.started_at or "—" }} · {{ "%.1f"|format(s.duration_s) }} s ·
-    status {{ s.status }}</p>
-</header>
+"""
+
+RUN_NOTES = """</header>
 {% for note in v.notes %}
 <p class="warn note">{{ note }}</p>
 {% endfor %}
@@ -245,6 +245,46 @@ TEMPLATE = """<!DOCTYPE html>
 <section id="gate" class="gate {{ 'unknown' if g is none or g.passed is none else ('pass' if g.passed else 'fail') }}">
   {{ g.message if g is not none else "No gate verdict." }}
 </section>
+"""
+
+HISTOGRAMS = """<h3>Score distributions</h3>
+<div class="hists">
+{% for h in v.histograms %}
+  <figure class="hist-figure">
+    <figcaption>{{ h.title }} <span class="muted">({{ h.total }} scored
+      {%- if h.missing %}, {{ h.missing }} without a score{% endif %})</span></figcaption>
+    <svg class="chart histogram" role="img" aria-label="histogram of {{ h.title }}" width="{{ h.width }}"
+         height="{{ h.height }}" viewBox="0 0 {{ h.width }} {{ h.height }}">
+      <line class="axis" x1="8" x2="252" y1="{{ h.base_y }}" y2="{{ h.base_y }}"></line>
+      {% for bin in h.bins %}
+      <rect class="hist" x="{{ bin.x }}" y="{{ bin.y }}" width="{{ bin.width }}" height="{{ bin.height }}">
+        <title>{{ bin.label }}: {{ bin.count }}</title></rect>
+      {% if bin.count %}
+      <text class="tick" x="{{ bin.x + bin.width / 2 }}" y="{{ bin.y - 3 }}" text-anchor="middle">{{ bin.count }}</text>
+      {% endif %}
+      {% endfor %}
+      <text class="tick" x="10" y="{{ h.base_y + 14 }}">0</text>
+      <text class="tick" x="130" y="{{ h.base_y + 14 }}" text-anchor="middle">0.5</text>
+      <text class="tick" x="250" y="{{ h.base_y + 14 }}" text-anchor="end">1</text>
+    </svg>
+  </figure>
+{% endfor %}
+</div>
+"""
+
+PAGE_FOOT = """<p id="no-match" class="muted" hidden>No {{ v.noun }} match the filter.</p>
+</section>
+<footer>Written by evals-cli. Self-contained: no network access is needed to view this file.</footer>
+<script>{{ script|safe }}</script>
+</body>
+</html>
+"""
+
+TEMPLATE = """{{ page_head }}
+  <h1>{{ s.suite }}</h1>
+  <p class="meta">evals-cli report · started {{ s.started_at or "—" }} · {{ "%.1f"|format(s.duration_s) }} s ·
+    status {{ s.status }}</p>
+{{ run_notes }}
 
 <section class="cards" id="summary">
   <div class="card"><div class="n">{{ s.total }}</div><div class="l">samples</div></div>
@@ -321,29 +361,7 @@ TEMPLATE = """<!DOCTYPE html>
     </tbody>
   </table>
 </div>
-<h3>Score distributions</h3>
-<div class="hists">
-{% for h in v.histograms %}
-  <figure class="hist-figure">
-    <figcaption>{{ h.title }} <span class="muted">({{ h.total }} scored
-      {%- if h.missing %}, {{ h.missing }} without a score{% endif %})</span></figcaption>
-    <svg class="chart histogram" role="img" aria-label="histogram of {{ h.title }}" width="{{ h.width }}"
-         height="{{ h.height }}" viewBox="0 0 {{ h.width }} {{ h.height }}">
-      <line class="axis" x1="8" x2="252" y1="{{ h.base_y }}" y2="{{ h.base_y }}"></line>
-      {% for bin in h.bins %}
-      <rect class="hist" x="{{ bin.x }}" y="{{ bin.y }}" width="{{ bin.width }}" height="{{ bin.height }}">
-        <title>{{ bin.label }}: {{ bin.count }}</title></rect>
-      {% if bin.count %}
-      <text class="tick" x="{{ bin.x + bin.width / 2 }}" y="{{ bin.y - 3 }}" text-anchor="middle">{{ bin.count }}</text>
-      {% endif %}
-      {% endfor %}
-      <text class="tick" x="10" y="{{ h.base_y + 14 }}">0</text>
-      <text class="tick" x="130" y="{{ h.base_y + 14 }}" text-anchor="middle">0.5</text>
-      <text class="tick" x="250" y="{{ h.base_y + 14 }}" text-anchor="end">1</text>
-    </svg>
-  </figure>
-{% endfor %}
-</div>
+{{ histograms }}
 </section>
 
 <section id="samples-section">
@@ -534,39 +552,14 @@ TEMPLATE = """<!DOCTYPE html>
   </div>
 </details>
 {% endfor %}
-<p id="no-match" class="muted" hidden>No {{ v.noun }} match the filter.</p>
-</section>
-<footer>Written by evals-cli. Self-contained: no network access is needed to view this file.</footer>
-<script>{{ script|safe }}</script>
-</body>
-</html>
+{{ page_foot }}
 """
 
-SESSIONS_TEMPLATE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="evals-cli">
-<title>{{ v.title }}</title>
-<style>{{ style|safe }}</style>
-</head>
-<body>
-<header>
+SESSIONS_TEMPLATE = """{{ page_head }}
   <h1>{{ s.name }}</h1>
   <p class="meta">evals-cli sessions report · started {{ s.started_at or "—" }} · {{ "%.1f"|format(s.duration_s) }} s ·
     status {{ s.status }}{% if s.dataset %} · dataset {{ s.dataset }}{% endif %}</p>
-</header>
-{% for note in v.notes %}
-<p class="warn note">{{ note }}</p>
-{% endfor %}
-{% if s.status != "completed" or s.abort_reason %}
-<p class="warn">Run {{ s.status }}{% if s.abort_reason %}: {{ s.abort_reason }}{% endif %}</p>
-{% endif %}
-{% set g = s.gate %}
-<section id="gate" class="gate {{ 'unknown' if g is none or g.passed is none else ('pass' if g.passed else 'fail') }}">
-  {{ g.message if g is not none else "No gate verdict." }}
-</section>
+{{ run_notes }}
 {% if g is not none and g.checks %}
 <table id="gate-checks" style="width:auto">
   <thead><tr><th>check</th><th class="num">measured</th><th class="num">needed</th><th>result</th></tr></thead>
@@ -617,29 +610,7 @@ SESSIONS_TEMPLATE = """<!DOCTYPE html>
     {% endfor %}</tbody>
   </table>
 </div>
-<h3>Score distributions</h3>
-<div class="hists">
-{% for h in v.histograms %}
-  <figure class="hist-figure">
-    <figcaption>{{ h.title }} <span class="muted">({{ h.total }} scored
-      {%- if h.missing %}, {{ h.missing }} without a score{% endif %})</span></figcaption>
-    <svg class="chart histogram" role="img" aria-label="histogram of {{ h.title }}" width="{{ h.width }}"
-         height="{{ h.height }}" viewBox="0 0 {{ h.width }} {{ h.height }}">
-      <line class="axis" x1="8" x2="252" y1="{{ h.base_y }}" y2="{{ h.base_y }}"></line>
-      {% for bin in h.bins %}
-      <rect class="hist" x="{{ bin.x }}" y="{{ bin.y }}" width="{{ bin.width }}" height="{{ bin.height }}">
-        <title>{{ bin.label }}: {{ bin.count }}</title></rect>
-      {% if bin.count %}
-      <text class="tick" x="{{ bin.x + bin.width / 2 }}" y="{{ bin.y - 3 }}" text-anchor="middle">{{ bin.count }}</text>
-      {% endif %}
-      {% endfor %}
-      <text class="tick" x="10" y="{{ h.base_y + 14 }}">0</text>
-      <text class="tick" x="130" y="{{ h.base_y + 14 }}" text-anchor="middle">0.5</text>
-      <text class="tick" x="250" y="{{ h.base_y + 14 }}" text-anchor="end">1</text>
-    </svg>
-  </figure>
-{% endfor %}
-</div>
+{{ histograms }}
 </section>
 
 {% macro num(value, css) -%}
@@ -789,14 +760,19 @@ SESSIONS_TEMPLATE = """<!DOCTYPE html>
   </div>
 </details>
 {% endfor %}
-<p id="no-match" class="muted" hidden>No {{ v.noun }} match the filter.</p>
-</section>
-<footer>Written by evals-cli. Self-contained: no network access is needed to view this file.</footer>
-<script>{{ script|safe }}</script>
-</body>
-</html>
+{{ page_foot }}
 """
 
 # both reports share the filter bar (the script filters the table and the conversations below it together)
-TEMPLATE = TEMPLATE.replace("{{ controls }}", CONTROLS)
-SESSIONS_TEMPLATE = SESSIONS_TEMPLATE.replace("{{ controls }}", CONTROLS)
+_PARTS = {"{{ controls }}": CONTROLS, "{{ page_head }}\n": PAGE_HEAD, "{{ run_notes }}\n": RUN_NOTES,
+          "{{ histograms }}\n": HISTOGRAMS, "{{ page_foot }}\n": PAGE_FOOT}
+
+
+def _assemble(page: str) -> str:
+    for placeholder, part in _PARTS.items():
+        page = page.replace(placeholder, part)
+    return page
+
+
+TEMPLATE = _assemble(TEMPLATE)
+SESSIONS_TEMPLATE = _assemble(SESSIONS_TEMPLATE)

@@ -7,13 +7,16 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from evals_cli.errors import ConfigError
 from evals_cli.models.results import RunSummary, SampleResult
 from evals_cli.text_caps import cap_result, clean_text, max_field_chars
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
 
 RESULTS_NAME = "results.jsonl"
 SUMMARY_NAME = "summary.json"
@@ -79,8 +82,10 @@ def results_path(target: Path) -> Path:
     return target / RESULTS_NAME if target.is_dir() else target
 
 
-def read_results(target: Path, warnings: list[str] | None = None) -> Iterator[SampleResult]:
-    """Results lines, lazily. A torn last line (a killed run) is reported in `warnings`, not fatal."""
+def read_records(target: Path, model: type[RecordT], what: str, warnings: list[str] | None = None) -> Iterator[RecordT]:
+    """A run's results lines as `model`, lazily (sample results, or a sessions run's analyses). Only a last line
+    that is not whole JSON is torn (a run killed while writing): a warning, not fatal; a whole JSON line that is
+    not a `what` is an error naming its line."""
     path = results_path(target)
     if not path.is_file():
         raise ConfigError(f"{path}: no results file; give a results.jsonl or the run folder that holds it")
@@ -88,7 +93,7 @@ def read_results(target: Path, warnings: list[str] | None = None) -> Iterator[Sa
         pending: tuple[int, str] | None = None
         for number, line in enumerate(fh, 1):
             if pending is not None:
-                raise ConfigError(f"{path}:{pending[0]}: not a results line: {pending[1]}")
+                raise ConfigError(f"{path}:{pending[0]}: not a {what}: {pending[1]}")
             if not line.strip():
                 continue
             try:
@@ -97,12 +102,16 @@ def read_results(target: Path, warnings: list[str] | None = None) -> Iterator[Sa
                 pending = (number, str(exc).splitlines()[0][:200])
                 continue
             try:
-                yield SampleResult.model_validate(data)
-            except ValidationError as exc:  # whole JSON, but not a result (a sessions run's line, say)
-                raise ConfigError(f"{path}:{number}: not a results line: {str(exc).splitlines()[0][:200]}") from None
-        if pending is not None:
-            if warnings is not None:
-                warnings.append(f"{path}:{pending[0]}: torn last line ignored (the run was killed while writing)")
+                yield model.model_validate(data)
+            except ValidationError as exc:  # whole JSON, but not this kind of line (another run kind's, say)
+                raise ConfigError(f"{path}:{number}: not a {what}: {str(exc).splitlines()[0][:200]}") from None
+        if pending is not None and warnings is not None:
+            warnings.append(f"{path}:{pending[0]}: torn last line ignored (the run was killed while writing)")
+
+
+def read_results(target: Path, warnings: list[str] | None = None) -> Iterator[SampleResult]:
+    """Results lines, lazily. A torn last line (a killed run) is reported in `warnings`, not fatal."""
+    return read_records(target, SampleResult, "results line", warnings)
 
 
 def read_summary(target: Path) -> RunSummary | None:
