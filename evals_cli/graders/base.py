@@ -26,7 +26,7 @@ from evals_cli.registry import Registry
 
 if TYPE_CHECKING:
     from evals_cli.endpoints.pool import ClientPool
-    from evals_cli.endpoints.resolve import Endpoint
+    from evals_cli.endpoints.resolve import Endpoint, JudgeOverrides
     from evals_cli.models.specs import JudgeSpec
 
 SpecT = TypeVar("SpecT", bound=GraderBase)
@@ -62,6 +62,7 @@ class GraderContext:
     judge: JudgeSpec | None = None  # the suite's judge block: the default endpoint of judge graders
     agent: Endpoint | None = None  # the judge's last fallback: the agent's own endpoint
     offline: bool = False
+    judge_overrides: JudgeOverrides | None = None  # --judge-model/--judge-base-url/--judge-api-key: win over all
 
 
 class Grader(Generic[SpecT]):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evals_cli.endpoints.pool import ClientPool
@@ -14,18 +13,11 @@ if TYPE_CHECKING:  # the suite layer sits above graders
     from evals_cli.suite.spec import SuiteSpec
 
 
-@dataclass(frozen=True)
-class JudgedContext(GraderContext):
-    """A GraderContext with the command line's judge overrides, read by the kinds that resolve a judge."""
-
-    judge_overrides: JudgeOverrides | None = None
-
-
 def build_graders(suite: SuiteSpec, pool: ClientPool | None, agent: Endpoint | None,
                   no_judge: bool = False, judge_overrides: JudgeOverrides | None = None) -> dict[str, Grader[Any]]:
     """`agent` is the judges' last fallback endpoint; `no_judge` leaves out the kinds that call a model;
     `judge_overrides` (--judge-model, --judge-base-url, --judge-api-key) win over every judge setting."""
-    ctx = JudgedContext(base_dir=suite.base_dir, pool=pool, judge=suite.judge, agent=agent,
+    ctx = GraderContext(base_dir=suite.base_dir, pool=pool, judge=suite.judge, agent=agent,
                         judge_overrides=judge_overrides or None)
     graders: dict[str, Grader[Any]] = {}
     problems: list[str] = []

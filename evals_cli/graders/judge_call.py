@@ -30,9 +30,10 @@ ModeKey = tuple[str | None, str]  # (base_url, model) of a judge endpoint
 
 
 class StepDownCache:
-    """What a run learnt about each judge endpoint's structured output: the first mode worth trying (a mode it
-    refused with HTTP 4xx/500 is skipped by every later call, as is one that gave no verdict before a later mode
-    did). Until the first call to an endpoint has finished, the other calls to it wait: a server that answers
+    """What a run learnt about each judge endpoint's structured output: the first mode worth trying. A mode it
+    refused with HTTP 4xx/500 is skipped by every later call; a mode whose answer once held no usable verdict is
+    not (one garbled reply from a small model must not push every later call down to the least reliable mode).
+    Until the first call to an endpoint has finished, the other calls to it wait: a server that answers
     json_schema with HTTP 500 is probed once, not once per concurrent call (the model_judge grader and the
     sessions judge share it through `step_downs(pool)`)."""
 
@@ -101,18 +102,19 @@ async def ask_judge(client: Any, endpoint: Endpoint, messages: list[dict[str, st
                     first_mode: int = 0, temperature: float = 0.0, max_tokens: int | None = None,
                     context: str = "judge", usage: dict[str, int] | None = None,
                     on_error: Callable[[BaseException], None] | None = None,
-                    modes: StepDownCache | None = None) -> tuple[Answer | None, list[str]]:
+                    modes: StepDownCache | None = None,
+                    extra_body: dict[str, Any] | None = None) -> tuple[Answer | None, list[str]]:
     """(the verdict or None, what failed on the way). `on_error` sees every non-HTTP-status failure first
     (the session runner uses it to stop a run whose judge cannot be reached at all). With `modes`, the first
     mode comes from what earlier calls learnt (and this call's step-downs are learnt for the next ones)."""
     if modes is None:
         return await _ask(client, endpoint, messages, nonce, scale, first_mode, temperature, max_tokens, context,
-                          usage, on_error, None)
+                          usage, on_error, None, extra_body)
     key: ModeKey = (endpoint.base_url, endpoint.model)
     probe = await modes.turn(key)
     try:
         return await _ask(client, endpoint, messages, nonce, scale, max(first_mode, modes.first(key)), temperature,
-                          max_tokens, context, usage, on_error, (modes, key))
+                          max_tokens, context, usage, on_error, (modes, key), extra_body)
     finally:
         if probe:
             modes.probed(key)
@@ -121,16 +123,20 @@ async def ask_judge(client: Any, endpoint: Endpoint, messages: list[dict[str, st
 async def _ask(client: Any, endpoint: Endpoint, messages: list[dict[str, str]], nonce: str, scale: Scale,
                first_mode: int, temperature: float, max_tokens: int | None, context: str,
                usage: dict[str, int] | None, on_error: Callable[[BaseException], None] | None,
-               learn: tuple[StepDownCache, ModeKey] | None) -> tuple[Answer | None, list[str]]:
+               learn: tuple[StepDownCache, ModeKey] | None,
+               extra_body: dict[str, Any] | None = None) -> tuple[Answer | None, list[str]]:
     import openai
 
     failures: list[str] = []
+    garbled = False
     graded = graded_material(messages, nonce)  # candidates quoted from it are echoes, never the verdict
     for mode_index in range(first_mode, len(MODES)):
         mode = MODES[mode_index]
         options: dict[str, Any] = {"model": endpoint.model, "messages": messages, "temperature": temperature}
         if max_tokens:
             options["max_tokens"] = max_tokens
+        if extra_body:  # the judge block's extra JSON fields (e.g. a local server's own sampling options)
+            options["extra_body"] = extra_body
         if mode == "json_schema":
             options["response_format"] = scale.response_format()
         elif mode == "json_object":
@@ -164,8 +170,9 @@ async def _ask(client: Any, endpoint: Endpoint, messages: list[dict[str, str]], 
             score, raw = scale.normalise(raw)
         except (VerdictError, AttributeError, IndexError, TypeError) as exc:
             failures.append(f"{mode}: {exc}")
+            garbled = True
             continue
-        if learn is not None:
+        if learn is not None and not garbled:  # remember what the server refused, not what one reply garbled
             learn[0].answered(learn[1], mode_index)
         return Answer(score, raw, reason, mode, mode_index, reply), failures
     return None, failures

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from evals_cli.endpoints.resolve import Endpoint, JudgeOverrides, resolve_judge
+from evals_cli.endpoints.resolve import Endpoint, resolve_judge
 from evals_cli.graders.agreement import combine, spread
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.graders.judge_call import ask_judge, judge_messages, step_downs
@@ -95,9 +95,8 @@ def judge_endpoints(spec: ModelJudgeSpec, ctx: GraderContext) -> list[Endpoint]:
         return []
     # --judge-model / --judge-base-url / --judge-api-key win over the grader's own settings and every panel
     # member's: a suite written for a hosted judge can be pointed at a local one without editing it
-    overrides: JudgeOverrides | None = getattr(ctx, "judge_overrides", None)
-    endpoint = resolve_judge(spec, ctx.judge, ctx.agent, overrides)
-    panel = [resolve_judge(member, None, endpoint, overrides) for member in spec.panel or []]
+    endpoint = resolve_judge(spec, ctx.judge, ctx.agent, ctx.judge_overrides)
+    panel = [resolve_judge(member, None, endpoint, ctx.judge_overrides) for member in spec.panel or []]
     return panel or [endpoint]
 
 
@@ -109,7 +108,15 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
     uses_judge = True
 
     def __init__(self, name: str, spec: ModelJudgeSpec, ctx: GraderContext) -> None:
+        # what the suite's judge block sets and the grader does not, the grader inherits: a `judge:` block's
+        # max_tokens or temperature must not be silently ignored by the graders it is the default for
+        judge = ctx.judge
+        inherited: dict[str, Any] = {f: getattr(judge, f) for f in ("max_tokens", "temperature")
+                     if judge is not None and f in judge.model_fields_set and f not in spec.model_fields_set}
+        if inherited:
+            spec = spec.model_copy(update=inherited)
         super().__init__(name, spec, ctx)
+        self.extra_body = dict(judge.extra_body) if judge is not None else {}
         self.base_dir = ctx.base_dir
         self.endpoints = judge_endpoints(spec, ctx)
         self.pool = ctx.pool
@@ -203,7 +210,7 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
             self.pool.client(endpoint), endpoint, messages, nonce, self.scale,
             modes=step_downs(self.pool),  # the run's: shared with every judge call, sessions' included
             temperature=0.0 if self.spec.temperature is None else self.spec.temperature,
-            max_tokens=self.spec.max_tokens, usage=usage,
+            max_tokens=self.spec.max_tokens, usage=usage, extra_body=self.extra_body,
             context=f"sample {ctx.sample.id}{turn}, judge '{self.name}' {endpoint.model}{again}")
         if answer is None:
             problems.append(f"{endpoint.model}: " + "; ".join(failures or ["no usable verdict"]))
