@@ -204,3 +204,27 @@ def test_the_suite_judge_block_settings_reach_the_judge_graders(server: Scripted
     run_suite(load_suite(suite_path), RunOptions(output=tmp_path / "out"))
     bodies = sorted((r["body"] for r in server.judge_requests()), key=lambda b: b["max_tokens"])
     assert [(b["max_tokens"], b["temperature"], b.get("top_k")) for b in bodies] == [(99, 0.3, 5), (160, 0.3, 5)]
+
+
+def test_the_judge_prompt_and_reply_are_kept_for_the_report(server: ScriptedServer, tmp_path: Path) -> None:
+    """The rendered prompt and the judge's reply text are in the results line (whole-sample judges: `messages`
+    and each verdict's `reply`; per-turn judges: one `turn_calls` entry per turn) and the HTML report shows them."""
+    from evals_cli.exporters.html import render_html
+    from evals_cli.models.results import SampleResult
+
+    rows = [{"id": "conv", "input": ["first: host?", "second: port?"], "ground_truth": ["localhost", "5432"],
+             "rubric_vars": {"persona": "p"}}, dict(ROWS[0], id="whole")]
+    server.script = agent_script({"first": [text("localhost")], "second": [text("80")], **AGENT},
+                                 judge=lambda body: judge_score(6, "kept reply"))
+    (tmp_path / "rubric.j2").write_text(RUBRIC)
+    suite_path = write_suite(tmp_path, rows, base_url=server.url, concurrency=1,
+                             graders={"judge": {"kind": "model_judge", "rubric": "rubric.j2"}})
+    outcome = run_suite(load_suite(suite_path), RunOptions(output=tmp_path / "out"))
+    lines = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    by_id = {line["sample_id"]: line["grades"]["judge"]["metadata"] for line in lines}
+    whole = by_id["whole"]
+    assert "Q: db host?" in whole["messages"][1]["content"] and "kept reply" in whole["verdicts"][0]["reply"]
+    turns = by_id["conv"]["turn_calls"]
+    assert [c["turn"] for c in turns] == [0, 1] and "Q: second: port?" in turns[1]["messages"][1]["content"]
+    page = render_html([SampleResult.model_validate(line) for line in lines], outcome.summary)
+    assert "turn 2 · user" in page and "Q: second: port?" in page and "turn 1: " in page

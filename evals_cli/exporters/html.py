@@ -124,12 +124,19 @@ def judge_call(grade: Grade) -> JudgeCall | None:
         return None
     verdicts = [v for v in meta.get("verdicts") or [] if isinstance(v, dict)]
     messages = meta.get("messages") or meta.get("prompt") or []
+    turn_calls = [c for c in meta.get("turn_calls") or [] if isinstance(c, dict)]
+    if turn_calls and not messages:  # a per-turn judge: one call per turn, shown in turn order
+        messages = [{"role": f"turn {int(c.get('turn', 0)) + 1} · {m.get('role', '?')}", "content": m.get("content", "")}
+                    for c in turn_calls for m in c.get("messages") or [] if isinstance(m, dict)]
+        verdicts = [dict(v, turn=int(c.get("turn", 0)) + 1) for c in turn_calls for v in c.get("verdicts") or []
+                    if isinstance(v, dict)]
     if isinstance(messages, str):
         messages = [{"role": "user", "content": messages}]
     messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
     reply = meta.get("reply")
     if reply is None:
-        replies = [v["reply"] for v in verdicts if isinstance(v.get("reply"), str)]
+        replies = [(f"turn {v['turn']}: " if "turn" in v else "") + v["reply"] for v in verdicts
+                   if isinstance(v.get("reply"), str)]
         reply = "\n\n".join(replies) if replies else None
     return JudgeCall(model=str(meta["judge"]), verdicts=verdicts, messages=messages,
                      reply=reply if isinstance(reply, str) else None)

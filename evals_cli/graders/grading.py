@@ -58,6 +58,9 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
     judge = next((g.metadata["judge"] for g in grades if "judge" in g.metadata), None)
     if judge is not None:
         metadata["judge"] = judge
+        # each turn's judge call (rendered prompt, verdicts with the reply) for the report
+        metadata["turn_calls"] = [{"turn": i, "messages": g.metadata["messages"], "verdicts": g.metadata.get("verdicts", [])}
+                                  for i, g in enumerate(grades) if "messages" in g.metadata]
     units = [u for g in grades for u in g.metadata.get("panel_units", [])]
     if units:
         metadata["panel_units"] = units
