@@ -7,34 +7,38 @@ Everything per kind is asked of the kind's class (targets/base.py), so nothing h
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.errors import ConfigError
+from evals_cli.models.base import StrictModel
 from evals_cli.targets.base import TARGETS, Target, TargetContext
 
+if TYPE_CHECKING:  # the suite layer sits above the targets
+    from evals_cli.suite.spec import SuiteSpec
 
-def target_class(spec: Any) -> type[Target] | None:
+
+def target_class(spec: StrictModel) -> type[Target] | None:
     """The class registered for the spec's `kind`; None for a kind no target runs (recorded_sessions)."""
     entry = TARGETS.get(getattr(spec, "kind", None) or "")
     return entry.impl if entry is not None else None
 
 
-def resolve_target_endpoint(spec: Any, overrides: dict[str, Any] | None = None) -> Endpoint:
+def resolve_target_endpoint(spec: StrictModel, overrides: dict[str, Any] | None = None) -> Endpoint:
     """The agent endpoint of a target: resolved from the suite, the CLI and EVAL_AGENT_* for the model-driven
     kinds (a model is required); whatever stands in for it for a kind with no model (see its class)."""
     return (target_class(spec) or Target).resolve_endpoint(spec, overrides)
 
 
-def judge_fallback(spec: Any, agent: Endpoint) -> Endpoint | None:
+def judge_fallback(spec: StrictModel, agent: Endpoint) -> Endpoint | None:
     """The endpoint model_judge graders fall back to when neither the grader, the suite's judge block nor
     EVAL_JUDGE_* name one: the agent's own when the agent is a model; none otherwise (the judge must then be
     configured, and the error says so)."""
     return (target_class(spec) or Target).judge_fallback(agent)
 
 
-def build_target(suite: Any, agent_endpoint: Endpoint, pool: ClientPool, system_prompt: str | None) -> Target:
+def build_target(suite: SuiteSpec, agent_endpoint: Endpoint, pool: ClientPool, system_prompt: str | None) -> Target:
     """The Target that runs `suite.target`. Problems only building shows (a python target's missing agent
     file, import error or wrong signature) are ConfigErrors (exit 2) raised here, before any sample runs."""
     cls = target_class(suite.target)
@@ -47,7 +51,7 @@ def build_target(suite: Any, agent_endpoint: Endpoint, pool: ClientPool, system_
     return cls(suite.target, ctx)
 
 
-def validate_builds(spec: Any) -> bool:
+def validate_builds(spec: StrictModel) -> bool:
     """Whether `evals validate` builds this target: only when building checks something the suite alone cannot
     show (a python target imports its agent file), so an endpoint problem `resolve_target_endpoint` already
     reported is not reported twice."""
