@@ -56,12 +56,15 @@ MODELS = {
 
 
 def shared_dir() -> Path | None:
-    """The project's shared folder (`../shared` beside the repo; EVALS_SHARED_DIR overrides), or None when this
+    """The project's shared folder: EVALS_SHARED_DIR when set, else `shared` beside the repo (`../shared`) or
+    beside any folder above it (a CI job may clone the repo deeper than the working copy sits); None when this
     machine has none (outside the project's machines)."""
     override = os.environ.get("EVALS_SHARED_DIR")
-    folder = Path(override) if override else ROOT.parent / "shared"
-    if (folder / "local-model" / "serve.py").is_file() and (folder / "local-model" / "wheels" / WHEEL_NAME).is_file():
-        return folder
+    candidates = [Path(override)] if override else [parent / "shared" for parent in ROOT.parents]
+    for folder in candidates:
+        if (folder / "local-model" / "serve.py").is_file() and \
+                (folder / "local-model" / "wheels" / WHEEL_NAME).is_file():
+            return folder
     return None
 
 
@@ -149,7 +152,7 @@ def prepare(size: str = "0.5b") -> tuple[Path, Path, Path]:
     """(runtime python, model file, shared folder); RuntimeError when the shared folder is missing."""
     shared = shared_dir()
     if shared is None:
-        raise RuntimeError("no ../shared/local-model beside the repo (set EVALS_SHARED_DIR)")
+        raise RuntimeError("no shared/local-model beside the repo or a folder above it (set EVALS_SHARED_DIR)")
     cache = cache_dir()
     with _locked(cache):
         python = ensure_runtime(shared, cache)
