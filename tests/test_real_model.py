@@ -69,7 +69,8 @@ def evals_run(folder: Path, base_url: str, *extra: str) -> Run:
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shared_dir() is None:
-        pytest.skip("no shared/local-model beside the repo or a folder above it (the project's machines have it): no runtime or model")
+        pytest.skip("no shared/local-model beside the repo or a folder above it (the project's machines have it): "
+                    "no runtime or model")
     return tmp_path_factory.mktemp("real-model")
 
 
