@@ -29,7 +29,7 @@ test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -n auto
 
 ## The slow tests left out of `make test`: the 20,000-sample load test, the headless-browser tests (Debian's
-## chromium; skipped without it), the benchmark harness smoke.
+## chromium; skipped without it), the benchmark harness smoke, the property tests, the CI-log capture.
 test-slow: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -m 'load or slow'
 

@@ -58,6 +58,7 @@ def test_quiet_prints_no_progress() -> None:
     assert buffer.getvalue() == ""
 
 
+@pytest.mark.slow  # runs bench/terminal_captures.py's 30-sample suite: in `make test-slow`, which .ci/run runs
 @pytest.mark.parametrize("columns", [80, 160])
 def test_the_ci_log_capture(tmp_path: Path, columns: int) -> None:
     """30 samples (passing, failing a grader, calling a forbidden tool, erroring) with stdout piped to a file."""

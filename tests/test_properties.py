@@ -6,6 +6,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,6 +14,9 @@ from hypothesis import strategies as st
 from evals_cli.datasets.reader import check_dataset, iter_samples
 from evals_cli.errors import ConfigError
 from evals_cli.suite.loader import load_suite
+
+# hundreds of generated inputs per property: CPU-bound, so in `make test-slow` (which .ci/run runs), not the loop
+pytestmark = pytest.mark.slow
 
 KEYS = ["name", "dataset", "target", "graders", "gate", "tools", "kind", "model", "function", "weights", "input",
         "ground_truth", "messages", "id", "tags", "concurrency", "returns", "cases", "when", "extractor",
