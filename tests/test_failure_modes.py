@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import ROOT, read_jsonl, run_cli
+from tests.helpers import ROOT, load_script, read_jsonl, run_cli
 
-
-def _load_script() -> Any:
-    """scripts/make_failure_modes_recording.py, the script that re-creates the recording (not a package)."""
-    spec = importlib.util.spec_from_file_location("make_failure_modes_recording",
-                                                  ROOT / "scripts" / "make_failure_modes_recording.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_script = _load_script()
+_script = load_script("make_failure_modes_recording")  # the script that re-creates the recording
 RECORDING: Path = _script.RECORDING
 record = _script.record
 

@@ -3,27 +3,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evals_cli.scaffold import FILES
-from tests.helpers import ROOT, read_jsonl, run_cli
+from tests.helpers import ROOT, load_script, read_jsonl, run_cli
 from tests.scripted_server import ScriptedServer, agent_script
 
-
-def _load_script() -> Any:
-    """scripts/make_init_recording.py, the script that re-creates the bundled recording (not a package)."""
-    spec = importlib.util.spec_from_file_location("make_init_recording", ROOT / "scripts" / "make_init_recording.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_script = _load_script()
+_script = load_script("make_init_recording")  # the script that re-creates the recording
 RECORDING: Path = _script.RECORDING
 UNREACHABLE = {"EVAL_AGENT_BASE_URL": "http://127.0.0.1:9/v1"}  # replay must never need the network
 

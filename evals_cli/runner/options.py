@@ -126,7 +126,7 @@ class RunOutcome(Generic[Summary]):
 
     @property
     def made_no_call(self) -> bool:
-        """A live run in which no model answered at all (see `made_no_call`)."""
+        """A live run in which no model answered at all (see `RunSummary.made_no_call`)."""
         return isinstance(self.summary, RunSummary) and self.summary.made_no_call()
 
 
