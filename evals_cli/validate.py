@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evals_cli.endpoints.resolve import provider_note
 from evals_cli.errors import ConfigError
 from evals_cli.suite.loader import TargetOverride
 from evals_cli.suite.spec import SuiteSpec
@@ -63,6 +64,8 @@ def validate_suite(path: Path, override: TargetOverride | None = None) -> Valida
     report.suite = suite
     report.graders = list(suite.graders)
     report.notes = [f"{path}: {'.'.join(loc)}: {note}" for loc, note in suite.naming_notes()]
+    report.notes += [f"{path}: graders.{name}.provider: {note}" for name, spec in suite.graders.items()
+                     if (note := provider_note(getattr(spec, "provider", None))) is not None]
     from evals_cli.runner.options import RunOptions
     from evals_cli.runner.prepare import PreparedRun
     from evals_cli.targets.factory import validate_builds

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,12 @@ ROWS = [{"id": "host", "input": "db host?", "ground_truth": "localhost", "rubric
 AGENT = {"host": [call("read_file", {"path": ".env"}), text("It is localhost.")]}
 RUBRIC = ("Persona: {{ persona }}\nQ: {{ input }}\nRef: {{ ground_truth }}\nA: {{ submission }}\n"
           "Tools: {% for c in tool_calls %}{{ c.name }}={{ c.result }};{% endfor %}\n{{ trajectory }}")
+
+
+def unfenced(text: str) -> str:
+    """A judge message as the judge reads it once the data fences are taken away (the rubric quotes each
+    value of the sample inside its own `<data-NONCE>` span)."""
+    return re.sub(r"</?data-[0-9a-f]{10}>", "", text)
 
 
 def judged(server: ScriptedServer, tmp_path: Path, judge: Any, rows: list[dict] | None = None,
@@ -41,12 +48,14 @@ def test_structured_output_verdict_is_normalised(server: ScriptedServer, tmp_pat
     assert body["response_format"]["type"] == "json_schema" and body["temperature"] == 0
     assert body["messages"][0]["role"] == "system"
     user = body["messages"][1]["content"]
-    nonce = user.split(">", 1)[0].removeprefix("<data-")
-    assert len(nonce) == 10 and user.rstrip().endswith(f"</data-{nonce}>")
+    [nonce] = set(re.findall(r"<data-([0-9a-f]{10})>", user))
     assert f"<data-{nonce}>" in body["messages"][0]["content"]  # the judge is told where the data is
+    # the rubric's own words are outside the fence, each value of the sample inside its own span
+    assert user.startswith(f"Persona: <data-{nonce}>strict</data-{nonce}>\nQ: <data-{nonce}>db host?</data-{nonce}>")
+    assert f"Tools: <data-{nonce}>read_file</data-{nonce}>=<data-{nonce}>DB_HOST=localhost" in user
     for expected in ("Persona: strict", "Q: db host?", "Ref: localhost", "A: It is localhost.",
                      "read_file=DB_HOST=localhost", "[tool call] read_file", "[assistant] It is localhost."):
-        assert expected in user
+        assert expected in unfenced(user)
     assert outcome.exit_code == 0 and outcome.summary.judge_usage.total_tokens == 15
 
 
@@ -177,7 +186,7 @@ def test_per_turn_judging_grades_each_turn(server: ScriptedServer, tmp_path: Pat
              "rubric_vars": {"persona": "p"}}]
 
     def judge(body: dict) -> Any:
-        content = body["messages"][1]["content"]
+        content = unfenced(body["messages"][1]["content"])
         return judge_score(10 if "Ref: localhost" in content else 2)
 
     server.script = agent_script({"first": [text("localhost")], "second": [text("80")]}, judge=judge)
@@ -188,7 +197,7 @@ def test_per_turn_judging_grades_each_turn(server: ScriptedServer, tmp_path: Pat
     grade = json.loads((tmp_path / "out" / "results.jsonl").read_text())["grades"]["judge"]
     assert [t["score"] for t in grade["per_turn_grades"]] == [1.0, 0.2]
     assert grade["score"] == pytest.approx(0.6) and grade["metadata"]["turns_passed"] == 1
-    second = server.judge_requests()[-1]["body"]["messages"][1]["content"]
+    second = unfenced(server.judge_requests()[-1]["body"]["messages"][1]["content"])
     assert "Q: second: port?" in second and "A: 80" in second
 
 
@@ -223,8 +232,8 @@ def test_the_judge_prompt_and_reply_are_kept_for_the_report(server: ScriptedServ
     lines = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     by_id = {line["sample_id"]: line["grades"]["judge"]["metadata"] for line in lines}
     whole = by_id["whole"]
-    assert "Q: db host?" in whole["messages"][1]["content"] and "kept reply" in whole["verdicts"][0]["reply"]
+    assert "Q: db host?" in unfenced(whole["messages"][1]["content"]) and "kept reply" in whole["verdicts"][0]["reply"]
     turns = by_id["conv"]["turn_calls"]
-    assert [c["turn"] for c in turns] == [0, 1] and "Q: second: port?" in turns[1]["messages"][1]["content"]
+    assert [c["turn"] for c in turns] == [0, 1] and "Q: second: port?" in unfenced(turns[1]["messages"][1]["content"])
     page = render_html([SampleResult.model_validate(line) for line in lines], outcome.summary)
-    assert "turn 2 · user" in page and "Q: second: port?" in page and "turn 1: " in page
+    assert "turn 2 · user" in page and "second: port?" in page and "turn 1: " in page

@@ -37,7 +37,8 @@ def reply(**fields: Any) -> dict[str, Any]:
 
 
 def body_of(request: dict) -> str:
-    return request["body"]["messages"][1]["content"]
+    """The judge's user message as the judge reads it once the data fences around each quoted value are gone."""
+    return re.sub(r"</?data-[0-9a-f]{10}>", "", request["body"]["messages"][1]["content"])
 
 
 # --- scales -----------------------------------------------------------------------------------------------
@@ -100,7 +101,7 @@ def test_panel_of_judges_and_krippendorff_alpha(server: ScriptedServer, tmp_path
                 ("judge-a", "three"): 8, ("judge-b", "three"): 2}
 
     def judge(body: dict) -> Any:
-        which = re.search(r"Q: (\w+)", body["messages"][1]["content"]).group(1)
+        which = re.search(r"Q: (?:<data-\w+>)?(\w+)", body["messages"][1]["content"]).group(1)
         return reply(score=verdicts[(body["model"], which)])
 
     rows = [{"id": n, "input": n, "ground_truth": "x"} for n in ("one", "two", "three")]
@@ -171,6 +172,10 @@ def test_letta_style_rubric_file_renders_unchanged(server: ScriptedServer, tmp_p
     sent = body_of(server.judge_requests()[0])
     assert "Question: db host?\nExpected: localhost\nAnswer: It is localhost." in sent
     assert 'Reply as {"score": N} with N in 0..1.' in sent
+    raw = server.judge_requests()[0]["body"]["messages"][1]["content"]
+    [nonce] = set(re.findall(r"<data-([0-9a-f]{10})>", raw))  # only the sample's values are fenced
+    assert raw.startswith(f"Question: <data-{nonce}>db host?</data-{nonce}>\nExpected: <data-{nonce}>localhost<")
+    assert raw.endswith(f'</data-{nonce}>\nReply as {{"score": N}} with N in 0..1.')
 
 
 def test_letta_style_rubric_with_a_missing_field_is_caught_up_front(server: ScriptedServer,
@@ -202,7 +207,7 @@ def test_per_sample_rubric_overrides_the_graders(server: ScriptedServer, tmp_pat
             {"id": "port", "input": "port?", "ground_truth": "5432", "rubric": "builtin:needless_work"},
             {"id": "plain", "input": "port? again", "ground_truth": "5432"}]
     judge_run(server, tmp_path, lambda b: reply(score=7), rows=rows)
-    sent = {json.loads(json.dumps(body_of(r))).split("\n")[1][:40] for r in server.judge_requests()}
+    sent = {body_of(r)[:40] for r in server.judge_requests()}
     bodies = [body_of(r) for r in server.judge_requests()]
     assert any("SPECIAL It is localhost." in b for b in bodies)
     assert any("did only what the task needed" in b for b in bodies)

@@ -5,6 +5,7 @@ nothing is read or sent to a judge. Suite-level rubric paths, written by the sui
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,11 @@ import pytest
 
 from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, text
+
+
+def unfenced(text: str) -> str:
+    """A judge message as the judge reads it once the data fence around each quoted value is gone."""
+    return re.sub(r"</?data-[0-9a-f]{10}>", "", text)
 
 SECRET = "TOP-SECRET-CONTENT"
 
@@ -74,7 +80,7 @@ def test_a_row_rubric_inside_the_suite_folder_is_read(server: ScriptedServer, tm
     path = suite_with_row_rubric(tmp_path, "rubrics/mine.j2", server.url)
     result = run_cli("run", str(path), "-o", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
-    bodies = [r["body"]["messages"][1]["content"] for r in server.judge_requests()]
+    bodies = [unfenced(r["body"]["messages"][1]["content"]) for r in server.judge_requests()]
     assert any("MINE localhost" in b for b in bodies)
 
 
@@ -86,7 +92,7 @@ def test_a_rubric_folder_the_suite_names_is_allowed(server: ScriptedServer, tmp_
     path = suite_with_row_rubric(tmp_path, "../shared-rubrics/team.j2", server.url, rubric_dirs=["../shared-rubrics"])
     result = run_cli("run", str(path), "-o", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
-    assert any("TEAM localhost" in r["body"]["messages"][1]["content"] for r in server.judge_requests())
+    assert any("TEAM localhost" in unfenced(r["body"]["messages"][1]["content"]) for r in server.judge_requests())
     assert len(read_jsonl(tmp_path / "out" / "results.jsonl")) == 2
 
 
@@ -98,4 +104,4 @@ def test_suite_level_rubric_paths_stay_as_the_author_wrote_them(server: Scripted
                        base_url=server.url, gate={"value": 0.5},
                        graders={"judge": {"kind": "model_judge", "rubric": "../elsewhere.j2"}})
     assert run_cli("run", str(path), "-o", str(tmp_path / "out")).returncode == 0
-    assert "AUTHOR localhost" in server.judge_requests()[0]["body"]["messages"][1]["content"]
+    assert "AUTHOR localhost" in unfenced(server.judge_requests()[0]["body"]["messages"][1]["content"])

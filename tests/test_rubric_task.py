@@ -4,6 +4,7 @@ built-in rubrics: a judge that never sees the task grades the agent against the 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,11 @@ from evals_cli.models.trajectory import Trajectory
 from evals_cli.runner import RunOptions
 from tests.helpers import read_jsonl, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, text
+
+
+def unfenced(text: str) -> str:
+    """A judge message as the judge reads it once the data fence around each quoted value is gone."""
+    return re.sub(r"</?data-[0-9a-f]{10}>", "", text)
 
 
 def rendered(sample: Sample, name: str = "task_completion") -> str:
@@ -58,6 +64,6 @@ def test_the_tutorials_original_task_reaches_the_judge(server: ScriptedServer, t
     run_suite(load_suite(path), RunOptions(output=tmp_path / "out"))
     [line] = read_jsonl(tmp_path / "out" / "results.jsonl")
     assert line["grades"]["judge"]["score"] == pytest.approx(0.9)
-    sent: Any = server.judge_requests()[0]["body"]["messages"][1]["content"]
+    sent: Any = unfenced(server.judge_requests()[0]["body"]["messages"][1]["content"])
     assert "Task: Find the project's version in pyproject.toml" in sent
     assert "Latest user message: ok, go ahead" in sent

@@ -27,7 +27,7 @@ def test_alias_bomb_is_refused_fast_at_its_line() -> None:
         parse_yaml("name: x\n" + billion_laughs(), "bomb.yaml")
     assert time.perf_counter() - started < 2
     (problem,) = caught.value.problems
-    assert problem.startswith("bomb.yaml:") and "aliases expand to more than" in problem
+    assert problem.startswith("bomb.yaml:") and "once aliases are expanded (an alias bomb" in problem
 
 
 def test_modest_aliases_still_work() -> None:

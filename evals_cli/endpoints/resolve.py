@@ -86,7 +86,8 @@ def resolve_agent(spec: Any, overrides: dict[str, Any] | None = None) -> Endpoin
                                          (os.environ.get("EVAL_AGENT_BASE_URL"), "EVAL_AGENT_BASE_URL"))
     api_key = _pick(o.get("api_key"), spec.api_key, os.environ.get("EVAL_AGENT_API_KEY"),
                     os.environ.get("OPENAI_API_KEY")) or NO_KEY
-    model = _pick(o.get("model"), spec.model, os.environ.get("EVAL_AGENT_MODEL"))
+    listed = getattr(spec, "models", None)  # several models: validate checks the first; each run passes its own
+    model = _pick(o.get("model"), spec.model, listed[0] if listed else None, os.environ.get("EVAL_AGENT_MODEL"))
     if model is None:
         if base_url is None or base_url_from != "--base-url":
             raise ConfigError("target: no model set; give target.model in the suite, --model, or EVAL_AGENT_MODEL")
@@ -126,27 +127,74 @@ def only_model(base_url: str, api_key: str, where: str) -> str:
                       "target.model, EVAL_AGENT_MODEL)")
 
 
+PROVIDERS: dict[str, tuple[str, tuple[str, ...], str | None]] = {
+    "openai": (DEFAULT_URL, ("OPENAI_API_KEY",), "OPENAI_BASE_URL"),
+    "anthropic": ("https://api.anthropic.com/v1", ("ANTHROPIC_API_KEY",), None),
+    "google": ("https://generativelanguage.googleapis.com/v1beta/openai", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), None),
+}
+"""letta-evals' judge `provider`s: each one's OpenAI-compatible endpoint, the variables its key is read from (as
+letta-evals reads them), and the variable that moves its URL (letta-evals honours OPENAI_BASE_URL)."""
+
+
 def resolve_judge(grader_spec: Any, judge_spec: Any, agent: Endpoint | None,
                   overrides: JudgeOverrides | None = None) -> Endpoint:
-    """--judge-* (`overrides`), else the grader spec, else the suite's judge block, else EVAL_JUDGE_*, else the
-    agent's endpoint."""
+    """Each of model, base URL and key from the first place that sets it:
+
+    1. --judge-model / --judge-base-url / --judge-api-key (`overrides`);
+    2. a --target file's judge block (the loader writes it over every judge grader's own settings, so it reaches
+       here as the grader's: evals_cli/suite/loader.py `_redirect_judges`);
+    3. the grader's own model / base_url / api_key;
+    4. the suite's judge block;
+    5. EVAL_JUDGE_MODEL / EVAL_JUDGE_BASE_URL / EVAL_JUDGE_API_KEY;
+    6. the grader's `provider` (letta-evals): that provider's endpoint and key variable, for the base URL and key
+       only, and only while the model is the grader's own (a model named anywhere above belongs to the endpoint
+       named with it, never to the provider's);
+    7. the agent's endpoint.
+
+    A value is taken whole from its level: a --judge-model with no --judge-base-url still goes to the base URL the
+    lower levels give."""
     j = judge_spec
     o = overrides or JudgeOverrides()
-    model = _pick(o.model, grader_spec.model, j and j.model, os.environ.get("EVAL_JUDGE_MODEL"),
-                  agent and agent.model)
+    model, model_from = _pick_from((o.model, "--judge-model"), (grader_spec.model, "grader"),
+                                   (j and j.model, "judge.model"),
+                                   (os.environ.get("EVAL_JUDGE_MODEL"), "EVAL_JUDGE_MODEL"),
+                                   (agent and agent.model, "agent"))
     if model is None:
         raise ConfigError("judge: no model set; give judge.model in the suite, --judge-model or EVAL_JUDGE_MODEL")
     base_url, base_url_from = _pick_from(
         (o.base_url, "--judge-base-url"), (grader_spec.base_url, "the grader's base_url"),
-        (j and j.base_url, "judge.base_url"), (os.environ.get("EVAL_JUDGE_BASE_URL"), "EVAL_JUDGE_BASE_URL"),
-        (agent and agent.base_url, agent.base_url_from if agent else ""))
+        (j and j.base_url, "judge.base_url"), (os.environ.get("EVAL_JUDGE_BASE_URL"), "EVAL_JUDGE_BASE_URL"))
+    api_key = _pick(o.api_key, grader_spec.api_key, j and j.api_key, os.environ.get("EVAL_JUDGE_API_KEY"))
+    provider = getattr(grader_spec, "provider", None)
+    if base_url is None and provider in PROVIDERS and model_from == "grader":
+        url, key_variables, url_variable = PROVIDERS[provider]
+        base_url, base_url_from = _pick_from((url_variable and os.environ.get(url_variable), str(url_variable)),
+                                             (url, f"the grader's provider ({provider})"))
+        api_key = api_key or _pick(*(os.environ.get(v) for v in key_variables))  # never the agent's key
+    elif base_url is None and agent is not None:
+        base_url, base_url_from = agent.base_url, agent.base_url_from
+        api_key = api_key or agent.api_key
+    elif agent is not None:
+        api_key = api_key or agent.api_key
     return Endpoint(
         role="judge",
         base_url=base_url,
-        api_key=_pick(o.api_key, grader_spec.api_key, j and j.api_key, os.environ.get("EVAL_JUDGE_API_KEY"),
-                      agent and agent.api_key) or NO_KEY,
+        api_key=api_key or NO_KEY,
         model=model,
         timeout=j.timeout if j else (agent.timeout if agent else 120.0),
         max_retries=j.max_retries if j else (agent.max_retries if agent else 2),
         base_url_from=base_url_from,
     )
+
+
+def provider_note(provider: str | None) -> str | None:
+    """What `evals validate` says about a grader's letta-evals `provider`: where its judge goes when nothing
+    else names a judge endpoint (never a silent change of endpoint)."""
+    if provider not in PROVIDERS:
+        return None
+    url, key_variables, url_variable = PROVIDERS[provider]
+    where = f"{url_variable} or {url}" if url_variable else url
+    return (f"provider {provider}: with no judge base URL set (--judge-base-url, a --target file's judge block, the "
+            f"grader's base_url, the suite's judge block, EVAL_JUDGE_BASE_URL), the grader's model is asked at "
+            f"{where} (the provider's OpenAI-compatible endpoint) with the key in {' or '.join(key_variables)}; "
+            "a judge model named anywhere else is asked where it is named")

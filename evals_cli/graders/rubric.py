@@ -195,7 +195,10 @@ def is_letta_style(text: str) -> bool:
 
 
 def _render_letta(text: str, variables: dict[str, Any]) -> str:
-    """Substitute {name} fields only (no attribute access, no format specs: nothing to exploit)."""
+    """Substitute {name} fields only (no attribute access, no format specs: nothing to exploit), each value
+    marked as data (see `rubric_parts`)."""
+    from evals_cli.graders.rubric_sandbox import mark_data
+
     protected = text.replace("{{", "\x00").replace("}}", "\x01")
 
     def field(match: re.Match[str]) -> str:
@@ -205,12 +208,51 @@ def _render_letta(text: str, variables: dict[str, Any]) -> str:
             raise RubricError(f"'{name}' is undefined; available variables: {available} "
                               "(add it to the sample's rubric_vars)")
         value = variables[name]
-        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        return mark_data(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
 
     return _LETTA_FIELD.sub(field, protected).replace("\x00", "{").replace("\x01", "}")
 
 
+Segment = tuple[bool, str]
+"""A piece of a rendered rubric: (is it the sample's data, its text)."""
+
+
 def render_rubric(text: str, variables: dict[str, Any]) -> str:
+    """The rubric as plain text (what `evals validate` checks renders, and what tests read)."""
+    return "".join(part for _, part in rubric_parts(text, variables))
+
+
+def rubric_parts(text: str, variables: dict[str, Any]) -> list[Segment]:
+    """The rendered rubric in order, its own text (the judge's instructions) apart from every value it printed
+    (the sample's data: input, answer, trajectory, ground truth, the row's variables), so that only the data is
+    fenced as data. Values are told apart by the marks the renderer puts around each one (rubric_sandbox
+    `mark_data`). When a rubric's own filters leave those marks unbalanced (`{% filter reverse %}` around a
+    value, a truncate cutting one off), nothing can be told apart and the whole rendering is data: the judge
+    then reads less as instructions, never more."""
+    from evals_cli.graders.rubric_sandbox import DATA_CLOSE, DATA_OPEN
+
+    source = text.replace(DATA_OPEN, "").replace(DATA_CLOSE, "")  # the marks are the renderer's alone
+    return _segments(_render_marked(source, variables), DATA_OPEN, DATA_CLOSE)
+
+
+def _segments(marked: str, opening: str, closing: str) -> list[Segment]:
+    parts: list[Segment] = []
+    inside = False
+    start = 0
+    for mark in re.finditer(f"[{re.escape(opening)}{re.escape(closing)}]", marked):
+        if (mark.group() == opening) == inside:  # a mark out of turn: the rubric reshaped its own output
+            return [(True, marked.replace(opening, "").replace(closing, ""))]
+        if mark.start() > start:
+            parts.append((inside, marked[start:mark.start()]))
+        inside, start = not inside, mark.end()
+    if inside:
+        return [(True, marked.replace(opening, "").replace(closing, ""))]
+    if start < len(marked):
+        parts.append((False, marked[start:]))
+    return parts
+
+
+def _render_marked(text: str, variables: dict[str, Any]) -> str:
     if is_letta_style(text):
         return _render_letta(text, variables)
     from evals_cli.graders.rubric_sandbox import RenderLimit, deadline, render_bounded, timeout

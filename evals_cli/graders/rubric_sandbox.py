@@ -351,10 +351,24 @@ def _compared(value: Any) -> Any:
     return value
 
 
+DATA_OPEN, DATA_CLOSE = "\x02", "\x03"
+"""What every value a rubric prints (`{{ ... }}`) is wrapped in while rendering: the judge's message fences the
+sample's data and leaves the rubric's own text outside (graders/rubric.py `rubric_parts`). Control characters no
+rubric or answer needs; any already in a value are removed, so data can never close its own fence."""
+
+
+def mark_data(value: Any) -> str:
+    """A printed value as one data span: inner marks (a captured block or macro printed again) are dropped, so a
+    span never nests and the whole value stays data."""
+    text = value if isinstance(value, str) else str(value)
+    return DATA_OPEN + text.replace(DATA_OPEN, "").replace(DATA_CLOSE, "") + DATA_CLOSE
+
+
 def _checked_output(value: Any) -> Any:
-    """Every `{{ ... }}` output: a container is printed with str(), checked first (see `text_size`)."""
+    """Every `{{ ... }}` output: a container is printed with str(), checked first (see `text_size`), then
+    marked as data (`mark_data`)."""
     check_text_size("printing a container", value)
-    return value
+    return mark_data(value)
 
 
 class _BoundedCodeGenerator(CodeGenerator):

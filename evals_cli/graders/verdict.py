@@ -146,15 +146,16 @@ def _reason(verdict: dict[str, Any]) -> str:
 
 
 def graded_material(messages: list[dict[str, Any]], nonce: str | None) -> str | None:
-    """The material fenced in the last user message's `<data-NONCE>` tags (what the judge was asked to grade)."""
+    """The material fenced in the last user message's `<data-NONCE>` tags (what the judge was asked to grade):
+    every fenced span, one per line, since a rubric quotes the sample's values where it uses them."""
     if not nonce:
         return None
     for message in reversed(messages):
         content = message.get("content")
         if message.get("role") == "user" and isinstance(content, str):
             tag = re.escape(f"data-{nonce}")
-            found = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", content, flags=re.DOTALL)
-            return found.group(1) if found else content
+            found = re.findall(rf"<{tag}>\n?(.*?)\n?</{tag}>", content, flags=re.DOTALL)
+            return "\n".join(found) if found else content
     return None
 
 

@@ -19,7 +19,8 @@ from evals_cli.models.tools import ToolSpec, tool_name_problem
 from evals_cli.suite.envvars import expand
 from evals_cli.suite.letta import letta_reason, remap_lines, rename_fields, translate
 from evals_cli.suite.problems import NOT_FINITE, Loc, clip, format_validation_error, non_finite_paths
-from evals_cli.suite.spec import SuiteSpec, TargetSpec
+from evals_cli.suite.spec import DEFAULT_TARGET, SuiteSpec, TargetSpec
+from evals_cli.targets.base import TARGETS
 
 
 def read_text(path: Path, what: str) -> str:
@@ -88,8 +89,9 @@ def _expanded_size(root: yaml.Node, where: str) -> None:
             for item in node.value:
                 total += size(item, depth + 1)
         if total > MAX_YAML_VALUES:
-            raise ConfigError(f"{where}:{node.start_mark.line + 1}: YAML aliases expand to more than "
-                              f"{MAX_YAML_VALUES:,} values (an alias bomb?); write the values out, or alias less")
+            raise ConfigError(f"{where}:{node.start_mark.line + 1}: the YAML holds more than {MAX_YAML_VALUES:,} "
+                              "values once aliases are expanded (an alias bomb, or a very large suite); alias less, "
+                              "or move large data such as a big environment into the dataset rows")
         sizes[id(node)] = total
         return total
 
@@ -244,7 +246,12 @@ def _apply_target(data: dict[str, Any], override: TargetOverride | None, letta_t
         except ConfigError as exc:
             data["target"] = {"kind": "openai_chat"}  # check the rest of the suite all the same
             return exc.problems
+        handles = _model_handles(data.get("target")) if letta_target else None
         data.update({k: v for k, v in blocks.items() if k != "tools"})
+        if handles and not {"model", "models"} & set(blocks["target"]) and _target_has(blocks["target"], "models"):
+            data["target"] = {**data["target"], "models": handles}  # letta-evals' model matrix, run model by model
+        if isinstance(blocks.get("judge"), dict):
+            _redirect_judges(data, blocks["judge"])
         if blocks.get("tools"):
             written = data.get("tools")
             suite_tools: dict[str, Any] = written if isinstance(written, dict) else {}
@@ -265,6 +272,46 @@ def _apply_target(data: dict[str, Any], override: TargetOverride | None, letta_t
                      "--model NAME unless the endpoint serves exactly one model)")]
 
 
+JUDGE_ENDPOINT_KEYS = ("model", "base_url", "api_key")
+
+
+def _redirect_judges(data: dict[str, Any], judge: dict[str, Any]) -> None:
+    """A --target file's judge block wins over every judge grader's own model, base_url and api_key (and its
+    panel members'): a letta-evals suite names its hosted judge on each grader (`model: gpt-4.1-mini`), and the
+    file that swaps the agent for a local one must be able to swap the judge too. Only what the block sets is
+    replaced; a grader's `provider` goes with a replaced model or base URL (it named where the old model lived).
+    Only --judge-* on the command line rank higher (endpoints/resolve.py `resolve_judge`)."""
+    redirect = {k: judge[k] for k in JUDGE_ENDPOINT_KEYS if judge.get(k) not in (None, "")}
+    graders = data.get("graders")
+    if not redirect or not isinstance(graders, dict):
+        return
+    for grader in graders.values():
+        if not isinstance(grader, dict) or grader.get("kind") != "model_judge":
+            continue
+        grader.update(redirect)
+        if "model" in redirect or "base_url" in redirect:
+            grader.pop("provider", None)
+        panel = grader.get("panel")
+        for member in panel if isinstance(panel, list) else []:
+            if isinstance(member, dict):
+                member.update(redirect)
+
+
+def _model_handles(target: Any) -> list[str] | None:
+    """letta-evals' `model_handles` on a Letta target: the models its suite runs, one run each."""
+    handles = target.get("model_handles") if isinstance(target, dict) else None
+    if isinstance(handles, list) and handles and all(isinstance(h, str) and h for h in handles):
+        return list(handles)
+    return None
+
+
+def _target_has(target: dict[str, Any], field: str) -> bool:
+    """Whether the target kind of a --target file has `field` (the translation only fills what it can hold)."""
+    kind = target.get("kind", DEFAULT_TARGET)
+    entry = TARGETS.get(kind) if isinstance(kind, str) else None
+    return entry is not None and entry.spec is not None and field in entry.spec.model_fields
+
+
 def _tool_name_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
     """Tool names endpoints would reject (spaces, over 64 characters, anything outside [a-zA-Z0-9_-]): every
     request of the run would fail, so say it at validation, at the tool's line."""
@@ -279,7 +326,9 @@ class TargetFile(StrictModel):
 
     target: TargetSpec = Field(description="The agent under test (any target kind).")
     tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools, added to the suite's.")
-    judge: JudgeSpec | None = Field(default=None, description="Default judge endpoint, instead of the suite's.")
+    judge: JudgeSpec | None = Field(default=None, description="The judge endpoint: replaces the suite's judge block "
+                                    "and wins over every judge grader's own model, base_url and api_key (only "
+                                    "--judge-* rank higher).")
 
 
 def load_target_file(path: Path) -> dict[str, Any]:

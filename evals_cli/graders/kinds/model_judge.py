@@ -1,7 +1,8 @@
 """An LLM judge with a Jinja2 (or letta-style) rubric, optionally sampled n times or asked as a panel.
 
-Instructions live in the system message; the material to grade is fenced in `<data-NONCE>` tags and the
-judge is told it is data. The verdict is asked for by structured output, falling back to JSON mode, then
+Instructions live in the system message and in the rubric's own text; every value the rubric quotes from the
+sample (input, answer, trajectory, ground truth, row variables) is fenced in `<data-NONCE>` tags and the judge
+is told it is data. The verdict is asked for by structured output, falling back to JSON mode, then
 plain text. A judge that fails yields score None with the reason, never 0.
 """
 
@@ -20,9 +21,9 @@ from evals_cli.graders.rubric import (
     RubricError,
     load_row_rubric,
     load_rubric,
-    render_rubric,
     row_rubric_is_path,
     row_rubric_path,
+    rubric_parts,
     rubric_variables,
 )
 from evals_cli.graders.scales import Scale
@@ -68,6 +69,12 @@ class ModelJudgeSpec(GraderBase):
     temperature: float | None = Field(default=None, ge=0, le=2, description="Default 0.")
     max_tokens: int | None = Field(default=1024, ge=1, description="Judge completion cap (default 1024: room for "
                                       "the reason before the score; null sends none).")
+    system_prompt: str | None = Field(
+        default=None, description="Text the judge's system message starts with (role framing, as in letta-evals); "
+        "the fence and verdict format instructions follow it.")
+    provider: Literal["openai", "anthropic", "google"] | None = Field(
+        default=None, description="Whose model `model` names (letta-evals): when no judge base URL is set "
+        "anywhere, the judge is that provider's OpenAI-compatible endpoint, with its usual key variable.")
 
     @model_validator(mode="after")
     def _one_rubric(self) -> ModelJudgeSpec:
@@ -150,10 +157,11 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
         submission = ctx.submission(self.spec.extractor, self.spec.extractor_config)
         try:
             variables = rubric_variables(ctx.sample, ctx.trajectory, submission, ctx.ground_truth, ctx.turn)
-            rubric = render_rubric(self.rubric_for(ctx.sample), variables)
+            rubric = rubric_parts(self.rubric_for(ctx.sample), variables)
         except (RubricError, ValueError) as exc:
             return Grade.failed(f"rubric: {exc}")
-        messages, nonce = judge_messages(rubric, self.scale)
+        # the rubric's text stays outside the fence (it is the judge's instructions), the sample's data inside
+        messages, nonce = judge_messages(rubric, self.scale, self.spec.system_prompt)
         verdicts: list[Verdict] = []
         problems: list[str] = []
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
