@@ -19,10 +19,12 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from evals_cli.models.results import ErrorInfo, FailedBy, GateResult, Grade, GraderAggregate, Reliability
-from evals_cli.models.specs import AnyGate, LogicalGate, SimpleGate, WeightedAverageGate
+from evals_cli.models.sample import Sample
+from evals_cli.models.specs import AnyGate, CustomRewardGate, LogicalGate, SimpleGate, WeightedAverageGate
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.registry import Registry
 from evals_cli.stats import ScoreDistribution
@@ -134,7 +136,7 @@ def _or(values: list[bool | None]) -> bool | None:
     return None if any(v is None for v in values) or not values else False
 
 
-GateT = TypeVar("GateT", WeightedAverageGate, SimpleGate, LogicalGate)
+GateT = TypeVar("GateT", WeightedAverageGate, SimpleGate, LogicalGate, CustomRewardGate)
 LeafT = TypeVar("LeafT", WeightedAverageGate, SimpleGate)
 
 
@@ -155,7 +157,8 @@ class _Node(Generic[GateT]):
         raise NotImplementedError
 
     @classmethod
-    def of(cls, spec: GateT, active: list[str]) -> _Node[GateT]:
+    def of(cls, spec: GateT, active: list[str], base_dir: Path | None = None) -> _Node[GateT]:
+        """`base_dir`: the suite's folder, where a custom reward's file is (None: the node only decides runs)."""
         raise NotImplementedError
 
     def passes(self, score: float) -> bool:
@@ -185,7 +188,7 @@ class _Leaf(_Node[LeafT]):
         self.weights = weights
 
     @classmethod
-    def of(cls, spec: LeafT, active: list[str]) -> _Leaf[LeafT]:
+    def of(cls, spec: LeafT, active: list[str], base_dir: Path | None = None) -> _Leaf[LeafT]:
         return cls(spec, cls.weights_of(spec, active))
 
     def passes(self, score: float) -> bool:
@@ -298,8 +301,8 @@ class _Logical(_Node[LogicalGate]):
         return any(_runs(sub, active) for sub in spec.gates)
 
     @classmethod
-    def of(cls, spec: LogicalGate, active: list[str]) -> _Logical:
-        return cls(spec, [_build(sub, active) for sub in spec.gates if _runs(sub, active)])
+    def of(cls, spec: LogicalGate, active: list[str], base_dir: Path | None = None) -> _Logical:
+        return cls(spec, [_build(sub, active, base_dir) for sub in spec.gates if _runs(sub, active)])
 
     def passes(self, score: float) -> bool:
         """One threshold for callers that need one (per-turn pass counts): the first sub-gate's."""
@@ -328,8 +331,109 @@ class _Logical(_Node[LogicalGate]):
         return Verdict(passed, share, f"{word} ({'; '.join(v.text for v in verdicts)})")
 
 
-def _build(spec: AnyGate, active: list[str]) -> _Node[Any]:
-    return GATES[spec.kind].impl.of(spec, active)
+class RewardError(Exception):
+    """A custom reward could not score a sample: the sample has no verdict (an error), never a zero."""
+
+
+@dataclass(frozen=True)
+class RewardContext:
+    """What a custom reward function sees for one sample (letta-evals' `ctx`): every grader's grade by name
+    (`.score`, `.rationale`), the scores alone, the graded submissions, the sample and the trajectory (None when
+    the caller has none)."""
+
+    grades: Mapping[str, Grade]
+    trajectory: Trajectory | None = None
+    sample: Sample | None = None
+
+    @property
+    def scores(self) -> dict[str, float | None]:
+        return {name: grade.score for name, grade in self.grades.items()}
+
+    @property
+    def submissions(self) -> dict[str, str]:
+        return {name: grade.submission or "" for name, grade in self.grades.items()}
+
+
+@GATES.register("custom", spec=CustomRewardGate)
+class _CustomReward(_Node[CustomRewardGate]):
+    """A reward function of all the sample's grades; the run passes on the share of samples whose reward passed.
+
+    The function reads any grader, so every grader that runs is read: a missing grade makes the sample
+    incomplete before the function is called (judge_sample), as for a weighted gate."""
+
+    def __init__(self, spec: CustomRewardGate, active: list[str], fn: Callable[[RewardContext], Any] | None) -> None:
+        self.spec = spec
+        self.active = active
+        self.fn = fn
+        # set by Gate.judge_sample for the call it makes (synchronous: no other sample runs in between)
+        self.trajectory: Trajectory | None = None
+        self.sample: Sample | None = None
+
+    @classmethod
+    def weights_of(cls, spec: CustomRewardGate, active: list[str]) -> dict[str, float]:
+        return {g: 1.0 for g in active}
+
+    @classmethod
+    def runs(cls, spec: CustomRewardGate, active: list[str]) -> bool:
+        return bool(active)
+
+    @classmethod
+    def of(cls, spec: CustomRewardGate, active: list[str], base_dir: Path | None = None) -> _CustomReward:
+        fn = None
+        if base_dir is not None:
+            from evals_cli.graders.functions import load_reward
+
+            try:
+                fn = load_reward(spec.function, base_dir)
+            except ValueError as exc:
+                from evals_cli.errors import ConfigError
+
+                raise ConfigError(f"gate (custom reward): {exc}") from None
+        return cls(spec, active, fn)
+
+    def passes(self, score: float) -> bool:
+        return OPS[self.spec.sample_op](score, self.spec.sample_value)
+
+    def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:
+        from evals_cli.graders.functions import reward_score
+
+        if self.fn is None:
+            raise RewardError(f"custom reward {self.spec.function} was not loaded (no suite folder to find it in)")
+        try:
+            value = self.fn(RewardContext(grades=dict(grades), trajectory=self.trajectory, sample=self.sample))
+            score, _ = reward_score(value, self.spec.function)
+        except Exception as exc:  # the user's code: an error for this sample, never a crash or a zero
+            text = str(exc) if isinstance(exc, TypeError | ValueError) and str(exc).startswith("reward ") \
+                else f"reward {self.spec.function} raised {type(exc).__name__}: {exc}"
+            raise RewardError(text) from None
+        return score, self.passes(score)
+
+    def thresholds(self) -> dict[str, set[tuple[str, float]]]:
+        return {}
+
+    def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None,
+               counts: tuple[int, int] | None = None) -> Verdict:
+        passed, decided = counts or (0, 0)
+        what = (f"share of samples whose reward ({self.spec.function}) is {SYMBOLS[self.spec.sample_op]} "
+                f"{self.spec.sample_value:g} ({passed} of {decided})")
+        if not decided:
+            return Verdict(None, None, f"{what}: not evaluated, no sample was graded")
+        metric = passed / decided
+        ok = OPS[self.spec.op](metric, self.spec.value)
+        symbol = SYMBOLS[self.spec.op] if ok else "not " + SYMBOLS[self.spec.op]
+        return Verdict(ok, metric, f"{what} = {metric:.3f} {symbol} {self.spec.value:g}")
+
+
+def _build(spec: AnyGate, active: list[str], base_dir: Path | None = None) -> _Node[Any]:
+    return GATES[spec.kind].impl.of(spec, active, base_dir)
+
+
+def _reward_nodes(node: _Node[Any]) -> list[_CustomReward]:
+    if isinstance(node, _CustomReward):
+        return [node]
+    if isinstance(node, _Logical):
+        return [found for child in node.children for found in _reward_nodes(child)]
+    return []
 
 
 @dataclass(frozen=True)
@@ -363,12 +467,16 @@ class Gate:
     """
 
     def __init__(self, spec: AnyGate, graders: Iterable[str] | Mapping[str, Any],
-                 specs: Mapping[str, Any] | None = None) -> None:
+                 specs: Mapping[str, Any] | None = None, base_dir: Path | None = None) -> None:
+        """`base_dir`: the suite's folder, from which a custom reward function is loaded and checked (ConfigError
+        when it is missing or has the wrong signature); without it a custom gate decides runs but scores no
+        sample (merging shards, reports)."""
         self.spec = spec
         active = list(graders)
         self.specs: dict[str, Any] = dict(specs) if specs is not None else _specs_of(graders)
         self.weights = effective_weights(spec, active)
-        self.root = _build(spec, active)
+        self.root = _build(spec, active, base_dir)
+        self.rewards = _reward_nodes(self.root)
         self.active = active
         self.sample_pass: str = getattr(spec, "sample_pass", "weighted")
         self.unknown_tools: str = getattr(spec, "unknown_tools", "fail")
@@ -405,8 +513,10 @@ class Gate:
         """Whether the sample's verdict reads this grader (weight > 0, or required): its grade must be there."""
         return self.weights.get(grader, 0) > 0 or self.required(grader)
 
-    def judge_sample(self, grades: dict[str, Grade], trajectory: Trajectory | None = None) -> SampleVerdict:
-        """The one rule that decides a sample (see the module docstring)."""
+    def judge_sample(self, grades: dict[str, Grade], trajectory: Trajectory | None = None,
+                     sample: Sample | None = None) -> SampleVerdict:
+        """The one rule that decides a sample (see the module docstring); `trajectory` and `sample` are what a
+        custom reward may read besides the grades."""
         failed_by: list[FailedBy] = []
         for name, grade in grades.items():
             if grade.score is None or not self.required(name) or self.grader_passes(name, grade.score):
@@ -430,9 +540,21 @@ class Gate:
             return SampleVerdict(None, None, incomplete=ErrorInfo(
                 category="judge" if judge else "grader",
                 message=f"incomplete: no grade from {', '.join(missing)}, which the verdict needs ({reasons})"))
-        score, passed = self.root.score_sample(grades)
+        for node in self.rewards:
+            node.trajectory, node.sample = trajectory, sample
+        try:
+            score, passed = self.root.score_sample(grades)
+        except RewardError as exc:
+            if failed_by or unknown:  # failed whatever the reward would say
+                return SampleVerdict(None, False, failed_by + unknown)
+            return SampleVerdict(None, None, incomplete=ErrorInfo(category="grader", message=f"incomplete: {exc}"))
         if passed is False:
-            if isinstance(self.root, _Logical):  # its sub-gates' own per-sample rules, joined by and/or
+            if isinstance(self.root, _CustomReward):
+                spec = self.root.spec
+                failed_by.append(FailedBy(rule="weighted", score=score, threshold=spec.sample_value,
+                                          reason=f"reward {score:.2f} not {SYMBOLS[spec.sample_op]} "
+                                                 f"{spec.sample_value:g} ({spec.function})"))
+            elif isinstance(self.root, _Logical):  # its sub-gates' own per-sample rules, joined by and/or
                 failed_by.append(FailedBy(rule="weighted", score=score,
                                           reason=f"the gate's per-sample rule ({self.root.spec.operator} of its "
                                                  "sub-gates) was not met"))
@@ -467,7 +589,7 @@ class Gate:
             if not node.children:
                 return None
             node = node.children[0]
-        assert isinstance(node, _Leaf)
+        assert isinstance(node, _Leaf | _CustomReward)
         return node.spec.sample_op, node.spec.sample_value
 
     def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:

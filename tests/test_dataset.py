@@ -476,3 +476,41 @@ def test_on_sample_adds_per_sample_problems(tmp_path: Path) -> None:
     path = write_lines(tmp_path, [json.dumps({"id": "a", "input": "x"}), json.dumps({"id": "b", "input": "y"})])
     _, problems = check_dataset(path, on_sample=lambda s, where: [f"{where} checked {s.id}"] if s.id == "b" else [])
     assert problems == [f"{path}:2 checked b"]
+
+
+# --- letta-evals' row spellings: sample_id, rubric_path, extra_vars ----------------------------------------------
+
+
+def test_letta_row_fields_map_onto_ours(tmp_path: Path) -> None:
+    path = write_lines(tmp_path, [
+        row(sample_id=7, input="a", rubric_path="rubrics/dog.txt", extra_vars={"env": {"A": "1"}}),
+        row(sample_id="s-2", input="b", rubric_path="dog.rubric", metadata={"k": 1}),  # a bare name: still a path
+        row(input="c", rubric_path=None, extra_vars=None),
+    ])
+    first, second, third = iter_samples(path)
+    assert (first.id, first.rubric, first.metadata) == ("7", "rubrics/dog.txt", {"extra_vars": {"env": {"A": "1"}}})
+    assert (second.id, second.rubric, second.metadata) == ("s-2", "./dog.rubric", {"k": 1})
+    assert (third.id, third.rubric, third.metadata) == ("line-3", None, {})
+
+
+def test_letta_row_fields_in_a_json_array_too(tmp_path: Path) -> None:
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps([{"sample_id": "x", "input": "a", "rubric_path": "r.txt"}]), encoding="utf-8")
+    (sample,) = iter_samples(path)
+    assert (sample.id, sample.rubric) == ("x", "r.txt")
+
+
+@pytest.mark.parametrize(("fields", "expected"), [
+    ({"id": "a", "sample_id": "b"}, ":1: give the id as id or sample_id (letta-evals), not both"),
+    ({"id": "a", "rubric": "inline {{ submission }}", "rubric_path": "r.txt"},
+     ":1: sample 'a': rubric_path: give rubric (text or a file) or rubric_path (letta-evals), not both"),
+    ({"id": "a", "rubric_path": "my rubric"}, ":1: sample 'a': rubric_path: 'my rubric' cannot be told from rubric "
+                                              "text (a path with spaces); name the file .txt, .md, .j2 or .jinja"),
+    ({"id": "a", "rubric_path": 3}, ":1: sample 'a': rubric_path: expected the path of a rubric file"),
+    ({"id": "a", "extra_vars": {"x": 1}, "metadata": {"extra_vars": {}}},
+     ":1: sample 'a': give extra_vars or metadata.extra_vars, not both"),
+])
+def test_letta_row_field_problems_name_the_row(tmp_path: Path, fields: dict[str, Any], expected: str) -> None:
+    path = write_lines(tmp_path, [row(input="x", **fields)])
+    _, problems = check_dataset(path)
+    assert len(problems) == 1 and problems[0].startswith(f"{path}{expected}"), problems

@@ -220,3 +220,56 @@ def test_groups_the_pattern_has_are_accepted(group: int | str) -> None:
 def test_unhashable_group_is_a_value_error(group: Any) -> None:
     with pytest.raises(ValueError, match="extractor_config.group"):
         check_extractor("pattern", {"pattern": "(a)", "group": group})
+
+
+# --- letta-evals' options: pattern.search_all, after_marker.include_marker, and where they look ---------------
+
+
+def test_pattern_search_all_joins_every_match_with_a_space(trajectory: Trajectory) -> None:
+    assert run("pattern", trajectory, pattern=r"\d+", search_all=True) == "5432 5432"
+    assert run("pattern", trajectory, pattern=r"ANSWER:\s*(\d+)", search_all=True) == "5432 5432"
+    assert run("pattern", trajectory, pattern=r"(\w+):\s*(\d+)", search_all=True, group=2,
+               separator=",") == "5432,5432"
+    assert run("pattern", trajectory, pattern=r"zzz", search_all=True) == ""
+
+
+def test_pattern_search_all_is_bounded_like_one_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evals_cli import safe_regex
+
+    monkeypatch.setenv(safe_regex.TIMEOUT_ENV, "0.1")
+    hostile = Trajectory(turns=[Turn(user="u", steps=[Step(content="a" * 60 + "!")])])
+    with pytest.raises(safe_regex.RegexTimeout, match="EVALS_REGEX_TIMEOUT"):
+        run("pattern", hostile, pattern="(a|aa)+$", search_all=True)
+
+
+def test_any_assistant_scope_takes_the_most_recent_message_with_a_match(trajectory: Trajectory) -> None:
+    # the last message has no DB_: letta-evals looks back through the earlier ones
+    assert run("pattern", trajectory, pattern=r"DB_(\w+)", scope="any_assistant") == "HOST"
+    assert run("pattern", trajectory, pattern=r"\d+", scope="any_assistant") == "5432"
+    assert run("after_marker", trajectory, marker="holds", scope="any_assistant") == "DB_HOST."
+    assert run("after_marker", trajectory, marker="holds") == ""  # the default: the last message only
+
+
+def test_after_marker_include_marker_and_first_occurrence(trajectory: Trajectory) -> None:
+    assert run("after_marker", trajectory, marker="ANSWER:", include_marker=True) == "ANSWER:  5432"
+    assert run("after_marker", trajectory, marker="ANSWER:", occurrence="first") == \
+        "5432 (draft)\nFinal ANSWER:  5432"
+    assert run("after_marker", trajectory, marker="ANSWER:", occurrence="first", include_marker=True) == \
+        "ANSWER: 5432 (draft)\nFinal ANSWER:  5432"
+
+
+@pytest.mark.parametrize(("name", "config", "expected"), [
+    ("pattern", {"pattern": "x", "scope": "everywhere"}, "extractor_config.scope is 'everywhere'; expected one of"),
+    ("after_marker", {"marker": "M", "occurrence": "middle"}, "extractor_config.occurrence is 'middle'"),
+    ("path/custom.txt:fn", {}, "neither a built-in nor 'path/to/file.py:function'"),
+    ("custom.py:not-a-name", {}, "neither a built-in nor"),
+])
+def test_bad_options_and_refs_are_field_errors(name: str, config: dict[str, Any], expected: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        check_extractor(name, config)
+
+
+def test_a_custom_extractor_ref_takes_any_options_at_spec_time() -> None:
+    """Its file and signature are checked when the grader is built (the suite's folder is known there)."""
+    check_extractor("extractors/mine.py:pick", {"anything": 1, "marker": None})
+    check_extractor("mine.py:pick", {})

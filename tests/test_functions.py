@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -12,15 +13,20 @@ import pytest
 from evals_cli.graders.base import GradeContext, Grader, GraderContext
 from evals_cli.graders.functions import (
     BUILTINS,
+    ascii_printable_only,
+    bind_extractor,
     contains,
     exact_match,
     grader,
     load_function,
+    load_reward,
     regex_match,
+    reward_score,
     to_grade,
 )
 from evals_cli.graders.kinds.tool import ToolGrader, ToolGraderSpec
 from evals_cli.graders.kinds.trajectory import ToolOrderGrader, ToolOrderSpec, ToolsAvoidedGrader, ToolsAvoidedSpec
+from evals_cli.models.grader_specs.extractors import extract
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
@@ -104,7 +110,8 @@ def test_no_ground_truth_scores_one(fn: Any, ground_truth: Any) -> None:
 
 
 def test_builtins_are_loaded_by_name() -> None:
-    assert BUILTINS == {"contains": contains, "exact_match": exact_match, "regex_match": regex_match}
+    assert BUILTINS == {"contains": contains, "exact_match": exact_match, "regex_match": regex_match,
+                        "ascii_printable_only": ascii_printable_only}
     for name, fn in BUILTINS.items():
         assert load_function(name, Path(".")) is fn
         assert fn.__evals_grader__ and not fn.__evals_wants_trajectory__
@@ -112,7 +119,8 @@ def test_builtins_are_loaded_by_name() -> None:
 
 def test_unknown_builtin_name_with_hint() -> None:
     with pytest.raises(ValueError, match=r"unknown function 'contain'; did you mean 'contains'\? "
-                                         r"built-ins: contains, exact_match, regex_match, or 'path/to/file.py:func'"):
+                                         r"built-ins: ascii_printable_only, contains, exact_match, regex_match, or "
+                                             r"'path/to/file.py:func'"):
         load_function("contain", Path("."))
 
 
@@ -492,3 +500,224 @@ def test_tools_avoided_nothing_forbidden(tmp_path: Path) -> None:
     result = grade(avoided(tmp_path), Sample(input="q"), traj("delete_file"))
     assert result.score == 1.0
     assert "no forbidden tools" in result.rationale
+
+
+# --- ascii_printable_only (letta-evals' built-in) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("submission", "score"), [
+    (" /\\_/\\\n( o.o )\r\n > ^ <", 1.0),  # line breaks are allowed: ASCII art spans lines
+    ("~ all 95: !\"#$%&'()*+,-./09:;<=>?@AZ[\\]^_`az{|}", 1.0),
+    ("cat 🐱", 0.0),
+    ("tab\there", 0.0),  # a tab is not one of the 95 printable characters
+    ("><(((º>", 0.0),  # º is not ASCII
+    ("bell\x07", 0.0),
+])
+def test_ascii_printable_only(submission: str, score: float) -> None:
+    grade = ascii_printable_only(Sample(input="draw"), submission)
+    assert grade.score == score and grade.applicable
+
+
+def test_ascii_printable_only_names_the_characters_and_treats_empty_as_not_checked() -> None:
+    grade = ascii_printable_only(Sample(input="draw"), "a🐱b\tcº")
+    assert "'\\t' (U+0009)" in grade.rationale and "U+1F431" in grade.rationale and "U+00BA" in grade.rationale
+    empty = ascii_printable_only(Sample(input="draw"), "")
+    assert empty.score == 1.0 and not empty.applicable  # letta-evals' 1.0, but marked as nothing checked
+    assert BUILTINS["ascii_printable_only"] is ascii_printable_only
+
+
+# --- custom extractors (extractor: file.py:func) -----------------------------------------------------------------
+
+
+EXTRACTORS_PY = """\
+def second_word(trajectory, config):
+    texts = [s.content for t in trajectory.turns for s in t.steps if s.content]
+    words = texts[-1].split() if texts else []
+    index = config.get("index", 1)
+    return words[index] if len(words) > index else ""
+
+
+def with_state(trajectory, config, agent_state):
+    return "state=" + repr(agent_state)
+
+
+def not_text(trajectory, config):
+    return 42
+
+
+def broken(trajectory, config):
+    raise RuntimeError("no JSON in the reply")
+
+
+def one_arg(trajectory):
+    return ""
+
+
+async def is_async(trajectory, config):
+    return ""
+
+
+NOT_A_FUNCTION = "x"
+"""
+
+
+def custom_spec(ref: str, **config: Any) -> ToolGraderSpec:
+    return ToolGraderSpec(function="contains", extractor=ref, extractor_config=config)
+
+
+def test_a_custom_extractor_is_bound_to_its_resolved_file_and_called(tmp_path: Path) -> None:
+    write_module(tmp_path, EXTRACTORS_PY, "pick.py")
+    spec = custom_spec("pick.py:second_word", index=3)
+    bound = bind_extractor(spec, tmp_path)
+    assert spec.extractor == "pick.py:second_word"  # the suite's spec keeps what the user wrote
+    assert bound.extractor == f"{(tmp_path / 'pick.py').resolve()}:second_word"
+    assert extract(bound.extractor, traj(), bound.extractor_config) == "5432."  # "The port is 5432."
+    three = bind_extractor(custom_spec("pick.py:with_state"), tmp_path)
+    assert extract(three.extractor, traj(), {}) == "state=None"  # letta-evals' agent_state: None here
+    assert bind_extractor(custom_spec("last_assistant"), tmp_path).extractor == "last_assistant"
+
+
+def test_two_suites_custom_extractors_of_the_same_name_never_meet(tmp_path: Path) -> None:
+    for folder, word in (("a", "first"), ("b", "second")):
+        (tmp_path / folder).mkdir()
+        write_module(tmp_path / folder, f"def pick(trajectory, config):\n    return {word!r}\n", "x.py")
+    a = bind_extractor(custom_spec("x.py:pick"), tmp_path / "a")
+    b = bind_extractor(custom_spec("x.py:pick"), tmp_path / "b")
+    assert (extract(a.extractor, traj(), {}), extract(b.extractor, traj(), {})) == ("first", "second")
+
+
+@pytest.mark.parametrize(("ref", "expected"), [
+    ("pick.py:one_arg", "extractor pick.py:one_arg takes (trajectory); it must be a function (trajectory, config)"),
+    ("pick.py:is_async", "extractor pick.py:is_async is async"),
+    ("pick.py:NOT_A_FUNCTION", "is not a function"),
+    ("pick.py:missing", "pick.py has no function 'missing'"),
+    ("nope.py:f", "custom extractor file nope.py not found (relative to the suite file)"),
+])
+def test_custom_extractor_signature_is_checked_at_load(tmp_path: Path, ref: str, expected: str) -> None:
+    write_module(tmp_path, EXTRACTORS_PY, "pick.py")
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        bind_extractor(custom_spec(ref), tmp_path)
+
+
+def test_a_custom_extractor_that_raises_or_returns_no_text_is_a_grade_error(tmp_path: Path) -> None:
+    write_module(tmp_path, EXTRACTORS_PY, "pick.py")
+    for ref, expected in (("pick.py:not_text", "extractor pick.py:not_text returned int; an extractor returns "
+                                                "the text to grade (str)"),
+                          ("pick.py:broken", "no JSON in the reply")):
+        bound = bind_extractor(custom_spec(ref), tmp_path)
+        with pytest.raises((TypeError, RuntimeError), match=re.escape(expected)):
+            extract(bound.extractor, traj(), {})
+
+
+LETTA_STYLE = """\
+import re
+
+from letta_evals.decorators import extractor, grader
+from letta_evals.extractors.builtin import last_assistant, pattern
+from letta_evals.extractors.utils import flatten_content, get_assistant_messages
+from letta_evals.models import GradeResult, Sample
+
+
+@extractor
+def number(trajectory, config):
+    return pattern(trajectory, {"pattern": r"\\d+"}) or last_assistant(trajectory, config)
+
+
+@extractor
+def first_text(trajectory, config):
+    return flatten_content(get_assistant_messages(trajectory)[0].content)
+
+
+@grader
+def has_port(sample: Sample, submission: str) -> GradeResult:
+    return GradeResult(score=float(submission == sample.ground_truth), rationale="compared",
+                       metadata={"seen": submission})
+"""
+
+
+def test_a_file_written_for_letta_evals_loads_with_the_stand_ins(tmp_path: Path) -> None:
+    write_module(tmp_path, LETTA_STYLE, "letta_style.py")
+    number = bind_extractor(custom_spec("letta_style.py:number"), tmp_path)
+    assert extract(number.extractor, traj(), {}) == "5432"
+    first = bind_extractor(custom_spec("letta_style.py:first_text"), tmp_path)
+    assert extract(first.extractor, traj(), {}) == "The port is 5432."
+    fn = load_function("letta_style.py:has_port", tmp_path)
+    grade_ = to_grade(fn(Sample(input="q", ground_truth="5432"), "5432"), "has_port")
+    assert (grade_.score, grade_.rationale, grade_.metadata) == (1.0, "compared", {"seen": "5432"})
+
+
+def test_what_needs_a_letta_server_gets_a_hint_instead_of_a_bare_module_error(tmp_path: Path) -> None:
+    write_module(tmp_path, "from letta_client.types import AgentState\n", "server.py")
+    with pytest.raises(ValueError, match="not for what needs a Letta server; drop that import"):
+        bind_extractor(custom_spec("server.py:anything"), tmp_path)
+    write_module(tmp_path, "from letta_evals.models import AgentState\n", "state.py")
+    with pytest.raises(ValueError, match="cannot import name 'AgentState'"):
+        bind_extractor(custom_spec("state.py:anything"), tmp_path)
+
+
+# --- custom rewards (reward: {kind: custom, function: file.py:func}) -------------------------------------------
+
+
+REWARDS_PY = """\
+def good(ctx):
+    return ctx.grades["quality"].score
+
+
+def two(a, b):
+    return 0.0
+
+
+def defaults_ok(ctx, weight=0.5):
+    return weight
+
+
+async def later(ctx):
+    return 1.0
+"""
+
+
+def test_load_reward_checks_one_argument(tmp_path: Path) -> None:
+    write_module(tmp_path, REWARDS_PY, "rewards.py")
+    assert load_reward("rewards.py:good", tmp_path).__name__ == "good"
+    assert load_reward("rewards.py:defaults_ok", tmp_path).__name__ == "defaults_ok"
+    with pytest.raises(ValueError, match=re.escape("rewards.py:two takes (a, b); it must take one argument")):
+        load_reward("rewards.py:two", tmp_path)
+    with pytest.raises(ValueError, match="is async"):
+        load_reward("rewards.py:later", tmp_path)
+    with pytest.raises(ValueError, match="must be 'path/to/file.py:function'"):
+        load_reward("good", tmp_path)
+
+
+class _Output:
+    def __init__(self, score: float, metadata: dict[str, Any]) -> None:
+        self.score, self.metadata = score, metadata
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (0.5, (0.5, "")), (1, (1.0, "")), ((0.25, "why"), (0.25, "why")), ({"score": 0.75}, (0.75, "")),
+    (_Output(0.0, {"reason": "ascii"}), (0.0, "{'reason': 'ascii'}")),
+])
+def test_reward_score_accepts_letta_evals_return_shapes(value: Any, expected: tuple[float, str]) -> None:
+    assert reward_score(value, "r.py:f") == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (1.5, "reward r.py:f returned 1.5, outside [0, 1]"), (float("nan"), "returned nan, outside [0, 1]"),
+    (None, "reward r.py:f returned NoneType"), (True, "returned bool"), ({"reward": 1}, "a dict without 'score'"),
+    ("0.5", "returned str"),
+])
+def test_reward_score_refuses_what_is_not_a_score(value: Any, expected: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=re.escape(expected)):
+        reward_score(value, "r.py:f")
+
+
+def test_the_stand_in_decorators_check_what_letta_evals_checks(tmp_path: Path) -> None:
+    write_module(tmp_path, "from letta_evals.decorators import grader\n\n\n@grader\ndef g(s, sub):\n"
+                           "    return 1.0\n", "bad_grader.py")
+    with pytest.raises(ValueError, match=re.escape("importing failed: TypeError: Grader g must have parameters "
+                                                   "(sample, submission), got ['s', 'sub']")):
+        load_function("bad_grader.py:g", tmp_path)
+    write_module(tmp_path, "from letta_evals import reward_composer\n\n\n@reward_composer\ndef r(context):\n"
+                           "    return 1.0\n", "bad_reward.py")
+    with pytest.raises(ValueError, match="Reward composer r must have one parameter named ctx"):
+        load_reward("bad_reward.py:r", tmp_path)

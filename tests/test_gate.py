@@ -618,3 +618,141 @@ def test_logical_gate_with_nothing_graded_says_so_plainly() -> None:
     _, summary, _ = run_gate(AND_GATE, [{"answer": None, "order": None}])
     assert summary.gate is not None and summary.gate.passed is None and summary.gate.metric is None
     assert summary.gate.message == "Gate could not be evaluated: no sample was graded"
+
+
+# --- custom reward gates (letta-evals' reward: {kind: custom, function: ...}) ---------------------------------
+
+
+REWARDS = '''\
+def quality_if_ascii(ctx):
+    if ctx.grades["ascii_only"].score < 1.0:
+        return 0.0
+    return ctx.grades["quality"].score
+
+
+def shaped(ctx):
+    assert ctx.sample.id == "s1" and ctx.trajectory.turns[0].user == "draw"
+    return {"score": ctx.scores["quality"], "metadata": {"seen": sorted(ctx.submissions)}}
+
+
+def raises(ctx):
+    raise KeyError("quality_typo")
+
+
+def too_big(ctx):
+    return 1.5
+
+
+def two_args(ctx, extra):
+    return 1.0
+'''
+
+
+def reward_gate(tmp_path: Path, function: str = "rewards.py:quality_if_ascii", **fields: Any) -> Gate:
+    (tmp_path / "rewards.py").write_text(REWARDS)
+    spec = gate_spec(kind="custom", function=function, **fields)
+    return Gate(spec, ["quality", "ascii_only"], base_dir=tmp_path)
+
+
+def test_a_custom_reward_is_the_samples_score_and_its_rule_the_verdict(tmp_path: Path) -> None:
+    gate = reward_gate(tmp_path)
+    good = gate.judge_sample({"quality": Grade(score=0.8), "ascii_only": Grade(score=1.0)})
+    assert (good.score, good.passed, good.failed_by) == (0.8, True, [])
+    emoji = gate.judge_sample({"quality": Grade(score=0.9), "ascii_only": Grade(score=0.0)})
+    assert (emoji.score, emoji.passed) == (0.0, False)
+    assert emoji.failed_by[0].reason == "reward 0.00 not ≥ 0.7 (rewards.py:quality_if_ascii)"
+    strict = reward_gate(tmp_path, pass_value=0.9).judge_sample({"quality": Grade(score=0.8),
+                                                                 "ascii_only": Grade(score=1.0)})
+    assert strict.passed is False
+
+
+def test_a_reward_function_that_raises_or_returns_no_score_leaves_the_sample_errored_never_zero(
+        tmp_path: Path) -> None:
+    grades = {"quality": Grade(score=0.8), "ascii_only": Grade(score=1.0)}
+    for function, expected in (("rewards.py:raises", "reward rewards.py:raises raised KeyError: 'quality_typo'"),
+                               ("rewards.py:too_big", "reward rewards.py:too_big returned 1.5, outside [0, 1]")):
+        verdict = reward_gate(tmp_path, function).judge_sample(grades)
+        assert verdict.score is None and verdict.passed is None
+        assert verdict.incomplete is not None and verdict.incomplete.category == "grader"
+        assert verdict.incomplete.message == f"incomplete: {expected}"
+
+
+def test_a_missing_grade_makes_the_sample_incomplete_before_the_reward_runs(tmp_path: Path) -> None:
+    gate = reward_gate(tmp_path)
+    verdict = gate.judge_sample({"quality": Grade.failed("judge error: timeout"), "ascii_only": Grade(score=1.0)})
+    assert verdict.passed is None and verdict.incomplete is not None
+    assert "no grade from quality" in verdict.incomplete.message
+
+
+def test_the_reward_context_has_scores_submissions_sample_and_trajectory(tmp_path: Path) -> None:
+    from evals_cli.models.sample import Sample
+    from evals_cli.models.trajectory import Trajectory, Turn
+
+    gate = reward_gate(tmp_path, "rewards.py:shaped")
+    verdict = gate.judge_sample({"quality": Grade(score=0.75, submission="art"), "ascii_only": Grade(score=1.0)},
+                                Trajectory(turns=[Turn(user="draw")]), Sample(id="s1", input="draw"))
+    assert (verdict.score, verdict.passed) == (0.75, True)
+
+
+def test_a_custom_reward_run_passes_on_the_share_of_samples_that_passed(tmp_path: Path) -> None:
+    gate = reward_gate(tmp_path, value=0.6, pass_value=0.7)
+    acc = Accumulator(gate, "suite", ["quality", "ascii_only"])
+    for sid, quality, ascii_only in (("1", 0.9, 1.0), ("2", 0.8, 1.0), ("3", 0.9, 0.0)):
+        grades = {"quality": Grade(score=quality), "ascii_only": Grade(score=ascii_only)}
+        verdict = gate.judge_sample(grades)
+        acc.add(SampleResult(sample_id=sid, grades=grades, score=verdict.score, passed=verdict.passed))
+    summary = acc.summary()
+    assert summary.gate is not None and summary.gate.passed is True
+    assert summary.gate.message == ("Gate PASSED: share of samples whose reward (rewards.py:quality_if_ascii) is "
+                                    "≥ 0.7 (2 of 3) = 0.667 ≥ 0.6")
+    assert reward_gate(tmp_path).root.decide({}, None, (2, 3)).passed is False  # 0.667 not ≥ 0.7
+    assert reward_gate(tmp_path).root.decide({}, None, (0, 0)).passed is None  # nothing graded: undecided
+
+
+@pytest.mark.parametrize(("function", "expected"), [
+    ("rewards.py:two_args", "gate (custom reward): rewards.py:two_args takes (ctx, extra); it must take one "
+                            "argument"),
+    ("missing.py:f", "gate (custom reward): custom reward file missing.py not found (relative to the suite file)"),
+    ("rewards.py:nothing", "gate (custom reward): rewards.py has no function 'nothing'"),
+])
+def test_the_reward_function_is_checked_when_the_gate_is_built(tmp_path: Path, function: str,
+                                                               expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        reward_gate(tmp_path, function)
+    assert info.value.problems[0].startswith(expected)
+
+
+def test_without_the_suite_folder_a_custom_gate_still_decides_runs(tmp_path: Path) -> None:
+    """Merging shards and reports rebuild the gate from summary.json: they decide, they score no sample."""
+    gate = Gate(gate_spec(kind="custom", function="rewards.py:quality_if_ascii"), ["quality"])
+    assert gate.decide({}, None, (3, 4)).passed is True
+    verdict = gate.judge_sample({"quality": Grade(score=1.0)})
+    assert verdict.passed is None and verdict.incomplete is not None and "was not loaded" in \
+        verdict.incomplete.message
+
+
+def test_a_custom_reward_may_be_a_sub_gate(tmp_path: Path) -> None:
+    (tmp_path / "rewards.py").write_text(REWARDS)
+    spec = gate_spec(kind="logical", operator="and", gates=[
+        {"kind": "custom", "function": "rewards.py:quality_if_ascii"},
+        {"kind": "simple", "metric_key": "ascii_only", "pass_value": 1.0}])
+    gate = Gate(spec, ["quality", "ascii_only"], base_dir=tmp_path)
+    assert gate.judge_sample({"quality": Grade(score=0.8), "ascii_only": Grade(score=1.0)}).passed is True
+    assert gate.judge_sample({"quality": Grade(score=0.5), "ascii_only": Grade(score=1.0)}).passed is False
+    spec = gate_spec(kind="logical", operator="or", gates=[
+        {"kind": "custom", "function": "rewards.py:raises"}, {"kind": "simple", "metric_key": "ascii_only"}])
+    errored = Gate(spec, ["quality", "ascii_only"], base_dir=tmp_path).judge_sample(
+        {"quality": Grade(score=0.8), "ascii_only": Grade(score=1.0)})
+    assert errored.passed is None and errored.incomplete is not None  # an erring reward decides nothing
+
+
+@pytest.mark.parametrize(("fields", "expected"), [
+    ({"function": "rewards.quality"}, "is not 'path/to/file.py:function'"),
+    ({}, "function"),
+    ({"function": "r.py:f", "aggregation": "avg_score"}, "aggregation"),
+])
+def test_custom_gate_spec_problems(fields: dict[str, Any], expected: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=expected):
+        gate_spec(kind="custom", **fields)

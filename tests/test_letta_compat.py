@@ -16,7 +16,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.graders.kinds.model_judge import ModelJudgeSpec
 from evals_cli.graders.kinds.tool import ToolGraderSpec
 from evals_cli.models.sample import Sample
-from evals_cli.models.specs import LogicalGate, SimpleGate, WeightedAverageGate
+from evals_cli.models.specs import CustomRewardGate, LogicalGate, SimpleGate, WeightedAverageGate
 from evals_cli.suite.letta import letta_reason
 from evals_cli.suite.loader import TargetOverride, load_suite, parse_yaml
 from tests.helpers import ROOT, read_jsonl, run_cli
@@ -112,7 +112,8 @@ def test_gate_era_suite_is_translated(tmp_path: Path) -> None:
     regex = suite.graders["regex"]
     assert isinstance(regex, ToolGraderSpec)
     assert regex.case_sensitive is True  # letta-evals' regex_match is case-sensitive
-    assert regex.extractor_config == {"pattern": "ANSWER: .*", "group": 0}  # the whole match, as in letta-evals
+    # the whole match, in the most recent message that has one, as in letta-evals
+    assert regex.extractor_config == {"pattern": "ANSWER: .*", "group": 0, "scope": "any_assistant"}
     assert suite.graders["called"].extractor_config == {"tool": "search"}
     assert suite.graders["called"].description == "Search query"
     gate = suite.gate
@@ -250,8 +251,68 @@ def test_a_gate_block_next_to_the_reward_decides(tmp_path: Path) -> None:
     assert isinstance(gate, SimpleGate) and gate.value == 1.0
 
 
+def test_a_custom_reward_becomes_a_custom_gate(tmp_path: Path) -> None:
+    path = write(tmp_path, REWARD.replace("  kind: metric\n  metric_key: status\n",
+                                          "  kind: custom\n  function: rewards.py:compose\n"))
+    gate = load_suite(path, target_file(tmp_path)).gate
+    assert isinstance(gate, CustomRewardGate)
+    assert (gate.function, gate.aggregation, gate.op, gate.value, gate.sample_value) == \
+        ("rewards.py:compose", "pass_rate", "gte", 0.7, 0.7)
+
+
+EXTRACTING = """\
+name: letta-extractors
+dataset: data.jsonl
+target: {model_handles: [m]}
+graders:
+  all_numbers:
+    kind: tool
+    function: contains
+    extractor: pattern
+    extractor_config: {pattern: "\\\\d+", search_all: true}
+  one_group:
+    kind: tool
+    function: contains
+    extractor: pattern
+    extractor_config: {pattern: "id=(\\\\w+)", search_all: true}
+  second_group:
+    kind: tool
+    function: contains
+    extractor: pattern
+    extractor_config: {pattern: "(\\\\w+)=(\\\\w+)", search_all: true, group: 1}
+  after:
+    kind: tool
+    function: contains
+    extractor: after_marker
+    extractor_config: {marker: "ANSWER:", include_marker: true}
+  custom:
+    kind: tool
+    function: contains
+    extractor: pick.py:second_word
+    extractor_config: {index: 2}
+reward: {kind: metric, metric_key: after}
+"""
+
+
+def test_letta_extractor_options_keep_letta_evals_meaning(tmp_path: Path) -> None:
+    """letta-evals searches the assistant messages from the last back, takes the first marker of a message, and
+    with search_all indexes each match's groups from 0 (a one-group pattern gives that group)."""
+    graders = load_suite(write(tmp_path, EXTRACTING), target_file(tmp_path)).graders
+    assert graders["all_numbers"].extractor_config == {"pattern": "\\d+", "search_all": True,
+                                                       "scope": "any_assistant"}
+    assert graders["one_group"].extractor_config["group"] == 1
+    assert graders["second_group"].extractor_config["group"] == 2
+    assert graders["after"].extractor_config == {"marker": "ANSWER:", "include_marker": True,
+                                                 "scope": "any_assistant", "occurrence": "first"}
+    assert graders["custom"].extractor == "pick.py:second_word"
+    assert graders["custom"].extractor_config == {"index": 2}  # a custom extractor's options are its own
+
+
 @pytest.mark.parametrize(("reward", "expected"), [
-    ("reward:\n  kind: custom\n  function: rewards.py:compose\n", "reward.kind: reward kind 'custom'"),
+    ("reward:\n  kind: custom\n", "reward: a custom reward needs function: path/to/file.py:function"),
+    ("reward:\n  kind: custom\n  function: rewards.compose\n", "reward.function: 'rewards.compose' is not "
+                                                                   "'path/to/file.py:function'"),
+    ("reward:\n  kind: custom\n  function: r.py:f\n  weights: {}\n", "reward.weights: unknown key 'weights'"),
     ("reward:\n  kind: metric\n  metric_key: statuss\n", "reward.metric_key: names unknown grader 'statuss' "
                                                          "(did you mean 'status'?)"),
     ("reward:\n  kind: metric\n", "reward: a metric reward needs metric_key"),

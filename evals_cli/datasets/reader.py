@@ -1,4 +1,6 @@
-"""Stream samples from a dataset file without loading it: JSONL line by line (JSON arrays are small, loaded)."""
+"""Stream samples from a dataset file without loading it: JSONL line by line, CSV record by record (JSON arrays
+are small, loaded). letta-evals' row spellings (`rubric_path`, `extra_vars`, `sample_id`) are mapped onto ours
+here, in every format, so that its datasets load as they are."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evals_cli.datasets.csv_rows import iter_csv
 from evals_cli.datasets.jsonl import BOM, iter_jsonl, json_problem
 from evals_cli.datasets.tutorial import is_tutorial_item, tutorial_to_sample
 from evals_cli.errors import ConfigError
@@ -84,9 +87,57 @@ def _row_problem(raw: Any, where: str) -> str | None:
     return None
 
 
+def _sample_id(raw: Any, where: str) -> str | None:
+    """letta-evals' `sample_id` is our `id` (renamed before the id is checked or defaulted)."""
+    if isinstance(raw, dict) and "sample_id" in raw:
+        if "id" in raw:
+            return f"{where}: give the id as id or sample_id (letta-evals), not both"
+        raw["id"] = raw.pop("sample_id")
+    return None
+
+
+def _letta_fields(raw: dict[str, Any]) -> str | None:
+    """letta-evals' row fields, renamed in place (None) or the problem with them:
+    `rubric_path` (a rubric file relative to the suite) is our `rubric` naming a file, checked to stay inside the
+    suite's folder as every row rubric file is; `extra_vars` (variables for custom code) is carried as
+    `metadata.extra_vars`. (`sample_id` is renamed before, with the id checks: `_sample_id`.)"""
+    if "rubric_path" in raw:
+        from evals_cli.graders.rubric import row_rubric_is_path
+
+        path = raw.pop("rubric_path")
+        if path is None:
+            pass
+        elif "rubric" in raw and raw["rubric"] is not None:
+            return "rubric_path: give rubric (text or a file) or rubric_path (letta-evals), not both"
+        elif not isinstance(path, str) or not path.strip():
+            return "rubric_path: expected the path of a rubric file, relative to the suite"
+        else:
+            path = path.strip()
+            reference = path if row_rubric_is_path(path) or path.startswith("builtin:") else f"./{path}"
+            if not row_rubric_is_path(reference):
+                return (f"rubric_path: {clip(path)!r} cannot be told from rubric text (a path with spaces); "
+                        "name the file .txt, .md, .j2 or .jinja")
+            raw["rubric"] = reference
+    if "extra_vars" in raw:
+        extra = raw.pop("extra_vars")
+        if extra is not None:
+            metadata = raw.setdefault("metadata", {})
+            if not isinstance(metadata, dict):
+                return "metadata: expected an object"
+            if "extra_vars" in metadata:
+                return "give extra_vars or metadata.extra_vars, not both"
+            metadata["extra_vars"] = extra
+    return None
+
+
 def _validate(raw: Any, where: str) -> Sample | list[str]:
     if not isinstance(raw, dict):
         return [f"{where}: expected a JSON object with 'input', got {type(raw).__name__}"]
+    problem = _letta_fields(raw)
+    if problem is not None:
+        sid = raw.get("id")
+        named = f"{where}: sample {clip(repr(sid))}" if sid is not None else where
+        return [f"{named}: {problem}"]
     try:
         return Sample.model_validate(raw)
     except ValidationError as exc:
@@ -99,18 +150,32 @@ def iter_rows(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
     """(location, default id number, Sample or its problems) for every row, lazily."""
     if not path.is_file():
         raise ConfigError(f"{path}: dataset not found; check 'dataset' in the suite (relative to the suite file)")
+    if path.suffix.lower() == ".csv":
+        yield from _iter_csv(path)
+        return
     if _first_char(path) == "[":
         yield from _iter_array(path)
         return
     for where, number, raw, problem in iter_jsonl(path, unit="JSON object", utf8_fix="save as UTF-8",
                                                   loads=_load_json, skip_bom=True):
         if problem is None:
-            problem = _row_problem(raw, where)
+            problem = _sample_id(raw, where) or _row_problem(raw, where)
         if problem is not None:
             yield where, number, [problem]
             continue
         if isinstance(raw, dict):
             raw["id"] = f"line-{number}" if "id" not in raw else _id_text(raw["id"])
+        yield where, number, _validate(raw, where)
+
+
+def _iter_csv(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
+    for where, number, raw, problem in iter_csv(path):
+        if problem is None:
+            problem = _row_problem(raw, where)
+        if problem is not None or raw is None:
+            yield where, number, [problem or f"{where}: unreadable record"]
+            continue
+        raw["id"] = f"row-{number}" if "id" not in raw else _id_text(raw["id"])
         yield where, number, _validate(raw, where)
 
 
@@ -126,7 +191,7 @@ def _iter_array(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
         raise ConfigError(f"{path}: expected a JSON array of samples")
     for index, item in enumerate(items):
         where = f"{path}: item {index + 1}"
-        problem = _row_problem(item, where)
+        problem = _sample_id(item, where) or _row_problem(item, where)
         if problem is not None:
             yield where, index + 1, [problem]
             continue
@@ -189,7 +254,8 @@ def check_dataset(path: Path, limit: int = 50,
     if extra:
         problems.append(f"{path}: ... and {extra} more problems")
     if count == 0 and not problems:
-        problems.append(f"{path}: the dataset has no samples; add one JSON object per line")
+        how = "one row per sample under the header" if path.suffix.lower() == ".csv" else "one JSON object per line"
+        problems.append(f"{path}: the dataset has no samples; add {how}")
     return count, problems
 
 

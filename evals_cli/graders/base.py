@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from evals_cli.graders.functions import bind_extractor
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.extractors import extract
 from evals_cli.models.results import Grade
@@ -73,7 +74,8 @@ class Grader(Generic[SpecT]):
 
     def __init__(self, name: str, spec: SpecT, ctx: GraderContext) -> None:
         self.name = name
-        self.spec = spec
+        # a custom extractor (`extractor: file.py:func`) is loaded and its signature checked here, at load time
+        self.spec = bind_extractor(spec, ctx.base_dir)
 
     @property
     def kind(self) -> str:

@@ -7,11 +7,19 @@ import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from evals_cli import safe_regex
+from evals_cli.models.grader_specs.extractors import CUSTOM_EXTRACTORS, is_custom_ref
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    SpecT = TypeVar("SpecT", bound=BaseModel)
+else:
+    SpecT = TypeVar("SpecT")
 
 GraderFn = Callable[..., Any]
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -71,11 +79,20 @@ def load_function(ref: str, base_dir: Path) -> GraderFn:
             raise ValueError(f"unknown function '{ref}'; {more}built-ins: {', '.join(sorted(BUILTINS))}, "
                              "or 'path/to/file.py:func' for a custom grader")
         return BUILTINS[ref]
+    fn, _ = load_object(ref, base_dir, "custom grader")
+    if not getattr(fn, "__evals_grader__", False):
+        raise ValueError(f"{ref} is not decorated with @evals_cli.grader")
+    return fn
+
+
+def load_object(ref: str, base_dir: Path, what: str) -> tuple[Any, Path]:
+    """(the object, its resolved file) named by 'path/to/file.py:name', relative to the suite's folder. The file
+    runs as code, once per process: only files the suite names are run."""
     file_part, _, func_name = ref.rpartition(":")
     path = Path(file_part)
     path = path if path.is_absolute() else base_dir / path
     if not path.is_file():
-        raise ValueError(f"custom grader file {file_part} not found (relative to the suite file)")
+        raise ValueError(f"{what} file {file_part} not found (relative to the suite file)")
     module_name = f"evals_custom_{abs(hash(str(path.resolve())))}"
     module = sys.modules.get(module_name)
     if module is None:
@@ -84,16 +101,129 @@ def load_function(ref: str, base_dir: Path) -> GraderFn:
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         try:
-            spec.loader.exec_module(module)
+            _run_module(spec.loader, module)
         except Exception as exc:  # the user's code: report, never crash
             del sys.modules[module_name]
-            raise ValueError(f"{file_part}: importing failed: {type(exc).__name__}: {exc}") from None
+            hint = ""
+            if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in ("letta_evals",
+                                                                                         "letta_client"):
+                hint = ("; evals-cli stands in for letta-evals' decorators, GradeResult, RewardOutput, Sample and "
+                        "its text extractors, not for what needs a Letta server; drop that import (a custom grader "
+                        "may take @evals_cli.grader, extractors and rewards are plain functions)")
+            raise ValueError(f"{file_part}: importing failed: {type(exc).__name__}: {exc}{hint}") from None
     fn = getattr(module, func_name, None)
     if fn is None:
         raise ValueError(f"{file_part} has no function '{func_name}'")
-    if not getattr(fn, "__evals_grader__", False):
-        raise ValueError(f"{file_part}:{func_name} is not decorated with @evals_cli.grader")
+    return fn, path.resolve()
+
+
+def _run_module(loader: Any, module: Any) -> None:
+    """Run a custom file; one written for letta-evals (importing `letta_evals`, which is not installed) runs
+    again with evals-cli's stand-ins for that package (evals_cli.models.grader_specs.letta_python)."""
+    try:
+        loader.exec_module(module)
+    except ModuleNotFoundError as exc:
+        from evals_cli.models.grader_specs import letta_python
+
+        if (exc.name or "").split(".")[0] != "letta_evals" or not letta_python.install():
+            raise
+        loader.exec_module(module)
+
+
+EXTRACTOR_SHAPE = ("a function (trajectory, config) -> str, or (trajectory, config, agent_state) -> str as "
+                   "letta-evals writes it (agent_state is None here)")
+
+
+def extractor_params(fn: Any, ref: str) -> int:
+    """How many arguments a custom extractor takes (2 or 3); ValueError naming the expected shape otherwise.
+    Checked when the suite is loaded, so a wrong signature never shows halfway through a run."""
+    if not callable(fn) or inspect.isclass(fn):
+        raise ValueError(f"extractor {ref} is not a function; it must be {EXTRACTOR_SHAPE}")
+    if inspect.iscoroutinefunction(fn):
+        raise ValueError(f"extractor {ref} is async; it must be a plain function: {EXTRACTOR_SHAPE}")
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        raise ValueError(f"extractor {ref}: its signature cannot be read; it must be {EXTRACTOR_SHAPE}") from None
+    positional = [p for p in params if p.kind in _POSITIONAL]
+    required = [p for p in positional if p.default is inspect.Parameter.empty]
+    required_kw = [p.name for p in params
+                   if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty]
+    if required_kw or len(required) > 3 or len(positional) < 2:
+        raise ValueError(f"extractor {ref} takes ({', '.join(p.name for p in params)}); it must be "
+                         f"{EXTRACTOR_SHAPE}")
+    return 3 if len(required) == 3 else 2
+
+
+def bind_extractor(spec: SpecT, base_dir: Path) -> SpecT:
+    """The grader's spec with a custom extractor ('path/to/file.py:func') loaded and checked, and its reference
+    made unique (the resolved file) for `extract`; a built-in extractor leaves the spec as it is. The suite's
+    own spec keeps the reference as written."""
+    ref: str = getattr(spec, "extractor", "")
+    if not is_custom_ref(ref):
+        return spec
+    fn, path = load_object(ref, base_dir, "custom extractor")
+    takes = extractor_params(fn, ref)
+    key = f"{path}:{ref.rpartition(':')[2]}"
+
+    def call(trajectory: Any, config: dict[str, Any], *state: Any) -> Any:
+        return fn(trajectory, config, *state)
+
+    call.__evals_extractor_params__ = takes  # type: ignore[attr-defined]
+    CUSTOM_EXTRACTORS[key] = (ref, call)
+    return spec.model_copy(update={"extractor": key})
+
+
+REWARD_SHAPE = ("a function (ctx) -> float | (score, rationale) | {'score': ...} | an object with .score, "
+                "where ctx.grades maps each grader to its grade (.score, .rationale)")
+
+
+def load_reward(ref: str, base_dir: Path) -> Callable[[Any], Any]:
+    """A custom reward ('path/to/file.py:func', letta-evals' `reward: {kind: custom, function: ...}`), loaded and
+    its signature checked: one argument, the context of one sample's grades."""
+    if not is_custom_ref(ref):
+        raise ValueError(f"function '{ref}' must be 'path/to/file.py:function' (a .py file relative to the suite)")
+    fn, _ = load_object(ref, base_dir, "custom reward")
+    if not callable(fn) or inspect.isclass(fn):
+        raise ValueError(f"{ref} is not a function; it must be {REWARD_SHAPE}")
+    if inspect.iscoroutinefunction(getattr(fn, "__wrapped__", fn)) or inspect.iscoroutinefunction(fn):
+        raise ValueError(f"{ref} is async; a reward must be a plain function: {REWARD_SHAPE}")
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        raise ValueError(f"{ref}: its signature cannot be read; it must be {REWARD_SHAPE}") from None
+    positional = [p for p in params if p.kind in _POSITIONAL]
+    required = [p for p in params if p.default is inspect.Parameter.empty
+                and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+    if len(required) > 1 or (len(required) == 1 and required[0].kind not in _POSITIONAL) \
+            or (not positional and not varargs):
+        raise ValueError(f"{ref} takes ({', '.join(p.name for p in params)}); it must take one argument: "
+                         f"{REWARD_SHAPE}")
     return fn
+
+
+def reward_score(value: Any, ref: str) -> tuple[float, str]:
+    """(score in [0, 1], rationale) from what a reward function returned; TypeError/ValueError otherwise (an
+    error for that sample, never a zero)."""
+    rationale = ""
+    if isinstance(value, tuple) and len(value) == 2:
+        value, rationale = value[0], str(value[1])
+    elif isinstance(value, dict):
+        if "score" not in value:
+            raise TypeError(f"reward {ref} returned a dict without 'score'")
+        rationale = str(value.get("rationale") or value.get("metadata") or "")
+        value = value["score"]
+    elif not isinstance(value, int | float) and hasattr(value, "score"):  # letta-evals' RewardOutput, or alike
+        rationale = str(getattr(value, "rationale", None) or getattr(value, "metadata", None) or "")
+        value = value.score
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"reward {ref} returned {type(value).__name__}; return a number in [0, 1] (or "
+                        "(score, rationale), a dict with 'score', an object with .score)")
+    score = float(value)
+    if not 0.0 <= score <= 1.0:  # NaN fails this too
+        raise ValueError(f"reward {ref} returned {score:g}, outside [0, 1]")
+    return score, rationale
 
 
 def _alternatives(sample: Sample) -> list[str]:
@@ -158,4 +288,22 @@ def regex_match(sample: Sample, submission: str, *, case_sensitive: bool = False
     return Grade(score=0.0, rationale=f"no match for {' / '.join(f'/{p}/' for p in wanted)}")
 
 
-BUILTINS: dict[str, GraderFn] = {f.__name__: f for f in (contains, exact_match, regex_match)}
+_PRINTABLE = frozenset(chr(c) for c in range(32, 127))
+
+
+@grader
+def ascii_printable_only(sample: Sample, submission: str) -> Grade:
+    """Every character is one of the 95 printable ASCII characters (space to '~'); line breaks (\\n, \\r) are
+    allowed, as letta-evals allows them (ASCII art spans lines). Reads no ground truth. An empty submission
+    is n/a (1.0 by convention, as letta-evals scores it, but marked as not checked)."""
+    if not submission:
+        return Grade.not_applicable("empty submission: no character to check")
+    bad = sorted({ch for ch in submission if ch not in _PRINTABLE and ch not in "\r\n"})
+    if bad:
+        shown = ", ".join(f"{ch!r} (U+{ord(ch):04X})" for ch in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        return Grade(score=0.0, rationale=f"characters outside printable ASCII: {shown}{more}")
+    return Grade(score=1.0, rationale="every character is printable ASCII (line breaks allowed)")
+
+
+BUILTINS: dict[str, GraderFn] = {f.__name__: f for f in (contains, exact_match, regex_match, ascii_printable_only)}

@@ -7,7 +7,7 @@ target unions are built from the kinds that register themselves, and models neve
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     Discriminator,
@@ -32,6 +32,8 @@ class JudgeSpec(EndpointSpec):
     """Default endpoint and model for model_judge graders."""
 
     temperature: float | None = Field(default=0.0, ge=0, le=2, description="Judge sampling temperature.")
+
+    takes_models: ClassVar[bool] = False  # a judge is one model: `models` here is refused, not ignored
 
 
 SamplePass = Literal["weighted", "all"]
@@ -95,12 +97,36 @@ class SimpleGate(_Thresholds):
     aggregation: Aggregation = Field(default="avg_score", description="How the grader's sample scores are aggregated.")
 
 
+class CustomRewardGate(_Thresholds):
+    """A Python function of a sample's grades gives its reward (letta-evals' custom reward composer); a
+    sample passes when its reward meets the per-sample rule (pass_op/pass_value, default op/value), and the run
+    when the share of samples that passed meets op/value. A function that raises or returns no number in
+    [0, 1] leaves that sample without a verdict (an error), never a zero."""
+
+    kind: Literal["custom"] = "custom"
+    function: str = Field(description="'path/to/file.py:function' relative to the suite: (ctx) -> a number in "
+                          "[0, 1], where ctx.grades maps each grader to its grade (.score, .rationale).")
+    aggregation: Literal["pass_rate"] = Field(
+        default="pass_rate", description="pass_rate: the share of samples whose reward passed (the only one: "
+        "rewards are per sample, not per grader).")
+
+    @field_validator("function")
+    @classmethod
+    def _file_and_name(cls, value: str) -> str:
+        file_part, sep, name = value.rpartition(":")
+        if not sep or not file_part.endswith(".py") or not name.isidentifier():
+            raise ValueError(f"'{value}' is not 'path/to/file.py:function' (a .py file relative to the suite, and "
+                             "the function's name)")
+        return value
+
+
 class LogicalGate(_SampleRule):
     """Several gates joined by and/or; a sample passes when its sub-gates' sample verdicts do."""
 
     kind: Literal["logical"] = "logical"
     operator: LogicalOp = Field(description="and: every sub-gate must pass; or: at least one.")
-    gates: list[GateField] = Field(min_length=1, description="The sub-gates: simple, weighted_average or logical.")
+    gates: list[GateField] = Field(min_length=1, description="The sub-gates: simple, weighted_average, logical or "
+                                   "custom.")
 
     @property
     def sample_op(self) -> Op:
@@ -116,13 +142,14 @@ class LogicalGate(_SampleRule):
 GateField = Annotated[
     Annotated[WeightedAverageGate, Tag("weighted_average")]
     | Annotated[SimpleGate, Tag("simple")]
-    | Annotated[LogicalGate, Tag("logical")],
+    | Annotated[LogicalGate, Tag("logical")]
+    | Annotated[CustomRewardGate, Tag("custom")],
     Discriminator(kind_or("weighted_average")),
 ]
 LogicalGate.model_rebuild()
-AnyGate = WeightedAverageGate | SimpleGate | LogicalGate
+AnyGate = WeightedAverageGate | SimpleGate | LogicalGate | CustomRewardGate
 GATE_KINDS: dict[str, type[StrictModel]] = {"weighted_average": WeightedAverageGate, "simple": SimpleGate,
-                                            "logical": LogicalGate}
+                                            "logical": LogicalGate, "custom": CustomRewardGate}
 _GATE_ADAPTER: TypeAdapter[AnyGate] = TypeAdapter(GateField)
 
 

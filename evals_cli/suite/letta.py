@@ -27,9 +27,9 @@ RENAMED_SUITE_KEYS = {"num_runs": "repeats", "max_concurrent": "concurrency"}
 # letta-evals run settings with nothing to do here: where results go is -o, agents are not created or cleaned
 # up, and nothing runs in a sandbox (tools are mocked)
 DROPPED_SUITE_KEYS = frozenset({"output", "cleanup", "sandbox", "dataset_provenance"})
-# judge settings of letta-evals' own LLM client; the judge here takes its endpoint, retries and timeout from
-# the grader's base_url, the suite's judge block or EVAL_JUDGE_*
-DROPPED_JUDGE_KEYS = ("provider", "max_retries", "timeout", "system_prompt")
+# judge settings of letta-evals' own LLM client; retries and timeout come from the suite's judge block here
+# (`provider` and `system_prompt` are model_judge fields, kept because `_judge_has` finds them)
+DROPPED_JUDGE_KEYS = ("max_retries", "timeout")
 TOOL_NAME_EXTRACTORS = ("tool_arguments", "tool_output")
 
 
@@ -144,9 +144,7 @@ def _reward(t: Translation, out: dict[str, Any], graders: list[str]) -> None:
         return
     kind = reward.get("kind", "metric")
     if kind == "custom":
-        t.problems.append((("reward", "kind"), "reward kind 'custom' (a Python reward composer) is not supported; "
-                           "gate on the graders instead (kind: weighted_average), or make the reward a custom "
-                           "tool grader (function: file.py:func) and gate on it"))
+        _custom_reward(t, out, reward)
         return
     if kind != "metric":
         t.problems.append((("reward", "kind"), f"unknown reward kind '{kind}'; letta-evals rewards are metric or "
@@ -162,6 +160,23 @@ def _reward(t: Translation, out: dict[str, Any], graders: list[str]) -> None:
                            + (f"; graders: {', '.join(graders)}" if graders else "")))
         return
     out["gate"] = {"kind": "simple", "metric_key": reward["metric_key"]}
+    t.move(("reward",), ("gate",))
+
+
+def _custom_reward(t: Translation, out: dict[str, Any], reward: dict[str, Any]) -> None:
+    """`reward: {kind: custom, function: file.py:func}` becomes a custom gate: the function combines each
+    sample's grades into its reward, a sample passes at a reward ≥ 0.7 (the gate's default, letta-evals has no
+    threshold) and the run when 70% of the samples pass."""
+    extra = sorted(set(reward) - {"kind", "function"})
+    if extra:
+        t.problems.append((("reward", extra[0]), f"unknown key '{extra[0]}' in a custom reward; it has kind and "
+                           "function"))
+        return
+    if "function" not in reward:
+        t.problems.append((("reward",), "a custom reward needs function: path/to/file.py:function (relative to "
+                           "the suite)"))
+        return
+    out["gate"] = {"kind": "custom", "function": reward["function"]}
     t.move(("reward",), ("gate",))
 
 
@@ -212,8 +227,33 @@ def _extractor(t: Translation, grader: dict[str, Any], path: Loc) -> None:
         return
     if name in TOOL_NAME_EXTRACTORS and "tool_name" in config:
         _rename(t, config, (*path, "extractor_config"), "tool_name", "tool")
-    if name == "pattern" and "group" not in config:
-        config["group"] = 0  # letta-evals returns the whole match unless told otherwise
+    if name in ("pattern", "after_marker"):
+        _letta_search(config)
+
+
+def _letta_search(config: dict[str, Any]) -> None:
+    """letta-evals' pattern and after_marker look through the assistant messages from the last back and take the
+    first that has a match (ours: the last message unless `scope` says otherwise); its after_marker takes the
+    text after the first marker of that message, and its pattern returns the whole match unless told otherwise
+    (with search_all, `group` indexes the groups of each match from 0, and a one-group pattern gives group 1)."""
+    config.setdefault("scope", "any_assistant")
+    if "marker" in config:
+        config.setdefault("occurrence", "first")
+        return
+    if not config.get("search_all"):
+        config.setdefault("group", 0)
+        return
+    from evals_cli import safe_regex
+
+    try:
+        groups = safe_regex.compile(str(config.get("pattern"))).groups
+    except safe_regex.RegexError:
+        return  # reported by the extractor check, at its line
+    group = config.get("group", 0)
+    if groups == 1:
+        config["group"] = 1
+    elif groups > 1 and type(group) is int:
+        config["group"] = group + 1
 
 
 def _gate(t: Translation, gate: dict[str, Any], old: Loc, new: Loc, graders: list[str]) -> dict[str, Any]:

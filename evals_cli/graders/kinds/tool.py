@@ -24,7 +24,7 @@ class MatchSpec(GraderBase):
     # registered below, so `kind: tool` validates as this spec and runs this grader (evals_cli/suite/spec.py)
     kind: Literal["match", "tool"] = "match"
     function: str = Field(
-        description="contains, exact_match, regex_match, or a custom grader 'path/to/file.py:func'."
+        description="contains, exact_match, regex_match, ascii_printable_only, or a custom grader 'path/to/file.py:func'."
     )
     case_sensitive: bool | None = Field(
         default=None,

@@ -15,7 +15,9 @@ class GraderBase(StrictModel):
     """Options every grader has."""
 
     description: str | None = Field(default=None, description="Shown in `evals list` and reports.")
-    extractor: str = Field(default="last_assistant", description="What part of the trajectory is graded.")
+    extractor: str = Field(default="last_assistant", description="What part of the trajectory is graded: a "
+                           "built-in extractor, or 'path/to/file.py:func' (a custom one, (trajectory, config) -> "
+                           "str).")
     extractor_config: dict[str, Any] = Field(default_factory=dict, description="Options for the extractor.")
     threshold: float | None = Field(
         default=None, ge=0, le=1,

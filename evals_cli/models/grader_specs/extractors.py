@@ -42,14 +42,33 @@ def extractor(name: str, description: str, options: dict[str, str] | None = None
     return register
 
 
+def is_custom_ref(name: str) -> bool:
+    """`path/to/file.py:func`: a custom extractor, loaded from the suite's folder when the grader is built."""
+    file_part, sep, func = name.rpartition(":")
+    return bool(sep) and file_part.endswith(".py") and func.isidentifier()
+
+
+# custom extractors, keyed by the resolved `file.py:func` the grader was bound to (evals_cli.graders.functions
+# loads and checks them); keyed by the resolved path so that two suites' `custom.py:f` never meet
+CUSTOM_EXTRACTORS: dict[str, tuple[str, Callable[..., Any]]] = {}
+
+
 def check_extractor(name: str, config: dict[str, Any]) -> None:
-    """Raise ValueError (a field error for pydantic) when the extractor or its options are wrong."""
+    """Raise ValueError (a field error for pydantic) when the extractor or its options are wrong. A custom
+    extractor's options are its own business (it receives extractor_config as it is); its file and signature
+    are checked when the grader is built, where the suite's folder is known."""
+    if is_custom_ref(name):
+        return
+    if ":" in name:
+        raise ValueError(f"extractor '{name}' is neither a built-in nor 'path/to/file.py:function' (a custom "
+                         "extractor: a .py file relative to the suite and the function's name)")
     if name not in EXTRACTORS:
         import difflib
 
         hint = difflib.get_close_matches(name, EXTRACTORS, n=1)
         more = f"did you mean '{hint[0]}'? " if hint else ""
-        raise ValueError(f"unknown extractor '{name}'; {more}extractors: {', '.join(EXTRACTORS)}")
+        raise ValueError(f"unknown extractor '{name}'; {more}extractors: {', '.join(EXTRACTORS)}, or "
+                         "'path/to/file.py:function' for a custom one")
     spec = EXTRACTORS[name].impl
     unknown = sorted(set(config) - set(spec.options))
     if unknown:
@@ -58,6 +77,10 @@ def check_extractor(name: str, config: dict[str, Any]) -> None:
     missing = [k for k in spec.required if k not in config]
     if missing:
         raise ValueError(f"extractor '{name}' needs extractor_config.{missing[0]}")
+    choices = {"scope": ("last_assistant", "all_assistant", "any_assistant"), "occurrence": ("last", "first")}
+    for key, allowed in choices.items():
+        if key in config and config[key] not in allowed:
+            raise ValueError(f"extractor_config.{key} is {config[key]!r}; expected one of {', '.join(allowed)}")
     if "pattern" in config:
         try:
             compiled = safe_regex.compile(str(config["pattern"]))
@@ -74,7 +97,18 @@ def check_extractor(name: str, config: dict[str, Any]) -> None:
 
 
 def extract(name: str, trajectory: Trajectory, config: dict[str, Any]) -> str:
-    return EXTRACTORS[name].impl.fn(trajectory, config)
+    """The submission. A custom extractor that raises, or returns anything but text, raises here: the grader
+    then has no grade (an error), never a grade of an empty or made-up submission."""
+    custom = CUSTOM_EXTRACTORS.get(name)
+    if custom is None:
+        return EXTRACTORS[name].impl.fn(trajectory, config)
+    written, fn = custom
+    takes = getattr(fn, "__evals_extractor_params__", 2)
+    value = fn(trajectory, config, None) if takes == 3 else fn(trajectory, config)
+    if not isinstance(value, str):
+        raise TypeError(f"extractor {written} returned {type(value).__name__}; an extractor returns the text to "
+                        "grade (str)")
+    return value
 
 
 def _assistant_texts(trajectory: Trajectory) -> list[str]:
@@ -130,23 +164,61 @@ def _tool_output(trajectory: Trajectory, config: dict[str, Any]) -> str:
     return "\n".join(c.result for c in calls) if config.get("all") else calls[-1].result
 
 
+def _scoped_texts(trajectory: Trajectory, scope: Any) -> list[str]:
+    """The texts a pattern or marker is looked for in, most recent first: one (the last message, or all of them
+    joined) or, for `any_assistant`, every assistant message from the last back (letta-evals' way: the most
+    recent message that has it wins)."""
+    if scope == "all_assistant":
+        return [_all_assistant(trajectory, {})]
+    if scope == "any_assistant":
+        return list(reversed(_assistant_texts(trajectory)))
+    return [_last_assistant(trajectory, {})]
+
+
+def _all_matches(pattern: str, text: str) -> list[safe_regex.Match]:
+    """Every non-overlapping match, under the same time bound as one search (RegexTimeout past it: a grade
+    error, never a hang)."""
+    compiled = safe_regex.compile(pattern)
+    seconds = safe_regex.timeout_s()
+    try:
+        return list(compiled.finditer(text, timeout=seconds, concurrent=True))
+    except TimeoutError:
+        raise safe_regex.RegexTimeout(compiled.pattern, len(text), seconds) from None
+
+
+_SCOPE = "last_assistant (default), all_assistant (joined) or any_assistant (the most recent message with a match)."
+
+
 @extractor("pattern", "A regex match in the last assistant message (group 1 if the pattern has groups).",
            {"pattern": "The regex.", "group": "Group number or name (default 1 if any group, else 0).",
-            "scope": "last_assistant (default) or all_assistant."}, required=("pattern",))
+            "scope": _SCOPE,
+            "search_all": "Every match in the text, not only the first, joined by separator.",
+            "separator": "Joiner of the matches with search_all (default a space, as letta-evals)."},
+           required=("pattern",))
 def _pattern(trajectory: Trajectory, config: dict[str, Any]) -> str:
-    source = _all_assistant(trajectory, {}) if config.get("scope") == "all_assistant" \
-        else _last_assistant(trajectory, {})
-    match = safe_regex.search(str(config["pattern"]), source)  # RegexTimeout past the bound: a grade error
-    if not match:
-        return ""
-    group = config.get("group", 1 if match.re.groups else 0)
-    return match.group(group) or ""
+    for source in _scoped_texts(trajectory, config.get("scope")):
+        if config.get("search_all"):
+            matches = _all_matches(str(config["pattern"]), source)
+            if matches:
+                group = config.get("group", 1 if matches[0].re.groups else 0)
+                return str(config.get("separator", " ")).join(m.group(group) or "" for m in matches)
+            continue
+        match = safe_regex.search(str(config["pattern"]), source)  # RegexTimeout past the bound: a grade error
+        if match:
+            group = config.get("group", 1 if match.re.groups else 0)
+            return match.group(group) or ""
+    return ""
 
 
 @extractor("after_marker", "The text after a marker in the last assistant message (empty if absent).",
-           {"marker": "The marker text, e.g. 'ANSWER:'."}, required=("marker",))
+           {"marker": "The marker text, e.g. 'ANSWER:'.",
+            "include_marker": "Keep the marker at the start of the text (default false).",
+            "occurrence": "last (default) or first: which occurrence of the marker in a message counts.",
+            "scope": _SCOPE}, required=("marker",))
 def _after_marker(trajectory: Trajectory, config: dict[str, Any]) -> str:
-    text = _last_assistant(trajectory, {})
     marker = str(config["marker"])
-    index = text.rfind(marker)
-    return text[index + len(marker):].strip() if index >= 0 else ""
+    for text in _scoped_texts(trajectory, config.get("scope")):
+        index = text.find(marker) if config.get("occurrence") == "first" else text.rfind(marker)
+        if index >= 0:
+            return text[index if config.get("include_marker") else index + len(marker):].strip()
+    return ""
