@@ -2,9 +2,10 @@
 
 The public Python API covers what `evals run` does: `run(path_or_suite, RunOptions(...))` (or `arun`, async)
 loads the suite, checks everything `evals validate` checks, runs the pipeline its kind names (live agents or
-recorded sessions) and returns a `RunOutcome`; invalid input raises `ConfigError` (exit code 2). `load_suite`
-gives the `SuiteSpec` of a file, `grader` registers custom grading functions. Imports are lazy, so that
-`import evals_cli` stays cheap.
+recorded sessions) and returns a `RunOutcome` (over several models, `RunOptions(models=[...])` or the suite's
+`target.models`: a `ModelsOutcome`, holding each model's `RunOutcome`); invalid input raises `ConfigError` (exit
+code 2). `load_suite` gives the `SuiteSpec` of a file, `grader` registers custom grading functions. Imports are
+lazy, so that `import evals_cli` stays cheap.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from evals_cli.models.results import RunSummary, SampleResult
     from evals_cli.runner import run_suite
     from evals_cli.runner.dispatch import arun, run
-    from evals_cli.runner.options import RunOptions, RunOutcome
+    from evals_cli.runner.options import ModelsOutcome, RunOptions, RunOutcome
     from evals_cli.suite.loader import load_suite
     from evals_cli.suite.spec import SuiteSpec
 
@@ -28,14 +29,15 @@ __version__ = "0.1.0"
 _WHERE = {
     "run": "evals_cli.runner.dispatch", "arun": "evals_cli.runner.dispatch",
     "RunOptions": "evals_cli.runner.options", "RunOutcome": "evals_cli.runner.options",
+    "ModelsOutcome": "evals_cli.runner.options",
     "SuiteSpec": "evals_cli.suite.spec", "SampleResult": "evals_cli.models.results",
     "RunSummary": "evals_cli.models.results", "ConfigError": "evals_cli.errors",
     "load_suite": "evals_cli.suite.loader", "run_suite": "evals_cli.runner",
     "grader": "evals_cli.graders.functions",
     "Grade": "evals_cli.models", "Sample": "evals_cli.models", "Trajectory": "evals_cli.models",
 }
-__all__ = ["ConfigError", "Grade", "RunOptions", "RunOutcome", "RunSummary", "Sample", "SampleResult", "SuiteSpec",
-           "Trajectory", "__version__", "arun", "grader", "load_suite", "run", "run_suite"]
+__all__ = ["ConfigError", "Grade", "ModelsOutcome", "RunOptions", "RunOutcome", "RunSummary", "Sample",
+           "SampleResult", "SuiteSpec", "Trajectory", "__version__", "arun", "grader", "load_suite", "run", "run_suite"]
 
 
 def __getattr__(name: str) -> Any:

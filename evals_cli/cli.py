@@ -18,6 +18,7 @@ from typer.core import TyperCommand, TyperGroup
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INVALID, ConfigError, EvalsError
 
 if TYPE_CHECKING:
+    from evals_cli.runner.models_matrix import PreparedModels
     from evals_cli.runner.prepare import PreparedRun
 
 class _FlagsTakeNoValue:
@@ -126,7 +127,8 @@ def run(
     record: Annotated[Path | None, typer.Option("--record", help="Record every model call to this JSONL file.")] = None,
     replay: Annotated[Path | None, typer.Option("--replay", help="Serve model calls from a recording; no network.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Agent model (overrides the suite).")] = None,
+    model: Annotated[list[str] | None, typer.Option("--model", metavar="MODEL", help="Agent model (overrides the suite); repeat it to run the whole suite once per model, side by side, each into its own subfolder.")] = None,
+    gate: Annotated[str, typer.Option("--gate", metavar="all|any", help="With several models: all (exit 0 only when every model passes its gate) or any (when at least one does).")] = "all",
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model for every model_judge grader (over the graders' own model, the suite's judge block and EVAL_JUDGE_MODEL).")] = None,
     judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (over the graders' own base_url, the judge block and EVAL_JUDGE_BASE_URL).")] = None,
     judge_api_key: Annotated[str | None, typer.Option("--judge-api-key", help="Judge API key (over the graders' own, the judge block and EVAL_JUDGE_API_KEY).")] = None,
@@ -157,11 +159,15 @@ def run(
     if keyword is not None:  # pytest's -k is a keyword filter; here it was once --repeats: say which is which
         raise ConfigError(f"-k {keyword}: evals run has no -k; to run every sample N times use --repeats N (-r N), "
                           "to pick samples use --sample-id ID (globs such as 'refund-*' work)")
+    if gate not in ("all", "any"):
+        raise ConfigError(f"--gate {gate}: choose all (every model must pass its gate) or any (at least one)")
     suite = suite if suite is not None else default_suite()
+    one_model = model[0] if model and len(model) == 1 else None
     options = RunOptions(output=output, concurrency=concurrency, max_samples=max_samples, tags=tag or None,
                          sample_ids=sample_id or None, rerun_failed=rerun_failed,
                          repeats=repeats, no_judge=no_judge, record=record, replay=replay, target_file=target,
-                         base_url=base_url, model=model, judge_model=judge_model, judge_base_url=judge_base_url,
+                         base_url=base_url, model=one_model, models=model if model and len(model) > 1 else None,
+                         gate=gate, judge_model=judge_model, judge_base_url=judge_base_url,
                          judge_api_key=judge_api_key, timeout=timeout, sample_timeout=sample_timeout,
                          max_retries=max_retries, max_error_rate=max_error_rate, resume=resume,
                          retry_errors=retry_errors, grace_s=grace, shard=shard, otel=otel)
@@ -171,6 +177,15 @@ def run(
     except NothingToRun as done:  # --rerun-failed of a run where nothing failed: say so, run nothing
         print(str(done))
         raise typer.Exit(0) from None
+    from evals_cli.runner.models_matrix import PreparedModels
+
+    if isinstance(prepared, PreparedModels):  # several models: one run each, one side-by-side view
+        other = sorted(set(exports) - {"html"})
+        if other:
+            raise ConfigError(f"--export {', '.join(other)} (or --junit, --task-results) with several models: not "
+                              "supported; export each model's folder afterwards, or run one --model (--export "
+                              "html=PATH writes the side-by-side report)")
+        raise typer.Exit(_run_models(prepared, suite, quiet, exports.get("html")))
     if not isinstance(prepared, PreparedRun):  # recorded sessions: no agent, its own view
         from evals_cli.sessions.cli import report as report_sessions
         from evals_cli.sessions.runner import SessionsOutcome
@@ -248,6 +263,60 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
     return outcome.exit_code
 
 
+def _run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path | None) -> int:
+    """Every model at once with one progress view (samples named `model / sample`), then the side-by-side table,
+    each model's messages, the HTML report when asked for, and the combined exit code."""
+    import asyncio
+
+    from evals_cli.display.console import make_console
+    from evals_cli.display.live import LiveProgress
+    from evals_cli.display.matrix import render_matrix
+    from evals_cli.display.state import RunState
+    from evals_cli.matrix_report import load_matrix, write_matrix_html
+    from evals_cli.models.results import SampleResult
+    from evals_cli.runner.models_matrix import ModelsExecution
+
+    console = make_console()
+    err = make_console(stderr=True)
+    for warning in prepared.warnings:
+        err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    graders = list(next(iter(prepared.runs.values())).graders)
+    state = RunState(graders, total_expected=prepared.expected, repeats=next(iter(prepared.runs.values())).repeats)
+    execution = ModelsExecution(prepared)
+    live = LiveProgress(console, state, enabled=not quiet, in_flight=execution.in_flight,
+                        resumed=lambda: execution.resumed, err=err)
+
+    def on_result(model: str, result: SampleResult) -> None:
+        state.add(result.model_copy(update={"sample_id": f"{model} / {result.sample_id}"}))
+        live.update()
+
+    execution.on_result, execution.on_interrupt = on_result, live.interrupted
+    with live:
+        outcome = asyncio.run(execution.run())
+    view = load_matrix(outcome.output_dir)
+    gate = outcome.summary.gate
+    if quiet:
+        console.print(gate.message if gate else "no gate", markup=False)
+    else:
+        console.print(render_matrix(view, str(outcome.output_dir), reasons=False))  # stderr says them
+        console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
+    for message in outcome.messages:
+        err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    unfinished = [m for m, o in outcome.outcomes.items() if o.summary.status != "completed"]
+    if unfinished:
+        err.print(f"to finish the run ({', '.join(unfinished)}): evals run {suite} --resume {outcome.output_dir}"
+                  + (" --retry-errors" if any(outcome.outcomes[m].summary.errored for m in unfinished) else ""),
+                  markup=False, highlight=False, soft_wrap=True)
+    if html is not None:
+        try:
+            write_matrix_html(view, html)
+        except ConfigError as exc:  # the run is saved; only the report is not: keep the run's code unless it passed
+            err.print(f"error: {exc.problems[0]}; the run is saved in {outcome.output_dir}", markup=False,
+                      highlight=False, soft_wrap=True)
+            return outcome.exit_code if outcome.exit_code != 0 else EXIT_INCOMPLETE
+    return outcome.exit_code
+
+
 @app.command()
 @_guard
 def validate(
@@ -317,9 +386,13 @@ def report(
     """Re-render the table of a finished (or killed) run from its results; --html writes a report file. Every
     kind of run: `evals run` (live or on a recorded_sessions suite), `evals analyze`, `evals merge`."""
     from evals_cli.display.console import make_console
+    from evals_cli.output.manifest import is_matrix
     from evals_cli.report import run_kind
 
     console = make_console()
+    if is_matrix(run_path):  # a run over several models: the side-by-side view, read from every model's folder
+        _report_models(run_path, html)
+        return
     if run_kind(run_path) == "sessions":
         from evals_cli.report import load_sessions
         from evals_cli.sessions.render import gate_line, render_sessions
@@ -347,6 +420,21 @@ def report(
             from evals_cli.output.files import read_results
 
             write_html(read_results(run_path), summary, html, notes=warnings, run_dir=run_path)
+        console.print(f"html report: {html}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _report_models(run_path: Path, html: Path | None) -> None:
+    from evals_cli.display.console import make_console
+    from evals_cli.display.matrix import render_matrix
+    from evals_cli.matrix_report import load_matrix, write_matrix_html
+
+    console = make_console()
+    view = load_matrix(run_path)
+    console.print(render_matrix(view, str(run_path)))
+    for warning in view.warnings:
+        make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    if html is not None:
+        write_matrix_html(view, html)
         console.print(f"html report: {html}", markup=False, highlight=False, soft_wrap=True)
 
 
@@ -438,6 +526,13 @@ def merge(
     from evals_cli.report import load_run
 
     exports = _exports(export, junit, task_results)
+    from evals_cli.output.manifest import is_matrix
+
+    if runs and is_matrix(runs[0]):  # shards of a run over several models: merged model by model
+        if exports:
+            raise ConfigError("--export, --junit and --task-results with several models: not supported; export "
+                              "each model's merged folder (evals report OUT/MODEL --html F)")
+        raise typer.Exit(_merge_models(runs, output, max_error_rate))
     summary, warnings = merge_runs(runs, output, max_error_rate)
     state, _, _ = load_run(output)
     console = make_console()
@@ -453,6 +548,21 @@ def merge(
 
         export_run(output, summary, exports=exports)
     raise typer.Exit(summary.exit_code)
+
+
+def _merge_models(runs: list[Path], output: Path, max_error_rate: float) -> int:
+    from evals_cli.display.console import make_console
+    from evals_cli.display.matrix import render_matrix
+    from evals_cli.matrix_report import load_matrix
+    from evals_cli.output.merge import merge_model_runs
+
+    matrix, warnings = merge_model_runs(runs, output, max_error_rate)
+    console = make_console()
+    console.print(render_matrix(load_matrix(output), str(output)))
+    console.print(f"merged {len(runs)} runs into {output}", markup=False, highlight=False, soft_wrap=True)
+    for warning in warnings:
+        make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    return matrix.exit_code
 
 
 @app.command()
@@ -475,14 +585,14 @@ def init(
     print("\n".join(lines))
 
 
-LISTABLE = ("graders", "extractors", "targets", "gates")
+LISTABLE = ("graders", "extractors", "targets", "gates", "effects")
 
 
 @app.command("list")
 @_guard
 def list_kinds(
-    what: Annotated[str | None, typer.Argument(metavar="WHAT", help="graders, extractors, targets or gates "
-                                                                        "(default: all four).")] = None,
+    what: Annotated[str | None, typer.Argument(metavar="WHAT", help="graders, extractors, targets, gates or effects "
+                                                                        "(default: all five).")] = None,
 ) -> None:
     """List every registered grader, extractor, target and gate kind with its options, from the schemas."""
     import shutil

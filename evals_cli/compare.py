@@ -21,6 +21,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.exporters.common import case_name, fmt_score
 from evals_cli.models.results import SampleResult
 from evals_cli.output.files import read_results, read_summary
+from evals_cli.output.manifest import read_matrix
 from evals_cli.stats import bootstrap_mean_ci, mcnemar
 
 Status = Literal["passed", "failed", "errored", "ungraded"]
@@ -212,7 +213,14 @@ def _verdict(mc: McNemar, graders: list[GraderDiff], alpha: float, confidence: f
 
 def compare_runs(run_a: Path, run_b: Path, *, alpha: float = 0.05, confidence: float = 0.95, resamples: int = 10_000,
                  seed: int = 0, min_pairs: int = 5) -> Comparison:
-    """Compare two run folders (or results.jsonl files). Runs of different suites are refused (ConfigError)."""
+    """Compare two run folders (or results.jsonl files). Runs of different suites are refused (ConfigError).
+    Each model's folder of a run over several models is a run folder: compare two models with RUN/a RUN/b."""
+    for path in (run_a, run_b):
+        matrix = read_matrix(path)
+        if matrix is not None:
+            folders = [path / run.folder for run in matrix.models]
+            raise ConfigError(f"{path}: a run over {len(folders)} models; compare two of its model folders (or one "
+                              f"with another run's), e.g. evals compare {' '.join(map(str, folders[:2]))}")
     warnings: list[str] = []
     summary_a, summary_b = read_summary(run_a), read_summary(run_b)
     if summary_a and summary_b and summary_a.suite != summary_b.suite:

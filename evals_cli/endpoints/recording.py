@@ -54,14 +54,49 @@ def request_body(request: Any) -> Any:
         return raw.decode("utf-8", "replace")
 
 
+class _SharedFile:
+    """One open recording file, shared by every transport that records into it: a run over several models records
+    every model's calls into the one `--record` file, and each line must go out in one piece. Requests carry their
+    model's name, so the keys of different models never meet."""
+
+    _open: dict[Path, _SharedFile] = {}
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.handle = path.open("a", encoding="utf-8")
+        self.users = 0
+        self.closed = False
+
+    @classmethod
+    def acquire(cls, path: Path) -> _SharedFile:
+        key = path.resolve()
+        shared = cls._open.get(key)
+        if shared is None or shared.closed:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shared = cls._open[key] = cls(path)
+        shared.users += 1
+        return shared
+
+    def write(self, line: str) -> None:
+        self.handle.write(line)  # one write and a flush, with no await between: lines never interleave
+        self.handle.flush()
+
+    def release(self) -> None:
+        self.users -= 1
+        if self.users <= 0 and not self.closed:
+            self.closed = True
+            self.handle.close()
+            self._open.pop(self.path.resolve(), None)
+
+
 class RecordingTransport(httpx.AsyncBaseTransport):
     """Passes requests through and appends each exchange, masked, to the recording file."""
 
     def __init__(self, path: Path, inner: Any | None = None, redact: Redactor | None = None) -> None:
         self.inner = inner or httpx.AsyncHTTPTransport()
         self.redact = redact if redact is not None else Redactor()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.file = path.open("a", encoding="utf-8")
+        self.file = _SharedFile.acquire(path)
+        self._released = False
 
     async def handle_async_request(self, request: Any) -> Any:
         # whatever credential this request carries is a secret of the run, even one nobody declared
@@ -85,10 +120,10 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                 "context": self.redact(CALL_CONTEXT.get()), "path": api_path(request.url.path),
                 "request": req_body, "status": response.status_code, "response": self.redact.value(body)}
         self.file.write(json.dumps(line, ensure_ascii=False) + "\n")
-        self.file.flush()
         return rebuilt
 
     async def aclose(self) -> None:
-        if not self.file.closed:
-            self.file.close()
+        if not self._released:
+            self._released = True
+            self.file.release()
             await self.inner.aclose()

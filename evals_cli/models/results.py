@@ -293,3 +293,27 @@ class RunSummary(SummaryBase):
         the summary alone, so `evals report` decides the same as `evals run`."""
         return (self.total > 0 and self.errored == self.total and self.graded == 0
                 and self.usage.total_tokens == 0 and self.judge_usage.total_tokens == 0)
+
+
+class ModelRun(Record):
+    """One model of a run over several models: where its own run folder is and how it ended (None while it has
+    not finished, or when it was killed before writing its summary)."""
+
+    model: str
+    folder: str = Field(description="Its run folder, relative to the matrix's folder.")
+    status: Literal["completed", "aborted", "interrupted"] | None = None
+    exit_code: int | None = None
+    gate: Verdict | None = None
+
+
+class MatrixSummary(SummaryBase):
+    """`matrix.json`, the top file of a run over several models: written when the run starts (marked interrupted,
+    so a killed run never reads as passed) and again at its end. Each model's results and summary are in its own
+    folder; `evals report` reads those, not the verdicts kept here."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["models"] = "models"
+    suite: str
+    gate_mode: Literal["all", "any"] = "all"
+    models: list[ModelRun] = Field(default_factory=list)
+    shard: str | None = None

@@ -12,9 +12,9 @@ import targets. A leaf of the models layer (pydantic and models/base.py only).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
 
@@ -38,12 +38,44 @@ class EndpointSpec(StrictModel):
     base_url: str | None = Field(default=None, description="API base URL, e.g. http://localhost:11434/v1.")
     api_key: str | None = Field(default=None, description="API key; prefer the environment variable.")
     model: str | None = Field(default=None, description="Model name sent with each request.")
+    models: list[str] | None = Field(
+        default=None, description="Several model names: the whole suite runs once per model, side by side, each "
+        "into its own subfolder of the run folder (instead of model; --model on the command line replaces the list).")
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
     max_tokens: int | None = Field(default=1024, ge=1, description="Completion token cap per call (default 1024, so "
                                       "a local model cannot ramble to its context's end; null sends none).")
     timeout: float = Field(default=120.0, gt=0, description="Per-request timeout in seconds.")
     max_retries: int = Field(default=2, ge=0, description="Retries on 429, 5xx, timeouts and dropped connections.")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Extra JSON fields sent with each request.")
+
+    takes_models: ClassVar[bool] = True
+    """False where one endpoint is one model (the judge block): `models` there is refused, not ignored."""
+
+    @field_validator("models")
+    @classmethod
+    def _model_names(cls, models: list[str] | None) -> list[str] | None:
+        if models is None:
+            return None
+        if not models:
+            raise ValueError("an empty list; give at least one model name, or drop models and give model")
+        blank = [i for i, name in enumerate(models) if not name.strip()]
+        if blank:
+            raise ValueError(f"entry {blank[0]} is an empty model name")
+        seen: set[str] = set()
+        twice = [name for name in models if name in seen or seen.add(name)]  # type: ignore[func-returns-value]
+        if twice:
+            raise ValueError(f"{twice[0]!r} is listed twice; each model runs once (use repeats: to run it again)")
+        return models
+
+    @model_validator(mode="after")
+    def _model_or_models(self) -> EndpointSpec:
+        if self.models is None:
+            return self
+        if not self.takes_models:
+            raise ValueError("models: this endpoint is one model; give model (several models are for the target)")
+        if self.model is not None:
+            raise ValueError("give model (one) or models (several), not both")
+        return self
 
 
 class AgentPrompt(StrictModel):

@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import errno
 import json
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from evals_cli.errors import ConfigError, EvalsError
+from evals_cli.models.results import MatrixSummary
 from evals_cli.output.fingerprint import Fingerprint
 
 MANIFEST_NAME = "run.json"
+MATRIX_NAME = "matrix.json"
+"""The top file of a run over several models: which model ran in which subfolder (each an ordinary run folder)."""
+_RESERVED = {name.casefold() for name in (MATRIX_NAME, MANIFEST_NAME, "results.jsonl", "summary.json")}
 
 
 class Manifest(BaseModel):
@@ -25,6 +31,49 @@ class Manifest(BaseModel):
     repeats: int = 1
     pricing: dict[str, tuple[float, float]] = Field(default_factory=dict)
     shard: str | None = None
+    model: str | None = None  # the agent's model: which column of a run over several models this folder is
+
+
+def is_matrix(folder: Path) -> bool:
+    """Whether `folder` is the top folder of a run over several models."""
+    return folder.is_dir() and (folder / MATRIX_NAME).is_file()
+
+
+def folder_names(models: Sequence[str]) -> dict[str, str]:
+    """model -> its subfolder name: the name with anything but letters, digits, `_`, `.` and `-` made `-`
+    (`openai/gpt-4o` -> `openai-gpt-4o`), at most 80 characters; names that then collide, even only in case
+    (macOS and Windows folders ignore case), get `-2`, `-3`, ..."""
+    names: dict[str, str] = {}
+    taken = set(_RESERVED)
+    for model in models:
+        base = re.sub(r"[^A-Za-z0-9_.-]+", "-", model).strip("-.")[:80].strip("-.") or "model"
+        name, n = base, 2
+        while name.casefold() in taken:
+            name, n = f"{base}-{n}", n + 1
+        taken.add(name.casefold())
+        names[model] = name
+    return names
+
+
+def read_matrix(folder: Path) -> MatrixSummary | None:
+    """The matrix.json of a run over several models; None when `folder` is not one."""
+    path = folder / MATRIX_NAME
+    if not folder.is_dir() or not path.is_file():
+        return None
+    try:
+        return MatrixSummary.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, ValidationError):
+        raise ConfigError(f"{path}: unreadable; it should say which model ran in which subfolder") from None
+
+
+def write_matrix(folder: Path, summary: MatrixSummary) -> None:
+    path = folder / MATRIX_NAME
+    tmp = folder / (MATRIX_NAME + ".tmp")
+    try:
+        tmp.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise folder_error(folder, exc) from None
 
 
 def write_manifest(directory: Path, manifest: Manifest, flag: str = "-o") -> None:

@@ -1,5 +1,6 @@
 """Join the result folders of sharded runs into one run: one results file, one summary, one gate verdict.
-Refuses folders of different suites or datasets (their fingerprints differ) and samples seen twice."""
+Refuses folders of different suites or datasets (their fingerprints differ) and samples seen twice. Shards of
+a run over several models are merged model by model (`merge_model_runs`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,21 @@ from pathlib import Path
 
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError
 from evals_cli.gate import Gate
-from evals_cli.models.results import Coverage, RunSummary
+from evals_cli.models.results import Coverage, MatrixSummary, ModelRun, RunSummary
 from evals_cli.models.specs import GateSpec
 from evals_cli.output.exit_codes import exit_code_for
 from evals_cli.output.files import RESULTS_NAME, ResultsWriter, read_results, read_summary, results_path
-from evals_cli.output.manifest import Manifest, folder_error, make_run_folder, read_manifest, write_manifest
-from evals_cli.output.summary import Accumulator
+from evals_cli.output.manifest import (
+    MATRIX_NAME,
+    Manifest,
+    folder_error,
+    make_run_folder,
+    read_manifest,
+    read_matrix,
+    write_manifest,
+    write_matrix,
+)
+from evals_cli.output.summary import Accumulator, combined_exit, combined_verdict
 
 
 def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> tuple[RunSummary, list[str]]:
@@ -95,3 +105,47 @@ def _coverage(saved: list[RunSummary | None], results: int, samples: int) -> Cov
                     expected_results=sum(p.expected_results or 0 for p in plans), tags=first.tags,
                     max_samples=first.max_samples, run=samples, results=results,
                     shard=shards if first.limited is not None and selected < first.limited else None)
+
+
+def merge_model_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> tuple[MatrixSummary, list[str]]:
+    """Shards of a run over several models (each a folder with matrix.json): every model's shard folders are
+    merged into `out/<its folder>` as `merge_runs` does, and `out/matrix.json` says how each model ended.
+    Refuses shards run with different models."""
+    matrices = [read_matrix(f) for f in folders]
+    if any(m is None for m in matrices):
+        plain = [str(f) for f, m in zip(folders, matrices, strict=True) if m is None]
+        raise ConfigError(f"evals merge: {', '.join(plain)} not a run over several models, unlike {folders[0]}; "
+                          "merge the shards of one run (all with the same --model list)")
+    runs = [m for m in matrices if m is not None]
+    first = runs[0]
+    models = [r.model for r in first.models]
+    for folder, matrix in zip(folders[1:], runs[1:], strict=True):
+        if [r.model for r in matrix.models] != models:
+            raise ConfigError(f"{folder}: a run of the models {', '.join(r.model for r in matrix.models)}, not "
+                              f"{', '.join(models)} as {folders[0]}; merge only shards of one run")
+    if (out / MATRIX_NAME).exists() or (out / RESULTS_NAME).exists():
+        raise ConfigError(f"{out}: already holds results; merge into a new folder")
+    created = not out.exists()
+    make_run_folder(out, "-o")
+    warnings: list[str] = []
+    merged: list[ModelRun] = []
+    try:
+        for index, model in enumerate(models):
+            own = [folder / matrix.models[index].folder for folder, matrix in zip(folders, runs, strict=True)]
+            target = first.models[index].folder
+            summary, notes = merge_runs(own, out / target, max_error_rate)
+            warnings += [f"{model}: {note}" for note in dict.fromkeys(notes)]
+            merged.append(ModelRun(model=model, folder=target, status=summary.status, exit_code=summary.exit_code,
+                                   gate=summary.gate))
+    except ConfigError:  # one model's shards do not fit: leave no half-merged run behind
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    matrix = MatrixSummary(suite=first.suite, gate_mode=first.gate_mode, models=merged)
+    matrix.exit_code = combined_exit([r.exit_code if r.exit_code is not None else EXIT_INTERRUPTED for r in merged],
+                                     first.gate_mode)
+    matrix.gate = combined_verdict(merged, first.gate_mode)
+    statuses = {r.status for r in merged}
+    matrix.status = "aborted" if statuses != {"completed"} else "completed"
+    write_matrix(out, matrix)
+    return matrix, warnings

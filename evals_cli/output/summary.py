@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal
 
+from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
 from evals_cli.gate import OPS, Gate, aggregate, threshold_key
-from evals_cli.models.results import GraderAggregate, JudgeAgreement, Reliability, RunSummary, SampleResult
+from evals_cli.models.results import (
+    GraderAggregate,
+    JudgeAgreement,
+    ModelRun,
+    Reliability,
+    RunSummary,
+    SampleResult,
+    Verdict,
+)
 from evals_cli.models.trajectory import Usage
 from evals_cli.output.streaming import AlphaSums, LatencyHistogram, ScoreCounts
 
@@ -147,3 +157,38 @@ class Accumulator:
 def _passes(op: str, value: float) -> Callable[[float], bool]:
     """The per-sample rule `score <op> value`, bound now (a lambda in a loop would see the last rule)."""
     return lambda score: OPS[op](score, value)
+
+
+GateMode = Literal["all", "any"]
+"""How a run over several models is gated: all, every model must pass its gate; any, at least one."""
+
+
+def combined_exit(codes: Sequence[int], mode: GateMode) -> int:
+    """The exit code of a run over several models, from each model's: 130 when any model was interrupted; with
+    `all`, 0 only when every model passed its gate, 3 when any model is incomplete (its endpoint failed, too many
+    errors: nothing can say every model passed), else 1; with `any`, 0 when at least one model passed, else 3
+    when any model is incomplete, else 1."""
+    if any(code == EXIT_INTERRUPTED for code in codes):
+        return EXIT_INTERRUPTED
+    incomplete = any(code not in (EXIT_PASSED, EXIT_GATE_FAILED) for code in codes)
+    if mode == "any" and any(code == EXIT_PASSED for code in codes):
+        return EXIT_PASSED
+    if mode == "all" and codes and all(code == EXIT_PASSED for code in codes):
+        return EXIT_PASSED
+    return EXIT_INCOMPLETE if incomplete else EXIT_GATE_FAILED
+
+
+def combined_verdict(runs: Sequence[ModelRun], mode: GateMode) -> Verdict:
+    """The matrix's gate line: how many models passed, and the rule applied."""
+    passed = [r.model for r in runs if r.exit_code == EXIT_PASSED]
+    unknown = [r.model for r in runs if r.exit_code not in (EXIT_PASSED, EXIT_GATE_FAILED)]
+    code = combined_exit([r.exit_code if r.exit_code is not None else EXIT_INTERRUPTED for r in runs], mode)
+    rule = "every model must pass its gate" if mode == "all" else "at least one model must pass its gate"
+    counted = f"{len(passed)} of {len(runs)} models passed their gate ({rule})"
+    if unknown:
+        counted += f"; not evaluated: {', '.join(unknown)}"
+    if code == EXIT_PASSED:
+        return Verdict(passed=True, message=f"Gate PASSED: {counted}")
+    if code == EXIT_GATE_FAILED:
+        return Verdict(passed=False, message=f"Gate FAILED: {counted}")
+    return Verdict(passed=None, message=f"Gate not evaluated: {counted}")

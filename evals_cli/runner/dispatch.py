@@ -16,6 +16,7 @@ from evals_cli.runner.prepare import PreparedRun
 from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
+    from evals_cli.runner.models_matrix import PreparedModels
     from evals_cli.sessions.prepare import PreparedSessions
     from evals_cli.sessions.suite import SessionsSuiteSpec
 
@@ -42,9 +43,12 @@ def default_suite(folder: Path | None = None) -> Path:
 
 
 def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
-            options: RunOptions | None = None) -> PreparedRun | PreparedSessions:
+            options: RunOptions | None = None) -> PreparedRun | PreparedSessions | PreparedModels:
     """Load (a path) and check everything that can fail before the first model call, for the pipeline the
-    suite's kind names; raises ConfigError listing every problem (what `evals validate` would report)."""
+    suite's kind names; raises ConfigError listing every problem (what `evals validate` would report). Several
+    models (`RunOptions.models`, the suite's `target.models`, or `--resume` of such a run) give a
+    `PreparedModels`; one model in a list is an ordinary run of that model."""
+    from evals_cli.runner import models_matrix
     from evals_cli.sessions.suite import SessionsSuiteSpec
 
     options = options or RunOptions()
@@ -54,7 +58,13 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
         if suite_kind(suite) == "recorded_sessions":
             from evals_cli.sessions.suite import load_sessions_suite
 
+            _no_models(options)
             return _sessions(load_sessions_suite(suite), options)
+        models = models_matrix.models_for_file(Path(suite), options)
+        if models is not None and len(models) > 1:
+            return models_matrix.prepare_models(Path(suite), options, models)
+        if models is not None:
+            options = options.model_copy(update={"model": models[0], "models": None})
         from evals_cli.suite.loader import TargetOverride
         from evals_cli.validate import checked_suite
 
@@ -62,13 +72,26 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
         override = TargetOverride(file=options.target_file, base_url=options.base_url, model=options.model)
         return PreparedRun(checked_suite(Path(suite), override), options)
     if isinstance(suite, SessionsSuiteSpec):
+        _no_models(options)
         return _sessions(suite, options)
     if getattr(suite.target, "kind", None) == "recorded_sessions":  # a SuiteSpec built around a sessions target
+        _no_models(options)
         return _sessions(SessionsSuiteSpec.from_suite(suite), options)
     if options.target_file is not None:
         raise ConfigError("--target (target_file) replaces the target of a suite file; give the suite's path, or "
                           "load it with load_suite(path, TargetOverride(file=...))")
+    models = models_matrix.models_for_spec(suite, options)
+    if models is not None and len(models) > 1:
+        return models_matrix.prepare_models(suite, options, models)
+    if models is not None:
+        options = options.model_copy(update={"model": models[0], "models": None})
     return PreparedRun(suite, options)
+
+
+def _no_models(options: RunOptions) -> None:
+    if options.models is not None and len(options.models) > 1:
+        raise ConfigError("--model sets the agent model (here several); a recorded_sessions suite has no live agent "
+                          "(the judge is set with judge.model or EVAL_JUDGE_MODEL)")
 
 
 def _sessions(suite: SessionsSuiteSpec, options: RunOptions) -> PreparedSessions:
@@ -77,13 +100,18 @@ def _sessions(suite: SessionsSuiteSpec, options: RunOptions) -> PreparedSessions
     return PreparedSessions(suite, options)
 
 
-async def execute_prepared(prepared: PreparedRun | PreparedSessions,
+async def execute_prepared(prepared: PreparedRun | PreparedSessions | PreparedModels,
                            on_result: OnResult | None = None) -> RunOutcome[Any]:
-    """Run a prepared suite to the end: results streamed to its folder, the summary written, the exit code set."""
+    """Run a prepared suite to the end: results streamed to its folder, the summary written, the exit code set.
+    Several models give a `ModelsOutcome` (each model's `RunOutcome` in `outcomes`)."""
     if isinstance(prepared, PreparedRun):
         from evals_cli.runner.execution import Execution
 
         return await Execution(prepared, on_result).run()
+    from evals_cli.runner.models_matrix import PreparedModels, execute_models
+
+    if isinstance(prepared, PreparedModels):
+        return await execute_models(prepared, on_result)
     from evals_cli.sessions.runner import SessionsRun
 
     return await SessionsRun(prepared, on_result).run()
@@ -93,7 +121,8 @@ async def arun(suite: str | Path | SuiteSpec | SessionsSuiteSpec, options: RunOp
                on_result: OnResult | None = None) -> RunOutcome[Any]:
     """Run a suite file (or a loaded suite), whichever its kind; ConfigError (exit 2) before anything runs when
     the suite, its dataset or the options are wrong. The outcome's summary is a `RunSummary` for a live suite, a
-    `SessionsSummary` for recorded sessions."""
+    `SessionsSummary` for recorded sessions; a run over several models returns a `ModelsOutcome` (a
+    `MatrixSummary`, and each model's own outcome in `outcomes`)."""
     return await execute_prepared(prepare(suite, options), on_result)
 
 

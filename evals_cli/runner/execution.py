@@ -85,6 +85,11 @@ class Execution:
         self.samples_seen: set[str] = set()  # distinct sample ids with a result, for "N of M" (repeats > 1)
         self.messages: list[str] = []
         self.disk_error: str | None = None  # the first failed write of a result: the disk is full, or going away
+        # a run over several models runs one Execution per model at once: they share one limit of samples in flight
+        # (`slots`), and one signal handler (the matrix's) tells each of them through `interrupt`
+        self.slots: asyncio.Semaphore | None = None
+        self.handle_signals = True
+        self._workers: list[asyncio.Task[None]] = []
 
     # --- the run --------------------------------------------------------------------------------------
 
@@ -95,6 +100,7 @@ class Execution:
             write_manifest(self.output_dir, Manifest(
                 suite=self.p.suite.name, fingerprint=self.fingerprint, gate=self.p.suite.gate.model_dump(),
                 graders=list(self.p.graders), repeats=self.p.repeats, shard=self.p.options.shard,
+                model=self.p.agent.model,
                 pricing={m: (p.input, p.output) for m, p in self.p.suite.pricing.items()}))
         try:
             self.writer = ResultsWriter(self.output_dir, self.redact)
@@ -117,11 +123,14 @@ class Execution:
             task = asyncio.create_task(self._worker(work), context=context)
             self._contexts[task] = context
             workers.append(task)
-        self._install_signals(workers)
+        self._workers = workers
+        if self.handle_signals:
+            self._install_signals()
         try:
             outcomes = await asyncio.gather(*workers, return_exceptions=True)
         finally:
-            self._remove_signals()
+            if self.handle_signals:
+                self._remove_signals()
             try:
                 self.writer.close()
             except OSError:  # the flush of a line that could not be written: already reported by _save
@@ -179,34 +188,36 @@ class Execution:
 
     # --- interruption ---------------------------------------------------------------------------------
 
-    def _install_signals(self, workers: list[asyncio.Task[None]]) -> None:
+    def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()
-
-        def cancel() -> None:
-            for task in workers:
-                task.cancel()
-
-        def on_signal(sig: signal.Signals) -> None:
-            self.interrupts += 1
-            self.stop = True
-            if self.interrupts == 1:
-                self.signal_name = sig.name
-                loop.call_later(self.p.options.grace_s, cancel)
-            else:
-                cancel()
-            if self.on_interrupt is not None:  # said at once: the run may take up to the grace period to stop
-                try:
-                    self.on_interrupt(self.interrupts, len(self._flight))
-                except Exception:  # a display problem must not turn an interrupt into a crash
-                    pass
-
         self._signals = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
-                loop.add_signal_handler(sig, on_signal, sig)
+                loop.add_signal_handler(sig, self.interrupt, sig)
                 self._signals.append(sig)
             except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal
                 pass
+
+    def interrupt(self, sig: signal.Signals) -> None:
+        """A Ctrl-C (or SIGTERM): the first stops scheduling and gives in-flight samples the grace period, a
+        second cancels them at once."""
+        loop = asyncio.get_running_loop()
+        self.interrupts += 1
+        self.stop = True
+        if self.interrupts == 1:
+            self.signal_name = sig.name
+            loop.call_later(self.p.options.grace_s, self._cancel)
+        else:
+            self._cancel()
+        if self.on_interrupt is not None:  # said at once: the run may take up to the grace period to stop
+            try:
+                self.on_interrupt(self.interrupts, len(self._flight))
+            except Exception:  # a display problem must not turn an interrupt into a crash
+                pass
+
+    def _cancel(self) -> None:
+        for task in self._workers:
+            task.cancel()
 
     def _remove_signals(self) -> None:
         loop = asyncio.get_running_loop()
@@ -237,31 +248,43 @@ class Execution:
     # --- one (sample, repeat) -------------------------------------------------------------------------
 
     async def _worker(self, work: Iterator[tuple[Sample, int]]) -> None:
-        task = asyncio.current_task()
         while not self.stop:
-            try:
-                sample, repeat = next(work)
-            except StopIteration:
-                return
-            started = time.time_ns()
-            CALL_CONTEXT.set(f"sample {sample.id}, starting")  # not the previous sample's last step
+            if self.slots is None:
+                if not await self._next(work):
+                    return
+                continue
+            async with self.slots:  # shared with the other models' runs: samples in flight across all of them
+                if self.stop or not await self._next(work):
+                    return
+
+    async def _next(self, work: Iterator[tuple[Sample, int]]) -> bool:
+        """Run the next (sample, repeat) and write its result; False when there is none left, or it could not
+        be written."""
+        task = asyncio.current_task()
+        try:
+            sample, repeat = next(work)
+        except StopIteration:
+            return False
+        started = time.time_ns()
+        CALL_CONTEXT.set(f"sample {sample.id}, starting")  # not the previous sample's last step
+        if task is not None:
+            self._flight[task] = InFlight(str(sample.id), repeat, time.monotonic())
+        try:
+            result = await self._run_sample(sample, repeat)
+        except Exception as exc:  # a bug must not make a row vanish: it is recorded as an errored sample
+            result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags,
+                                  input=sample.input_text(), error=ErrorInfo(
+                                      category="internal", message=self.redact(f"{type(exc).__name__}: {exc}")))
+        finally:
             if task is not None:
-                self._flight[task] = InFlight(str(sample.id), repeat, time.monotonic())
-            try:
-                result = await self._run_sample(sample, repeat)
-            except Exception as exc:  # a bug must not make a row vanish: it is recorded as an errored sample
-                result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags,
-                                      input=sample.input_text(), error=ErrorInfo(
-                                          category="internal", message=self.redact(f"{type(exc).__name__}: {exc}")))
-            finally:
-                if task is not None:
-                    self._flight.pop(task, None)
-            if not self._save(result):
-                return
-            self.telemetry.sample_finished(result, started, time.time_ns())
-            self._account(result)
-            self._check_error_rate()
-            self._check_spend()
+                self._flight.pop(task, None)
+        if not self._save(result):
+            return False
+        self.telemetry.sample_finished(result, started, time.time_ns())
+        self._account(result)
+        self._check_error_rate()
+        self._check_spend()
+        return True
 
     def _save(self, result: SampleResult) -> bool:
         """Append the result; on a full disk (or any failed write) stop the run, saying what was saved and how to
@@ -351,7 +374,7 @@ class Execution:
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
         # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
         # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest
-        verdict = self.p.gate.judge_sample(result.grades, trajectory)
+        verdict = self.p.gate.judge_sample(result.grades, trajectory, sample)
         result.score, result.passed, result.failed_by = verdict.score, verdict.passed, verdict.failed_by
         if verdict.incomplete is not None:
             result.error = verdict.incomplete

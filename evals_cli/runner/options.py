@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evals_cli.errors import EXIT_PASSED, ConfigError, EvalsError
-from evals_cli.models.results import RunSummary, SampleResult, SummaryBase
+from evals_cli.models.results import MatrixSummary, RunSummary, SampleResult, SummaryBase
 
 if TYPE_CHECKING:
     from evals_cli.endpoints.resolve import JudgeOverrides
@@ -44,6 +44,11 @@ class RunOptions(BaseModel):
                                      "the suite's target (--target).")
     base_url: str | None = Field(default=None, description="Agent endpoint, over the suite's (--base-url).")
     model: str | None = Field(default=None, description="Agent model, over the suite's (--model).")
+    models: list[str] | None = Field(default=None, description="Run the whole suite once per model, side by side, "
+                                     "each into its own subfolder (--model repeated); over the suite's "
+                                     "target.models. One model is the same as model.")
+    gate: Literal["all", "any"] = Field(default="all", description="With several models: all, exit 0 only when "
+                                        "every model passes its gate; any, when at least one does (--gate).")
     judge_model: str | None = Field(default=None, description="Judge model, over every grader's own, the suite's "
                                     "judge block and EVAL_JUDGE_MODEL (--judge-model).")
     judge_base_url: str | None = Field(default=None, description="Judge endpoint, over every grader's own, the "
@@ -84,6 +89,15 @@ class RunOptions(BaseModel):
         if self.rerun_failed is not None and self.resume is not None:
             raise ConfigError("--rerun-failed starts a new run with the failed samples of RUN; --resume continues a "
                               "run in its own folder: use one of them")
+        if self.models is not None:
+            if self.model is not None:
+                raise ConfigError("give model (one) or models (several), not both")
+            if not self.models or any(not str(m).strip() for m in self.models):
+                raise ConfigError("--model: an empty model name; give the model names to run")
+            twice = sorted({m for m in self.models if self.models.count(m) > 1})
+            if twice:
+                raise ConfigError(f"--model {twice[0]}: given twice; each model runs once (use --repeats to run "
+                                  "samples again)")
         if self.sample_ids is not None:
             blank = not self.sample_ids or any(not str(i).strip() for i in self.sample_ids)
             if blank:
@@ -131,3 +145,18 @@ class RunOutcome(Generic[Summary]):
 
 
 LiveOutcome = RunOutcome[RunSummary]
+
+
+@dataclass
+class ModelsOutcome(RunOutcome[MatrixSummary]):
+    """What a run over several models returns: the matrix summary (each model's status and gate verdict, the
+    combined verdict and exit code), the top folder, and each model's own `RunOutcome` by model name, in the
+    order the models were given (`folders` names each model's subfolder)."""
+
+    outcomes: dict[str, RunOutcome[RunSummary]] = field(default_factory=dict)
+    folders: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def made_no_call(self) -> bool:
+        """No model answered anything: every model's run made no call."""
+        return bool(self.outcomes) and all(o.made_no_call for o in self.outcomes.values())

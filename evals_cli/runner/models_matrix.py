@@ -1,0 +1,336 @@
+"""One suite, several models (`--model a --model b`, or `target.models: [...]`): the whole suite runs once per
+model, every model at once, each into its own subfolder of the run folder, which is an ordinary run folder
+(results.jsonl, summary.json, run.json: `evals report`, `compare`, `--resume` and `merge` work on it alone).
+`matrix.json` at the top says which model is in which folder and how each ended.
+
+Why one Execution per model rather than one run with a model column: every per-run rule (resume, the error rate
+and spend cap, the gate, the exit code, the summary) then holds per model unchanged. What they share: one limit
+of samples in flight across all models (the suite's or -c concurrency), one signal handler (Ctrl-C stops every
+model), and one `--record` file (requests carry their model's name, so the models' calls never share a key).
+
+The combined exit code: 130 when any model was interrupted; with `--gate all` (the default) 0 only when every
+model passed its gate, 3 when any model is incomplete (its endpoint failed, too many errors: no verdict can say
+"all passed"), else 1; with `--gate any` 0 when at least one model passed, else 3 when any is incomplete, else 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evals_cli.errors import EXIT_INTERRUPTED, ConfigError
+from evals_cli.models.results import MatrixSummary, ModelRun, RunSummary, SampleResult, Verdict
+from evals_cli.output.files import RESULTS_NAME, default_output_dir
+from evals_cli.output.manifest import (
+    MANIFEST_NAME,
+    MATRIX_NAME,
+    folder_error,
+    folder_names,
+    make_run_folder,
+    read_matrix,
+    write_matrix,
+)
+from evals_cli.output.summary import GateMode, combined_exit, combined_verdict
+from evals_cli.runner.options import ModelsOutcome, RunOptions, RunOutcome
+from evals_cli.runner.prepare import PreparedRun
+from evals_cli.suite.spec import SuiteSpec
+
+if TYPE_CHECKING:
+    from evals_cli.runner.execution import Execution, InFlight
+
+ModelResultCallback = Callable[[str, SampleResult], None]
+__all__ = ["MATRIX_NAME", "GateMode", "ModelsExecution", "PreparedModels", "combined_exit", "folder_names",
+           "prepare_models"]
+
+
+# --- which models ------------------------------------------------------------------------------------------
+
+
+def models_for_file(path: Path, options: RunOptions) -> list[str] | None:
+    """The models a run of this suite file covers: --model (repeated), else those of the run being resumed, else
+    the suite's `target.models`; None for a run of one model as before (--model once, or target.model)."""
+    matrix = read_matrix(options.resume) if options.resume is not None else None
+    if matrix is not None:
+        return _resumed_models(matrix, options)
+    if options.model is not None:
+        return None
+    if options.models is not None:
+        return list(options.models)
+    from evals_cli.suite.loader import TargetOverride, load_suite
+
+    try:  # only to read target.models: a suite with problems is reported in full by the usual path
+        spec = load_suite(path, TargetOverride(file=options.target_file, base_url=options.base_url))
+    except ConfigError:
+        return None
+    return models_of_target(spec)
+
+
+def models_for_spec(suite: SuiteSpec, options: RunOptions) -> list[str] | None:
+    """As `models_for_file`, for a suite loaded already (the Python API)."""
+    matrix = read_matrix(options.resume) if options.resume is not None else None
+    if matrix is not None:
+        return _resumed_models(matrix, options)
+    if options.model is not None:
+        return None
+    return list(options.models) if options.models is not None else models_of_target(suite)
+
+
+def models_of_target(suite: SuiteSpec) -> list[str] | None:
+    models: list[str] | None = getattr(suite.target, "models", None)
+    return list(models) if models else None
+
+
+def _resumed_models(matrix: MatrixSummary, options: RunOptions) -> list[str]:
+    recorded = [run.model for run in matrix.models]
+    asked = options.models or ([options.model] if options.model else None)
+    if asked is not None and list(asked) != recorded:
+        raise ConfigError(f"--resume {options.resume}: a run of the models {', '.join(recorded)}; --resume continues "
+                          "every one of them: drop --model (to continue one model alone, give its folder: --resume "
+                          f"{options.resume}/FOLDER --model NAME)")
+    return recorded
+
+
+# --- preparation -------------------------------------------------------------------------------------------
+
+
+class PreparedModels:
+    """A suite checked once, and a `PreparedRun` per model (its agent endpoint resolved with that model): nothing
+    left to fail but the endpoints. Only the first model's preparation reads the whole dataset; the others take
+    its counts (the rows, filters and shard are the same for every model)."""
+
+    def __init__(self, suite: SuiteSpec, options: RunOptions, models: list[str]) -> None:
+        _refuse_single_only(options)
+        target = getattr(suite.target, "kind", None)
+        from evals_cli.targets.factory import target_class
+
+        cls = target_class(suite.target)
+        if cls is not None and not cls.calls_model:
+            raise ConfigError(f"target.kind {target}: its agent calls no model, so several models (--model, "
+                              "target.models) cannot apply; give one model, or a target kind that calls one")
+        self.suite = suite
+        self.options = options
+        self.models = models
+        self.matrix = read_matrix(options.resume) if options.resume is not None else None
+        if self.matrix is not None:
+            self.folders = {run.model: run.folder for run in self.matrix.models}
+        else:
+            self.folders = folder_names(models)
+        self.runs: dict[str, PreparedRun] = {}
+        first: PreparedRun | None = None
+        for model in models:
+            own = options.model_copy(update={"model": model, "models": None, "resume": None, "output": None,
+                                             "precheck": options.precheck and first is None})
+            prepared = PreparedRun(suite, own)
+            if first is None:
+                first = prepared
+            elif options.precheck:
+                prepared.rows, prepared.row_notes = first.rows, first.row_notes
+                prepared.expected = first.expected
+                prepared.coverage = first.coverage.model_copy(deep=True) if first.coverage else None
+            self.runs[model] = prepared
+        assert first is not None
+        self.concurrency = first.concurrency
+        self.warnings = _judge_warnings(self.runs)
+        self.expected = sum(p.expected or 0 for p in self.runs.values()) if first.expected is not None else None
+
+
+def _judge_warnings(runs: dict[str, PreparedRun]) -> list[str]:
+    """A judge that falls back to the agent's endpoint (no judge.model, --judge-model or EVAL_JUDGE_MODEL) is a
+    different judge for every model: each model grades itself, and the columns are not comparable. Said, not
+    refused: it is what a single run does too."""
+    from evals_cli.endpoints.resolve import Endpoint
+
+    judges: dict[str, set[str]] = {}
+    for model, run in runs.items():
+        for grader in run.graders.values():
+            found = getattr(grader, "endpoints", None) or [getattr(grader, "endpoint", None)]
+            judges.setdefault(model, set()).update(e.model for e in found if isinstance(e, Endpoint))
+    if len({frozenset(j) for j in judges.values()}) <= 1:
+        return []
+    return ["the judge differs from model to model (with no judge model set, each model judges itself): the "
+            "judge scores are not comparable across models; set judge.model in the suite or --judge-model"]
+
+
+def prepare_models(suite: Path | SuiteSpec, options: RunOptions, models: list[str]) -> PreparedModels:
+    """Check the suite as `evals validate` would (with the first model), then prepare every model."""
+    if isinstance(suite, Path):
+        from evals_cli.suite.loader import TargetOverride
+        from evals_cli.validate import checked_suite
+
+        override = TargetOverride(file=options.target_file, base_url=options.base_url, model=models[0])
+        suite = checked_suite(suite, override)
+    return PreparedModels(suite, options, models)
+
+
+def _refuse_single_only(options: RunOptions) -> None:
+    if options.rerun_failed is not None:
+        raise ConfigError("--rerun-failed with several models: not supported yet; rerun the failed samples of one "
+                          "model from its folder: --rerun-failed RUN/FOLDER --model NAME")
+
+
+# --- the run -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ModelFlight:
+    """A sample in flight, named with its model, as the progress view shows it."""
+
+    sample_id: str
+    repeat: int
+    started: float
+    where: str
+
+
+class ModelsExecution:
+    """Every model's run at once, within one limit of samples in flight; `on_result(model, result)` hears each
+    result as it is written."""
+
+    def __init__(self, prepared: PreparedModels, on_result: ModelResultCallback | None = None,
+                 on_interrupt: Callable[[int, int], None] | None = None) -> None:
+        from evals_cli.runner.execution import Execution
+
+        self.p = prepared
+        self.on_result = on_result
+        self.on_interrupt = on_interrupt
+        options = prepared.options
+        if options.resume is not None:
+            if prepared.matrix is None:
+                raise ConfigError(f"--resume {options.resume}: not the folder of a run over several models (it holds "
+                                  f"no {MATRIX_NAME}); give the folder `evals run` printed as 'results: DIR'")
+            self.top = options.resume
+        elif options.output is not None:
+            self.top = options.output
+            if (self.top / MATRIX_NAME).exists() or (self.top / RESULTS_NAME).exists():
+                raise ConfigError(f"-o {self.top}: already holds a run; continue it with --resume {self.top}, or give "
+                                  "a new folder")
+            make_run_folder(self.top)
+        else:
+            try:
+                self.top = default_output_dir(prepared.suite.name)
+            except OSError as exc:
+                raise folder_error(Path("results"), exc, "the default output folder") from None
+        self.executions: dict[str, Execution] = {}
+        for model, run in prepared.runs.items():
+            sub = self.top / prepared.folders[model]
+            resuming = options.resume is not None and (sub / MANIFEST_NAME).is_file()
+            run.options = run.options.model_copy(update={"resume": sub if resuming else None,
+                                                         "output": None if resuming else sub})
+            execution = Execution(run, self._hear(model))
+            execution.handle_signals = False
+            self.executions[model] = execution
+        self.interrupts = 0
+
+    def _hear(self, model: str) -> Callable[[SampleResult], None] | None:
+        if self.on_result is None:
+            return None
+        callback = self.on_result
+        return lambda result: callback(model, result)
+
+    @property
+    def resumed(self) -> int:
+        return sum(e.resumed for e in self.executions.values())
+
+    def in_flight(self) -> list[InFlight | ModelFlight]:
+        """Every model's samples in flight, each named `model / sample`, oldest first."""
+        shown: list[InFlight | ModelFlight] = []
+        for model, execution in self.executions.items():
+            shown += [ModelFlight(f"{model} / {e.sample_id}", e.repeat, e.started, e.where)
+                      for e in execution.in_flight()]
+        return sorted(shown, key=lambda e: e.started)
+
+    def _summary(self, started_at: str, outcomes: dict[str, RunOutcome[RunSummary]] | None) -> MatrixSummary:
+        runs = []
+        for model in self.p.models:
+            run = ModelRun(model=model, folder=self.p.folders[model])
+            outcome = (outcomes or {}).get(model)
+            if outcome is not None:
+                s = outcome.summary
+                run.status, run.exit_code = s.status, outcome.exit_code
+                run.gate = Verdict(passed=s.gate.passed, message=s.gate.message) if s.gate else None
+            runs.append(run)
+        summary = MatrixSummary(suite=self.p.suite.name, gate_mode=self.p.options.gate, models=runs,
+                                shard=self.p.options.shard, started_at=started_at)
+        if outcomes is None:  # written as the run starts: a killed run must never read as passed
+            summary.status, summary.exit_code = "interrupted", EXIT_INTERRUPTED
+            summary.abort_reason = (f"the run has not finished (or was stopped): resume it with --resume {self.top}")
+            return summary
+        codes = [run.exit_code if run.exit_code is not None else EXIT_INTERRUPTED for run in runs]
+        summary.exit_code = combined_exit(codes, self.p.options.gate)
+        summary.gate = combined_verdict(runs, self.p.options.gate)
+        statuses = {run.status for run in runs}
+        summary.status = ("interrupted" if "interrupted" in statuses else
+                          "aborted" if "aborted" in statuses else "completed")
+        return summary
+
+    async def run(self) -> ModelsOutcome:
+        started = time.time()
+        started_at = (self.p.matrix.started_at if self.p.matrix is not None and self.p.matrix.started_at
+                      else datetime.now(UTC).isoformat(timespec="seconds"))
+        write_matrix(self.top, self._summary(started_at, None))
+        slots = asyncio.Semaphore(self.p.concurrency)
+        for execution in self.executions.values():
+            execution.slots = slots
+        self._install_signals()
+        try:
+            done = await asyncio.gather(*(e.run() for e in self.executions.values()), return_exceptions=True)
+        finally:
+            self._remove_signals()
+        outcomes: dict[str, RunOutcome[RunSummary]] = {}
+        failures: list[BaseException] = []
+        for model, outcome in zip(self.executions, done, strict=True):
+            if isinstance(outcome, BaseException):
+                failures.append(outcome)
+            else:
+                outcomes[model] = outcome
+        if failures:  # a model that could not start (its folder, its disk): the others' results are saved
+            raise failures[0]
+        summary = self._summary(started_at, outcomes)
+        summary.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
+        summary.duration_s = time.time() - started
+        write_matrix(self.top, summary)
+        messages = [f"{model}: {message}" for model, outcome in outcomes.items() for message in outcome.messages]
+        return ModelsOutcome(summary, self.top, summary.exit_code, messages, outcomes=outcomes,
+                             folders={m: self.top / f for m, f in self.p.folders.items()})
+
+    # one handler for every model: each Execution would otherwise replace the previous one's
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._signals: list[signal.Signals] = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._interrupt, sig)
+                self._signals.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal
+                pass
+
+    def _interrupt(self, sig: signal.Signals) -> None:
+        self.interrupts += 1
+        for execution in self.executions.values():
+            execution.interrupt(sig)
+        if self.on_interrupt is not None:
+            with contextlib.suppress(Exception):
+                self.on_interrupt(self.interrupts, len(self.in_flight()))
+
+    def _remove_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self._signals:
+            loop.remove_signal_handler(sig)
+
+
+async def execute_models(prepared: PreparedModels, on_result: Callable[[Any], None] | None = None) -> ModelsOutcome:
+    """Run every model to the end; `on_result` hears every model's results (see `ModelsExecution` for which
+    model each is)."""
+    hear: ModelResultCallback | None = None
+    if on_result is not None:
+        callback = on_result
+
+        def hear(model: str, result: SampleResult) -> None:
+            callback(result)
+    return await ModelsExecution(prepared, hear).run()
