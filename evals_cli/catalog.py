@@ -1,5 +1,5 @@
-"""What `evals list` prints: every registered grader, extractor, target and gate kind with its options,
-generated from the pydantic schemas and the registries (nothing hard-coded)."""
+"""What `evals list` prints: every registered grader, extractor, target and gate kind with its options, and the
+effects a stateful tool can have, generated from the pydantic schemas and the registries (nothing hard-coded)."""
 
 from __future__ import annotations
 
@@ -135,5 +135,30 @@ def _gate_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
             "included)."), kinds
 
 
+def _effect_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
+    from evals_cli.models.environment import EFFECTS, EffectSpec
+
+    fields = EffectSpec.model_fields
+    kinds = []
+    for op, info in EFFECTS.items():
+        options: list[Option] = []
+        if info.records:
+            options.append((op, "collection, required", "The records collection of the environment it acts on."))
+        for name in info.arguments:
+            need = "required" if name in info.required else "optional"
+            default = fields[name].get_default(call_default_factory=True)
+            shape = (f"tool parameter = {_value_text(default)}, {need}" if default is not None
+                     else "list[str] | dict[str, str] = null")
+            options.append((name, shape, fields[name].description or ""))
+        if op in ("records.create", "records.update"):
+            options.append(("set", "dict = {}", fields["set"].description or ""))
+        mutating = "changes the world" if info.mutating else "reads only"
+        kinds.append((op, f"{info.summary} ({mutating}).", options))
+    return ("`effect:` of a mocked tool: it acts on the sample's `environment:` (files, records). Write "
+            "`effect: files.read`, or a mapping naming the collection and the tool parameters that hold the path, "
+            "content, key...: `{records.update: orders, key: order_id, set: {status: refunded}}`. Failures answer "
+            "'Error: ...' (is_error), as a real tool would."), kinds
+
+
 _CATALOG = {"graders": _grader_catalog, "extractors": _extractor_catalog, "targets": _target_catalog,
-            "gates": _gate_catalog}
+            "gates": _gate_catalog, "effects": _effect_catalog}

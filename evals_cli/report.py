@@ -62,7 +62,7 @@ def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
         if state is None:
             names = list(saved.graders) if saved else list(result.grades)
             repeats = saved.reliability.repeats if saved and saved.reliability else 1
-            state = RunState(names, repeats=repeats)
+            state = RunState(names, repeats=repeats, keep_diffs=True)
             weights = saved.gate.weights if saved and saved.gate else None
             # per-sample passes are tracked (repeats >= 2) until the results say how many repeats there were
             acc = Accumulator(Gate(GateSpec(weights=weights or None), names), saved.suite if saved else "run", names,

@@ -172,7 +172,9 @@ def closed_port() -> int:
 
 
 def server_command(python: Path, gguf: Path, shared: Path, port: int, threads: int = 2) -> list[str]:
-    return [str(python), str(shared / "local-model" / "serve.py"), "--model", str(gguf), "--host", "127.0.0.1",
+    """The shared server with its tool-call parser repaired for Qwen's doubled braces (tests/local_model_serve.py)."""
+    return [str(python), str(Path(__file__).with_name("local_model_serve.py")), str(shared), "--model", str(gguf),
+            "--host", "127.0.0.1",
             "--port", str(port), "--n_ctx", "4096", "--n_threads", str(threads), "--chat_format", "qwen25-tools"]
 
 

@@ -27,6 +27,12 @@ CALL_JSON = '{"name": "get_forecast", "arguments": {"city": "Paris", "day": "tod
     ('{"type": "function", "function": {"name": "get_forecast", "arguments": "{}"}}', "unparsed_tool_call"),
     (f"[{CALL_JSON}, {CALL_JSON}]", "unparsed_tool_call"),
     (f"Let me look that up.\n{CALL_JSON}", "unparsed_tool_call"),
+    # Qwen2.5-Coder-1.5B's own forms, seen in the stateful suite's recording: the tag its template lists tools in,
+    # and the doubled braces of the template's escaped example
+    (f"<tools>{CALL_JSON}</tools>", "unparsed_tool_call"),
+    (f"<tool_call>\n{{{CALL_JSON}}}\n</tool_call>", "unparsed_tool_call"),
+    (f"{{{CALL_JSON}}}", "unparsed_tool_call"),
+    ("<b>Paris today: sunny.</b>", "completed"),
     ("Paris today: sunny, 24°C.", "completed"),
     ('The answer is {"name": "Ada", "age": 36}.', "completed"),
     ('{"name": "Ada", "age": 36}', "completed"),

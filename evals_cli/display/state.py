@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evals_cli.models.results import SampleResult
+from evals_cli.models.trajectory import StateChange
 
 MAX_ROWS = 200
 MAX_REASONS = 3  # distinct reasons kept per row (repeats may fail differently)
+MAX_DIFFS = 20  # samples whose final state `evals report` shows; the rest are counted
 
 
 def _score(value: float | None) -> str:
@@ -102,6 +104,15 @@ class Row:
 
 
 @dataclass
+class StateDiff:
+    """How one run of a stateful sample left its world (repeat kept: repeats may leave it differently)."""
+
+    sample_id: str
+    repeat: int
+    changes: list[StateChange]
+
+
+@dataclass
 class RunState:
     grader_names: list[str]
     total_expected: int | None = None
@@ -113,9 +124,19 @@ class RunState:
     rows: dict[str, Row] = field(default_factory=dict)
     hidden_rows: int = 0
     hidden_failing: set[str] = field(default_factory=set)  # failing samples past MAX_ROWS: counted, not shown
+    # `evals report` keeps each sample's final-state diff to show under the table; the live view does not (a run
+    # prints its table, and the report holds the diffs)
+    keep_diffs: bool = False
+    diffs: list[StateDiff] = field(default_factory=list)
+    hidden_diffs: int = 0
 
     def add(self, result: SampleResult) -> None:
         self.done += 1
+        if self.keep_diffs and result.trajectory.state_changes:
+            if len(self.diffs) < MAX_DIFFS:
+                self.diffs.append(StateDiff(result.sample_id, result.repeat, result.trajectory.state_changes))
+            else:
+                self.hidden_diffs += 1
         if result.error is not None:
             self.errored += 1
         elif result.passed is not None:

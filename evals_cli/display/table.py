@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evals_cli.display.state import Cell, Row, RunState
+from evals_cli.display.state_diff import describe_changes
 from evals_cli.models.results import RunSummary
 
 MAX_REASON_ROWS = 20
@@ -240,6 +241,36 @@ class Reasons:
         yield Text("")
 
 
+class StateDiffs:
+    """Under the reasons (`evals report` only): per stateful sample run that changed its world, what it changed,
+    one compact diff per file or record (the HTML report has the same with each call's effect)."""
+
+    def __init__(self, state: RunState, run_dir: Path | str | None) -> None:
+        self.state = state
+        self.run = str(run_dir) if run_dir is not None else "RUN"
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        diffs = self.state.diffs
+        if not diffs:
+            return
+        width = options.max_width
+        total = len(diffs) + self.state.hidden_diffs
+        yield Text(f"what the agent changed in {total} sample run{'s' if total != 1 else ''} "
+                   "(final state against the declared one):", style="bold")
+        repeats = self.state.repeats > 1 or any(d.repeat for d in diffs)
+        styles = {"+": "green", "-": "red", "~": "yellow", "@": "dim", "…": "dim", " ": ""}
+        for diff in diffs:
+            yield Text(f"  {diff.sample_id}" + (f" (repeat {diff.repeat + 1})" if repeats else ""))
+            for change in describe_changes(diff.changes):
+                yield Text(fit(f"    {change.head}", width), style="bold")
+                for line in change.lines:
+                    yield Text(fit(f"      {line.render()}", width), style=styles.get(line.sign, ""))
+        if self.state.hidden_diffs:
+            yield Text(fit(f"  … and {self.state.hidden_diffs} more: see evals report {self.run} --html report.html",
+                           width), style="dim")
+        yield Text("")
+
+
 class AggregatesView:
     """The graders table, with one space between columns when three do not fit (80 columns): a grader name or
     a heading is never cut."""
@@ -320,5 +351,5 @@ def render_run(state: RunState, summary: RunSummary, run_dir: Path | str | None 
         note = Text(f"{summary.suite}: no model answered: all {summary.total} samples errored before any reply "
                     "(the reasons below say why)", style="bold yellow")
         return Group(note, Reasons(state, run_dir), footer(summary))
-    return Group(SamplesView(state, f"{summary.suite}"), Reasons(state, run_dir), AggregatesView(summary),
-                 footer(summary))
+    return Group(SamplesView(state, f"{summary.suite}"), Reasons(state, run_dir), StateDiffs(state, run_dir),
+                 AggregatesView(summary), footer(summary))

@@ -19,6 +19,7 @@ from typing import Any
 
 from jinja2 import Environment
 
+from evals_cli.display.state_diff import ChangeView, describe_changes, describe_effect
 from evals_cli.exporters.base import EXPORTERS, FinishedRun
 from evals_cli.exporters.common import case_name, failed_labels, fmt_score, model_calls, prepare, tool_runs, unique
 from evals_cli.exporters.html_charts import BarChart, Histogram, histogram, score_bars
@@ -170,6 +171,7 @@ class SampleView:
     failed_by: list[str] = field(default_factory=list)
     tool_calls: int = 0
     turn_grades: dict[int, list[tuple[str, TurnGrade, str]]] = field(default_factory=dict)
+    changes: list[ChangeView] = field(default_factory=list)
 
     @property
     def grade_css(self) -> dict[str, str]:
@@ -223,7 +225,8 @@ def sample_view(index: int, result: SampleResult, rule: PassRule | None = None) 
     return SampleView(index=index, anchor=f"s-{index}", name=case_name(result), result=result, status=status,
                       status_text=status_text, score_text=fmt_score(result.score), score_css=score_css,
                       tools=tool_runs(result.tools_called), steps=model_calls(result), tokens=usage, grades=grades,
-                      failed_by=failed_labels(result), tool_calls=len(result.tools_called), turn_grades=turn_grades)
+                      failed_by=failed_labels(result), tool_calls=len(result.tools_called), turn_grades=turn_grades,
+                      changes=describe_changes(result.trajectory.state_changes))
 
 
 @dataclass
@@ -270,6 +273,7 @@ def _environment() -> Environment:
     env.filters["score"] = fmt_score
     env.filters["pretty"] = pretty
     env.globals["score_class"] = score_class
+    env.globals["describe_effect"] = describe_effect
     return env
 
 

@@ -83,6 +83,13 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 tr.fails-sample > td:first-child { font-weight: 650; }
 details.judge-call { margin-top: 6px; } details.judge-call > summary { cursor: pointer; color: var(--muted); }
 details.judge-call .label, .label { font-size: 11.5px; color: var(--muted); margin-top: 4px; }
+pre.diff .d-added { color: var(--good); } pre.diff .d-removed { color: var(--bad); }
+pre.diff .d-changed { color: var(--mid); } pre.diff .d-hunk, pre.diff .d-more { color: var(--muted); }
+.state-change { margin-top: 8px; } .state-status { font-size: 12px; font-weight: 600; margin-left: 6px; }
+.state-status.created { color: var(--good); } .state-status.deleted { color: var(--bad); }
+.state-status.changed { color: var(--mid); }
+.effect { font-size: 12px; color: var(--muted); margin-left: 6px; } .effect.changed { color: var(--mid); }
+.effect.error { color: var(--bad); }
 .kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; }
 """
 
@@ -420,6 +427,11 @@ TEMPLATE = """{{ page_head }}
 </div>
 </section>
 
+{% macro diff(lines) -%}
+<pre class="diff">
+{%- for line in lines %}<span class="d-{{ line.kind }}">{{ line.render() }}</span>
+{% endfor %}</pre>
+{%- endmacro %}
 <section id="conversations">
 <h2>Conversations</h2>
 {% for sv in v.samples %}
@@ -486,6 +498,18 @@ TEMPLATE = """{{ page_head }}
       </tbody>
     </table>
     {% endif %}
+    {% if r.trajectory.state_changes is not none %}
+    <h3>Final state</h3>
+    <div class="final-state">
+    {% for ch in sv.changes %}
+      <div class="state-change" data-target="{{ ch.target }}">{{ ch.kind }} <code>{{ ch.target }}</code>
+        <span class="state-status {{ ch.status }}">{{ ch.status }}</span></div>
+      {{ diff(ch.lines) }}
+    {% else %}
+      <p class="muted state-unchanged">unchanged: the agent left the declared environment as it was</p>
+    {% endfor %}
+    </div>
+    {% endif %}
     <h3>Conversation</h3>
     {% if sv.tool_calls %}
     <p class="needs-js" hidden><button type="button" class="sample-tools" aria-pressed="false">expand all tool calls</button>
@@ -520,12 +544,18 @@ TEMPLATE = """{{ page_head }}
       <details class="tool"><summary>tool call <code>{{ c.name }}</code>
         {{- "" }}(<code>{{ c.raw_arguments|truncate(90, true, "…", 0) }}</code>)
         {% if c.unknown_tool %}<span class="bad">unknown tool</span>
-        {%- elif c.is_error %}<span class="bad">error</span>{% endif %}</summary>
+        {%- elif c.is_error %}<span class="bad">error</span>{% endif %}
+        {% if c.effect is not none %}{% set ev = describe_effect(c.effect) %}
+        <span class="effect {{ ev.status|replace(' ', '-') }}">{{ ev.head }}</span>{% endif %}</summary>
         <div class="label">arguments</div>
         <pre>{{ c.arguments|pretty if c.arguments is not none else c.raw_arguments }}</pre>
         {% if c.arguments_error %}<div class="bad">arguments not parsed: {{ c.arguments_error }}</div>{% endif %}
         <div class="label">result{% if c.is_error %} (error){% endif %}</div>
         <pre>{{ c.result }}</pre>
+        {% if c.effect is not none and ev.lines %}
+        <div class="label">effect: {{ ev.op }} {{ ev.target }}</div>
+        {{ diff(ev.lines) }}
+        {% endif %}
       </details>
         {% endfor %}
       <div class="step-meta">model call {{ loop.index }}: {{ step.finish_reason or "—" }},

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
+from evals_cli.models.environment import EnvironmentSpec, ExpectedState
 from evals_cli.models.tools import NO_RESULT, ToolSpec, tool_name_problem
 
 
@@ -64,6 +65,11 @@ class Sample(StrictModel):
     tools: dict[str, ToolSpec] | None = Field(
         default=None, description="Per-sample mocked tools: replace or add to the suite's tools by name."
     )
+    environment: EnvironmentSpec | None = Field(
+        default=None, description="This row's mocked world: extends the suite's environment (files by path, records "
+        "by collection and id; `replace: true` to use it alone). The runner hands targets and graders the merged one.")
+    expected_state: ExpectedState | None = Field(
+        default=None, description="The world as it must be left (read by final_state and stop_behavior).")
     tags: list[str] = Field(default_factory=list, description="Free labels, used by sample_tags filtering.")
     rubric_vars: dict[str, Any] = Field(default_factory=dict, description="Extra variables for judge rubrics.")
     agent_args: dict[str, Any] | None = Field(
@@ -122,6 +128,13 @@ class Sample(StrictModel):
         if value is None and name in METADATA_ALIASES:
             return self.metadata.get(name)
         return value
+
+    def with_environment(self, suite: EnvironmentSpec | None) -> Sample:
+        """This sample with the suite's environment merged under its own (itself when neither declares one)."""
+        if suite is None and self.environment is None:
+            return self
+        merged = (suite or EnvironmentSpec()).merged(self.environment)
+        return self.model_copy(update={"environment": merged})
 
     def naming_notes(self) -> list[str]:
         """Deprecated spellings this row uses (notes, not problems: the row is read as it is)."""

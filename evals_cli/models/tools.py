@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from evals_cli.models.base import StrictModel
+from evals_cli.models.environment import EffectSpec
 
 JsonValue = Any
 
@@ -44,8 +45,8 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     return f"parameters{'.' + at if at else ''}: not a valid JSON Schema: {message}"
 
 
-NO_RESULT = ("has no return configured: give it returns (returns: \"\" for an empty answer), cases, sequence "
-             "or error")
+NO_RESULT = ("has no return configured: give it returns (returns: \"\" for an empty answer), cases, sequence, "
+             "error or effect")
 
 
 class ToolCase(StrictModel):
@@ -57,7 +58,8 @@ class ToolCase(StrictModel):
 
 
 class ToolSpec(StrictModel):
-    """One mocked tool. Nothing is ever executed: the result is always canned."""
+    """One mocked tool. Nothing is ever executed: the result is canned, or (with `effect`) computed from the
+    sample's mocked environment, which the call may change."""
 
     description: str = Field(default="", description="Shown to the agent.")
     parameters: dict[str, JsonValue] = Field(
@@ -71,6 +73,10 @@ class ToolSpec(StrictModel):
         default=None, description="Results for successive calls; the last one repeats once exhausted."
     )
     error: str | None = Field(default=None, description="Always answer with this error message.")
+    effect: EffectSpec | None = Field(
+        default=None, description="Act on the sample's environment: files.read|write|append|list|delete|exists or "
+        "records.get|list|search|create|update|delete (a string, or a mapping naming the collection and the "
+        "parameters). `cases` still answer first when one matches.")
 
     @model_validator(mode="after")
     def _valid_schema(self) -> ToolSpec:
@@ -99,12 +105,38 @@ class ToolSpec(StrictModel):
             raise ValueError(f"give only one of returns, sequence, error (got {', '.join(defaults)})")
         if self.sequence is not None and not self.sequence:
             raise ValueError("'sequence' is empty; list at least one result")
+        if self.effect is not None and defaults:
+            raise ValueError(f"a tool with an effect computes its result: drop {', '.join(defaults)} (cases may "
+                             "still answer particular arguments)")
+        return self
+
+    @model_validator(mode="after")
+    def _effect_parameters(self) -> ToolSpec:
+        """The parameters an effect reads must be ones the agent is shown: an effect reading `path` from a tool
+        whose parameter is `filename` would fail every call."""
+        if self.effect is None:
+            return self
+        declared = list(self.json_schema().get("properties") or {})
+        required = self.effect.info.required
+        for setting, param in self.effect.parameters_read().items():
+            if param in declared:
+                continue
+            base = setting.split(".")[0]
+            if base not in required and base != "fields" and param == getattr(EffectSpec.model_fields.get(base),
+                                                                               "default", None):
+                continue  # an optional argument left at its default name: the effect does without it
+            hint = difflib.get_close_matches(param, declared, n=1, cutoff=0.5)
+            did = f"; did you mean {base}: {hint[0]}?" if hint else ""
+            shown = ", ".join(declared) or "none"
+            raise ValueError(f"effect.{base}: {self.effect.op} reads argument '{param}', which the tool does not "
+                             f"declare (parameters: {shown}){did}")
         return self
 
     def has_result(self) -> bool:
         """True when the file says what the tool answers (returns, even `returns: ""`, cases, sequence or error).
         A tool without any would answer every call with an empty string the user never wrote."""
-        return bool({"returns", "sequence", "error"} & self.model_fields_set) or bool(self.cases)
+        return bool({"returns", "sequence", "error"} & self.model_fields_set) or bool(self.cases) or \
+            self.effect is not None
 
     def json_schema(self) -> dict[str, JsonValue]:
         """The parameters as a proper JSON schema, expanding the shorthand."""

@@ -31,6 +31,29 @@ class Usage(Record):
             self.completion_tokens += other.completion_tokens
 
 
+class Effect(Record):
+    """What one stateful tool call did to the sample's world (absent for canned tools)."""
+
+    op: str = Field(description='The effect, e.g. "files.write", "records.update".')
+    target: str = Field(description='What it acted on: a file path, "collection/id" for a record, or a collection/folder.')
+    changed: bool = Field(default=False, description="Whether the world changed.")
+    before: Any = Field(default=None, description="Only when `changed`: the file text / record object before "
+                                                  "(None: did not exist). A call that changed nothing (a read, a "
+                                                  "write of the same text) keeps no copy: its result says what "
+                                                  "the agent saw.")
+    after: Any = Field(default=None, description="Only when `changed`: after (None: deleted).")
+    error: str | None = Field(default=None, description="Why the effect failed, as the agent was told.")
+
+
+class StateChange(Record):
+    """One difference between the world as declared and as the agent left it."""
+
+    kind: Literal["file", "record"]
+    target: str = Field(description='File path, or "collection/id".')
+    before: Any = Field(default=None, description="None: created by the agent.")
+    after: Any = Field(default=None, description="None: deleted by the agent.")
+
+
 class ToolCall(Record):
     """One tool call the agent made and the mocked answer it got."""
 
@@ -42,6 +65,7 @@ class ToolCall(Record):
     result: str = ""
     is_error: bool = Field(default=False, description="The result is an error (unknown tool, bad arguments, mock error).")
     unknown_tool: bool = False
+    effect: Effect | None = Field(default=None, description="What a stateful tool did; None for canned tools.")
 
 
 class Step(Record):
@@ -80,6 +104,10 @@ class Trajectory(Record):
     prefilled: list[dict[str, Any]] = Field(default_factory=list, description="Pre-filled messages, as sent.")
     turns: list[Turn] = Field(default_factory=list)
     stop_reason: StopReason = "completed"
+    state_changes: list[StateChange] | None = Field(
+        default=None,
+        description="How the agent left the sample's world; None: no environment, []: it has one and nothing changed.",
+    )
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -100,4 +128,9 @@ class Trajectory(Record):
         """The trajectory up to and including one turn, for per-turn grading (None: the whole of it)."""
         if turn is None:
             return self
-        return Trajectory(prefilled=self.prefilled, turns=self.turns[: turn + 1], stop_reason=self.stop_reason)
+        return Trajectory(
+            prefilled=self.prefilled,
+            turns=self.turns[: turn + 1],
+            stop_reason=self.stop_reason,
+            state_changes=self.state_changes,
+        )

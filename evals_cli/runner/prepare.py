@@ -97,7 +97,11 @@ class PreparedRun:
                                          no_judge=options.no_judge, judge_overrides=options.judge_overrides)
         except ConfigError as exc:
             self._problem(exc.problems, located=True)
-        self.gate = Gate(suite.gate, self.graders)
+        try:  # a custom reward gate loads its function from the suite's folder and checks its signature
+            self.gate = Gate(suite.gate, self.graders, base_dir=suite.base_dir)
+        except ConfigError as exc:
+            self._problem(exc.problems, located=True)
+            self.gate = Gate(suite.gate, self.graders)
         self.pool.redactor.add(self.secrets())  # recordings mask what the outputs mask
         self.tags = options.tags if options.tags is not None else suite.sample_tags
         self.max_samples = options.max_samples or suite.max_samples
@@ -166,7 +170,7 @@ class PreparedRun:
                     limited += 1
                     if self.shard is None or in_shard(str(sample.id), self.shard):
                         selected += 1
-                return checker(sample, where)
+                return checker(sample.with_environment(self.suite.environment), where)
             return []
 
         try:
@@ -204,5 +208,6 @@ class PreparedRun:
         for sample in select_samples(samples, self.tags, self.max_samples):
             if self.shard is not None and not in_shard(str(sample.id), self.shard):
                 continue
+            sample = sample.with_environment(self.suite.environment)  # targets and graders see the merged world
             for repeat in range(self.repeats):
                 yield sample, repeat

@@ -11,17 +11,24 @@ from evals_cli.suite.spec import SuiteSpec
 
 
 class RowChecks:
+    """Rows reach this with the suite's environment merged into theirs (PreparedRun), as the run sees them."""
+
     def __init__(self, suite: SuiteSpec, graders: dict[str, Grader], where: str = "") -> None:
+        from evals_cli.environment.checks import EnvironmentChecker
         from evals_cli.tools.mock import ToolResultChecker
 
         self.samples = SampleChecker(graders)
-        self.tools = ToolResultChecker(getattr(suite, "tools", None) or {}, where or str(suite.base_dir))
+        tools = getattr(suite, "tools", None) or {}
+        self.tools = ToolResultChecker(tools, where or str(suite.base_dir))
+        states = {name: state for name, g in graders.items()
+                  if (state := getattr(g.spec, "expected_state", None)) is not None}
+        self.environment = EnvironmentChecker(tools, where or str(suite.base_dir), states)
 
     def __call__(self, sample: Sample, where: str = "") -> list[str]:
-        return self.samples(sample, where) + self.tools(sample, where)
+        return self.samples(sample, where) + self.tools(sample, where) + self.environment(sample, where)
 
     def problems(self) -> list[str]:
-        return self.samples.problems() + self.tools.problems()
+        return self.samples.problems() + self.tools.problems() + self.environment.problems()
 
 
 class SampleSelection:

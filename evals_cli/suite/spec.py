@@ -22,6 +22,7 @@ from pydantic import Discriminator, Field, Tag, field_validator
 
 from evals_cli.graders.base import GRADERS
 from evals_cli.models.base import StrictModel, SuiteFile
+from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.specs import GateField, JudgeSpec, Price, WeightedAverageGate, cross_check_raw
 from evals_cli.models.target_specs import kind_or
@@ -127,6 +128,9 @@ class SuiteSpec(SuiteFile):
     repeats: int = Field(default=1, ge=1, description="Run every sample this many times (independent conversations).")
     target: TargetSpec = Field(description="The agent under test.")
     tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools offered to the agent.")
+    environment: EnvironmentSpec | None = Field(
+        default=None, description="The mocked world (files, records) stateful tools act on; copied afresh for every "
+        "sample and repeat; a row's `environment` extends it.")
     judge: JudgeSpec | None = Field(default=None, description="Default endpoint/model for model_judge graders.")
     graders: dict[str, GraderSpec] = Field(
         default_factory=dict, validate_default=True,

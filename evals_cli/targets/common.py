@@ -90,7 +90,8 @@ class ToolLoopTarget(Target):
         raise NotImplementedError
 
     def _toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
-        toolbox = MockToolbox(merge_tools(self.tools, sample.tools))
+        """A new toolbox per call, hence per (sample, repeat): its world is that run's alone."""
+        toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment)
         if sample.tools:
             return toolbox, self.tool_schemas(toolbox)
         if self._suite_schemas is None:  # the suite's tools: the same schemas for every sample, built once
@@ -115,6 +116,8 @@ class ToolLoopTarget(Target):
         except Exception as exc:
             trajectory.stop_reason = "error"
             raise SampleFailed(exc, trajectory) from exc
+        finally:  # also cut off, failed or cancelled (sample_timeout): the world as the agent left it
+            trajectory.state_changes = toolbox.state_changes()
         last = trajectory.turns[-1].steps[-1] if trajectory.turns and trajectory.turns[-1].steps else None
         trajectory.stop_reason = answer_stop_reason(last.content if last else None, toolbox.tools)
         return trajectory
@@ -186,6 +189,19 @@ def _trailing_call(text: str, tool_names: Collection[str]) -> bool:
     return False
 
 
+_WRAPPED = re.compile(r"^<(?P<tag>[A-Za-z_][\w-]*)>\s*(?P<body>.*?)\s*</(?P=tag)>$", re.S)
+
+
+def _unwrapped(text: str) -> str:
+    """A call inside a tag the endpoint does not parse (`<tools>{...}</tools>`: Qwen2.5 copying the tag its chat
+    template lists tools in) or in the doubled braces of the template's escaped example (`{{"name": ...}}`)."""
+    match = _WRAPPED.match(text)
+    body = match.group("body") if match else text
+    while body.startswith("{{") and body.endswith("}}"):
+        body = body[1:-1].strip()
+    return body
+
+
 def answer_stop_reason(answer: str | None, tool_names: Collection[str] = ()) -> StopReason:
     """How a turn that ended without tool calls ended: `empty_answer` (no text at all), `unparsed_tool_call`
     (the reply is a tool call written as text: bare JSON, a fenced block, <tool_call> tags, or prose ending in a
@@ -198,6 +214,8 @@ def answer_stop_reason(answer: str | None, tool_names: Collection[str] = ()) -> 
         return "completed"
     fenced = _FENCE.match(text)
     if _parses_as_call(fenced.group("body").strip() if fenced else text):
+        return "unparsed_tool_call"
+    if _parses_as_call(_unwrapped(text)):
         return "unparsed_tool_call"
     if "<tool_call>" in text and any(_parses_as_call(m.group("body")) for m in _TAGGED.finditer(text)):
         return "unparsed_tool_call"

@@ -196,7 +196,8 @@ class AgentTools:
     errors included (an unknown tool, broken arguments, a mocked error), so the agent handles them as it would
     in production. `tools.schemas` holds OpenAI-style function schemas, `tools.names` the tool names,
     `tools.system_prompt` the suite's system prompt; per-turn samples call `tools.next_turn()` when moving on to
-    the next user message, so calls are recorded into the turn they belong to. Nothing is ever executed."""
+    the next user message, so calls are recorded into the turn they belong to. Nothing is ever executed: a tool
+    with an `effect` reads and changes this sample's own mocked world, exactly as it does for a model's calls."""
 
     def __init__(self, session: ToolSession, schemas: list[dict[str, Any]], system_prompt: str | None) -> None:
         self._session = session
@@ -320,7 +321,7 @@ class PythonAgent(Target):
                                    timeout=spec.sample_timeout or 120.0, max_retries=0)
 
     async def run(self, sample: Sample, trajectory: Trajectory | None = None) -> Trajectory:
-        toolbox = MockToolbox(merge_tools(self.tools, sample.tools))
+        toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment)  # this run's own world
         trajectory = trajectory if trajectory is not None else Trajectory()
         trajectory.prefilled = initial_messages(sample, self.system_prompt)
         users: list[str | None] = [*sample.user_turns] or [None]
@@ -337,6 +338,7 @@ class PythonAgent(Target):
             raise SampleFailed(self._cause(exc), trajectory) from exc
         finally:
             session.close()  # also when cancelled (sample_timeout): later calls from a stray thread raise
+            trajectory.state_changes = toolbox.state_changes()
         try:
             answers = self._answers(result, len(trajectory.turns))
         except AgentError as exc:

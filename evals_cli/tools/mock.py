@@ -1,4 +1,5 @@
-"""A per-sample set of mocked tools: schemas for the agent, canned answers for its calls."""
+"""A per-sample set of mocked tools: schemas for the agent, canned answers for its calls, and (for tools with an
+`effect`) the sample's private world those calls read and change."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from evals_cli.environment.effects import run_effect
+from evals_cli.environment.world import World
+from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import NO_RESULT, ToolSpec
-from evals_cli.models.trajectory import ToolCall
+from evals_cli.models.trajectory import StateChange, ToolCall
 from evals_cli.text_caps import clean_text
 
 
@@ -105,11 +109,22 @@ class ToolResultChecker:
 
 
 class MockToolbox:
-    """Answers tool calls from specs. Keeps per-tool call counts for `sequence` results."""
+    """Answers tool calls from specs. Keeps per-tool call counts for `sequence` results and, when the sample has
+    an environment or a tool has an effect, the world: built here from the declared state, so one toolbox (one
+    per sample run, repeats included) is one isolated world that lives through all of the sample's turns."""
 
-    def __init__(self, tools: dict[str, ToolSpec]) -> None:
+    def __init__(self, tools: dict[str, ToolSpec], environment: EnvironmentSpec | None = None) -> None:
         self.tools = tools
         self.calls: dict[str, int] = {}
+        stateful = environment is not None or any(spec.effect is not None for spec in tools.values())
+        self.initial: World | None = World(environment) if stateful else None
+        self.world: World | None = self.initial.copy() if self.initial is not None else None
+
+    def state_changes(self) -> list[StateChange] | None:
+        """How the world differs from the declared one (None: the sample has no world)."""
+        if self.initial is None or self.world is None:
+            return None
+        return self.world.diff(self.initial)
 
     def schemas(self) -> list[dict[str, Any]]:
         return openai_tools(self.tools)
@@ -128,8 +143,18 @@ class MockToolbox:
             record.is_error = True
             record.result = f"Error: the arguments are not valid JSON ({record.arguments_error}). Retry the call."
             return record
-        record.result, record.is_error = self._answer(name, spec, record.arguments or {})
+        arguments = record.arguments or {}
+        if spec.effect is not None and self.world is not None and not self._case_matches(spec, arguments):
+            record.result, record.is_error, record.effect = run_effect(self.world, spec.effect, arguments)
+            return record
+        record.result, record.is_error = self._answer(name, spec, arguments)
         return record
+
+    @staticmethod
+    def _case_matches(spec: ToolSpec, arguments: dict[str, Any]) -> bool:
+        """A stateful tool's cases still answer first: an injected error for one path, say."""
+        return any(all(k in arguments and same_value(arguments[k], v) for k, v in case.when.items())
+                   for case in spec.cases)
 
     @staticmethod
     def _parse(record: ToolCall) -> bool:

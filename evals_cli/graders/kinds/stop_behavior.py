@@ -7,6 +7,11 @@
 "Complete" is the first model step after which every required tool (globs, as a multiset, any order) has been
 called by a call that reached a tool; unknown tools and unparseable arguments do not count, so a retry of a
 malformed call is not "after completion". Order is tool_order's job.
+
+With a stateful environment, no_stop also reads state: the expected state (the grader's `expected_state`, else
+the row's) is first reached after some call (or before any, when the declared world already meets it); a call of
+a mutating effect (files.write|append|delete, records.create|update|delete) after that is not stopping, whatever
+the required tools say. The world is replayed call by call from the recorded effects.
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from evals_cli.environment.expectations import state_reached
+from evals_cli.environment.world import World
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import any_glob, glob_match, label, max_matching, reached_tool, step_groups
+from evals_cli.models.environment import EFFECTS, ExpectedState
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade
 from evals_cli.models.trajectory import ToolCall
@@ -39,6 +47,9 @@ class StopBehaviorSpec(GraderBase):
                                                                   "required calls are complete.")
     max_extra_calls: int = Field(default=0, ge=0, description="Tool calls allowed after the required calls are complete.")
     combine: Literal["min", "mean"] = Field(default="min", description="How the checks' scores make the grade.")
+    expected_state: ExpectedState | None = Field(
+        default=None, description="For no_stop in a stateful environment: the state after which no mutating effect "
+        "may run; default the row's expected_state.")
 
     @model_validator(mode="before")
     @classmethod
@@ -98,6 +109,32 @@ class _Checks:
         self.groups = step_groups(ctx.trajectory)
         self.required = required
         self.done, self.missing = completion(required or [], self.calls, self.groups)
+        expected = spec.expected_state if spec.expected_state is not None else ctx.sample.expected_state
+        stateful = ctx.trajectory.state_changes is not None or ctx.sample.environment is not None
+        self.expected = expected if stateful else None
+        self.initial = World(ctx.sample.environment)
+
+    def reached_at(self) -> int | None:
+        """Index of the call after which the expected state first held (-1: before any call; None: never)."""
+        assert self.expected is not None
+        world = self.initial.copy()
+        if state_reached(self.expected, self.initial, world):
+            return -1
+        for i, call in enumerate(self.calls):
+            if world.replay(call) and state_reached(self.expected, self.initial, world):
+                return i
+        return None
+
+    def state_stop(self) -> Check:
+        """no_stop by state: no mutating effect after the expected state was first reached."""
+        reached = self.reached_at()
+        if reached is None:
+            return Check(1.0, "the expected state was never reached: nothing to stop after", applicable=False)
+        after = [c for c in self.calls[reached + 1:] if c.effect is not None and EFFECTS[c.effect.op].mutating]
+        when = "in the declared world" if reached < 0 else f"after calls[{reached}] {label(self.calls[reached], 60)}"
+        if after:
+            return Check(0.0, f"mutating effect(s) after the expected state was reached ({when}): {_listed(after)}")
+        return Check(1.0, f"no mutating effect after the expected state was reached ({when})")
 
     def premature_stop(self) -> Check:
         if self.required is None:
@@ -112,6 +149,18 @@ class _Checks:
         return Check(0.0, f"stopped before calling required tool(s) {', '.join(repr(m) for m in self.missing)}")
 
     def no_stop(self) -> Check:
+        by_calls = self.calls_stop()
+        if self.expected is None:
+            return by_calls
+        by_state = self.state_stop()
+        if not by_calls.applicable:
+            return by_state
+        if not by_state.applicable:
+            return by_calls
+        score = min(by_calls.score, by_state.score)
+        return Check(score, f"{by_calls.rationale}; {by_state.rationale}")
+
+    def calls_stop(self) -> Check:
         if self.required is None:
             return Check(1.0, "no required tools: nothing to check", applicable=False)
         if self.done is None:

@@ -1,0 +1,251 @@
+"""What each effect does to the world and what the agent reads back, errors included.
+
+Results read like a real tool's output (a file's text, a record as JSON, "Error: config.json: no such file"), so
+the agent meets the same situations it would against real tools; every call, failed or not, leaves an `Effect`
+on its ToolCall saying what it acted on and what changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+from evals_cli.environment.world import World
+from evals_cli.models.environment import EffectSpec, normal_path, outside_root, record_key
+from evals_cli.models.trajectory import Effect
+
+
+class EffectError(Exception):
+    """The call cannot have its effect; the message is what the agent is told (after "Error: ")."""
+
+    def __init__(self, message: str, target: str = "") -> None:
+        super().__init__(message)
+        self.target = target
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _argument(args: dict[str, Any], name: str, what: str) -> Any:
+    if name not in args or args[name] is None:
+        raise EffectError(f"missing argument '{name}' ({what})")
+    return args[name]
+
+
+def _path(args: dict[str, Any], spec: EffectSpec) -> str:
+    value = _argument(args, spec.path, "the file path")
+    if isinstance(value, dict | list):
+        raise EffectError(f"argument '{spec.path}' must be a file path, got {type(value).__name__}")
+    path = normal_path(str(value))
+    if not path:
+        raise EffectError(f"argument '{spec.path}' is empty; give a file path")
+    if outside_root(path):
+        raise EffectError(f"{path}: outside the workspace (permission denied)", path)
+    return path
+
+
+def _is_folder(world: World, path: str) -> bool:
+    return path not in world.files and any(p.startswith(path + "/") for p in world.files)
+
+
+def _no_file_above(world: World, path: str) -> None:
+    """A file cannot be written under another file (`README.md/x`): a disk says "not a directory", and a world
+    holding both `README.md` and `README.md/x` would list, read and grade neither way consistently."""
+    parts = path.split("/")
+    for depth in range(1, len(parts)):
+        above = "/".join(parts[:depth])
+        if above in world.files:
+            raise EffectError(f"{path}: not a directory ({above} is a file)", path)
+
+
+def _content(args: dict[str, Any], spec: EffectSpec) -> str:
+    return _text(_argument(args, spec.content, "the text to write"))
+
+
+def files_read(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    path = _path(args, spec)
+    if _is_folder(world, path):
+        raise EffectError(f"{path}: is a directory", path)
+    if path not in world.files:
+        raise EffectError(f"{path}: no such file", path)
+    return world.files[path], Effect(op=spec.op, target=path)
+
+
+def files_write(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    path = _path(args, spec)
+    content = _content(args, spec)
+    if _is_folder(world, path):
+        raise EffectError(f"{path}: is a directory", path)
+    _no_file_above(world, path)
+    before = world.files.get(path)
+    world.files[path] = content
+    return (f"Wrote {len(content)} characters to {path}",
+            Effect(op=spec.op, target=path, changed=before != content, before=before, after=content))
+
+
+def files_append(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    path = _path(args, spec)
+    content = _content(args, spec)
+    if _is_folder(world, path):
+        raise EffectError(f"{path}: is a directory", path)
+    _no_file_above(world, path)
+    before = world.files.get(path)
+    after = (before or "") + content
+    world.files[path] = after
+    return (f"Appended {len(content)} characters to {path}",
+            Effect(op=spec.op, target=path, changed=before != after, before=before, after=after))
+
+
+def files_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    raw = args.get(spec.directory)
+    if isinstance(raw, dict | list):
+        raise EffectError(f"argument '{spec.directory}' must be a folder path, got {type(raw).__name__}")
+    folder = normal_path(_text(raw)) if raw not in (None, "") else ""
+    if outside_root(folder):
+        raise EffectError(f"{folder}: outside the workspace (permission denied)", folder)
+    if folder in world.files:
+        raise EffectError(f"{folder}: not a directory", folder)
+    found = sorted(p for p in world.files if not folder or p.startswith(folder + "/"))
+    if folder and not found:
+        raise EffectError(f"{folder}: no such directory", folder)
+    listing = "\n".join(found) if found else "(no files)"
+    return listing, Effect(op=spec.op, target=folder or ".")
+
+
+def files_delete(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    path = _path(args, spec)
+    if _is_folder(world, path):
+        raise EffectError(f"{path}: is a directory", path)
+    if path not in world.files:
+        raise EffectError(f"{path}: no such file", path)
+    before = world.files.pop(path)
+    return f"Deleted {path}", Effect(op=spec.op, target=path, changed=True, before=before, after=None)
+
+
+def files_exists(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    path = _path(args, spec)
+    present = path in world.files or _is_folder(world, path)
+    return ("true" if present else "false"), Effect(op=spec.op, target=path)
+
+
+def _collection(world: World, spec: EffectSpec) -> dict[str, dict[str, Any]]:
+    name = spec.collection or ""
+    if name not in world.records:
+        raise EffectError(f"no collection '{name}'", name)
+    return world.records[name]
+
+
+def _key(args: dict[str, Any], spec: EffectSpec) -> str:
+    value = _argument(args, spec.key, "the record id")
+    if isinstance(value, dict | list):
+        raise EffectError(f"argument '{spec.key}' must be an id, got {type(value).__name__}")
+    return record_key(value)
+
+
+def _fields(args: dict[str, Any], spec: EffectSpec, default_all: bool, skip: str | None = None) -> dict[str, Any]:
+    """Record field -> value taken from the call's arguments, as `fields` says (default: all or none)."""
+    if spec.fields is None:
+        return {k: v for k, v in args.items() if k != skip} if default_all else {}
+    mapping = {n: n for n in spec.fields} if isinstance(spec.fields, list) else dict(spec.fields)
+    return {field: args[param] for param, field in mapping.items() if param in args}
+
+
+def records_get(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    records = _collection(world, spec)
+    rid = _key(args, spec)
+    target = f"{spec.collection}/{rid}"
+    if rid not in records:
+        raise EffectError(f"{target}: not found", target)
+    return _dump(records[rid]), Effect(op=spec.op, target=target)
+
+
+def records_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    records = _collection(world, spec)
+    return _dump(list(records.values())), Effect(op=spec.op, target=spec.collection or "")
+
+
+def _matches(wanted: Any, actual: Any) -> bool:
+    """Search semantics: text matches text containing it, ignoring case; anything else must be equal."""
+    if isinstance(wanted, str) and isinstance(actual, str):
+        return wanted.casefold() in actual.casefold()
+    if isinstance(wanted, str) and isinstance(actual, int | float) and not isinstance(actual, bool):
+        return wanted.strip() == record_key(actual)
+    return json.dumps(wanted, sort_keys=True) == json.dumps(actual, sort_keys=True)
+
+
+def records_search(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    records = _collection(world, spec)
+    wanted = {k: v for k, v in _fields(args, spec, default_all=True).items() if v not in (None, "")}
+    found = [r for r in records.values() if all(k in r and _matches(v, r[k]) for k, v in wanted.items())]
+    return _dump(found), Effect(op=spec.op, target=spec.collection or "")
+
+
+def records_create(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    records = _collection(world, spec)
+    fields = _fields(args, spec, default_all=True, skip=spec.key)
+    if spec.key in args and args[spec.key] not in (None, ""):
+        rid = _key(args, spec)
+    else:  # no id given: the next free number, as a database would assign one
+        number = len(records) + 1
+        while str(number) in records:
+            number += 1
+        rid = str(number)
+    target = f"{spec.collection}/{rid}"
+    if rid in records:
+        raise EffectError(f"{target}: already exists", target)
+    original_id = args.get(spec.key, rid) if isinstance(args.get(spec.key), int | str) else rid
+    record = {"id": original_id, **{k: v for k, v in fields.items() if k != "id"}, **copy.deepcopy(spec.set)}
+    records[rid] = record
+    return _dump(record), Effect(op=spec.op, target=target, changed=True, before=None, after=copy.deepcopy(record))
+
+
+def records_update(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    records = _collection(world, spec)
+    rid = _key(args, spec)
+    target = f"{spec.collection}/{rid}"
+    if rid not in records:
+        raise EffectError(f"{target}: not found", target)
+    before = copy.deepcopy(records[rid])
+    fields = _fields(args, spec, default_all=not spec.set, skip=spec.key)
+    fields.pop("id", None)  # an update never renames a record
+    records[rid].update(fields)
+    records[rid].update(copy.deepcopy(spec.set))
+    after = copy.deepcopy(records[rid])
+    changed = json.dumps(before, sort_keys=True, default=str) != json.dumps(after, sort_keys=True, default=str)
+    return _dump(after), Effect(op=spec.op, target=target, changed=changed, before=before, after=after)
+
+
+def records_delete(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    records = _collection(world, spec)
+    rid = _key(args, spec)
+    target = f"{spec.collection}/{rid}"
+    if rid not in records:
+        raise EffectError(f"{target}: not found", target)
+    before = records.pop(rid)
+    return f"Deleted {target}", Effect(op=spec.op, target=target, changed=True, before=before, after=None)
+
+
+HANDLERS: dict[str, Callable[[World, EffectSpec, dict[str, Any]], tuple[str, Effect]]] = {
+    "files.read": files_read, "files.write": files_write, "files.append": files_append, "files.list": files_list,
+    "files.delete": files_delete, "files.exists": files_exists,
+    "records.get": records_get, "records.list": records_list, "records.search": records_search,
+    "records.create": records_create, "records.update": records_update, "records.delete": records_delete,
+}
+
+
+def run_effect(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, bool, Effect]:
+    """(result text, is_error, effect) of one call; a failed effect changes nothing and says why."""
+    try:
+        result, effect = HANDLERS[spec.op](world, spec, args)
+    except EffectError as exc:
+        return f"Error: {exc}", True, Effect(op=spec.op, target=exc.target, error=str(exc))
+    if not effect.changed:  # a read, or a write of the same text: the call's result already holds what the agent
+        effect.before = effect.after = None  # saw; a copy here made every read of a big file grow results.jsonl
+    return result, False, effect

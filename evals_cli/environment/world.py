@@ -1,0 +1,91 @@
+"""The world one sample run acts on: a private copy of the declared files and records, changed only by effects.
+
+A copy per (sample, repeat) is what makes state isolated: concurrent samples and repeats each build their own
+toolbox, hence their own World, so no run can see another's writes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from evals_cli.models.environment import EnvironmentSpec, record_key
+from evals_cli.models.trajectory import StateChange, ToolCall
+
+
+class World:
+    """Files (path -> text) and collections (name -> id -> object, in declared order)."""
+
+    def __init__(self, spec: EnvironmentSpec | None = None) -> None:
+        declared = (spec or EnvironmentSpec()).resolved()
+        self.files: dict[str, str] = dict(declared.files)  # type: ignore[arg-type]  # resolved: no None left
+        self.records: dict[str, dict[str, dict[str, Any]]] = {
+            name: {record_key(o["id"]): copy.deepcopy(o) for o in objects or []}
+            for name, objects in declared.records.items()
+        }
+
+    def copy(self) -> World:
+        twin = World()
+        twin.files = dict(self.files)
+        twin.records = copy.deepcopy(self.records)
+        return twin
+
+    def get(self, target: str, kind: str) -> Any:
+        """The current value of a file path or a `collection/id` record (None: absent)."""
+        if kind == "file":
+            return self.files.get(target)
+        name, _, rid = target.partition("/")
+        return self.records.get(name, {}).get(rid)
+
+    def put(self, target: str, kind: str, value: Any) -> None:
+        """Set a target to a value, None deleting it (used to replay recorded effects)."""
+        if kind == "file":
+            if value is None:
+                self.files.pop(target, None)
+            else:
+                self.files[target] = value
+            return
+        name, _, rid = target.partition("/")
+        collection = self.records.setdefault(name, {})
+        if value is None:
+            collection.pop(rid, None)
+        else:
+            collection[rid] = copy.deepcopy(value)
+
+    def diff(self, initial: World) -> list[StateChange]:
+        """Every difference from `initial`: files in path order, then records by collection and id."""
+        changes: list[StateChange] = []
+        for path in sorted(set(initial.files) | set(self.files)):
+            before, after = initial.files.get(path), self.files.get(path)
+            if before != after:
+                changes.append(StateChange(kind="file", target=path, before=before, after=after))
+        for name in sorted(set(initial.records) | set(self.records)):
+            old, new = initial.records.get(name, {}), self.records.get(name, {})
+            for rid in [*old, *(r for r in new if r not in old)]:
+                if not _same(old.get(rid), new.get(rid)):
+                    changes.append(StateChange(kind="record", target=f"{name}/{rid}",
+                                               before=copy.deepcopy(old.get(rid)), after=copy.deepcopy(new.get(rid))))
+        return changes
+
+    def apply(self, changes: Iterable[StateChange]) -> World:
+        """This world with recorded changes applied (the final state, from the declared one and the diff)."""
+        out = self.copy()
+        for change in changes:
+            out.put(change.target, change.kind, change.after)
+        return out
+
+    def replay(self, call: ToolCall) -> bool:
+        """Apply one recorded call's effect; True when it changed the world."""
+        effect = call.effect
+        if effect is None or not effect.changed:
+            return False
+        kind = "record" if effect.op.startswith("records.") else "file"
+        self.put(effect.target, kind, effect.after)
+        return True
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality (true is not 1), key order aside: an update that sets a field to its own value is no change."""
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)

@@ -1,0 +1,65 @@
+"""`kind: final_state`: the world as the agent left it, against the state the task should produce.
+
+Tool calls say what the agent tried; the final state says what it did. Reading a config and writing the wrong
+value, or clobbering the keys it did not mean to touch, passes every call-level check and fails here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from evals_cli.environment.expectations import evaluate
+from evals_cli.environment.world import World
+from evals_cli.graders.base import GRADERS, GradeContext, Grader
+from evals_cli.models.environment import ExpectedState
+from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.grader_specs.fields import ScoreMode
+from evals_cli.models.results import Grade
+from evals_cli.models.sample import Sample
+
+
+class FinalStateSpec(GraderBase):
+    """The final files and records against an expected state; binary, or the fraction of expectations met."""
+
+    kind: Literal["final_state"] = "final_state"
+    expected_state: ExpectedState | None = Field(
+        default=None, description="Expected state for every sample; default the row's expected_state.")
+    score: ScoreMode = Field(default="binary", description="binary: every expectation met; fraction: met/total.")
+
+
+def expected_for(sample: Sample, own: ExpectedState | None) -> ExpectedState | None:
+    return own if own is not None else sample.expected_state
+
+
+@GRADERS.register("final_state", spec=FinalStateSpec)
+class FinalStateGrader(Grader[FinalStateSpec]):
+    """One outcome per expectation; the rationale names each unmet one."""
+
+    async def grade(self, ctx: GradeContext) -> Grade:
+        changes = ctx.trajectory.state_changes
+        if changes is None and ctx.sample.environment is None:
+            return Grade.not_applicable("the sample has no environment: no state to grade")
+        expected = expected_for(ctx.sample, self.spec.expected_state)
+        if expected is None:
+            return Grade.not_applicable("no expected_state (the row's or the grader's): nothing to check")
+        if changes is None:
+            return Grade.failed("the trajectory records no final state (state_changes is missing), so the "
+                                "environment cannot be graded")
+        initial = World(ctx.sample.environment)
+        final = initial.apply(changes)
+        outcomes = evaluate(expected, initial, final)
+        if not outcomes:  # nothing was checked: a pass here would be a verdict about nothing
+            return Grade.not_applicable("the expected state names nothing to check")
+        met = sum(o.met for o in outcomes)
+        n = len(outcomes)
+        score = met / n if self.spec.score == "fraction" else float(met == n)
+        metadata = {"expectations": [{"expectation": o.expectation, "met": o.met, "problem": o.problem or None}
+                                     for o in outcomes],
+                    "changes": len(changes)}
+        unmet = [o.problem for o in outcomes if not o.met]
+        if not unmet:
+            return Grade(score=score, rationale=f"all {n} expectation(s) met "
+                                                f"({len(changes)} change(s) to the environment)", metadata=metadata)
+        return Grade(score=score, rationale=f"{met}/{n} expectations met; " + "; ".join(unmet), metadata=metadata)
