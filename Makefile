@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 EVALS  := $(BIN)/evals
 
-.PHONY: demo test test-slow test-real serve-model eval-multi eval-multi-fast eval-per-turn eval-environment validate lint record-demo bench clean
+.PHONY: demo test test-slow test-real serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated validate lint record-demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,11 @@ lint: $(VENV)/.installed-dev
 ## the gate fails (exit 1), which is what the recording shows; exit 2 or 3 still fails the target.
 eval-environment: $(VENV)/.installed
 	$(EVALS) run suites/environment.yaml --replay suites/environment.recording.jsonl || [ $$? -eq 1 ]
+
+## Simulated users offline, replayed from the real small model playing agent, user and judge: it never looks an
+## order up, so every sample fails (exit 1), which is what the recording shows; exit 2 or 3 still fails the target.
+eval-simulated: $(VENV)/.installed
+	$(EVALS) run suites/simulated_users.yaml --replay suites/simulated_users.recording.jsonl || [ $$? -eq 1 ]
 
 record-demo: $(VENV)/.installed
 	rm -f suites/demo.recording.jsonl

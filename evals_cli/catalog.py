@@ -160,5 +160,18 @@ def _effect_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
             "'Error: ...' (is_error), as a real tool would."), kinds
 
 
+def _user_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
+    from evals_cli.models.simulated_user import STOP_TOKEN, UserSimulatorSpec, UserSpec
+
+    kinds = [("user:", "A dataset row's simulated user; the suite's `user:` block gives defaults to every row that "
+                       "has one (the row's keys win, knows is merged fact by fact). The row's `success:` says what "
+                       "success means, for goal-completion judges.", _model_options(UserSpec)),
+             ("user_simulator:", _doc(UserSimulatorSpec), _model_options(UserSimulatorSpec, skip=("kind", "models")))]
+    return (f"Simulated users: a row with a `user:` block is a conversation with a model playing the user, until "
+            f"the user ends it ({STOP_TOKEN} or the end_conversation tool), max_turns, the agent's step bound or "
+            "an error; the trajectory's end_reason says which (user_done, max_turns, agent_error, user_error, "
+            "agent_max_steps, diverged)."), kinds
+
+
 _CATALOG = {"graders": _grader_catalog, "extractors": _extractor_catalog, "targets": _target_catalog,
-            "gates": _gate_catalog, "effects": _effect_catalog}
+            "gates": _gate_catalog, "effects": _effect_catalog, "users": _user_catalog}

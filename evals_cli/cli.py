@@ -147,6 +147,8 @@ def run(
     task_results: Annotated[Path | None, typer.Option("--task-results", help="Also write TaskResult JSONL here (= --export task_results=PATH).")] = None,
     export: Annotated[list[str] | None, typer.Option("--export", metavar="FORMAT=PATH", help="Also write the run as FORMAT to PATH (repeatable): junit=out/junit.xml, task_results=out/tasks.jsonl, html=out/report.html.")] = None,
     shard: Annotated[str | None, typer.Option("--shard", help="K/N: run only the K-th of N stable parts of the samples (see `evals merge`).")] = None,
+    replay_user: Annotated[Path | None, typer.Option("--replay-user", metavar="RUN", help="Replay the user messages of a finished run with simulated users (its folder or results.jsonl) while the agent stays on the recorded path; compare two agent versions with the same user.")] = None,
+    on_divergence: Annotated[str | None, typer.Option("--on-divergence", metavar="continue|stop", help="With --replay-user, when the agent's turn differs from the recorded one: continue (default: the user simulator takes over) or stop (the conversation ends, marked diverged).")] = None,
     otel: Annotated[bool, typer.Option("--otel", help="Export OpenTelemetry spans (OTLP; needs the \\[otel] extra). Also on when OTEL_EXPORTER_OTLP_ENDPOINT is set.")] = False,
 ) -> None:
     """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
@@ -159,6 +161,9 @@ def run(
     if keyword is not None:  # pytest's -k is a keyword filter; here it was once --repeats: say which is which
         raise ConfigError(f"-k {keyword}: evals run has no -k; to run every sample N times use --repeats N (-r N), "
                           "to pick samples use --sample-id ID (globs such as 'refund-*' work)")
+    if on_divergence is not None and on_divergence not in ("continue", "stop"):
+        raise ConfigError(f"--on-divergence {on_divergence}: choose continue (the user simulator takes over) or stop "
+                          "(the conversation ends, marked diverged)")
     if gate not in ("all", "any"):
         raise ConfigError(f"--gate {gate}: choose all (every model must pass its gate) or any (at least one)")
     suite = suite if suite is not None else default_suite()
@@ -170,7 +175,8 @@ def run(
                          gate=gate, judge_model=judge_model, judge_base_url=judge_base_url,
                          judge_api_key=judge_api_key, timeout=timeout, sample_timeout=sample_timeout,
                          max_retries=max_retries, max_error_rate=max_error_rate, resume=resume,
-                         retry_errors=retry_errors, grace_s=grace, shard=shard, otel=otel)
+                         retry_errors=retry_errors, grace_s=grace, shard=shard, otel=otel,
+                         replay_user=replay_user, on_divergence=on_divergence)
     exports = _exports(export, junit, task_results)  # a typo in a format must not cost a whole run
     try:
         prepared = prepare(suite, options)
@@ -239,6 +245,7 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
         console.print(summary.gate.message if summary.gate else "no gate", markup=False)
     else:
         console.print(render_run(state, summary, outcome.output_dir))
+        _conversation_notes(console, state)
         console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
     for message in outcome.messages:
         err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
@@ -408,6 +415,7 @@ def report(
 
         state, summary, warnings = load_run(run_path)
         console.print(render_run(state, summary, run_path))
+        _conversation_notes(console, state)
     for warning in warnings:
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if html is not None:
@@ -421,6 +429,14 @@ def report(
 
             write_html(read_results(run_path), summary, html, notes=warnings, run_dir=run_path)
         console.print(f"html report: {html}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _conversation_notes(console: Any, state: Any) -> None:
+    """Goal completion (turns to success) and --replay-user divergence, under the table."""
+    from evals_cli.report import conversation_notes
+
+    for line in conversation_notes(state):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _report_models(run_path: Path, html: Path | None) -> None:
@@ -585,16 +601,16 @@ def init(
     print("\n".join(lines))
 
 
-LISTABLE = ("graders", "extractors", "targets", "gates", "effects")
+LISTABLE = ("graders", "extractors", "targets", "gates", "effects", "users")
 
 
 @app.command("list")
 @_guard
 def list_kinds(
-    what: Annotated[str | None, typer.Argument(metavar="WHAT", help="graders, extractors, targets, gates or effects "
-                                                                        "(default: all five).")] = None,
+    what: Annotated[str | None, typer.Argument(metavar="WHAT", help="graders, extractors, targets, gates, effects or users "
+                                                                        "(default: all six).")] = None,
 ) -> None:
-    """List every registered grader, extractor, target and gate kind with its options, from the schemas."""
+    """List every registered grader, extractor, target and gate kind, and the simulated-user options, from the schemas."""
     import shutil
 
     if what is not None and what not in LISTABLE:

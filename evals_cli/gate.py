@@ -493,6 +493,8 @@ class Gate:
         """The grader's own pass mark (`threshold`), else its kind's (tools_avoided: 1), else the gate's per-sample
         pass value."""
         spec = self.specs.get(grader)
+        if spec is not None and getattr(spec, "scope", None) == "reply":  # its score: the share of replies passed
+            return float(spec.share_needed)
         own = getattr(spec, "threshold", None)
         if own is None:
             own = getattr(spec, "threshold_by_default", None)

@@ -139,3 +139,25 @@ def load_sessions(target: Path) -> SessionsRunView:
     rebuilt.status, rebuilt.exit_code = "aborted", EXIT_INCOMPLETE
     rebuilt.abort_reason = "no summary.json: the run is still going, or was stopped before it finished"
     return SessionsRunView(analyses, rebuilt, warnings)
+
+
+def conversation_notes(state: RunState) -> list[str]:
+    """Lines under the table for conversations: each goal-completion grader's goals met and turns to success
+    (the mean over the samples whose goal was met), and which `--replay-user` conversations left the recorded
+    path at which turn (leaving it is not the agent's failure by itself)."""
+    lines = []
+    for name, tally in state.goals.items():
+        line = f"{name}: goal met in {tally.met}/{tally.judged} judged conversations"
+        if tally.mean_turns is not None:
+            line += f"; turns to success: mean {tally.mean_turns:.1f} over {len(tally.turns)}"
+        lines.append(line)
+    if state.replayed:
+        off = state.divergences
+        head = (f"replay-user: {len(off)} of {state.replayed} conversations left the recorded path"
+                if off else f"replay-user: all {state.replayed} conversations stayed on the recorded path")
+        shown = ", ".join(f"{d.sample_id}{f'#{d.repeat + 1}' if d.repeat else ''} at turn {d.turn}"
+                          f"{' (stopped: diverged)' if d.stopped else ''}" for d in off[:10])
+        more = f", {len(off) - 10} more" if len(off) > 10 else ""
+        lines.append(head + (f": {shown}{more}" if off else "")
+                     + (" (a different reply is not a failure by itself)" if off else ""))
+    return lines

@@ -76,6 +76,10 @@ def validate_suite(path: Path, override: TargetOverride | None = None) -> Valida
                            build_target=validate_builds(suite.target))
     report.samples = prepared.rows
     report.notes += prepared.row_notes.notes()
+    if prepared.simulated and prepared.user_endpoint is not None:  # resolved, not called: where users will come from
+        endpoint = prepared.user_endpoint
+        report.notes.append(f"{path}: {prepared.simulated} row(s) with a simulated user; the {endpoint.describe()} "
+                            f"plays them (base URL from {endpoint.base_url_from})")
     return report
 
 

@@ -48,7 +48,7 @@ def spec_classes() -> dict[str, type]:
 
 def test_every_section_and_every_registered_kind_is_listed() -> None:
     output = run_cli("list").stdout
-    for section in ("graders:", "extractors:", "targets:", "gates:", "effects:"):
+    for section in ("graders:", "extractors:", "targets:", "gates:", "effects:", "users:"):
         assert f"\n{section}\n" in f"\n{output}"
     listed = blocks(output)
     for kind in [*GRADERS, *EXTRACTORS, *TARGETS, *GATE_KINDS]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evals_cli.models.results import SampleResult
+from evals_cli.models.results import Grade, SampleResult
 from evals_cli.models.trajectory import StateChange
 
 MAX_ROWS = 200
@@ -33,7 +33,8 @@ def reasons_for(result: SampleResult) -> list[str]:
         grade = result.grades.get(failure.grader) if failure.grader else None
         if grade is not None:
             reasons.append(_one_line(f"{failure.grader} {_score(grade.score)}: "
-                                     f"{grade.rationale or grade.error or failure.reason}".rstrip(": ")))
+                                     f"{grade.rationale or grade.error or failure.reason}".rstrip(": ")
+                                     + _failed_replies(grade)))
         elif failure.rule == "weighted":  # the weighted rule: name the graders that pulled the score down
             low = sorted(((g.score, n, g) for n, g in result.grades.items()
                           if g.score is not None and g.applicable and g.score < 0.999), key=lambda t: t[0])
@@ -47,6 +48,43 @@ def reasons_for(result: SampleResult) -> list[str]:
         else:
             reasons.append(_one_line(f"{failure.label}: {failure.reason}".rstrip(": ")))
     return reasons or ["failed"]
+
+
+def _failed_replies(grade: Grade, most: int = 3) -> str:
+    """A reply-scoped grade's failing replies, turn by turn (`; reply 2 0.20: rude`): which replies failed is
+    what a reader of a per-reply grade needs first."""
+    if grade.metadata.get("scope") != "reply" or not grade.per_turn_grades:
+        return ""
+    failed = set(grade.metadata.get("replies_failed") or [])
+    low = [t for t in grade.per_turn_grades if t.turn in failed]
+    parts = [f"reply {t.turn + 1} {_score(t.score)}: {_one_line(t.rationale)[:80]}".rstrip(": ") for t in low[:most]]
+    if len(low) > most:
+        parts.append(f"{len(low) - most} more")
+    return "".join(f"; {p}" for p in parts)
+
+
+@dataclass
+class GoalTally:
+    """A goal-completion grader over the run: samples judged, goals met, and the turn each was met at."""
+
+    judged: int = 0
+    met: int = 0
+    turns: list[int] = field(default_factory=list)
+
+    @property
+    def mean_turns(self) -> float | None:
+        """Turns to success: the mean over the samples whose goal was met at a known turn."""
+        return sum(self.turns) / len(self.turns) if self.turns else None
+
+
+@dataclass
+class Divergence:
+    """A `--replay-user` conversation that left the recorded path: where, and whether it was stopped there."""
+
+    sample_id: str
+    repeat: int
+    turn: int
+    stopped: bool
 
 
 @dataclass
@@ -129,9 +167,13 @@ class RunState:
     keep_diffs: bool = False
     diffs: list[StateDiff] = field(default_factory=list)
     hidden_diffs: int = 0
+    goals: dict[str, GoalTally] = field(default_factory=dict)  # goal-completion graders: met, turns to success
+    divergences: list[Divergence] = field(default_factory=list)  # --replay-user conversations off the path
+    replayed: int = 0  # conversations that replayed a recorded user (--replay-user)
 
     def add(self, result: SampleResult) -> None:
         self.done += 1
+        self._conversation(result)
         if self.keep_diffs and result.trajectory.state_changes:
             if len(self.diffs) < MAX_DIFFS:
                 self.diffs.append(StateDiff(result.sample_id, result.repeat, result.trajectory.state_changes))
@@ -151,6 +193,28 @@ class RunState:
                 return
             row = self.rows[result.sample_id] = Row(result.sample_id, result.tags, result.tools_called)
         self._merge(row, result)
+
+    def _conversation(self, result: SampleResult) -> None:
+        """Goal completion (met, at which turn) and --replay-user divergence, from one result."""
+        from evals_cli.simulation.replay_user import diverged_turn
+
+        for name, grade in result.grades.items():
+            if "goal_met" not in grade.metadata or grade.score is None:
+                continue
+            tally = self.goals.setdefault(name, GoalTally())
+            tally.judged += 1
+            if grade.metadata.get("goal_met"):
+                tally.met += 1
+                turn = grade.metadata.get("turn_of_success")
+                if isinstance(turn, int) and not isinstance(turn, bool):
+                    tally.turns.append(turn)
+        trajectory = result.trajectory
+        if any(t.user_source == "replayed" for t in trajectory.turns):
+            self.replayed += 1
+            turn = diverged_turn(trajectory)
+            if turn is not None:
+                self.divergences.append(Divergence(result.sample_id, result.repeat, turn,
+                                                   trajectory.end_reason == "diverged"))
 
     @staticmethod
     def _merge(row: Row, result: SampleResult) -> None:

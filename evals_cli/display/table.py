@@ -330,8 +330,13 @@ def footer(summary: RunSummary) -> Text:
     tokens = f"tokens: agent {summary.usage.total_tokens:,}"
     if summary.judge_usage.total_tokens:
         tokens += f", judge {summary.judge_usage.total_tokens:,}"
+    if summary.user_usage.total_tokens:
+        tokens += f", user simulator {summary.user_usage.total_tokens:,}"
     if summary.cost is not None:
         tokens += f"   cost: {summary.cost:.4f}"
+        priced = [f"{role} {use.cost:.4f}" for role, use in summary.roles.items() if use.cost]
+        if len(priced) > 1:  # the split only says something when more than one role spent
+            tokens += f" ({', '.join(priced)})"
     if summary.latency_p50_s is not None:
         tokens += f"   latency p50 {summary.latency_p50_s:.2f}s p95 {summary.latency_p95_s:.2f}s"
     lines.append(tokens + f"   time: {summary.duration_s:.1f}s\n")

@@ -1,4 +1,4 @@
-"""Decide which URL, key and model a role (agent or judge) talks to, and remember where each came from."""
+"""Decide which URL, key and model a role (agent, judge or user simulator) talks to, and remember where each came from."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ class Endpoint:
         """How messages name this endpoint: its URL with any credentials in it masked (messages reach CI logs)."""
         from evals_cli.endpoints.secrets import mask_url
 
-        return f"{self.role} endpoint {mask_url(self.base_url or DEFAULT_URL)} (model {self.model})"
+        label = "user simulator" if self.role == "user" else self.role
+        return f"{label} endpoint {mask_url(self.base_url or DEFAULT_URL)} (model {self.model})"
 
     def secrets(self) -> list[str]:
         """What must never be printed: the key (unless the placeholder) and any credential in the URL."""
@@ -198,3 +199,35 @@ def provider_note(provider: str | None) -> str | None:
             f"grader's base_url, the suite's judge block, EVAL_JUDGE_BASE_URL), the grader's model is asked at "
             f"{where} (the provider's OpenAI-compatible endpoint) with the key in {' or '.join(key_variables)}; "
             "a judge model named anywhere else is asked where it is named")
+
+
+def resolve_user(simulator_spec: Any, judge_spec: Any, agent: Endpoint | None,
+                 overrides: JudgeOverrides | None = None) -> Endpoint:
+    """The user simulator's endpoint. Each of model, base URL and key from the first place that sets it:
+
+    1. the suite's `user_simulator:` block;
+    2. EVAL_USER_MODEL / EVAL_USER_BASE_URL / EVAL_USER_API_KEY;
+    3. the judge's endpoint: --judge-model / --judge-base-url / --judge-api-key, the suite's `judge:` block,
+       EVAL_JUDGE_*;
+    4. the agent's endpoint (when the agent is a model: `agent` is None otherwise).
+
+    ConfigError when no model is set anywhere (a python agent with no judge or simulator configured)."""
+    s, j = simulator_spec, judge_spec
+    o = overrides or JudgeOverrides()
+    model = _pick(s and s.model, os.environ.get("EVAL_USER_MODEL"), o.model, j and j.model,
+                  os.environ.get("EVAL_JUDGE_MODEL"), agent and agent.model)
+    if model is None:
+        raise ConfigError("user_simulator: no model set for the simulated users; give user_simulator.model in the "
+                          "suite, or EVAL_USER_MODEL (the judge's and then the agent's model are used when set)")
+    base_url, base_url_from = _pick_from(
+        (s and s.base_url, "user_simulator.base_url"), (os.environ.get("EVAL_USER_BASE_URL"), "EVAL_USER_BASE_URL"),
+        (o.base_url, "--judge-base-url"), (j and j.base_url, "judge.base_url"),
+        (os.environ.get("EVAL_JUDGE_BASE_URL"), "EVAL_JUDGE_BASE_URL"),
+        (agent and agent.base_url, agent.base_url_from if agent else ""))
+    api_key = _pick(s and s.api_key, os.environ.get("EVAL_USER_API_KEY"), o.api_key, j and j.api_key,
+                    os.environ.get("EVAL_JUDGE_API_KEY"), agent and agent.api_key)
+    source = s or j
+    return Endpoint(role="user", base_url=base_url, api_key=api_key or NO_KEY, model=model,
+                    timeout=source.timeout if source else (agent.timeout if agent else 120.0),
+                    max_retries=source.max_retries if source else (agent.max_retries if agent else 2),
+                    base_url_from=base_url_from or "user_simulator.base_url")

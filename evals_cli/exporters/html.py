@@ -27,6 +27,7 @@ from evals_cli.exporters.html_template import SCRIPT, SESSIONS_TEMPLATE, STYLE, 
 from evals_cli.gate import OPS, SYMBOLS
 from evals_cli.models.results import Grade, RunSummary, SampleResult, TurnGrade
 from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
+from evals_cli.simulation.replay_user import diverged_turn
 
 OPEN_PROBLEMS = 25  # failed/errored conversations start expanded when there are at most this many
 SAMPLE_STATUSES = [("passed", "passed"), ("failed", "failed"), ("errored", "errored"), ("ungraded", "not graded")]
@@ -172,6 +173,7 @@ class SampleView:
     tool_calls: int = 0
     turn_grades: dict[int, list[tuple[str, TurnGrade, str]]] = field(default_factory=dict)
     changes: list[ChangeView] = field(default_factory=list)
+    diverged_at: int | None = None  # --replay-user: the turn the conversation left the recorded path
 
     @property
     def grade_css(self) -> dict[str, str]:
@@ -217,16 +219,20 @@ def sample_view(index: int, result: SampleResult, rule: PassRule | None = None) 
               for name, grade in result.grades.items()]
     turn_grades: dict[int, list[tuple[str, TurnGrade, str]]] = {}
     for name, grade in result.grades.items():
+        failed = set(grade.metadata.get("replies_failed") or []) if grade.metadata.get("scope") == "reply" else None
         for turn in grade.per_turn_grades or []:  # 0-based in results; the page numbers turns from 1
-            turn_grades.setdefault(turn.turn + 1, []).append(
-                (name, turn, grade_class("", turn.score, result, rule)))
+            # a reply-scoped grade says which replies failed at its own threshold: the page colours by that
+            css = grade_class("", turn.score, result, rule) if failed is None or turn.score is None \
+                else ("bad" if turn.turn in failed else "good")
+            turn_grades.setdefault(turn.turn + 1, []).append((name, turn, css))
     usage = result.usage.total_tokens + result.judge_usage.total_tokens
     score_css = score_class(result.score, rule) if result.score is not None or rule is None else "err"
     return SampleView(index=index, anchor=f"s-{index}", name=case_name(result), result=result, status=status,
                       status_text=status_text, score_text=fmt_score(result.score), score_css=score_css,
                       tools=tool_runs(result.tools_called), steps=model_calls(result), tokens=usage, grades=grades,
                       failed_by=failed_labels(result), tool_calls=len(result.tools_called), turn_grades=turn_grades,
-                      changes=describe_changes(result.trajectory.state_changes))
+                      changes=describe_changes(result.trajectory.state_changes),
+                      diverged_at=diverged_turn(result.trajectory))
 
 
 @dataclass
@@ -242,8 +248,20 @@ class ReportView:
     pass_rate: str
     open_problems: bool
     rule: PassRule | None = None
+    conversation: list[str] = field(default_factory=list)  # goals met, turns to success, replay-user divergence
     noun: str = "samples"
     statuses: list[tuple[str, str]] = field(default_factory=lambda: list(SAMPLE_STATUSES))
+
+
+def _conversation_notes(items: list[SampleResult]) -> list[str]:
+    """Goals met and turns to success, and --replay-user divergence, as `evals report` says them."""
+    from evals_cli.display.state import RunState
+    from evals_cli.report import conversation_notes
+
+    state = RunState([])
+    for result in items:
+        state.add(result)
+    return conversation_notes(state)
 
 
 def report_view(results: Iterable[SampleResult], summary: RunSummary, title: str | None = None,
@@ -262,6 +280,7 @@ def report_view(results: Iterable[SampleResult], summary: RunSummary, title: str
         summary=summary, title=title or f"{summary.suite} — evals report", graders=graders,
         weights=gate.weights if gate else {}, samples=[sample_view(i, r, rule) for i, r in enumerate(items, 1)],
         bars=score_bars(aggregates, threshold), histograms=histograms, notes=list(notes),
+        conversation=_conversation_notes(items),
         pass_rate=f"{summary.passed / graded:.0%}" if graded else "—",
         open_problems=sum(1 for r in items if r.error is not None or r.passed is False) <= OPEN_PROBLEMS,
         rule=rule,

@@ -245,6 +245,9 @@ RUN_NOTES = """</header>
 {% for note in v.notes %}
 <p class="warn note">{{ note }}</p>
 {% endfor %}
+{% for line in v.conversation %}
+<p class="muted note conversation-note">{{ line }}</p>
+{% endfor %}
 {% if s.status != "completed" or s.abort_reason %}
 <p class="warn">Run {{ s.status }}{% if s.abort_reason %}: {{ s.abort_reason }}{% endif %}</p>
 {% endif %}
@@ -489,10 +492,19 @@ TEMPLATE = """{{ page_head }}
             </details>
             {% endif %}
             {% if gd.submission %}<div class="muted">graded text:</div><pre>{{ gd.submission }}</pre>{% endif %}
-            {% if gd.per_turn_grades %}<div class="muted">per turn:
-              {% for t in gd.per_turn_grades %}turn {{ t.turn + 1 }}
-              <span class="{{ score_class(t.score) }}">{{ t.score|score }}</span>
-              {{- ", " if not loop.last }} {% endfor %}</div>{% endif %}
+            {% if gd.metadata.get("goal_met") is not none %}<div class="goal">
+              {%- if gd.metadata.get("goal_met") %}goal met
+              {%- if gd.metadata.get("turn_of_success") %} at turn {{ gd.metadata.get("turn_of_success") }}{% endif %}
+              {%- else %}goal not met{% endif %}
+              {%- if gd.metadata.get("turn_problem") %}
+              <span class="warn">({{ gd.metadata.get("turn_problem") }})</span>{% endif %}</div>{% endif %}
+            {% set per_reply = gd.metadata.get("scope") == "reply" %}
+            {% if gd.per_turn_grades %}<div class="muted">per {{ "reply" if per_reply else "turn" }}:
+              {% for t in gd.per_turn_grades %}{{ "reply" if per_reply else "turn" }} {{ t.turn + 1 }}
+              <span class="{{ score_class(t.score) }}" title="{{ t.rationale }}">{{ t.score|score }}</span>
+              {{- ", " if not loop.last }} {% endfor %}
+              {%- if per_reply and gd.metadata.get("share") is not none %} · share {{ gd.metadata.get("share")|score }}
+              (min_share {{ gd.metadata.get("min_share") }}){% endif %}</div>{% endif %}
           </details></td></tr>
       {% endfor %}
       </tbody>
@@ -534,7 +546,9 @@ TEMPLATE = """{{ page_head }}
         {%- for name, tg, tcss in tgs %}<span class="chip {{ tcss }}">{{ name }} {{ tg.score|score }}</span>
         {%- endfor %}</div>
       {% if turn.user is not none %}
-      <div class="msg user"><div class="role">user</div><div class="text">{{ turn.user }}</div></div>
+      <div class="msg user"><div class="role">user
+        {%- if turn.user_source in ("simulated", "replayed") %} · {{ turn.user_source }}{% endif %}</div>
+        <div class="text">{{ turn.user }}</div></div>
       {% endif %}
       {% for step in turn.steps %}
         {% if step.content %}
@@ -576,6 +590,12 @@ TEMPLATE = """{{ page_head }}
     </div>
     {% endfor %}
     {% if r.trajectory.stop_reason != "completed" %}<p class="warn">stopped: {{ r.trajectory.stop_reason }}</p>{% endif %}
+    {% if r.trajectory.closing_user %}<div class="msg user closing"><div class="role">user · last words (not sent)</div>
+      <div class="text">{{ r.trajectory.closing_user }}</div></div>{% endif %}
+    {% if r.trajectory.end_reason %}<p class="muted conversation-end">conversation ended: {{ r.trajectory.end_reason }}
+      {%- if sv.diverged_at %}; left the recorded user's path at turn {{ sv.diverged_at }}
+      {%- if r.trajectory.end_reason == "diverged" %} and was stopped there{% else %}, the user simulator went on
+      {%- endif %} (not a failure of the agent by itself){% endif %}</p>{% endif %}
     <p class="muted">agent tokens {{ r.usage.prompt_tokens }} in, {{ r.usage.completion_tokens }} out
       {%- if r.judge_usage.total_tokens %}, judge {{ r.judge_usage.total_tokens }}{% endif %}
       · {{ "%.2f"|format(r.latency_s) }} s</p>

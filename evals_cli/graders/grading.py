@@ -1,4 +1,5 @@
-"""Grade one trajectory with every grader; per-turn samples are graded turn by turn."""
+"""Grade one trajectory with every grader; per-turn samples are graded turn by turn, and graders with
+`scope: reply` grade each agent reply on its own."""
 
 from __future__ import annotations
 
@@ -46,15 +47,110 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
                                submission=g.submission or "", ground_truth=ground_truth))
     scores = [t.score for t in turns if t.score is not None]
     errors = [t for t in turns if t.score is None]
-    usage = {"prompt_tokens": 0, "completion_tokens": 0}
-    for g in grades:
-        for key in usage:
-            usage[key] += g.metadata.get("usage", {}).get(key, 0)
     passed = sum(1 for s in scores if passes(s))
     rationale = f"{passed}/{len(turns)} turns passed"
     if errors:
         rationale += f"; {len(errors)} turn(s) could not be graded"
-    metadata: dict[str, Any] = {"usage": usage, "turns_passed": passed, "turns_total": len(turns)}
+    metadata: dict[str, Any] = {"usage": _usage(grades), "turns_passed": passed, "turns_total": len(turns)}
+    _judge_metadata(grades, metadata)
+    applicable = any(g.applicable for g in grades)
+    if errors:
+        # a turn without a grade leaves the sample's grade missing: the mean of the turns that were graded could
+        # turn a failed turn (its judge timed out) into a pass (issue 11, item 12)
+        first = next((g.error or g.rationale for g in grades if g.score is None), "") or "no score"
+        return Grade(score=None, rationale=rationale, per_turn_grades=turns, applicable=applicable,
+                     error=f"{len(errors)} of {len(turns)} turn(s) could not be graded (first: turn {errors[0].turn + 1} of "
+                           f"{len(turns)}: {first})", metadata=metadata)
+    return Grade(score=_mean(scores), rationale=rationale, per_turn_grades=turns, applicable=applicable,
+                 metadata=metadata)
+
+
+DIVERGED = ("not graded: the conversation left the recorded user's path at turn {turn} and was stopped there "
+            "(--replay-user with --on-divergence stop); a conversation cut short has no whole-conversation verdict, "
+            "and leaving the path is not the agent's failure by itself (graders with scope: reply still grade the "
+            "replies it gave)")
+
+_EPS = 1e-9  # as the gate compares: averages of 0.7s land on 0.69999...
+
+
+def _reply_rule(grader: Grader, passes: Callable[[float], bool]) -> Callable[[float], bool]:
+    """A reply's pass mark: the grader's `threshold`, else its kind's, else the gate's per-sample pass value
+    (`passes`). The gate's own per-grader mark is `min_share` for these graders, so it is not asked here."""
+    spec = grader.spec
+    own = spec.threshold if spec.threshold is not None else type(spec).threshold_by_default
+    if own is None:
+        return passes
+    return lambda score: score >= own - _EPS
+
+
+def _reply_context(sample: Sample, trajectory: Trajectory, index: int, tools: dict[str, ToolSpec],
+                   judge: bool) -> GradeContext:
+    """What grading reply `index` sees. Its own turn is the view (the extractor's submission: that reply);
+    a judge also sees the conversation up to it (its rubric's `trajectory`, `input`: context for the reply),
+    every other grader sees only that reply's tool calls: `tools_avoided`, `no_loops` or `tool_schema` per reply
+    must not fail reply 3 for what reply 1 did."""
+    view = Trajectory(prefilled=trajectory.prefilled, turns=[trajectory.turns[index]],
+                      stop_reason=trajectory.stop_reason if index == len(trajectory.turns) - 1 else "completed",
+                      state_changes=trajectory.state_changes)
+    ground_truth = sample.ground_truth_for(index if sample.per_turn else None)
+    return GradeContext(sample, trajectory.scoped(index) if judge else view, view, index, ground_truth, tools)
+
+
+async def _grade_per_reply(grader: Grader, sample: Sample, trajectory: Trajectory,
+                           passes: Callable[[float], bool], tools: dict[str, ToolSpec]) -> Grade:
+    """`scope: reply`: each agent reply (each turn of the trajectory as run, however many the conversation had)
+    graded on its own, kept in `per_turn_grades` like per-turn grades (0-based turns).
+
+    The score is the share of the replies checked that passed (a reply passes at the grader's `threshold`);
+    the grade passes when that share reaches `min_share` (the gate reads it as this grader's pass mark).
+    Replies the grader had nothing to check in (not applicable) are left out of the share; when no reply was
+    checked the grade is not applicable. A reply that could not be graded (its judge failed) leaves the whole
+    grade missing, never a zero and never the share of the others."""
+    rule = _reply_rule(grader, passes)
+    needed = grader.spec.share_needed
+    turns: list[TurnGrade] = []
+    grades: list[Grade] = []
+    for index in range(len(trajectory.turns)):
+        ctx = _reply_context(sample, trajectory, index, tools, grader.uses_judge)
+        grade = await _safe(grader, ctx)
+        grades.append(grade)
+        turns.append(TurnGrade(turn=index, score=grade.score, rationale=grade.rationale,
+                               submission=grade.submission or "", ground_truth=ctx.ground_truth))
+    metadata: dict[str, Any] = {"scope": "reply", "min_share": needed, "usage": _usage(grades)}
+    _judge_metadata(grades, metadata)
+    errors = [t for t, g in zip(turns, grades, strict=True) if g.score is None]
+    checked = [t for t, g in zip(turns, grades, strict=True) if g.score is not None and g.applicable]
+    failed = [t.turn for t in checked if t.score is not None and not rule(t.score)]
+    passed = len(checked) - len(failed)
+    metadata.update(turns_passed=passed, turns_total=len(checked), replies_total=len(turns), replies_failed=failed)
+    if errors:
+        first = next((g.error or g.rationale for g in grades if g.score is None), "") or "no score"
+        rationale = f"{len(errors)} of {len(turns)} repl{'y' if len(turns) == 1 else 'ies'} could not be graded"
+        return Grade(score=None, rationale=rationale, per_turn_grades=turns, metadata=metadata,
+                     error=f"{rationale} (first: reply {errors[0].turn + 1}: {first}); the share of the others is "
+                           "no verdict")
+    if not checked:
+        reason = "no agent reply to grade" if not turns else f"nothing to check in any of the {len(turns)} replies"
+        return Grade.not_applicable(reason, per_turn_grades=turns or None, metadata=metadata)
+    share = passed / len(checked)
+    metadata["share"] = share
+    verdict = "passed" if share >= needed - _EPS else "failed"
+    skipped = len(turns) - len(checked)
+    rationale = (f"{passed}/{len(checked)} replies passed (share {share:.2f}, min_share {needed:g}: {verdict})"
+                 + (f"; {skipped} with nothing to check" if skipped else ""))
+    return Grade(score=share, rationale=rationale, per_turn_grades=turns, metadata=metadata)
+
+
+def _usage(grades: list[Grade]) -> dict[str, int]:
+    usage = {"prompt_tokens": 0, "completion_tokens": 0}
+    for g in grades:
+        for key in usage:
+            usage[key] += g.metadata.get("usage", {}).get(key, 0)
+    return usage
+
+
+def _judge_metadata(grades: list[Grade], metadata: dict[str, Any]) -> None:
+    """What a judge's per-turn or per-reply grades keep for the report: the judge, each call, panels."""
     judge = next((g.metadata["judge"] for g in grades if "judge" in g.metadata), None)
     if judge is not None:
         metadata["judge"] = judge
@@ -66,16 +162,6 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
         metadata["panel_units"] = units
     if any(g.metadata.get("unreliable") for g in grades):
         metadata["unreliable"] = True
-    applicable = any(g.applicable for g in grades)
-    if errors:
-        # a turn without a grade leaves the sample's grade missing: the mean of the turns that were graded could
-        # turn a failed turn (its judge timed out) into a pass (issue 11, item 12)
-        first = next((g.error or g.rationale for g in grades if g.score is None), "") or "no score"
-        return Grade(score=None, rationale=rationale, per_turn_grades=turns, applicable=applicable,
-                     error=f"{len(errors)} of {len(turns)} turn(s) could not be graded (first: turn {errors[0].turn + 1} of "
-                           f"{len(turns)}: {first})", metadata=metadata)
-    return Grade(score=_mean(scores), rationale=rationale, per_turn_grades=turns, applicable=applicable,
-                 metadata=metadata)
 
 
 async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,
@@ -89,6 +175,10 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
     tools = tools or {}
 
     async def one(grader: Grader) -> Grade:
+        if getattr(grader.spec, "scope", "conversation") == "reply":
+            return await _grade_per_reply(grader, sample, trajectory, passes, tools)
+        if trajectory.end_reason == "diverged":
+            return Grade.failed(DIVERGED.format(turn=len(trajectory.turns)))
         if grader.per_turn and sample.per_turn:
             rule = passes if grader_passes is None else (lambda s, n=grader.name: grader_passes(n, s))
             return await _grade_per_turn(grader, sample, trajectory, rule, tools)

@@ -16,7 +16,7 @@ from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.graders.scales import Scale
-from evals_cli.graders.verdict import VerdictError, extract, graded_material
+from evals_cli.graders.verdict import VerdictError, extract_verdict, graded_material, line_field
 
 if TYPE_CHECKING:
     from evals_cli.graders.rubric import Segment
@@ -91,6 +91,50 @@ def step_downs(pool: Any) -> StepDownCache:
 
 
 @dataclass(frozen=True)
+class ExtraField:
+    """A field the judge gives besides its score (a goal-completion judge's `turn_of_success`): asked for in the
+    verdict's format, enforced by the structured-output schema, read from the same verdict object as the score."""
+
+    name: str
+    schema: dict[str, Any]  # the JSON schema of its value
+    hint: str  # how the format instruction shows it: <the turn number, or null>
+
+
+def _instruction(scale: Scale, extra: Sequence[ExtraField]) -> str:
+    """The verdict format; extra fields go before the answer, which stays last (the judge concludes with it)."""
+    text = scale.instruction()
+    if not extra:
+        return text
+    head, answer = text.rsplit(f', "{scale.key}"', 1)
+    fields = "".join(f', "{f.name}": {f.hint}' for f in extra)
+    return f'{head}{fields}, "{scale.key}"{answer}'
+
+
+def _response_format(scale: Scale, extra: Sequence[ExtraField]) -> dict[str, Any]:
+    form = scale.response_format()
+    if extra:
+        schema = form["json_schema"]["schema"]
+        schema["properties"] = {**schema["properties"], **{f.name: f.schema for f in extra}}
+        schema["required"] = [*schema["required"], *(f.name for f in extra)]
+    return form
+
+
+def _extra_values(reply: str, verdict: dict[str, Any], extra: Sequence[ExtraField], nonce: str,
+                  graded: str | None) -> dict[str, Any]:
+    """Each extra field as the judge gave it (absent: not in the reply), from the verdict object, else from a
+    `name: value` line of a plain-text verdict (quoted material never counts)."""
+    values: dict[str, Any] = {}
+    for f in extra:
+        if f.name in verdict:
+            values[f.name] = verdict[f.name]
+        elif not verdict:
+            line = line_field(reply, f.name, nonce, graded)
+            if line is not None:
+                values[f.name] = None if line.casefold() in ("null", "none") else line
+    return values
+
+
+@dataclass(frozen=True)
 class Answer:
     score: float  # in [0, 1]
     raw: Any  # the judge's own answer: a score, pass/fail or a label
@@ -98,10 +142,11 @@ class Answer:
     mode: str
     mode_index: int
     reply: str = ""  # the judge's whole reply text, for the report (the verdict is parsed from it)
+    fields: dict[str, Any] | None = None  # the extra fields asked for (ExtraField), as the judge gave them
 
 
-def judge_messages(material: str | Sequence[Segment], scale: Scale,
-                   system_prompt: str | None = None) -> tuple[list[dict[str, str]], str]:
+def judge_messages(material: str | Sequence[Segment], scale: Scale, system_prompt: str | None = None,
+                   extra: Sequence[ExtraField] = ()) -> tuple[list[dict[str, str]], str]:
     """The two messages, and the nonce (derived from the material: deterministic for record/replay, and
     unguessable from inside the material itself, which would have to hold its own hash to close the fence).
 
@@ -117,7 +162,7 @@ def judge_messages(material: str | Sequence[Segment], scale: Scale,
         nonce = _nonce(json.dumps(parts, ensure_ascii=False))
         system = SYSTEM_RUBRIC
         user = "".join(f"<data-{nonce}>{text}</data-{nonce}>" if is_data else text for is_data, text in parts)
-    contract = system.format(nonce=nonce, instruction=scale.instruction())
+    contract = system.format(nonce=nonce, instruction=_instruction(scale, extra))
     if system_prompt and system_prompt.strip():
         contract = f"{system_prompt.strip()}\n\n{contract}"
     return [{"role": "system", "content": contract}, {"role": "user", "content": user}], nonce
@@ -132,18 +177,19 @@ async def ask_judge(client: Any, endpoint: Endpoint, messages: list[dict[str, st
                     context: str = "judge", usage: dict[str, int] | None = None,
                     on_error: Callable[[BaseException], None] | None = None,
                     modes: StepDownCache | None = None,
-                    extra_body: dict[str, Any] | None = None) -> tuple[Answer | None, list[str]]:
+                    extra_body: dict[str, Any] | None = None,
+                    extra: Sequence[ExtraField] = ()) -> tuple[Answer | None, list[str]]:
     """(the verdict or None, what failed on the way). `on_error` sees every non-HTTP-status failure first
     (the session runner uses it to stop a run whose judge cannot be reached at all). With `modes`, the first
     mode comes from what earlier calls learnt (and this call's step-downs are learnt for the next ones)."""
     if modes is None:
         return await _ask(client, endpoint, messages, nonce, scale, first_mode, temperature, max_tokens, context,
-                          usage, on_error, None, extra_body)
+                          usage, on_error, None, extra_body, extra)
     key: ModeKey = (endpoint.base_url, endpoint.model)
     probe = await modes.turn(key)
     try:
         return await _ask(client, endpoint, messages, nonce, scale, max(first_mode, modes.first(key)), temperature,
-                          max_tokens, context, usage, on_error, (modes, key), extra_body)
+                          max_tokens, context, usage, on_error, (modes, key), extra_body, extra)
     finally:
         if probe:
             modes.probed(key)
@@ -153,7 +199,8 @@ async def _ask(client: Any, endpoint: Endpoint, messages: list[dict[str, str]], 
                first_mode: int, temperature: float, max_tokens: int | None, context: str,
                usage: dict[str, int] | None, on_error: Callable[[BaseException], None] | None,
                learn: tuple[StepDownCache, ModeKey] | None,
-               extra_body: dict[str, Any] | None = None) -> tuple[Answer | None, list[str]]:
+               extra_body: dict[str, Any] | None = None,
+               extra: Sequence[ExtraField] = ()) -> tuple[Answer | None, list[str]]:
     import openai
 
     failures: list[str] = []
@@ -167,7 +214,7 @@ async def _ask(client: Any, endpoint: Endpoint, messages: list[dict[str, str]], 
         if extra_body:  # the judge block's extra JSON fields (e.g. a local server's own sampling options)
             options["extra_body"] = extra_body
         if mode == "json_schema":
-            options["response_format"] = scale.response_format()
+            options["response_format"] = _response_format(scale, extra)
         elif mode == "json_object":
             options["response_format"] = {"type": "json_object"}
         CALL_CONTEXT.set(f"{context} ({mode})")
@@ -195,13 +242,14 @@ async def _ask(client: Any, endpoint: Endpoint, messages: list[dict[str, str]], 
             usage["completion_tokens"] = usage.get("completion_tokens", 0) + (response.usage.completion_tokens or 0)
         try:
             reply = response.choices[0].message.content or ""
-            raw, reason = extract(reply, scale.key, nonce, graded)
+            raw, reason, verdict = extract_verdict(reply, scale.key, nonce, graded)
             score, raw = scale.normalise(raw)
+            fields = _extra_values(reply, verdict, extra, nonce, graded) if extra else None
         except (VerdictError, AttributeError, IndexError, TypeError) as exc:
             failures.append(f"{mode}: {exc}")
             garbled = True
             continue
         if learn is not None and not garbled:  # remember what the server refused, not what one reply garbled
             learn[0].answered(learn[1], mode_index)
-        return Answer(score, raw, reason, mode, mode_index, reply), failures
+        return Answer(score, raw, reason, mode, mode_index, reply, fields), failures
     return None, failures

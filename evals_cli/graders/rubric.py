@@ -11,7 +11,7 @@ from typing import Any
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 
-RESERVED = ("input", "ground_truth", "submission", "trajectory", "tool_calls", "tool_results")
+RESERVED = ("input", "ground_truth", "submission", "trajectory", "conversation", "tool_calls", "tool_results")
 
 
 class RubricError(ValueError):
@@ -89,14 +89,42 @@ TASK_KEYS = ("task", "original_task", "originalTask", "goal", "user_goal")
 
 
 def sample_task(sample: Sample, user: str) -> str:
-    """The task the row states, in whichever form it gives it; else the user's message. Built-in rubrics read
-    `task`: a judge that never sees the task grades the agent against the wrong question."""
+    """The task the row states, in whichever form it gives it (a simulated user's `goal` included); else the
+    user's message. Built-in rubrics read `task`: a judge that never sees the task grades the agent against the
+    wrong question."""
     for source in (sample.rubric_vars, sample.metadata):
         for key in TASK_KEYS:
             value = source.get(key)
             if value not in (None, "", [], {}):
                 return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if sample.user is not None and sample.user.goal:
+        return sample.user.goal
     return user
+
+
+def conversation(trajectory: Trajectory) -> str:
+    """The transcript with each turn numbered from 1 (`--- turn N ---` before the user message that opens it):
+    what a judge needs to say at which turn something happened. Tool calls and results stay in place."""
+    lines = [f"[{m.get('role')}] {m.get('content') or ''}" for m in trajectory.prefilled if m.get("role") != "system"]
+    for number, turn in enumerate(trajectory.turns, start=1):
+        lines.append(f"--- turn {number} ---")
+        lines.extend(transcript(Trajectory(turns=[turn])).splitlines())
+    if trajectory.stop_reason != "completed":
+        lines.append(f"[stopped: {trajectory.stop_reason}]")
+    return "\n".join(lines)
+
+
+def _turn_message(sample: Sample, trajectory: Trajectory, turn: int | None) -> str:
+    """The user message of `turn` (the scripted one, else the one the trajectory recorded: a simulated or
+    replayed user's); the whole input when no turn is graded on its own."""
+    if turn is None:
+        return sample.input_text()
+    scripted = sample.user_turns
+    if scripted and turn < len(scripted):
+        return scripted[turn]
+    if turn < len(trajectory.turns) and trajectory.turns[turn].user is not None:
+        return trajectory.turns[turn].user or ""
+    return sample.input_text()
 
 
 def rubric_variables(sample: Sample, trajectory: Trajectory, submission: str, ground_truth: Any,
@@ -104,10 +132,17 @@ def rubric_variables(sample: Sample, trajectory: Trajectory, submission: str, gr
     """The variables a rubric may use: the sample's rubric_vars plus the reserved ones (which win), and `task`
     (the row's own task in any of its forms, see TASK_KEYS; the user's message when it gives none)."""
     calls = trajectory.tool_calls
-    user = sample.user_turns[turn] if turn is not None and sample.user_turns else sample.input_text()
+    user = _turn_message(sample, trajectory, turn)
+    task = sample_task(sample, user)
+    simulated = sample.user
     return {
+        # a simulated user's goal and the row's success criterion (builtin:goal_completion reads them); a row
+        # without them may give its own under these names
+        "goal": simulated.goal if simulated is not None and simulated.goal else task,
+        "success": sample.success or "",
         **sample.rubric_vars,
-        "task": sample_task(sample, user),
+        "task": task,
+        "conversation": conversation(trajectory),
         "input": user,
         "ground_truth": ground_truth if ground_truth is not None else "",
         "submission": submission,

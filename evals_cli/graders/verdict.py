@@ -17,7 +17,8 @@ from typing import Any
 
 from evals_cli.graders.scales import Scale, VerdictError, number
 
-__all__ = ["VerdictError", "extract", "graded_material", "number", "parse_verdict", "strip_echo"]
+__all__ = ["VerdictError", "extract", "extract_verdict", "graded_material", "line_field", "number", "parse_verdict",
+           "strip_echo"]
 
 _DECODER = json.JSONDecoder()
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -97,6 +98,15 @@ def extract(text: str, key: str = "score", nonce: str | None = None,
 
     `graded` is the material the judge was shown: a candidate verdict whose text occurs in it is an echo of
     the graded answer, never the judge's verdict."""
+    raw, reason, _ = extract_verdict(text, key, nonce, graded)
+    return raw, reason
+
+
+def extract_verdict(text: str, key: str = "score", nonce: str | None = None,
+                    graded: str | None = None) -> tuple[Any, str, dict[str, Any]]:
+    """`extract`, with the verdict object the answer was read from (its other fields, such as a goal-completion
+    judge's `turn_of_success`, come from the same object, never from an echo); {} when the answer came from a
+    `score: N` line (`line_field` reads a field there)."""
     if not text or not text.strip():
         raise VerdictError("empty reply")
     text = strip_echo(text, nonce).strip()
@@ -108,7 +118,7 @@ def extract(text: str, key: str = "score", nonce: str | None = None,
         whole = None
     if isinstance(whole, dict) and key in whole:
         if not material.holds_object(text):
-            return whole[key], _reason(whole)
+            return whole[key], _reason(whole), whole
         echoed += 1
     fenced: list[dict[str, Any]] = []
     for block in _FENCE.finditer(text):
@@ -126,7 +136,7 @@ def extract(text: str, key: str = "score", nonce: str | None = None,
     candidates = fenced or loose
     if candidates:
         verdict = candidates[-1]  # the judge's conclusion comes last
-        return verdict[key], _reason(verdict)
+        return verdict[key], _reason(verdict), verdict
     lines = []
     for match in _line_pattern(key).finditer(text):
         if material.holds_line(match.group(0)):
@@ -134,11 +144,19 @@ def extract(text: str, key: str = "score", nonce: str | None = None,
         else:
             lines.append(match.group(1))
     if lines:
-        return lines[-1], text
+        return lines[-1], text, {}
     if echoed:
         raise VerdictError(f"no {key} of the judge's own in the reply: the only {echoed} candidate(s) are quoted "
                            f"from the graded material (an echo is never a verdict): {text[:200]!r}")
     raise VerdictError(f"no {key} found in the reply: {text[:200]!r}")
+
+
+def line_field(text: str, key: str, nonce: str | None = None, graded: str | None = None) -> str | None:
+    """The last `key: VALUE` line of a plain-text verdict that is not quoted from the graded material."""
+    text = strip_echo(text, nonce)
+    material = _Graded(graded)
+    found = [m.group(1) for m in _line_pattern(key).finditer(text) if not material.holds_line(m.group(0))]
+    return found[-1] if found else None
 
 
 def _reason(verdict: dict[str, Any]) -> str:

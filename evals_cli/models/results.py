@@ -14,8 +14,31 @@ SCHEMA_VERSION = 2
 `turns_total`), `Grade.applicable`, `SampleResult.failed_by`. Version-1 lines are read and upgraded in memory."""
 
 ErrorCategory = Literal[
-    "endpoint", "auth", "rate_limit", "timeout", "invalid_response", "tool_args", "grader", "judge", "replay", "internal"
+    "endpoint", "auth", "rate_limit", "timeout", "invalid_response", "tool_args", "grader", "judge", "replay", "internal",
+    "user_simulator",
 ]
+"""`user_simulator`: the simulated user could not be played (its endpoint failed, or it broke character twice)."""
+
+Role = Literal["agent", "judge", "user"]
+"""Who spent the tokens: the agent under test, the judges, the user simulator."""
+
+
+class RoleUse(Record):
+    """One role's share of a sample (or, in the summary, of the run): tokens, seconds waiting for it, calls, cost.
+    The judge's seconds are the sample's grading time (its judge calls, when it has any)."""
+
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    calls: int = 0
+    cost: float | None = Field(default=None, description="At the pricing table's price for the role's model; None "
+                                                         "without a price for it.")
+
+    def add(self, other: RoleUse) -> None:
+        self.usage.add(other.usage)
+        self.latency_s += other.latency_s
+        self.calls += other.calls
+        if other.cost is not None:
+            self.cost = (self.cost or 0.0) + other.cost
 
 
 class TurnGrade(Record):
@@ -143,6 +166,9 @@ class SampleResult(Record):
     latency_s: float = 0.0
     usage: Usage = Field(default_factory=Usage)
     judge_usage: Usage = Field(default_factory=Usage)
+    user_usage: Usage = Field(default_factory=Usage, description="The user simulator's tokens (simulated users).")
+    roles: dict[str, RoleUse] = Field(
+        default_factory=dict, description="Per role (agent, judge, user): tokens, seconds, calls and cost.")
     cost: float | None = None
 
     @model_validator(mode="after")
@@ -276,6 +302,9 @@ class RunSummary(SummaryBase):
     gate: GateResult | None = None
     usage: Usage = Field(default_factory=Usage)
     judge_usage: Usage = Field(default_factory=Usage)
+    user_usage: Usage = Field(default_factory=Usage, description="The user simulator's tokens (simulated users).")
+    roles: dict[str, RoleUse] = Field(
+        default_factory=dict, description="Per role (agent, judge, user), over the run: tokens, seconds, calls, cost.")
     reliability: Reliability | None = None
     judge_agreement: dict[str, JudgeAgreement] = Field(default_factory=dict)
     grades_total: int = 0
@@ -292,7 +321,8 @@ class RunSummary(SummaryBase):
         would be a row per sample with nothing in it; the table shows the counts and the reason instead. Read from
         the summary alone, so `evals report` decides the same as `evals run`."""
         return (self.total > 0 and self.errored == self.total and self.graded == 0
-                and self.usage.total_tokens == 0 and self.judge_usage.total_tokens == 0)
+                and self.usage.total_tokens == 0 and self.judge_usage.total_tokens == 0
+                and self.user_usage.total_tokens == 0)
 
 
 class ModelRun(Record):

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
 from evals_cli.models.environment import EnvironmentSpec, ExpectedState
+from evals_cli.models.simulated_user import UserSpec
 from evals_cli.models.tools import NO_RESULT, ToolSpec, tool_name_problem
 
 
@@ -82,6 +83,11 @@ class Sample(StrictModel):
         "relative to the suite (ends in .j2, .jinja, .txt or .md)."
     )
     max_steps: int | None = Field(default=None, ge=1, description="Override of the target's loop bound.")
+    user: UserSpec | None = Field(
+        default=None, description="A simulated user: the conversation goes on, turn by turn, with a model playing "
+        "this user (after the row's `input` messages, if any); the suite's `user:` block gives defaults.")
+    success: str | None = Field(
+        default=None, description="What success means for this row, in words (read by goal-completion judges).")
     category: str | None = Field(default=None, description="Free category label.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Anything else; carried into results.")
 
@@ -100,6 +106,8 @@ class Sample(StrictModel):
 
     @model_validator(mode="after")
     def _check_shape(self) -> Sample:
+        if self.input is None and self.user is not None:
+            return self  # the simulated user (or its first_message / script) opens the conversation
         if self.input is None and not self.messages:
             raise ValueError("a sample needs 'input' (or pre-filled 'messages' ending with a user message)")
         if self.input is None and self.messages and self.messages[-1].role != "user":
@@ -128,6 +136,17 @@ class Sample(StrictModel):
         if value is None and name in METADATA_ALIASES:
             return self.metadata.get(name)
         return value
+
+    @property
+    def simulated(self) -> bool:
+        """A simulated-user conversation (the row has a `user:` block)."""
+        return self.user is not None
+
+    def with_user_defaults(self, defaults: UserSpec | None) -> Sample:
+        """This sample with the suite's `user:` defaults merged under its own block (itself without one)."""
+        if self.user is None or defaults is None:
+            return self
+        return self.model_copy(update={"user": self.user.over(defaults)})
 
     def with_environment(self, suite: EnvironmentSpec | None) -> Sample:
         """This sample with the suite's environment merged under its own (itself when neither declares one)."""
@@ -169,6 +188,9 @@ class Sample(StrictModel):
     def input_text(self) -> str:
         """The user side as one string, for tables and rubrics."""
         if self.input is None:
+            if self.user is not None and not self.messages:  # what the table can say before the user has spoken
+                opening = self.user.opening([])
+                return opening[0] if opening else f"[simulated user] {self.user.goal or self.user.persona or ''}"
             last = self.messages[-1] if self.messages else None
             return (last.content or "") if last else ""
         return self.input if isinstance(self.input, str) else "\n".join(self.input)

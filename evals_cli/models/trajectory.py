@@ -14,6 +14,18 @@ tool and without a word. `unparsed_tool_call`: its final answer is a tool call w
 in <tool_call> tags) that the endpoint did not parse into a call, so no tool ran. `max_steps`: cut off at the
 bound. `error`: the sample failed. Anything but `completed` is shown in the table and given to graders."""
 
+UserSource = Literal["prefilled", "scripted", "simulated", "replayed"]
+"""Where a user message came from: `prefilled` (the row's pre-filled messages end with it), `scripted` (the row's
+`input`, or its user's `first_message` / `script`), `simulated` (the user simulator wrote it), `replayed` (taken
+from an earlier run's conversation, `--replay-user`)."""
+
+EndReason = Literal["user_done", "max_turns", "agent_error", "user_error", "agent_max_steps", "diverged"]
+"""Why a simulated-user conversation ended. `user_done`: the user said so (the stop token or the end tool).
+`max_turns`: the agent answered the user's last allowed message. `agent_error`: the agent's endpoint or code
+failed. `user_error`: the simulator failed (its endpoint, or a reply out of character twice). `agent_max_steps`:
+the agent hit its step bound within a turn. `diverged`: `--replay-user` left the recorded path and the sample is
+marked so rather than continued."""
+
 
 class Usage(Record):
     """Token counts as the endpoint reported them."""
@@ -83,6 +95,8 @@ class Turn(Record):
     """One user message and everything the agent did in response."""
 
     user: str | None = Field(default=None, description="The user message; None when it came pre-filled.")
+    user_source: UserSource | None = Field(
+        default=None, description="Where the user message came from; None on ordinary (non-simulated) samples.")
     steps: list[Step] = Field(default_factory=list)
 
     @property
@@ -108,6 +122,17 @@ class Trajectory(Record):
         default=None,
         description="How the agent left the sample's world; None: no environment, []: it has one and nothing changed.",
     )
+    end_reason: EndReason | None = Field(
+        default=None, description="Why a simulated-user conversation ended; None for ordinary samples.")
+    closing_user: str | None = Field(
+        default=None, description="The simulated user's last words, which ended the conversation (the text before "
+        "the stop token, or given with the end tool): recorded, never sent to the agent.")
+    user_usage: Usage = Field(default_factory=Usage, description="The user simulator's tokens (never the agent's).")
+    user_latency_s: float = Field(default=0.0, description="Seconds spent waiting for the user simulator.")
+    user_calls: int = Field(default=0, description="Calls made to the user simulator (retries included).")
+    diverged_at: int | None = Field(
+        default=None, description="--replay-user: the turn (from 1) whose agent reply first differed from the recorded "
+        "run's (or after which the record ran out); None: on the recorded path throughout, or no replay.")
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -133,4 +158,10 @@ class Trajectory(Record):
             turns=self.turns[: turn + 1],
             stop_reason=self.stop_reason,
             state_changes=self.state_changes,
+            end_reason=self.end_reason,
         )
+
+    @property
+    def simulated(self) -> bool:
+        """A simulated-user conversation."""
+        return self.end_reason is not None or any(t.user_source is not None for t in self.turns)

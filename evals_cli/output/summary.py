@@ -13,6 +13,7 @@ from evals_cli.models.results import (
     JudgeAgreement,
     ModelRun,
     Reliability,
+    RoleUse,
     RunSummary,
     SampleResult,
     Verdict,
@@ -41,6 +42,8 @@ class Accumulator:
         self.errors_by_category: Counter[str] = Counter()
         self.usage = Usage()
         self.judge_usage = Usage()
+        self.user_usage = Usage()
+        self.roles: dict[str, RoleUse] = {}  # per role (agent, judge, user): summed over the results
         self.grades_total = 0
         self.unreliable: Counter[str] = Counter()
         # judge panels: per grader, one {judge: score} unit per graded sample (for Krippendorff's alpha)
@@ -50,6 +53,9 @@ class Accumulator:
         self.total += 1
         self.usage.add(result.usage)
         self.judge_usage.add(result.judge_usage)
+        self.user_usage.add(result.user_usage)
+        for role, use in result.roles.items():
+            self.roles.setdefault(role, RoleUse()).add(use)
         self.latencies.add(result.latency_s)
         if result.cost is not None:
             self.cost += result.cost
@@ -147,7 +153,8 @@ class Accumulator:
             passed=self.passed, failed=self.failed, errors_by_category=dict(self.errors_by_category),
             graders=aggregates, usage=self.usage,
             gate=self.gate.decide(aggregates, reliability, (self.passed, self.passed + self.failed)),
-            judge_usage=self.judge_usage, reliability=reliability, judge_agreement=self.judge_agreement(),
+            judge_usage=self.judge_usage, user_usage=self.user_usage, roles=self.roles, reliability=reliability,
+            judge_agreement=self.judge_agreement(),
             grades_total=self.grades_total, grades_missing=self.missing_grades,
             cost=self.cost if self.pricing else None,
             latency_p50_s=self.latencies.quantile(0.5), latency_p95_s=self.latencies.quantile(0.95),

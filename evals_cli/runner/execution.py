@@ -20,9 +20,9 @@ from pathlib import Path
 from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.secrets import Redactor
-from evals_cli.errors import ConfigError
+from evals_cli.errors import ConfigError, RunAborted
 from evals_cli.graders.grading import grade_sample
-from evals_cli.models.results import Coverage, ErrorInfo, Grade, SampleResult
+from evals_cli.models.results import Coverage, ErrorInfo, Grade, RoleUse, SampleResult
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.exit_codes import exit_code_for, progress
@@ -33,7 +33,8 @@ from evals_cli.output.summary import Accumulator
 from evals_cli.runner.options import ResultCallback, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.runner.resume import load_for_resume
-from evals_cli.targets.base import SampleFailed
+from evals_cli.simulation.player import UserSimulatorError
+from evals_cli.targets.base import SAMPLE_REPEAT, SampleFailed
 from evals_cli.telemetry import make_telemetry, otel_requested
 from evals_cli.tools.mock import merge_tools
 
@@ -94,6 +95,7 @@ class Execution:
     # --- the run --------------------------------------------------------------------------------------
 
     async def run(self) -> RunOutcome:
+        await self._check_simulator()
         started = time.time()
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
         if self.resume is None:
@@ -140,6 +142,19 @@ class Execution:
             if isinstance(failed, Exception):
                 self._abort(self.redact(f"internal error in a worker: {type(failed).__name__}: {failed}"))
         return self._finish(started, started_at)
+
+    async def _check_simulator(self) -> None:
+        """With simulated-user samples to run, something must listen at the simulator's endpoint: otherwise the
+        run stops before its first sample (exit 3, one message). A replay calls no server."""
+        endpoint = self.p.user_endpoint
+        if not self.p.simulated or endpoint is None or self.p.options.replay is not None:
+            return
+        from evals_cli.simulation.endpoint import unreachable, unreachable_message
+
+        why = await unreachable(endpoint)
+        if why is not None:
+            await self.p.pool.aclose()
+            raise RunAborted(unreachable_message(endpoint, why, self.p.simulated))
 
     def _finish(self, started: float, started_at: str) -> RunOutcome:
         summary = self.acc.summary()
@@ -318,20 +333,39 @@ class Execution:
             self._abort(f"spend cap max_cost {cap:g} reached ({self.acc.cost:.4f} after {self.acc.total} samples); "
                         "stopped scheduling new samples")
 
-    def _cost(self, result: SampleResult) -> float | None:
-        """Agent tokens at the agent model's price, judge tokens at each judge model's price."""
+    def _cost(self, result: SampleResult, grading_s: float = 0.0) -> float | None:
+        """Fill `result.roles` (agent, judge, user simulator: tokens, seconds, calls, cost) and return the
+        sample's cost: agent tokens at the agent model's price, judge tokens at each judge model's price, the
+        simulator's at its model's price. The spend cap adds these up, so it counts all three roles."""
         pricing = self.p.suite.pricing
+        trajectory = result.trajectory
+
+        def priced(model: object, usage: Usage) -> float | None:
+            price = pricing.get(str(model))
+            if price is None:
+                return None
+            return (usage.prompt_tokens * price.input + usage.completion_tokens * price.output) / 1e6
+
+        steps = [step for turn in trajectory.turns for step in turn.steps]
+        roles = {"agent": RoleUse(usage=result.usage, latency_s=sum(s.latency_s for s in steps), calls=len(steps),
+                                  cost=priced(self.p.agent.model, result.usage))}
+        judged = [g for g in result.grades.values() if g.metadata.get("judge")]
+        if judged or result.judge_usage.total_tokens:
+            judge = RoleUse(latency_s=grading_s, calls=len(judged))
+            for grade in judged:
+                usage = Usage.model_validate(grade.metadata.get("usage", {}))
+                judge.add(RoleUse(usage=usage, cost=priced(grade.metadata.get("judge"), usage)))
+            judge.calls = len(judged)
+            roles["judge"] = judge
+        if trajectory.user_calls or trajectory.user_usage.total_tokens:
+            model = self.p.user_endpoint.model if self.p.user_endpoint is not None else None
+            roles["user"] = RoleUse(usage=trajectory.user_usage, latency_s=trajectory.user_latency_s,
+                                    calls=trajectory.user_calls, cost=priced(model, trajectory.user_usage))
+        result.roles = roles
+        result.user_usage = trajectory.user_usage
         if not pricing:
             return None
-        total = 0.0
-        parts: list[tuple[object, Usage]] = [(self.p.agent.model, result.usage)]
-        parts += [(g.metadata.get("judge"), Usage.model_validate(g.metadata.get("usage", {})))
-                  for g in result.grades.values() if g.metadata.get("judge")]
-        for model, usage in parts:
-            price = pricing.get(str(model))
-            if price is not None:
-                total += (usage.prompt_tokens * price.input + usage.completion_tokens * price.output) / 1e6
-        return total
+        return sum(use.cost or 0.0 for use in roles.values())
 
     def _abort(self, message: str) -> None:
         if not self.stop:
@@ -342,6 +376,7 @@ class Execution:
         started = time.perf_counter()
         result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags, input=sample.input_text())
         trajectory = Trajectory()
+        SAMPLE_REPEAT.set(repeat)  # the simulated user's conversation: one per (sample, repeat)
         limit: float | None = getattr(self.p.suite.target, "sample_timeout", None)  # not every kind bounds one
         try:
             if limit is None:  # wait_for costs a task per sample: only pay for it when there is a limit
@@ -354,6 +389,11 @@ class Execution:
             if isinstance(failed, TimeoutError):
                 error = ErrorInfo(category="timeout", message=f"sample {sample.id} took longer than sample_timeout "
                                                               f"{limit:g}s; raise target.sample_timeout")
+            elif isinstance(failed.cause, UserSimulatorError):  # the user, not the agent: never the agent's zero
+                cause = failed.cause
+                error = ErrorInfo(category="user_simulator", message=self.redact(cause.message))
+                if cause.fatal and (cause.fatal_after_success or not self.any_success):
+                    self._abort(error.message)
             else:
                 found = classify(failed.cause, self.p.agent)
                 error = ErrorInfo(category=found.category, message=self.redact(found.message))
@@ -369,6 +409,7 @@ class Execution:
         if entry is not None:
             entry.where = "grading"
         tools = merge_tools(self.p.suite.tools, sample.tools)
+        grading_started = time.perf_counter()
         grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools,
                                     grader_passes=self.p.gate.grader_passes)
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
@@ -382,7 +423,7 @@ class Execution:
         for grade in result.grades.values():
             judge.add(Usage.model_validate(grade.metadata.get("usage", {})))
         result.judge_usage = judge
-        result.cost = self._cost(result)
+        result.cost = self._cost(result, time.perf_counter() - grading_started)
         result.latency_s = time.perf_counter() - started
         return result
 

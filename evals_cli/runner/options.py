@@ -66,6 +66,12 @@ class RunOptions(BaseModel):
     otel: bool = Field(default=False, description="Export OpenTelemetry spans (or OTEL_EXPORTER_OTLP_ENDPOINT).")
     tracer_provider: Any = Field(default=None, description="An OpenTelemetry TracerProvider to use instead of "
                                  "OTLP (tests).")
+    replay_user: Path | None = Field(default=None, description="Replay the user messages of this finished run "
+                                     "with simulated users (its folder or results.jsonl) while the agent stays on "
+                                     "the recorded path (--replay-user): two agent versions, the same user.")
+    on_divergence: Literal["continue", "stop"] | None = Field(
+        default=None, description="With replay_user, when the agent's turn differs from the recorded one: continue "
+        "(default: the user simulator takes over) or stop (the conversation ends, end_reason diverged).")
     precheck: bool = Field(default=True, description="Check every dataset row before the first model call.")
 
     def __init__(self, **data: Any) -> None:
@@ -86,6 +92,12 @@ class RunOptions(BaseModel):
             raise ConfigError("--retry-errors only makes sense with --resume RUN")
         if self.replay is not None and not self.replay.is_file():
             raise ConfigError(f"{self.replay}: recording not found (--replay)")
+        if self.on_divergence is not None and self.replay_user is None:
+            raise ConfigError("--on-divergence says what happens when a replayed conversation leaves the recorded "
+                              "path; it needs --replay-user RUN")
+        if self.replay_user is not None and not self.replay_user.exists():
+            raise ConfigError(f"--replay-user {self.replay_user}: not found; give the folder of a finished run with "
+                              "simulated users, or its results.jsonl")
         if self.rerun_failed is not None and self.resume is not None:
             raise ConfigError("--rerun-failed starts a new run with the failed samples of RUN; --resume continues a "
                               "run in its own folder: use one of them")

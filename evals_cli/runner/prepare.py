@@ -4,7 +4,9 @@ every dataset row, every rubric against every sample. Streaming, so a huge datas
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evals_cli.datasets.reader import check_dataset, iter_samples, select_samples
 from evals_cli.endpoints.pool import ClientPool
@@ -23,6 +25,9 @@ from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
 from evals_cli.targets.factory import build_target as build_target_for
 from evals_cli.targets.factory import judge_fallback, resolve_target_endpoint
+
+if TYPE_CHECKING:
+    from evals_cli.simulation.player import UserPlayerFactory
 
 
 def read_system_prompt(suite: SuiteSpec) -> str | None:
@@ -102,6 +107,14 @@ class PreparedRun:
         except ConfigError as exc:
             self._problem(exc.problems, located=True)
             self.gate = Gate(suite.gate, self.graders)
+        # simulated users: the simulator's endpoint and prompt; a problem with them matters only once a row has a
+        # `user:` block (the precheck counts them), so it is kept until then
+        self.simulated = 0  # rows with a user: block among those selected (counted by the precheck)
+        self.user_endpoint: Endpoint | None = None
+        self._user_problem: ConfigError | None = None
+        self.user_players: UserPlayerFactory | None = None
+        self._user_template: str | None = None
+        self._setup_users(fallback)
         self.pool.redactor.add(self.secrets())  # recordings mask what the outputs mask
         self.tags = options.tags if options.tags is not None else suite.sample_tags
         self.max_samples = options.max_samples or suite.max_samples
@@ -122,6 +135,31 @@ class PreparedRun:
         self.coverage: Coverage | None = None  # rows, tag filter, -n, shard: counted by the precheck
         if options.precheck:
             self._precheck()
+
+    def _setup_users(self, agent_fallback: Endpoint | None) -> None:
+        """Resolve the simulator's endpoint and template and hand the target its player factory."""
+        from evals_cli.endpoints.resolve import resolve_user
+        from evals_cli.simulation.prompt import load_template
+        from evals_cli.simulation.simulator import SimulatedPlayers, SimulatorSettings
+
+        spec = self.suite.user_simulator
+        try:
+            self.user_endpoint = resolve_user(spec, self.suite.judge, agent_fallback, self.options.judge_overrides)
+            prompt_file = spec.system_prompt_file if spec is not None else None
+            template = load_template(self.suite.resolve(prompt_file) if prompt_file else None, prompt_file or "")
+        except ConfigError as exc:
+            self._user_problem = exc
+            return
+        self._user_template = template
+        factory: UserPlayerFactory = SimulatedPlayers(SimulatorSettings(self.user_endpoint, self.pool, spec, template))
+        wrap = getattr(self.options, "replay_user", None)
+        if wrap is not None:  # --replay-user RUN: the user messages of that run, while the agent stays on its path
+            from evals_cli.simulation.replay_user import replaying_factory
+
+            factory = replaying_factory(factory, self.options)
+        self.user_players = factory
+        if self._target is not None:
+            self._target.ctx = replace(self._target.ctx, user_player=factory)
 
     @property
     def agent(self) -> Endpoint:
@@ -146,6 +184,8 @@ class PreparedRun:
         from evals_cli.endpoints.secrets import spec_secrets
 
         endpoints: list[Endpoint] = [self._agent] if self._agent is not None else []
+        if getattr(self, "user_endpoint", None) is not None:
+            endpoints.append(self.user_endpoint)  # type: ignore[arg-type]
         for grader in self.graders.values():
             endpoints += [e for e in getattr(grader, "endpoints", None) or [getattr(grader, "endpoint", None)]
                           if isinstance(e, Endpoint)]
@@ -154,7 +194,7 @@ class PreparedRun:
         return sorted(s for s in found if s and s != NO_KEY)
 
     def _precheck(self) -> None:
-        checker = RowChecks(self.suite, self.graders, self._where or "suite")
+        checker = RowChecks(self.suite, self.graders, self._where or "suite", self._user_template)
         # a run checks the rows it will run; validate (collecting) checks every row whatever the options
         wanted = set() if self._collecting else set(self.tags or [])
         selected = tagged = limited = 0
@@ -163,6 +203,7 @@ class PreparedRun:
             # counted in the order `work` drops rows (tag and id filters, then -n, then shard), so "N of M" is exact
             nonlocal selected, tagged, limited
             self.row_notes.add(sample, where)
+            sample = sample.with_user_defaults(self.suite.user)
             picked = self.selection.keeps(str(sample.id)) if self.selection else True
             if picked and (not wanted or wanted.intersection(sample.tags)):
                 tagged += 1
@@ -170,6 +211,7 @@ class PreparedRun:
                     limited += 1
                     if self.shard is None or in_shard(str(sample.id), self.shard):
                         selected += 1
+                        self.simulated += sample.user is not None
                 return checker(sample.with_environment(self.suite.environment), where)
             return []
 
@@ -180,6 +222,8 @@ class PreparedRun:
             return
         self.rows = rows
         problems.extend(checker.problems())
+        if self._user_problem is not None and self.simulated:
+            problems.extend(self._user_problem.problems)
         problems += [f"--sample-id {p}: matches no sample id in {self.dataset}" for p in self.selection.unmatched()]
         missing = self.selection.missing()
         if missing and self.rerun is not None:
@@ -209,5 +253,6 @@ class PreparedRun:
             if self.shard is not None and not in_shard(str(sample.id), self.shard):
                 continue
             sample = sample.with_environment(self.suite.environment)  # targets and graders see the merged world
+            sample = sample.with_user_defaults(self.suite.user)  # and the user: block with the suite's defaults
             for repeat in range(self.repeats):
                 yield sample, repeat

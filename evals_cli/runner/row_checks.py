@@ -13,7 +13,8 @@ from evals_cli.suite.spec import SuiteSpec
 class RowChecks:
     """Rows reach this with the suite's environment merged into theirs (PreparedRun), as the run sees them."""
 
-    def __init__(self, suite: SuiteSpec, graders: dict[str, Grader], where: str = "") -> None:
+    def __init__(self, suite: SuiteSpec, graders: dict[str, Grader], where: str = "",
+                 user_template: str | None = None) -> None:
         from evals_cli.environment.checks import EnvironmentChecker
         from evals_cli.tools.mock import ToolResultChecker
 
@@ -23,9 +24,39 @@ class RowChecks:
         states = {name: state for name, g in graders.items()
                   if (state := getattr(g.spec, "expected_state", None)) is not None}
         self.environment = EnvironmentChecker(tools, where or str(suite.base_dir), states)
+        self.user_template = user_template
 
     def __call__(self, sample: Sample, where: str = "") -> list[str]:
-        return self.samples(sample, where) + self.tools(sample, where) + self.environment(sample, where)
+        return (self.samples(sample, where) + self.tools(sample, where) + self.environment(sample, where)
+                + self.users(sample, where))
+
+    def users(self, sample: Sample, where: str = "") -> list[str]:
+        """A row's `user:` block (the suite's defaults merged in) as the simulator will get it: something to play
+        once the scripted opening is used up, and a system prompt that renders. No model is called."""
+        user = sample.user
+        if user is None:
+            return []
+        found = []
+        opening = user.opening(sample.user_turns)
+        if len(opening) < user.max_turns and not (user.persona or user.goal):
+            found.append(f"{where}: user: no persona and no goal for the simulator to play after the "
+                         f"{len(opening)} scripted message(s); give user.persona or user.goal (or the suite's "
+                         "user: defaults)")
+        if len(opening) > user.max_turns:
+            found.append(f"{where}: user.max_turns {user.max_turns} is less than the {len(opening)} scripted user "
+                         "messages (input, first_message, script); raise max_turns or drop messages")
+        if isinstance(sample.ground_truth, list) and sample.per_turn:
+            found.append(f"{where}: per-turn ground_truth cannot follow a simulated user (its turns are not known "
+                         "in advance); give one ground_truth string, or grade with scope: reply")
+        if self.user_template is not None:
+            from evals_cli.graders.rubric import RubricError
+            from evals_cli.simulation.prompt import render
+
+            try:
+                render(self.user_template, sample, user)
+            except RubricError as exc:
+                found.append(f"{where}: the user simulator's system prompt does not render for this row: {exc}")
+        return found
 
     def problems(self) -> list[str]:
         return self.samples.problems() + self.tools.problems() + self.environment.problems()

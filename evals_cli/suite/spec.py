@@ -24,6 +24,7 @@ from evals_cli.graders.base import GRADERS
 from evals_cli.models.base import StrictModel, SuiteFile
 from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.simulated_user import UserSimulatorSpec, UserSpec
 from evals_cli.models.specs import GateField, JudgeSpec, Price, WeightedAverageGate, cross_check_raw
 from evals_cli.models.target_specs import kind_or
 from evals_cli.models.tools import ToolSpec
@@ -132,6 +133,12 @@ class SuiteSpec(SuiteFile):
         default=None, description="The mocked world (files, records) stateful tools act on; copied afresh for every "
         "sample and repeat; a row's `environment` extends it.")
     judge: JudgeSpec | None = Field(default=None, description="Default endpoint/model for model_judge graders.")
+    user_simulator: UserSimulatorSpec | None = Field(
+        default=None, description="The model that plays simulated users (rows with a `user:` block); unset fields "
+        "fall back to EVAL_USER_*, then the judge's endpoint, then the agent's.")
+    user: UserSpec | None = Field(
+        default=None, description="Defaults for every row's `user:` block (a row without one stays an ordinary "
+        "sample): the row's keys win, `knows` is merged fact by fact.")
     graders: dict[str, GraderSpec] = Field(
         default_factory=dict, validate_default=True,
         description="Grader name -> grader spec (at least one)."

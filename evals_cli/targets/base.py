@@ -15,9 +15,10 @@ target union is built from this registry (evals_cli/suite/spec.py): adding a kin
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint, resolve_agent
@@ -25,6 +26,14 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.registry import Registry
+
+if TYPE_CHECKING:
+    from evals_cli.simulation.player import UserPlayer, UserPlayerFactory
+
+
+SAMPLE_REPEAT: ContextVar[int] = ContextVar("SAMPLE_REPEAT", default=0)
+"""Which repeat of its sample the runner is running (set per sample, in the worker's context): a simulated user
+is built per (sample, repeat) without every target kind's `run` having to take the repeat."""
 
 
 class SampleFailed(Exception):
@@ -47,6 +56,9 @@ class TargetContext:
     pool: ClientPool | None = None
     system_prompt: str | None = None
     base_dir: Path = field(default_factory=Path.cwd)
+    #: Builds the user player of one (sample, repeat) for rows with a `user:` block (the simulated user, or a
+    #: replaying one with --replay-user); None: the run has no simulated samples.
+    user_player: UserPlayerFactory | None = None
 
 
 class Target:
@@ -77,10 +89,21 @@ class Target:
         EVAL_JUDGE_* name one: the agent's own when it is a model."""
         return agent if cls.calls_model else None
 
-    async def run(self, sample: Sample, trajectory: Trajectory | None = None) -> Trajectory:
+    async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
+                  repeat: int | None = None) -> Trajectory:
         """Fill `trajectory` (the runner passes one in, so a sample cut short by its timeout keeps what it
-        did) and return it; raise SampleFailed on errors."""
+        did) and return it; raise SampleFailed on errors. `repeat` tells a simulated user which conversation
+        this is (each repeat is an independent one); None: the runner's SAMPLE_REPEAT. A kind may leave the
+        keyword out: the runner never passes it."""
         raise NotImplementedError
+
+    def user_player(self, sample: Sample, repeat: int | None = None) -> UserPlayer | None:
+        """The player of a simulated-user sample (None for an ordinary one)."""
+        if sample.user is None:
+            return None
+        if self.ctx.user_player is None:
+            raise ValueError(f"sample {sample.id} has a user: block, but the run has no user simulator")
+        return self.ctx.user_player(sample, SAMPLE_REPEAT.get() if repeat is None else repeat)
 
 
 TARGETS: Registry[type[Target]] = Registry("target", "evals_cli.targets")

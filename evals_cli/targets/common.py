@@ -19,7 +19,8 @@ from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
-from evals_cli.targets.base import SampleFailed, Target, TargetContext
+from evals_cli.simulation.loop import AgentFailed, converse
+from evals_cli.targets.base import SAMPLE_REPEAT, SampleFailed, Target, TargetContext
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox, merge_tools
 
@@ -98,13 +99,26 @@ class ToolLoopTarget(Target):
             self._suite_schemas = self.tool_schemas(toolbox)
         return toolbox, self._suite_schemas
 
-    async def run(self, sample: Sample, trajectory: Trajectory | None = None) -> Trajectory:
+    async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
+                  repeat: int | None = None) -> Trajectory:
         toolbox, schemas = self._toolbox(sample)
         trajectory = trajectory if trajectory is not None else Trajectory()
         conversation = self.start(sample, trajectory)
         max_steps = sample.max_steps or self.spec.max_steps
         user_turns: list[str | None] = list(sample.user_turns) or [None]
+        repeat = SAMPLE_REPEAT.get() if repeat is None else repeat
+        player = self.user_player(sample, repeat)
         try:
+            if player is not None:  # a simulated user: the same turn code, one user message at a time
+                async def agent_turn(turn_index: int, turn: Turn) -> bool:
+                    if turn.user is not None:
+                        conversation.append({"role": "user", "content": turn.user})
+                    return await self.run_turn(sample, turn_index, turn, conversation, toolbox, schemas, max_steps)
+
+                if not await converse(sample, trajectory, player, agent_turn, repeat):
+                    trajectory.stop_reason = "max_steps"
+                    return trajectory
+                user_turns = []
             for turn_index, user in enumerate(user_turns):
                 if user is not None:
                     conversation.append({"role": "user", "content": user})
@@ -115,7 +129,7 @@ class ToolLoopTarget(Target):
                     return trajectory
         except Exception as exc:
             trajectory.stop_reason = "error"
-            raise SampleFailed(exc, trajectory) from exc
+            raise SampleFailed(exc.cause if isinstance(exc, AgentFailed) else exc, trajectory) from exc
         finally:  # also cut off, failed or cancelled (sample_timeout): the world as the agent left it
             trajectory.state_changes = toolbox.state_changes()
         last = trajectory.turns[-1].steps[-1] if trajectory.turns and trajectory.turns[-1].steps else None

@@ -39,10 +39,11 @@ from pydantic import Field, field_validator
 
 from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError
-from evals_cli.models.sample import Sample
+from evals_cli.models.sample import Message, Sample
 from evals_cli.models.target_specs import AgentPrompt
 from evals_cli.models.trajectory import Step, Trajectory, Turn
-from evals_cli.targets.base import TARGETS, SampleFailed, Target, TargetContext
+from evals_cli.simulation.loop import AgentFailed, converse
+from evals_cli.targets.base import SAMPLE_REPEAT, TARGETS, SampleFailed, Target, TargetContext
 from evals_cli.targets.common import answer_stop_reason, initial_messages
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox, merge_tools
@@ -320,10 +321,15 @@ class PythonAgent(Target):
         return PythonAgentEndpoint(role="agent", base_url=None, api_key=NO_KEY, model=spec.callable,
                                    timeout=spec.sample_timeout or 120.0, max_retries=0)
 
-    async def run(self, sample: Sample, trajectory: Trajectory | None = None) -> Trajectory:
+    async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
+                  repeat: int | None = None) -> Trajectory:
         toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment)  # this run's own world
         trajectory = trajectory if trajectory is not None else Trajectory()
         trajectory.prefilled = initial_messages(sample, self.system_prompt)
+        repeat = SAMPLE_REPEAT.get() if repeat is None else repeat
+        player = self.user_player(sample, repeat)
+        if player is not None:
+            return await self._converse(sample, trajectory, toolbox, player, repeat)
         users: list[str | None] = [*sample.user_turns] or [None]
         trajectory.turns.extend(Turn(user=user) for user in users)
         session = ToolSession(toolbox, trajectory, sample.max_steps or self.spec.max_steps)
@@ -353,6 +359,55 @@ class PythonAgent(Target):
             trajectory.stop_reason = "max_steps"
         else:  # an empty answer or a tool call written as text is not a completed turn, whatever the target
             trajectory.stop_reason = answer_stop_reason(answers[-1], toolbox.tools)
+        return trajectory
+
+    async def _converse(self, sample: Sample, trajectory: Trajectory, toolbox: MockToolbox, player: Any,
+                        repeat: int) -> Trajectory:
+        """A simulated-user conversation: the agent function is called once per user message, with a sample
+        holding that message as `input` and the conversation so far as pre-filled `messages` (the mid-conversation
+        shape it already handles); it returns that turn's answer (a str). Its tool calls go into that turn."""
+        session = ToolSession(toolbox, trajectory, sample.max_steps or self.spec.max_steps)
+        tools = AgentTools(session, toolbox.schemas(), self.system_prompt)
+        history = [dict(m) for m in trajectory.prefilled]
+
+        async def agent_turn(turn_index: int, turn: Turn) -> bool:
+            session.turn = turn_index
+            if turn.user is not None:
+                history.append({"role": "user", "content": turn.user})
+            asked = sample.model_copy(update={"input": history[-1].get("content") or "",
+                                              "messages": [Message.model_validate(m) for m in history[:-1]] or None})
+            session.since_last()
+            try:
+                result = await self._call(asked, tools)
+            except (Exception, SystemExit) as exc:
+                if session.limit_hit:
+                    return False
+                raise self._cause(exc) from None
+            if not isinstance(result, str):
+                raise AgentError(f"{self.spec.callable} returned {type(result).__name__} in a simulated-user "
+                                 "conversation; return this turn's answer as a str")
+            wall, latency = session.since_last()
+            turn.steps.append(Step(content=cap(clean_text(result)), finish_reason="stop", started=wall,
+                                   latency_s=latency))
+            history.append({"role": "assistant", "content": result})
+            return not session.limit_hit
+
+        try:
+            answered = await converse(sample, trajectory, player, agent_turn, repeat)
+        except AgentFailed as exc:
+            trajectory.stop_reason = "error"
+            raise SampleFailed(exc.cause, trajectory) from None
+        except Exception as exc:
+            trajectory.stop_reason = "error"
+            raise SampleFailed(exc, trajectory) from exc
+        finally:
+            session.close()
+            trajectory.state_changes = toolbox.state_changes()
+        if not answered:
+            trajectory.stop_reason = "max_steps"
+            return trajectory
+        last = trajectory.turns[-1].answer if trajectory.turns else None
+        trajectory.stop_reason = answer_stop_reason(last, toolbox.tools)
         return trajectory
 
     async def _call(self, sample: Sample, tools: AgentTools) -> Any:

@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from evals_cli.endpoints.resolve import Endpoint, resolve_judge
 from evals_cli.graders.agreement import combine, spread
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
-from evals_cli.graders.judge_call import ask_judge, judge_messages, step_downs
+from evals_cli.graders.judge_call import ExtraField, ask_judge, judge_messages, step_downs
 from evals_cli.graders.rubric import (
     RubricError,
     load_row_rubric,
@@ -48,7 +48,8 @@ class ModelJudgeSpec(GraderBase):
     kind: Literal["model_judge"] = "model_judge"
     rubric: str | None = Field(
         default=None, description="Rubric file relative to the suite, or builtin:NAME (task_completion, "
-        "misread_tool_result, needless_work)."
+        "misread_tool_result, needless_work, goal_completion: was a simulated user's goal met, and at which turn; "
+        "pass-fail unless `scale` says otherwise)."
     )
     prompt: str | None = Field(default=None, description="Inline rubric text, instead of a file.")
     rubric_dirs: list[str] = Field(
@@ -93,6 +94,45 @@ class Verdict:
     reason: str
     mode: str
     reply: str = ""
+    fields: dict[str, Any] | None = None
+
+
+GOAL_RUBRIC = "builtin:goal_completion"
+TURN_OF_SUCCESS = ExtraField(
+    "turn_of_success", {"type": ["integer", "null"]},
+    "<the number of the turn in which the goal was first met, or null when it was not met>")
+
+
+def _turn_number(value: Any, turns: int) -> int | None:
+    """A turn the judge named, when it is one of the conversation's (1..turns); None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and 1 <= value <= turns else None
+
+
+def goal_metadata(verdicts: list[Verdict], score: float, mark: float, turns: int) -> dict[str, Any]:
+    """`goal_met` and `turn_of_success` (1-based; null when not met) for a goal-completion grade.
+
+    Met means the combined score reaches `mark` (pass on the default pass-fail scale). The turn is the one the
+    judges that said "met" named (the lower median when several did); a turn outside the conversation, or none,
+    is no turn (null, with the problem said): a number the transcript cannot hold is never reported."""
+    met = score >= mark - 1e-9
+    out: dict[str, Any] = {"goal_met": met, "turn_of_success": None}
+    if not met:
+        return out
+    named = [v.fields.get(TURN_OF_SUCCESS.name) for v in verdicts if v.fields is not None and v.score >= mark - 1e-9]
+    valid = sorted(t for t in (_turn_number(n, turns) for n in named) if t is not None)
+    if valid:
+        out["turn_of_success"] = valid[(len(valid) - 1) // 2]
+    else:
+        given = ", ".join(repr(n) for n in named) or "none"
+        out["turn_problem"] = (f"the judge said the goal was met but named no turn of the {turns} in the "
+                               f"conversation (turn_of_success: {given})")
+    return out
 
 
 def judge_endpoints(spec: ModelJudgeSpec, ctx: GraderContext) -> list[Endpoint]:
@@ -127,7 +167,9 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
         self.base_dir = ctx.base_dir
         self.endpoints = judge_endpoints(spec, ctx)
         self.pool = ctx.pool
-        self.scale = Scale.of(spec.scale)
+        # goal completion is a yes/no question with a turn: pass-fail unless the suite asks for another scale
+        self.scale = Scale.of("pass-fail" if spec.rubric == GOAL_RUBRIC and "scale" not in spec.model_fields_set
+                              else spec.scale)
         self.rubric_text = load_rubric(spec.rubric, spec.prompt, ctx.base_dir)
         self.rubric_dirs = [ctx.base_dir / d for d in spec.rubric_dirs]
 
@@ -143,6 +185,13 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
                 return load_row_rubric(sample.rubric.strip(), self.base_dir, self.rubric_dirs)
             return sample.rubric
         return self.rubric_text
+
+    def asks_goal(self, sample: Sample) -> bool:
+        """Whether this sample is graded with builtin:goal_completion (the grader's rubric, or the row's own):
+        the judge is then also asked at which turn the goal was met."""
+        if sample.rubric:
+            return sample.rubric.strip() == GOAL_RUBRIC
+        return self.spec.rubric == GOAL_RUBRIC
 
     def check_sample(self, sample: Sample) -> list[str]:
         """A row whose rubric file lies outside the allowed folders is refused before any call, naming the row."""
@@ -160,17 +209,22 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
             rubric = rubric_parts(self.rubric_for(ctx.sample), variables)
         except (RubricError, ValueError) as exc:
             return Grade.failed(f"rubric: {exc}")
+        goal = self.asks_goal(ctx.sample)
+        extra = (TURN_OF_SUCCESS,) if goal else ()
         # the rubric's text stays outside the fence (it is the judge's instructions), the sample's data inside
-        messages, nonce = judge_messages(rubric, self.scale, self.spec.system_prompt)
+        messages, nonce = judge_messages(rubric, self.scale, self.spec.system_prompt, extra)
         verdicts: list[Verdict] = []
         problems: list[str] = []
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
         for endpoint in self.endpoints:
             for index in range(self.spec.samples):
-                verdict = await self._ask(endpoint, messages, nonce, ctx, index, usage, problems)
+                verdict = await self._ask(endpoint, messages, nonce, ctx, index, usage, problems, extra)
                 if verdict is not None:
                     verdicts.append(verdict)
         grade = self._combine(verdicts, problems, usage)
+        if goal and grade.score is not None:
+            mark = 0.5 if self.spec.threshold is None else self.spec.threshold
+            grade.metadata.update(goal_metadata(verdicts, grade.score, mark, len(ctx.trajectory.turns)))
         grade.metadata["messages"] = messages  # the rendered prompt, for the report's collapsed judge call
         grade.submission = submission
         return grade
@@ -210,7 +264,8 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
         return Grade(score=score, rationale=rationale, metadata=metadata)
 
     async def _ask(self, endpoint: Endpoint, messages: list[dict[str, Any]], nonce: str, ctx: GradeContext,
-                   index: int, usage: dict[str, int], problems: list[str]) -> Verdict | None:
+                   index: int, usage: dict[str, int], problems: list[str],
+                   extra: tuple[ExtraField, ...] = ()) -> Verdict | None:
         assert self.pool is not None
         turn = "" if ctx.turn is None else f", turn {ctx.turn + 1}"
         again = f" #{index + 1}" if self.spec.samples > 1 else ""
@@ -219,9 +274,10 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
             modes=step_downs(self.pool),  # the run's: shared with every judge call, sessions' included
             temperature=0.0 if self.spec.temperature is None else self.spec.temperature,
             max_tokens=self.spec.max_tokens, usage=usage, extra_body=self.extra_body,
-            context=f"sample {ctx.sample.id}{turn}, judge '{self.name}' {endpoint.model}{again}")
+            context=f"sample {ctx.sample.id}{turn}, judge '{self.name}' {endpoint.model}{again}", extra=extra)
         if answer is None:
             problems.append(f"{endpoint.model}: " + "; ".join(failures or ["no usable verdict"]))
             return None
-        return Verdict(endpoint.model, answer.score, answer.raw, answer.reason, answer.mode, answer.reply)
+        return Verdict(endpoint.model, answer.score, answer.raw, answer.reason, answer.mode, answer.reply,
+                       answer.fields)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -27,7 +27,17 @@ class GraderBase(StrictModel):
     required: bool | None = Field(
         default=None,
         description="A sample fails when this grader is under its threshold, whatever its weighted score "
-        "(default: true for tools_avoided, false for the others).")
+        "(default: true for tools_avoided and for graders with scope: reply, false for the others).")
+    scope: Literal["conversation", "reply"] = Field(
+        default="conversation",
+        description="conversation: grade the whole trajectory (per user turn on per-turn samples). reply: grade "
+        "each agent reply (each turn of a multi-turn, scripted or simulated conversation) on its own; `threshold` "
+        "is then each reply's pass mark, the grade's score is the share of replies that passed, and the grade "
+        "passes when that share reaches `min_share`.")
+    min_share: float | None = Field(
+        default=None, ge=0, le=1,
+        description="With scope: reply, the share of the agent's replies that must pass (default 1: every reply); "
+        "this grader's pass mark.")
 
     if TYPE_CHECKING:
         # every kind's spec declares `kind: Literal["<kind>"]`; the base is no kind, so it has no such field at
@@ -38,19 +48,30 @@ class GraderBase(StrictModel):
     # the kind's own pass mark when the suite sets none (None: the gate's per-sample pass value)
     threshold_by_default: ClassVar[float | None] = None
 
-    @field_validator("threshold")
+    @field_validator("threshold", "min_share")
     @classmethod
     def _finite(cls, value: float | None) -> float | None:
         if value is not None and not math.isfinite(value):
-            raise ValueError("threshold must be a finite number")
+            raise ValueError("must be a finite number")
         return value
 
     @property
     def is_required(self) -> bool:
-        """`required` as set, else this kind's default (forbidden tools are forbidden: tools_avoided)."""
-        return self.required_by_default if self.required is None else self.required
+        """`required` as set, else this kind's default (forbidden tools are forbidden: tools_avoided). A grader
+        with scope: reply is required by default: `min_share: 1` says every reply must pass, and a sample whose
+        replies fall short fails whatever its weighted score (set required: false to let it only weigh in)."""
+        if self.required is not None:
+            return self.required
+        return self.required_by_default or self.scope == "reply"
+
+    @property
+    def share_needed(self) -> float:
+        """scope: reply: the share of replies that must pass (`min_share`, default 1)."""
+        return 1.0 if self.min_share is None else self.min_share
 
     @model_validator(mode="after")
     def _check_extractor(self) -> GraderBase:
         check_extractor(self.extractor, self.extractor_config)
+        if self.min_share is not None and self.scope != "reply":
+            raise ValueError("min_share is the share of agent replies that must pass: it needs scope: reply")
         return self

@@ -1,0 +1,72 @@
+"""The conversation loop of a simulated-user sample, shared by every target kind: ask the player for a user
+message, run the agent's whole turn on it (the target's own code), repeat, until the user stops, `max_turns`,
+the agent's step bound, or an error. Records each turn's `user_source`, the simulator's tokens and time, and
+why the conversation ended (`Trajectory.end_reason`; a sample_timeout that runs out is agent_error or user_error by
+whose call was in flight, the sample's error category being timeout)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from evals_cli.models.sample import Sample
+from evals_cli.models.trajectory import Trajectory, Turn
+from evals_cli.simulation.player import ConversationView, UserPlayer, UserSimulatorError
+
+RunTurn = Callable[[int, Turn], Awaitable[bool]]
+"""Runs the agent's turn `turn` (already appended to the trajectory, its user message set): True when the agent
+answered, False when it hit its step bound; raises when the agent failed."""
+
+
+class AgentFailed(Exception):
+    """The agent's turn raised: the cause is the target's own error (classified as for any sample)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+async def converse(sample: Sample, trajectory: Trajectory, player: UserPlayer, run_turn: RunTurn,
+                   repeat: int = 0) -> bool:
+    """Drive the conversation; True when it ended without the agent hitting its step bound. Raises
+    UserSimulatorError (end_reason user_error) or AgentFailed (end_reason agent_error)."""
+    assert sample.user is not None
+    user = sample.user
+    messages = sample.messages or []
+    prefilled_user = bool(messages) and messages[-1].role == "user" and not user.opening(sample.user_turns)
+    while True:
+        if len(trajectory.turns) >= user.max_turns:
+            trajectory.end_reason = "max_turns"
+            return True
+        if prefilled_user and not trajectory.turns:  # the pre-filled messages end with the user's message
+            turn = Turn(user=None, user_source="prefilled")
+        else:
+            view = ConversationView(sample=sample, user=user, prefilled=trajectory.prefilled,
+                                    turns=list(trajectory.turns), repeat=repeat)
+            try:
+                move = await player.next_message(view)
+            except (UserSimulatorError, asyncio.CancelledError):  # cancelled: sample_timeout ran out on the user
+                trajectory.end_reason = "user_error"
+                raise
+            trajectory.user_usage.add(move.usage)
+            trajectory.user_latency_s += move.latency_s
+            trajectory.user_calls += move.calls
+            if move.diverged_at is not None and trajectory.diverged_at is None:
+                trajectory.diverged_at = move.diverged_at
+            if move.done:
+                trajectory.closing_user = move.text or None
+                trajectory.end_reason = move.end_reason or "user_done"
+                return True
+            turn = Turn(user=move.text or "", user_source=move.source)
+        trajectory.turns.append(turn)
+        try:
+            answered = await run_turn(len(trajectory.turns) - 1, turn)
+        except asyncio.CancelledError:  # sample_timeout ran out during the agent's turn
+            trajectory.end_reason = "agent_error"
+            raise
+        except Exception as exc:
+            trajectory.end_reason = "agent_error"
+            raise AgentFailed(exc) from exc
+        if not answered:
+            trajectory.end_reason = "agent_max_steps"
+            return False

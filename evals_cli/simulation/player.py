@@ -1,0 +1,85 @@
+"""The seam between the conversation loop and whoever plays the user.
+
+The loop (evals_cli/simulation/loop.py, called by every target kind) asks a `UserPlayer` for the next user
+message, giving it a `ConversationView`: the sample, its (merged) `user:` block and the conversation so far. The
+player answers with a `UserMove`: a message to send, or the end of the conversation. The simulated player
+(simulation/simulator.py) sends the row's scripted opening first and then asks the simulator model; a replaying
+player (`--replay-user`) wraps one and answers from an earlier run while the conversation stays on its path.
+
+A run builds one player per (sample, repeat) through a `UserPlayerFactory`, which reaches the targets as
+`TargetContext.user_player`: a repeat is an independent conversation with a player of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from evals_cli.models.sample import Sample
+from evals_cli.models.simulated_user import UserSpec
+from evals_cli.models.trajectory import EndReason, Turn, Usage, UserSource
+
+
+class UserSimulatorError(Exception):
+    """The user could not be played: the simulator's endpoint failed, or it broke character twice. The sample
+    errors with category `user_simulator` (an error, never a zero). `fatal`: no later sample can succeed either
+    (the simulator is unreachable, or refuses the key)."""
+
+    def __init__(self, message: str, fatal: bool = False, fatal_after_success: bool = True) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fatal = fatal
+        self.fatal_after_success = fatal_after_success  # False: fatal only until some sample has succeeded
+
+
+@dataclass(frozen=True)
+class ConversationView:
+    """What a player may look at: the sample, its `user:` block (suite defaults merged in) and the conversation
+    so far (`prefilled` chat messages, then every turn: the user message and the agent's steps)."""
+
+    sample: Sample
+    user: UserSpec
+    prefilled: Sequence[dict[str, Any]]
+    turns: Sequence[Turn]
+    repeat: int = 0
+
+    @property
+    def turn_index(self) -> int:
+        """The 0-based index of the user turn being asked for."""
+        return len(self.turns)
+
+    @property
+    def last_reply(self) -> str:
+        """The agent's last text reply ("" before the first turn)."""
+        return self.turns[-1].answer if self.turns else ""
+
+
+@dataclass
+class UserMove:
+    """A player's answer: `text` to send as the next user message, or `done` (the conversation ends; `text` then
+    holds the user's closing words, recorded but not sent, and `end_reason` why it ended: user_done unless a
+    replaying player marks the sample `diverged`). `usage`, `latency_s` and `calls` are the simulator's cost of
+    this move (zero for scripted and replayed moves)."""
+
+    text: str | None
+    done: bool = False
+    source: UserSource = "simulated"
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    calls: int = 0
+    end_reason: EndReason | None = None
+    diverged_at: int | None = None
+
+
+class UserPlayer(Protocol):
+    """Plays the user of one conversation (one sample, one repeat)."""
+
+    async def next_message(self, view: ConversationView) -> UserMove:
+        """The next user message, or the end of the conversation; raise UserSimulatorError when the user
+        cannot be played."""
+        ...
+
+
+UserPlayerFactory = Callable[[Sample, int], UserPlayer]
+"""Builds the player of one (sample, repeat); the sample's `user:` block already has the suite's defaults."""

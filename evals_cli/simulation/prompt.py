@@ -1,0 +1,67 @@
+"""The user simulator's system prompt: the built-in template, or the suite's `user_simulator.system_prompt_file`,
+rendered with Jinja2 in the same bounded sandbox as rubrics. The simulator gets the persona, the goal and the
+facts the user knows; never the agent's system prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evals_cli.errors import ConfigError
+from evals_cli.models.sample import Sample
+from evals_cli.models.simulated_user import END_TOOL, STOP_TOKEN, UserSpec
+
+DEFAULT_TEMPLATE = """\
+You are playing a user who is talking to a customer-service assistant. You are the user, never the assistant: \
+write only what this user would type, one message at a time, in the user's own voice.
+{% if persona %}
+Who you are: {{ persona }}
+{% endif %}{% if goal %}
+What you want: {{ goal }}
+{% endif %}{% if knows %}
+Facts you know. Give a fact only when the assistant asks for it (do not volunteer it):
+{% for name, value in knows.items() %}- {{ name }}: {{ value }}
+{% endfor %}{% endif %}
+Rules:
+- Do not make up facts you were not given; if asked for something you do not know, say you do not know.
+- Do not help the assistant, do not play the assistant, do not describe these instructions.
+- Keep each message short, as a real user would.
+{% if stop == "tool" %}- When your goal is met, or you give up, call the {{ end_tool }} tool instead of writing a message.
+{% else %}- When your goal is met, or you give up, reply with {{ stop_token }} (alone, or at the end of your last \
+message).
+{% endif %}"""
+
+
+def variables(sample: Sample, user: UserSpec) -> dict[str, Any]:
+    """What the template may use."""
+    return {"persona": user.persona or "", "goal": user.goal or "", "knows": dict(user.knows),
+            "stop": user.stop, "stop_token": STOP_TOKEN, "end_tool": END_TOOL, "success": sample.success or "",
+            "sample_id": str(sample.id), "metadata": sample.metadata}
+
+
+def load_template(path: Path | None, shown: str = "") -> str:
+    """The template text: the suite's file, else the built-in one; a missing file or a syntax error is a
+    ConfigError naming `user_simulator.system_prompt_file`."""
+    if path is None:
+        return DEFAULT_TEMPLATE
+    where = f"user_simulator.system_prompt_file: {shown or path}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{where} not found (the path is relative to the suite file)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot read it ({type(exc).__name__})") from None
+    from evals_cli.graders.rubric import RubricError, compile_rubric
+
+    try:
+        compile_rubric(text)
+    except RubricError as exc:
+        raise ConfigError(f"{where}: {exc}; fix the template") from None
+    return text
+
+
+def render(template: str, sample: Sample, user: UserSpec) -> str:
+    """The system prompt for one sample's simulated user."""
+    from evals_cli.graders.rubric import render_rubric
+
+    return render_rubric(template, variables(sample, user)).strip()

@@ -1,0 +1,263 @@
+"""The simulated user: the row's scripted opening first, then a model playing the user.
+
+The simulator sees what a user would see. Its conversation is the agent's, with the roles turned around: the
+agent's text replies come to it as `user` messages and the user's own earlier messages (scripted or simulated)
+are its `assistant` messages. Tool calls and their results are left out unless the row says `sees_tools: true`
+(then they are shown as bracketed notes in the agent's message). Its system prompt is the persona, goal and
+facts (simulation/prompt.py); the agent's system prompt is never shown.
+
+A reply that breaks character (empty, written as the assistant, or echoing the system prompt) is asked again
+once, with a note saying what was wrong; a second one errors the sample (`user_simulator`), never a zero.
+
+Every call goes through the run's ClientPool, so `--record` / `--replay`, retries, timeouts and the per-server
+concurrency limit apply to the simulator as to the agent and the judge. Each request carries the OpenAI `user`
+field naming the sample and repeat, so identical openings of two repeats are two different requests (a replay
+serves each repeat its own recorded conversation) and a `seed`, when set, is offset by the repeat (repeats are
+independent conversations, not copies).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from evals_cli.endpoints.context import CALL_CONTEXT
+from evals_cli.endpoints.pool import ClientPool
+from evals_cli.endpoints.resolve import Endpoint
+from evals_cli.models.sample import Sample
+from evals_cli.models.simulated_user import END_TOOL, STOP_TOKEN, UserSimulatorSpec, UserSpec
+from evals_cli.models.trajectory import Turn, Usage
+from evals_cli.simulation.player import ConversationView, UserMove, UserSimulatorError
+from evals_cli.simulation.prompt import DEFAULT_TEMPLATE, render
+from evals_cli.text_caps import cap, clean_text
+
+OPENING_CUE = "[The assistant is waiting. Write your first message as the user.]"
+"""What the simulator is sent when it must open the conversation (chat templates need a user message)."""
+
+END_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {"name": END_TOOL, "description": "End the conversation: your goal is met, or you give up.",
+                 "parameters": {"type": "object", "properties": {
+                     "message": {"type": "string", "description": "Your last words to the assistant (optional)."}},
+                     "required": []}},
+}
+
+_AS_ASSISTANT = re.compile(
+    r"^\s*(?:assistant|agent|ai)\s*:|\bhow (?:can|may) i (?:help|assist) you\b|\bas an ai\b|"
+    r"\bi(?:'m| am) (?:an ai|a (?:language model|virtual assistant|customer[- ]service (?:assistant|agent)))",
+    re.I)
+_ECHO_WORDS = 10  # this many words of the system prompt in a row, in a reply, is an echo of it
+
+
+def _grams(text: str) -> set[tuple[str, ...]]:
+    words = text.lower().split()
+    return {tuple(words[i:i + _ECHO_WORDS]) for i in range(len(words) - _ECHO_WORDS + 1)}
+
+
+def broken_character(text: str, instructions: str) -> str | None:
+    """Why a simulator reply is not a user's message (None: it is): empty, written as the assistant, or echoing
+    its instructions (`instructions`: the system prompt without the user's own persona, goal and facts, which a
+    user may well repeat in their own words or verbatim)."""
+    stripped = text.strip()
+    if not stripped:
+        return "it was empty"
+    if _AS_ASSISTANT.search(stripped):
+        return "it was written as the assistant, not as the user"
+    if _grams(stripped) & _grams(instructions):
+        return "it repeated its instructions (the system prompt)"
+    return None
+
+
+def split_stop(text: str) -> tuple[str, bool]:
+    """(the message without the stop token, whether the user stopped): a message that is, or ends with,
+    ###STOP### ends the conversation."""
+    stripped = text.rstrip()
+    if stripped.endswith(STOP_TOKEN):
+        return stripped[: -len(STOP_TOKEN)].strip(), True
+    return text, False
+
+
+def _agent_message(turn: Turn, sees_tools: bool) -> str:
+    """What the user sees of the agent's turn: its text replies, and with `sees_tools` its tool calls."""
+    parts: list[str] = []
+    for step in turn.steps:
+        if sees_tools:
+            for call in step.tool_calls:
+                args = call.raw_arguments or json.dumps(call.arguments or {})
+                parts.append(f"[the assistant called {call.name}({args}) -> {call.result}]")
+        if step.content:
+            parts.append(step.content)
+    if not sees_tools and parts:
+        return turn.answer  # the reply the user reads: the turn's last text
+    return "\n".join(parts)
+
+
+def simulator_messages(view: ConversationView, system_prompt: str) -> list[dict[str, Any]]:
+    """The simulator's conversation: its system prompt, then the conversation with the roles turned around."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
+    for message in view.prefilled:  # a pre-filled conversation: its user and assistant text, turned around
+        role, content = message.get("role"), message.get("content") or ""
+        if role == "user":
+            messages.append({"role": "assistant", "content": content})
+        elif role == "assistant" and content:
+            messages.append({"role": "user", "content": content})
+    for turn in view.turns:
+        if turn.user is not None:
+            messages.append({"role": "assistant", "content": turn.user})
+        seen = _agent_message(turn, view.user.sees_tools)
+        messages.append({"role": "user", "content": seen or "[The assistant said nothing.]"})
+    if messages[-1]["role"] != "user":
+        messages.append({"role": "user", "content": OPENING_CUE})
+    return messages
+
+
+@dataclass(frozen=True)
+class SimulatorSettings:
+    """Everything the simulated players of one run share."""
+
+    endpoint: Endpoint
+    pool: ClientPool
+    spec: UserSimulatorSpec | None = None
+    template: str = DEFAULT_TEMPLATE
+
+
+class SimulatedUser:
+    """The player of one (sample, repeat): the opening messages first (`input`, `first_message`, `script`), then
+    the simulator model."""
+
+    def __init__(self, settings: SimulatorSettings, sample: Sample, repeat: int = 0) -> None:
+        assert sample.user is not None, "a simulated user needs the row's user: block"
+        self.settings = settings
+        self.sample = sample
+        self.user: UserSpec = sample.user
+        self.repeat = repeat
+        self.opening = self.user.opening(sample.user_turns)
+        self._system: str | None = None
+        self._instructions: str | None = None
+
+    def system_prompt(self) -> str:
+        if self._system is None:
+            from evals_cli.graders.rubric import RubricError
+
+            try:
+                self._system = render(self.settings.template, self.sample, self.user)
+            except RubricError as exc:
+                raise UserSimulatorError(f"the user simulator's system prompt did not render: {exc}") from None
+        return self._system
+
+    def instructions(self) -> str:
+        """The system prompt without this user's persona, goal and facts: what echoing counts against (a user
+        repeating their own goal word for word is still in character). A template that cannot render without
+        them counts against the whole prompt."""
+        if self._instructions is None:
+            from evals_cli.graders.rubric import RubricError
+
+            blank = self.user.model_copy(update={"persona": None, "goal": None, "knows": {}})
+            try:
+                self._instructions = render(self.settings.template, self.sample, blank)
+            except RubricError:
+                self._instructions = self.system_prompt()
+        return self._instructions
+
+    async def next_message(self, view: ConversationView) -> UserMove:
+        index = view.turn_index - self._prefilled_turns(view)
+        if 0 <= index < len(self.opening):
+            return UserMove(text=self.opening[index], source="scripted")
+        system = self.system_prompt()
+        messages = simulator_messages(view, system)
+        move = UserMove(text=None, source="simulated")
+        for attempt in range(2):
+            text, done, usage, latency = await self._ask(messages, view.turn_index, attempt)
+            move.usage.add(usage)
+            move.latency_s += latency
+            move.calls += 1
+            if done:
+                move.text, move.done = text, True
+                return move
+            why = broken_character(text, self.instructions())
+            if why is None:
+                move.text = text
+                return move
+            if attempt == 0:  # once more, saying what was wrong; the note is part of the (recorded) request
+                messages = [*messages, {"role": "assistant", "content": text},
+                            {"role": "user", "content": f"[That reply was not a user's message: {why}. Stay in "
+                                                        "character: write the user's next message only.]"}]
+        raise UserSimulatorError(f"the user simulator broke character twice at turn {view.turn_index + 1} ({why}); "
+                                 f"its reply: {text[:200]!r}")
+
+    def _prefilled_turns(self, view: ConversationView) -> int:
+        """Turns opened by the pre-filled messages (no user message of their own): not part of the opening."""
+        return sum(1 for turn in view.turns if turn.user_source == "prefilled")
+
+    def _request(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        spec = self.settings.spec
+        options: dict[str, Any] = {"model": self.settings.endpoint.model, "messages": messages,
+                                   "user": f"evals-sim:{self.sample.id}:{self.repeat}"}
+        max_tokens = spec.max_tokens if spec is not None else 512
+        if max_tokens is not None:
+            options["max_tokens"] = max_tokens
+        if spec is not None and spec.temperature is not None:
+            options["temperature"] = spec.temperature
+        if spec is not None and spec.seed is not None:
+            options["seed"] = spec.seed + self.repeat
+        if spec is not None and spec.extra_body:
+            options["extra_body"] = spec.extra_body
+        if self.user.stop == "tool":
+            options["tools"] = [END_TOOL_SCHEMA]
+        return options
+
+    async def _ask(self, messages: list[dict[str, Any]], turn_index: int,
+                   attempt: int) -> tuple[str, bool, Usage, float]:
+        """One simulator call: (text, the user ended the conversation, tokens, seconds)."""
+        from evals_cli.endpoints.errors import InvalidResponse, classify
+
+        endpoint = self.settings.endpoint
+        CALL_CONTEXT.set(f"sample {self.sample.id}, user turn {turn_index + 1}"
+                         + (" (asked again)" if attempt else ""))
+        client = self.settings.pool.client(endpoint)
+        started = time.perf_counter()
+        try:
+            response = await client.chat.completions.create(**self._request(messages))
+            latency = time.perf_counter() - started
+            choice = response.choices[0] if response.choices else None
+            if choice is None or choice.message is None:
+                raise InvalidResponse("the response has no choices")
+            usage = Usage(prompt_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
+                          completion_tokens=getattr(response.usage, "completion_tokens", 0) or 0)
+            message = choice.message
+            text = cap(clean_text(message.content)) or ""
+            for call in message.tool_calls or []:
+                function = getattr(call, "function", None)
+                if getattr(function, "name", None) == END_TOOL:
+                    return _closing_words(text, getattr(function, "arguments", None)), True, usage, latency
+            text, stopped = split_stop(text)
+            return text, stopped, usage, latency
+        except UserSimulatorError:
+            raise
+        except Exception as exc:
+            found = classify(exc, endpoint)
+            raise UserSimulatorError(found.message, fatal=found.fatal,
+                                     fatal_after_success=found.fatal_after_success) from exc
+
+
+def _closing_words(text: str, raw_arguments: str | None) -> str:
+    """The user's last words given with the end tool: its `message` argument, else the reply's text."""
+    try:
+        arguments = json.loads(raw_arguments or "{}")
+    except ValueError:
+        arguments = {}
+    said = arguments.get("message") if isinstance(arguments, dict) else None
+    return str(said) if said else split_stop(text)[0]
+
+
+class SimulatedPlayers:
+    """The run's `UserPlayerFactory`: a new SimulatedUser per (sample, repeat)."""
+
+    def __init__(self, settings: SimulatorSettings) -> None:
+        self.settings = settings
+
+    def __call__(self, sample: Sample, repeat: int) -> SimulatedUser:
+        return SimulatedUser(self.settings, sample, repeat)
