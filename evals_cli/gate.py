@@ -536,6 +536,10 @@ class Gate:
                 # as failed, never hidden as incomplete, where it would leave pass_rate's count (and the
                 # averages) and could turn the run's verdict into a pass; no weighted score without that grade
                 return SampleVerdict(None, False, failed_by + unknown)
+            if trajectory is not None and trajectory.end_reason == "diverged":  # one reason, not one per grader
+                return SampleVerdict(None, None, incomplete=ErrorInfo(category="diverged", message=(
+                    f"incomplete: the conversation left the recorded user's path at turn {len(trajectory.turns)} "
+                    "and was stopped there (--on-divergence stop): no whole-conversation verdict")))
             judge = any(getattr(self.specs.get(n), "kind", None) == "model_judge" or "judge" in grades[n].metadata
                         for n in missing)
             reasons = "; ".join(f"{n}: {grades[n].error or grades[n].rationale or 'no score'}" for n in missing)

@@ -136,6 +136,8 @@ def test_on_divergence_stop_marks_the_sample_diverged(recorded: tuple[Desk, Path
     grade = result["grades"]["answer"]
     assert grade["score"] is None and "left the recorded user's path at turn 1" in grade["error"]
     assert result["passed"] is None  # no verdict: neither a pass nor the agent's failure
+    assert result["error"]["category"] == "diverged"  # not a judge's or a grader's error, said once
+    assert result["error"]["message"].count("left the recorded user's path") == 1
     assert "refund at turn 1 (stopped: diverged)" in output
 
 

@@ -196,6 +196,10 @@ def test_broken_character_twice_errors_the_sample_never_a_zero(tmp_path: Path, s
     assert "broke character twice" in broken["error"]["message"]
     assert broken["score"] is None and broken["passed"] is None and broken["grades"] == {}
     assert broken["trajectory"]["end_reason"] == "user_error"
+    # the two out-of-character replies were paid for: counted in the errored sample and the run (the spend cap too)
+    assert broken["trajectory"]["user_calls"] == 2
+    assert broken["user_usage"] == {"prompt_tokens": 20, "completion_tokens": 10}
+    assert broken["roles"]["user"]["calls"] == 2
     assert summary["errored"] == 1 and summary["errors_by_category"] == {"user_simulator": 1}
     assert summary["graded"] == 1 and summary["passed"] == 1  # the other sample is unaffected
     assert code != 0

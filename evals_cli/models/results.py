@@ -15,9 +15,11 @@ SCHEMA_VERSION = 2
 
 ErrorCategory = Literal[
     "endpoint", "auth", "rate_limit", "timeout", "invalid_response", "tool_args", "grader", "judge", "replay", "internal",
-    "user_simulator",
+    "user_simulator", "diverged",
 ]
-"""`user_simulator`: the simulated user could not be played (its endpoint failed, or it broke character twice)."""
+"""`user_simulator`: the simulated user could not be played (its endpoint failed, or it broke character twice).
+`diverged`: under `--replay-user ... --on-divergence stop`, the conversation left the recorded user's path and was
+stopped there, so it has no whole-conversation verdict (not the agent's failure, nor a judge's)."""
 
 Role = Literal["agent", "judge", "user"]
 """Who spent the tokens: the agent under test, the judges, the user simulator."""

@@ -45,8 +45,13 @@ async def converse(sample: Sample, trajectory: Trajectory, player: UserPlayer, r
                                     turns=list(trajectory.turns), repeat=repeat)
             try:
                 move = await player.next_message(view)
-            except (UserSimulatorError, asyncio.CancelledError):  # cancelled: sample_timeout ran out on the user
+            except (UserSimulatorError, asyncio.CancelledError) as exc:  # cancelled: sample_timeout ran out
                 trajectory.end_reason = "user_error"
+                spent = exc.spent if isinstance(exc, UserSimulatorError) else None
+                if spent is not None:  # what the failed user cost is counted like any other turn's
+                    trajectory.user_usage.add(spent.usage)
+                    trajectory.user_latency_s += spent.latency_s
+                    trajectory.user_calls += spent.calls
                 raise
             trajectory.user_usage.add(move.usage)
             trajectory.user_latency_s += move.latency_s

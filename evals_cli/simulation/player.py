@@ -31,6 +31,9 @@ class UserSimulatorError(Exception):
         self.message = message
         self.fatal = fatal
         self.fatal_after_success = fatal_after_success  # False: fatal only until some sample has succeeded
+        # what the simulator cost before it failed (tokens, seconds, calls): an errored sample still spent it, and
+        # the results, the per-role figures and the spend cap count it
+        self.spent: UserMove | None = None
 
 
 @dataclass(frozen=True)

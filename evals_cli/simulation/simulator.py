@@ -170,10 +170,14 @@ class SimulatedUser:
         messages = simulator_messages(view, system)
         move = UserMove(text=None, source="simulated")
         for attempt in range(2):
-            text, done, usage, latency = await self._ask(messages, view.turn_index, attempt)
+            move.calls += 1  # a call that fails was made all the same
+            try:
+                text, done, usage, latency = await self._ask(messages, view.turn_index, attempt)
+            except UserSimulatorError as exc:
+                exc.spent = move
+                raise
             move.usage.add(usage)
             move.latency_s += latency
-            move.calls += 1
             if done:
                 move.text, move.done = text, True
                 return move
@@ -185,8 +189,10 @@ class SimulatedUser:
                 messages = [*messages, {"role": "assistant", "content": text},
                             {"role": "user", "content": f"[That reply was not a user's message: {why}. Stay in "
                                                         "character: write the user's next message only.]"}]
-        raise UserSimulatorError(f"the user simulator broke character twice at turn {view.turn_index + 1} ({why}); "
-                                 f"its reply: {text[:200]!r}")
+        error = UserSimulatorError(f"the user simulator broke character twice at turn {view.turn_index + 1} ({why}); "
+                                   f"its reply: {text[:200]!r}")
+        error.spent = move
+        raise error
 
     def _prefilled_turns(self, view: ConversationView) -> int:
         """Turns opened by the pre-filled messages (no user message of their own): not part of the opening."""
