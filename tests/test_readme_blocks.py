@@ -79,7 +79,7 @@ def json_values(block: Block) -> list[Any]:
 
 
 def is_row(value: Any) -> bool:
-    return isinstance(value, dict) and ("input" in value or "messages" in value)
+    return isinstance(value, dict) and ("input" in value or "messages" in value or "user" in value)
 
 
 def is_grade(value: Any) -> bool:
