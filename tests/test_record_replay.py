@@ -77,3 +77,42 @@ def test_replay_file_that_is_not_a_recording_is_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2 and "bogus.jsonl:1" in result.stderr and "Traceback" not in result.stderr
     missing = run_cli("run", str(suite), "--replay", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 2 and "recording not found" in missing.stderr
+
+
+def _entry(sample: str, fmt: str, status: int, response: object) -> dict[str, object]:
+    from evals_cli.endpoints.recording import body_key
+    from evals_cli.endpoints.secrets import Redactor
+
+    request = {"model": "judge", "messages": [{"role": "user", "content": f"grade {sample}"}],
+               "response_format": {"type": fmt}}
+    return {"key": body_key("POST", "chat/completions", request, Redactor()), "path": "chat/completions",
+            "request": request, "status": status, "response": response}
+
+
+def test_a_structured_output_probe_the_server_refused_is_refused_again_from_any_sample(tmp_path: Path) -> None:
+    """Under concurrency the judge call that probes json_schema first is whichever gets there first; replay must not
+    miss because another sample probed this time. Only the refusal carries over: answers stay keyed by request."""
+    import asyncio
+
+    import openai
+    import pytest
+
+    from evals_cli.endpoints.context import ReplayMiss
+    from evals_cli.endpoints.replay import Recording, ReplayClient
+
+    path = tmp_path / "rec.jsonl"
+    lines = [_entry("a", "json_schema", 500, {"error": {"message": "json_schema is not supported"}}),
+             _entry("b", "json_object", 200, {"id": "x", "object": "chat.completion", "created": 0, "model": "judge",
+                                               "choices": []})]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    client = ReplayClient(Recording(path))
+
+    def ask(sample: str, fmt: str) -> object:
+        return asyncio.run(client.create(model="judge", messages=[{"role": "user", "content": f"grade {sample}"}],
+                                         response_format={"type": fmt}))
+
+    with pytest.raises(openai.InternalServerError, match="json_schema is not supported"):
+        ask("b", "json_schema")  # b never probed at recording; the server's refusal of the format is served
+    assert ask("b", "json_object").model == "judge"  # b's recorded answer, as recorded
+    with pytest.raises(ReplayMiss):
+        ask("c", "json_object")  # an answer is never invented: only a refusal of a format carries over

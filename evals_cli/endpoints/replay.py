@@ -29,6 +29,7 @@ class Recording:
         self.entries: dict[str, list[dict[str, Any]]] = {}
         self.served: dict[str, int] = {}
         self.parsed: dict[tuple[str, int], Any] = {}
+        self.refused_formats: dict[tuple[str, str, str], dict[str, Any]] = {}
         with path.open(encoding="utf-8") as fh:
             for number, text in enumerate(fh, 1):
                 if not text.strip():
@@ -36,17 +37,44 @@ class Recording:
                 try:
                     entry = json.loads(text)
                     self.entries.setdefault(entry["key"], []).append(entry)
+                    refused = _refused_format(entry)
+                    if refused is not None:
+                        self.refused_formats.setdefault(refused, entry)
                 except (ValueError, KeyError, TypeError):
                     raise ConfigError(f"{path}:{number}: not a recording line (expected JSON with 'key')") from None
 
-    def next(self, key: str) -> tuple[int, dict[str, Any]]:
+    def next(self, key: str, path: str = "", body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
         entries = self.entries.get(key)
+        if not entries and body is not None:
+            probe = _format_of(path, body)
+            if probe is not None and probe in self.refused_formats:
+                # which judge call probes the server's structured output first depends on timing (the others wait
+                # for its answer), so under concurrency a replay may probe from another sample than the recording
+                # did; the recording shows the server refuses this response_format for this model, and a server
+                # that refuses a format refuses it whatever the messages: the probe gets that recorded refusal
+                return 0, self.refused_formats[probe]
         if not entries:
             raise ReplayMiss(f"{CALL_CONTEXT.get()}: no recorded response in {self.path.name} for this request "
                              "(the suite, dataset or model changed since recording; re-record with --record)")
         index = min(self.served.get(key, 0), len(entries) - 1)
         self.served[key] = index + 1
         return index, entries[index]
+
+
+def _format_of(path: str, body: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(API path, model, response_format type) of a request asking for a structured output, else None."""
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and isinstance(fmt.get("type"), str) and fmt["type"] != "text":
+        return path, str(body.get("model")), fmt["type"]
+    return None
+
+
+def _refused_format(entry: dict[str, Any]) -> tuple[str, str, str] | None:
+    """The structured-output request a recorded entry shows the server refusing (HTTP 400 or 5xx), else None."""
+    request, status = entry.get("request"), entry.get("status", 200)
+    if not isinstance(request, dict) or not (status == 400 or (isinstance(status, int) and status >= 500)):
+        return None
+    return _format_of(str(entry.get("path", "")), request)
 
 
 def _status_error(status: int, body: Any, path: str = "chat/completions") -> Exception:
@@ -87,7 +115,7 @@ class ReplayClient:
         body = {k: v for k, v in kwargs.items() if k not in _REQUEST_ONLY}
         body.update(kwargs.get("extra_body") or {})
         key = body_key("POST", path, body, self.redact)  # masked before hashing, as recording.py does
-        index, entry = self.recording.next(key)
+        index, entry = self.recording.next(key, path, body)
         status, payload = entry.get("status", 200), entry["response"]
         if status != 200:
             raise _status_error(status, payload, path)
