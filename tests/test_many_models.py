@@ -387,3 +387,32 @@ def test_validate_accepts_models_and_the_judge_refuses_them(tmp_path: Path) -> N
     suite.write_text(yaml.safe_dump(data))
     bad = run_cli("validate", str(suite))
     assert bad.returncode == 2 and "this endpoint is one model" in bad.stderr
+
+
+def test_resume_continues_with_the_model_and_repeats_the_run_started_with(tmp_path: Path,
+                                                                         models_server: ScriptedServer) -> None:
+    """--resume once resolved the model afresh (the suite's 'scripted', which knows nothing) and the suite's
+    repeats (1): another model's results were filed under 'good', and the missing second repeats never ran."""
+    suite = _suite(tmp_path, models_server.url)
+    out = tmp_path / "r"
+    assert run_cli("run", str(suite), "-o", str(out), "--model", "good", "-r", "2").returncode == 0
+    results = out / "results.jsonl"
+    kept = [line for line in results.read_text().splitlines() if json.loads(line)["repeat"] == 0][:2]
+    results.write_text("".join(line + "\n" for line in kept))  # 2 of 6 sample runs finished
+    resumed = run_cli("run", str(suite), "--resume", str(out))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    lines = read_jsonl(results)
+    assert sorted((r["sample_id"], r["repeat"]) for r in lines) == sorted(
+        (row["id"], k) for row in ROWS for k in (0, 1))
+    assert all(r["passed"] for r in lines)  # every one answered by "good"
+    other = run_cli("run", str(suite), "--resume", str(out), "--model", "half")
+    assert other.returncode == 2 and "that run's agent model is good, not half" in other.stderr
+
+
+def test_merge_refuses_shards_of_different_models(tmp_path: Path, models_server: ScriptedServer) -> None:
+    suite = _suite(tmp_path, models_server.url)
+    one, two = tmp_path / "s1", tmp_path / "s2"
+    run_cli("run", str(suite), "-o", str(one), "--shard", "1/2", "--model", "good")
+    run_cli("run", str(suite), "-o", str(two), "--shard", "2/2", "--model", "half")
+    merged = run_cli("merge", str(one), str(two), "-o", str(tmp_path / "m"))
+    assert merged.returncode == 2 and "a run of the model half, not good" in merged.stderr

@@ -37,6 +37,9 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> t
         if m.fingerprint != first.fingerprint or m.suite != first.suite:
             raise ConfigError(f"{d}: not a shard of the same run as {dirs[0]} (suite {m.suite!r} vs "
                               f"{first.suite!r}, or the suite or dataset changed); merge only shards of one suite")
+        if m.model != first.model:  # one model's grades under another's name would be a false verdict
+            raise ConfigError(f"{d}: a run of the model {m.model}, not {first.model} like {dirs[0]}; merge only shards "
+                              "of one model (a run over several models merges model by model: give the top folders)")
     if (out / RESULTS_NAME).exists():
         raise ConfigError(f"{out}: already holds results; merge into a new folder")
     saved = [read_summary(d) for d in dirs]

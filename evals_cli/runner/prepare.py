@@ -18,7 +18,7 @@ from evals_cli.graders.build import build_graders
 from evals_cli.models.results import Coverage
 from evals_cli.models.sample import RowNotes, Sample
 from evals_cli.runner.options import NothingToRun, RunOptions
-from evals_cli.runner.resume import FailedSamples, failed_samples
+from evals_cli.runner.resume import FailedSamples, failed_samples, resumed_options
 from evals_cli.runner.row_checks import RowChecks, SampleSelection
 from evals_cli.runner.shard import in_shard, parse_shard
 from evals_cli.suite.spec import SuiteSpec
@@ -72,6 +72,7 @@ class PreparedRun:
                  where: str = "", build_target: bool = True) -> None:
         self.problems: list[str] = problems if problems is not None else []
         self._collecting = problems is not None
+        options = resumed_options(options)  # a resumed run keeps its model and repeats
         self._where = where
         crossed = suite.cross_check()
         if crossed:

@@ -15,6 +15,30 @@ from evals_cli.models.results import SampleResult
 from evals_cli.output.files import RESULTS_NAME, results_path
 from evals_cli.output.fingerprint import Fingerprint
 from evals_cli.output.manifest import MANIFEST_NAME, folder_error, read_manifest
+from evals_cli.runner.options import RunOptions
+
+
+def resumed_options(options: RunOptions) -> RunOptions:
+    """The options a resumed run continues with: the agent model and the repeats the run started with, from its
+    run.json. Without this, `--resume RUN` resolved the model afresh (the suite's default, EVAL_AGENT_MODEL) and
+    filed another model's results under the run's model, and ran the suite's repeats instead of the run's, so the
+    missing repeats never ran. A different --model is refused; an explicit --repeats still wins."""
+    if options.resume is None:
+        return options
+    directory = results_path(options.resume).parent
+    if not (directory / MANIFEST_NAME).is_file():
+        return options  # load_for_resume says what is wrong with the folder
+    manifest = read_manifest(directory)
+    update: dict[str, object] = {}
+    if manifest.model is not None:
+        if options.model is not None and options.model != manifest.model:
+            raise ConfigError(f"--resume {options.resume}: that run's agent model is {manifest.model}, not "
+                              f"{options.model}; resume it without --model, or start a new run for {options.model} "
+                              "(-o NEW_DIR)")
+        update["model"] = manifest.model
+    if options.repeats is None:
+        update["repeats"] = manifest.repeats
+    return options.model_copy(update=update) if update else options
 
 
 @dataclass
