@@ -182,3 +182,26 @@ def test_the_shipped_letta_csv_dataset_reads() -> None:
 def test_a_csv_with_only_a_header_has_no_samples(tmp_path: Path) -> None:
     path = csv_file(tmp_path, "id,input\n\n")
     assert problems(path) == [f"{path}: the dataset has no samples; add one row per sample under the header"]
+
+
+def test_every_row_field_is_a_column_the_reader_knows() -> None:
+    """A row field the CSV reader does not know becomes a rubric variable and is silently ignored: a CSV
+    `expected_state` column left final_state n/a and the gate passed an agent that refunded the wrong amount."""
+    from evals_cli.datasets.csv_rows import KNOWN
+    from evals_cli.models.sample import Sample
+
+    assert set(Sample.model_fields) <= KNOWN
+
+
+def test_expected_state_and_user_columns_are_row_fields(tmp_path: Path) -> None:
+    from evals_cli.datasets.csv_rows import iter_csv
+
+    path = tmp_path / "rows.csv"
+    path.write_text('id,input,expected_state,user,success\n'
+                    'r1,refund it,"{""records"": {""orders"": {""1"": {""status"": ""refunded""}}}}",'
+                    '"{""goal"": ""a refund""}",refund issued\n')
+    [(_, _, row, problem)] = list(iter_csv(path))
+    assert problem is None and row is not None
+    assert row["expected_state"] == {"records": {"orders": {"1": {"status": "refunded"}}}}
+    assert row["user"] == {"goal": "a refund"} and row["success"] == "refund issued"
+    assert "expected_state" not in row.get("rubric_vars", {})

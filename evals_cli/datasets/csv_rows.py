@@ -8,9 +8,11 @@ The column mapping, in the spirit of both tools:
 - `ground_truth`: text, or a JSON list (one per turn, or alternatives, as in JSONL).
 - `id` or `sample_id`: the sample id (default `row-N`, N counting data records from 1).
 - JSON-encoded cells for the fields that hold structures: `rubric_vars`, `metadata`, `agent_args`, `extra_vars`,
-  `tools`, `expected_calls`, `messages` (objects or lists); `expected_tool_order`, `forbidden_tools`, `tags`,
+  `tools`, `expected_calls`, `messages`, `environment`, `expected_state`, `user` (objects or lists); `expected_tool_order`, `forbidden_tools`, `tags`,
   `must_cite`, `must_not_say` take a JSON list or, for `tags` and the tool lists, comma-separated names.
-- `max_steps` (an integer), `category`, `rubric`, `rubric_path`: text.
+- `max_steps` (an integer), `category`, `rubric`, `rubric_path`, `success`: text.
+- Every field a JSONL row can have is one of these (a test keeps it so): a row field read as a rubric variable
+  would be silently ignored, and a grader with nothing to check is n/a, never a failure.
 - promptfoo's `__metadata:NAME` columns go into `metadata.NAME`, `__description` into `metadata.description`;
   its other `__` columns (`__expected` assertions, ...) are refused, since they are not graded here.
 - Every other column is a rubric variable (`rubric_vars.COLUMN`, text), as promptfoo's columns are its `vars`;
@@ -35,10 +37,11 @@ from evals_cli.suite.problems import clip
 Record = tuple[str, int, dict[str, Any] | None, str | None]
 """(file:line, data record number from 1, the row as a JSONL row would hold it, None) or (..., None, problem)."""
 
-JSON_FIELDS = ("rubric_vars", "metadata", "agent_args", "extra_vars", "tools", "expected_calls", "messages")
+JSON_FIELDS = ("rubric_vars", "metadata", "agent_args", "extra_vars", "tools", "expected_calls", "messages",
+               "environment", "expected_state", "user")
 LIST_FIELDS = ("expected_tool_order", "forbidden_tools", "tags")  # JSON list, or comma-separated names
 TEXT_OR_LIST = ("input", "ground_truth", "must_cite", "must_not_say")  # text, or a JSON list
-TEXT_FIELDS = ("id", "sample_id", "category", "rubric", "rubric_path")
+TEXT_FIELDS = ("id", "sample_id", "category", "rubric", "rubric_path", "success")
 KNOWN = frozenset((*JSON_FIELDS, *LIST_FIELDS, *TEXT_OR_LIST, *TEXT_FIELDS, "max_steps"))
 PROMPTFOO_META = "__metadata:"
 _BAD_BYTES = range(0xDC80, 0xDD00)  # surrogateescape's stand-ins for bytes that are not UTF-8
