@@ -5,6 +5,7 @@ the model name, the user simulator and nothing else; the real openai client talk
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,8 @@ def test_on_divergence_stop_marks_the_sample_diverged(recorded: tuple[Desk, Path
     assert grade["score"] is None and "left the recorded user's path at turn 1" in grade["error"]
     assert result["passed"] is None  # no verdict: neither a pass nor the agent's failure
     assert result["error"]["category"] == "diverged"  # not a judge's or a grader's error, said once
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["grades_missing"] == 0 and summary["errors_by_category"] == {"diverged": 1}  # no grader error
     assert result["error"]["message"].count("left the recorded user's path") == 1
     assert "refund at turn 1 (stopped: diverged)" in output
 

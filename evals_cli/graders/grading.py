@@ -178,7 +178,7 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
         if getattr(grader.spec, "scope", "conversation") == "reply":
             return await _grade_per_reply(grader, sample, trajectory, passes, tools)
         if trajectory.end_reason == "diverged":
-            return Grade.failed(DIVERGED.format(turn=len(trajectory.turns)))
+            return Grade.failed(DIVERGED.format(turn=len(trajectory.turns)), not_graded="diverged")
         if grader.per_turn and sample.per_turn:
             rule = passes if grader_passes is None else (lambda s, n=grader.name: grader_passes(n, s))
             return await _grade_per_turn(grader, sample, trajectory, rule, tools)

@@ -9,6 +9,7 @@ from typing import Literal
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
 from evals_cli.gate import OPS, Gate, aggregate, threshold_key
 from evals_cli.models.results import (
+    Grade,
     GraderAggregate,
     JudgeAgreement,
     ModelRun,
@@ -74,11 +75,15 @@ class Accumulator:
             # incomplete (a grade the verdict needs is missing): counted as errored, kept out of the averages,
             # but its missing grades still count as missing
             for name, grade in result.grades.items():
+                if _left_ungraded(grade):
+                    continue
                 self.grades_total += 1
                 if grade.score is None:
                     self.grade_errors[name] += 1
             return
         for name, grade in result.grades.items():
+            if _left_ungraded(grade):
+                continue
             self.grades_total += 1
             if grade.metadata.get("unreliable"):
                 self.unreliable[name] += 1
@@ -199,3 +204,10 @@ def combined_verdict(runs: Sequence[ModelRun], mode: GateMode) -> Verdict:
     if code == EXIT_GATE_FAILED:
         return Verdict(passed=False, message=f"Gate FAILED: {counted}")
     return Verdict(passed=None, message=f"Gate not evaluated: {counted}")
+
+
+def _left_ungraded(grade: Grade) -> bool:
+    """A grade not given on purpose (a conversation --on-divergence stop cut short has no whole-conversation
+    verdict): neither a grader's nor a judge's error, so it is kept out of the missing-grade count that can abort
+    the run (exit 3), and out of the grades counted."""
+    return grade.score is None and grade.metadata.get("not_graded") == "diverged"
