@@ -8,7 +8,8 @@ The column mapping, in the spirit of both tools:
 - `ground_truth`: text, or a JSON list (one per turn, or alternatives, as in JSONL).
 - `id` or `sample_id`: the sample id (default `row-N`, N counting data records from 1).
 - JSON-encoded cells for the fields that hold structures: `rubric_vars`, `metadata`, `agent_args`, `extra_vars`,
-  `tools`, `expected_calls`, `messages`, `environment`, `expected_state`, `user` (objects or lists); `expected_tool_order`, `forbidden_tools`, `tags`,
+  `tools`, `expected_calls`, `messages`, `environment`, `expected_state`, `user` (objects or lists);
+  `expected_tool_order`, `forbidden_tools`, `tags`,
   `must_cite`, `must_not_say` take a JSON list or, for `tags` and the tool lists, comma-separated names.
 - `max_steps` (an integer), `category`, `rubric`, `rubric_path`, `success`: text.
 - Every field a JSONL row can have is one of these (a test keeps it so): a row field read as a rubric variable
