@@ -583,3 +583,36 @@ def test_a_failing_simulator_errors_the_sample_as_the_users(tmp_path: Path, serv
         assert len(results) == 1 and "EVAL_USER_API_KEY" in summary["abort_reason"]
     else:
         assert len(results) == 3
+
+
+def test_several_models_replay_each_its_own_users(tmp_path: Path, server: ScriptedServer) -> None:
+    """Two models that answer alike send the simulator the same conversation; a simulator that words each reply
+    anew (here: a counter) must still be replayed to each model as recorded, not swapped between them."""
+    suite = suite_for(tmp_path, server, [user_row("s", "unused")])
+    said = iter(range(1000))
+
+    def numbered(path: str, body: dict[str, Any]) -> Any:
+        if is_judge(body):
+            return judge_score(1.0)
+        if is_simulator(body):
+            n = next(said)
+            return text(f"user line {n}" + (" ###STOP###" if n % 2 else ""))
+        return scripted_agent(body)
+
+    server.script = numbered
+    recording = tmp_path / "rec.jsonl"
+    recorded = run_cli("run", str(suite), "-o", str(tmp_path / "a"), "-q", "--model", "m1", "--model", "m2",
+                       "--record", str(recording))
+    assert recorded.returncode in (0, 1), recorded.stdout + recorded.stderr
+    server.stop()  # offline from here
+    replayed = run_cli("run", str(suite), "-o", str(tmp_path / "b"), "-q", "--model", "m1", "--model", "m2",
+                       "--replay", str(recording))
+    assert replayed.returncode == recorded.returncode, replayed.stdout + replayed.stderr
+
+    def users(folder: Path) -> list[str | None]:
+        [result] = read_jsonl(folder / "results.jsonl")
+        return [turn["user"] for turn in result["trajectory"]["turns"]] + [result["trajectory"]["closing_user"]]
+
+    for model in ("m1", "m2"):
+        assert users(tmp_path / "b" / model) == users(tmp_path / "a" / model)
+    assert users(tmp_path / "a" / "m1") != users(tmp_path / "a" / "m2")  # the simulator worded them apart

@@ -126,7 +126,7 @@ class PreparedModels:
         first: PreparedRun | None = None
         for model in models:
             own = options.model_copy(update={"model": model, "models": None, "resume": None, "output": None,
-                                             "precheck": options.precheck and first is None})
+                                             "matrix": True, "precheck": options.precheck and first is None})
             prepared = PreparedRun(suite, own)
             if first is None:
                 first = prepared

@@ -73,6 +73,9 @@ class RunOptions(BaseModel):
         default=None, description="With replay_user, when the agent's turn differs from the recorded one: continue "
         "(default: the user simulator takes over) or stop (the conversation ends, end_reason diverged).")
     precheck: bool = Field(default=True, description="Check every dataset row before the first model call.")
+    matrix: bool = Field(default=False, description="Set by the runner of several models on each model's own run: "
+                         "simulated-user requests then name the agent's model, so one recording keeps each model's "
+                         "conversations apart.")
 
     def __init__(self, **data: Any) -> None:
         try:

@@ -152,7 +152,9 @@ class PreparedRun:
             self._user_problem = exc
             return
         self._user_template = template
-        factory: UserPlayerFactory = SimulatedPlayers(SimulatorSettings(self.user_endpoint, self.pool, spec, template))
+        agent_model = self.options.model if self.options.matrix else None  # see SimulatorSettings.agent_model
+        factory: UserPlayerFactory = SimulatedPlayers(SimulatorSettings(self.user_endpoint, self.pool, spec, template,
+                                                                        agent_model))
         wrap = getattr(self.options, "replay_user", None)
         if wrap is not None:  # --replay-user RUN: the user messages of that run, while the agent stays on its path
             from evals_cli.simulation.replay_user import replaying_factory

@@ -122,6 +122,9 @@ class SimulatorSettings:
     pool: ClientPool
     spec: UserSimulatorSpec | None = None
     template: str = DEFAULT_TEMPLATE
+    # the agent's model, named in every simulator request of a run over several models: two models that answer
+    # alike send the simulator the same conversation, and one recording must still give each its own users
+    agent_model: str | None = None
 
 
 class SimulatedUser:
@@ -198,10 +201,17 @@ class SimulatedUser:
         """Turns opened by the pre-filled messages (no user message of their own): not part of the opening."""
         return sum(1 for turn in view.turns if turn.user_source == "prefilled")
 
+    def _tag(self) -> str:
+        """The OpenAI `user` field naming this conversation (sample, repeat and, among several models, the agent's
+        model): it keeps recordings of conversations that went alike apart."""
+        tag = f"evals-sim:{self.sample.id}:{self.repeat}"
+        agent = self.settings.agent_model
+        return f"{tag}:{agent}" if agent is not None else tag
+
     def _request(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         spec = self.settings.spec
         options: dict[str, Any] = {"model": self.settings.endpoint.model, "messages": messages,
-                                   "user": f"evals-sim:{self.sample.id}:{self.repeat}"}
+                                   "user": self._tag()}
         max_tokens = spec.max_tokens if spec is not None else 512
         if max_tokens is not None:
             options["max_tokens"] = max_tokens
