@@ -53,6 +53,8 @@ def test_each_reply_is_graded_on_its_own_and_the_score_is_the_share(server: Scri
                for r in server.judge_requests()]
     assert any("Reply: Figure it out yourself.\nUser said: two: where is it?" in p for p in prompts)
     assert line["passed"] is True  # 2/3 >= 0.6
+    # one grade, three judge calls: the judge's role counts the calls made, not the graders that made them
+    assert line["roles"]["judge"]["calls"] == len(server.judge_requests()) == 3
 
 
 def test_a_share_under_min_share_fails_the_sample(server: ScriptedServer, tmp_path: Path) -> None:

@@ -616,3 +616,5 @@ def test_several_models_replay_each_its_own_users(tmp_path: Path, server: Script
     for model in ("m1", "m2"):
         assert users(tmp_path / "b" / model) == users(tmp_path / "a" / model)
     assert users(tmp_path / "a" / "m1") != users(tmp_path / "a" / "m2")  # the simulator worded them apart
+    report = run_cli("report", str(tmp_path / "b"))
+    assert "user simulator tokens" in report.stdout  # the side-by-side table shows every role's tokens

@@ -101,6 +101,8 @@ def metric_rows(view: MatrixView) -> list[tuple[str, list[str]]]:
     rows += [
         ("agent tokens", [str(c.summary.usage.total_tokens) for c in columns]),
         ("judge tokens", [str(c.summary.judge_usage.total_tokens) for c in columns]),
+        *([("user simulator tokens", [str(c.summary.user_usage.total_tokens) for c in columns])]
+          if any(c.summary.user_usage.total_tokens for c in columns) else []),
         ("cost", [_num(c.summary.cost, 4) for c in columns]),
         ("latency p50", [_secs(c.summary.latency_p50_s) for c in columns]),
         ("latency p95", [_secs(c.summary.latency_p95_s) for c in columns]),

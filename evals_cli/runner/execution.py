@@ -355,7 +355,7 @@ class Execution:
             for grade in judged:
                 usage = Usage.model_validate(grade.metadata.get("usage", {}))
                 judge.add(RoleUse(usage=usage, cost=priced(grade.metadata.get("judge"), usage)))
-            judge.calls = len(judged)
+            judge.calls = sum(_verdicts_asked(grade) for grade in judged)
             roles["judge"] = judge
         if trajectory.user_calls or trajectory.user_usage.total_tokens:
             model = self.p.user_endpoint.model if self.p.user_endpoint is not None else None
@@ -432,6 +432,15 @@ class Execution:
             grade.error = self.redact(grade.error)
             grade.rationale = self.redact(grade.rationale)
         return grade
+
+
+def _verdicts_asked(grade: Grade) -> int:
+    """The judge verdicts behind one grade: one per turn or reply judged (per-turn, `scope: reply`), times the
+    samples and panel judges asked for each; a grade is not one call (counting graders undercounted the judge)."""
+    per_turn = grade.metadata.get("turn_calls")
+    if isinstance(per_turn, list) and per_turn:
+        return sum(max(len(call.get("verdicts") or []), 1) for call in per_turn if isinstance(call, dict))
+    return max(len(grade.metadata.get("verdicts") or []), 1)
 
 
 def _refuse_earlier_run(directory: Path) -> None:
