@@ -416,3 +416,9 @@ def test_merge_refuses_shards_of_different_models(tmp_path: Path, models_server:
     run_cli("run", str(suite), "-o", str(two), "--shard", "2/2", "--model", "half")
     merged = run_cli("merge", str(one), str(two), "-o", str(tmp_path / "m"))
     assert merged.returncode == 2 and "a run of the model half, not good" in merged.stderr
+
+
+def test_an_empty_model_name_is_refused_not_replaced_by_the_suites(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, "http://127.0.0.1:9/v1")
+    result = run_cli("run", str(suite), "--model", "", "-o", str(tmp_path / "o"))
+    assert result.returncode == 2 and "--model: an empty model name" in result.stderr

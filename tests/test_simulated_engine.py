@@ -482,6 +482,8 @@ def test_what_counts_as_out_of_character() -> None:
     assert broken_character("can you help me with my order?", instructions) is None
     assert split_stop("thanks ###STOP###") == ("thanks", True)
     assert split_stop("###STOP###") == ("", True)
+    assert split_stop("Thank you! ###STOP###.") == ("Thank you!", True)  # small models close with punctuation
+    assert split_stop('ok "###STOP###"\n') == ('ok "', True)
     assert split_stop("what does ###STOP### mean here?") == ("what does ###STOP### mean here?", False)
 
 

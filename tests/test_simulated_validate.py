@@ -119,3 +119,14 @@ def test_list_shows_the_user_options() -> None:
         assert option in text, option
     assert "models:" not in text  # one simulator model: the target's list of models does not apply
     assert json.dumps("###STOP###")[1:-1] in text
+
+
+def test_max_turns_must_be_a_whole_number_not_a_boolean() -> None:
+    import pydantic
+    import pytest
+
+    from evals_cli.models.simulated_user import UserSpec
+
+    with pytest.raises(pydantic.ValidationError, match="max_turns"):
+        UserSpec.model_validate({"goal": "g", "max_turns": True})
+    assert UserSpec.model_validate({"goal": "g", "max_turns": 3}).max_turns == 3

@@ -39,7 +39,8 @@ class UserSpec(StrictModel):
     script: list[str] = Field(
         default_factory=list, description="Fixed user messages sent first (after first_message), in order; then the "
         "simulator takes over.")
-    max_turns: int = Field(default=8, ge=1, description="User messages at most, scripted and simulated together.")
+    max_turns: int = Field(default=8, ge=1, strict=True,
+                           description="User messages at most, scripted and simulated together.")
     stop: Literal["token", "tool"] = Field(
         default="token", description=f"How the user ends the conversation: token (a message that is or ends with "
         f"{STOP_TOKEN}) or tool (the simulator is offered an {END_TOOL} tool and calls it).")

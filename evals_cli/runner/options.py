@@ -104,6 +104,8 @@ class RunOptions(BaseModel):
         if self.rerun_failed is not None and self.resume is not None:
             raise ConfigError("--rerun-failed starts a new run with the failed samples of RUN; --resume continues a "
                               "run in its own folder: use one of them")
+        if self.model is not None and not self.model.strip():  # not "use the suite's model": say so
+            raise ConfigError("--model: an empty model name; give the model to run, or leave --model out")
         if self.models is not None:
             if self.model is not None:
                 raise ConfigError("give model (one) or models (several), not both")

@@ -71,12 +71,15 @@ def broken_character(text: str, instructions: str) -> str | None:
     return None
 
 
+_STOP_AT_END = re.compile(re.escape(STOP_TOKEN) + r"""[\s.!?,;:'")\]*_~`]*\Z""")
+
+
 def split_stop(text: str) -> tuple[str, bool]:
     """(the message without the stop token, whether the user stopped): a message that is, or ends with,
-    ###STOP### ends the conversation."""
-    stripped = text.rstrip()
-    if stripped.endswith(STOP_TOKEN):
-        return stripped[: -len(STOP_TOKEN)].strip(), True
+    ###STOP### ends the conversation, closing punctuation after it included (small models write "###STOP###.")."""
+    match = _STOP_AT_END.search(text)
+    if match is not None:
+        return text[: match.start()].strip(), True
     return text, False
 
 
