@@ -262,3 +262,28 @@ def test_rubric_and_rubric_path_on_one_row_is_a_problem(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "dataset.jsonl:1: sample 'line-1': rubric_path: give rubric (text or a file) or rubric_path " \
            "(letta-evals), not both" in result.stderr
+
+
+def test_letta_custom_files_use_the_stand_ins_even_with_letta_evals_installed(
+        server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the real letta-evals importable (here a fake one whose decorators mark nothing, as the real ones mark
+    nothing of ours), its custom files were refused ('not decorated with @evals_cli.grader'); its helpers would
+    read Letta messages, not our trajectory. The stand-ins take its place for those files."""
+    import sys
+
+    fake = tmp_path / "site" / "letta_evals"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("def grader(fn=None, **kw):\n    return fn if fn else (lambda f: f)\n"
+                                      "extractor = reward_composer = grader\nclass GradeResult:\n    pass\n")
+    (fake / "decorators.py").write_text("from letta_evals import grader, extractor, reward_composer\n")
+    (fake / "models.py").write_text("from letta_evals import GradeResult\nclass Sample:\n    pass\n")
+    for name in [n for n in sys.modules if n == "letta_evals" or n.startswith("letta_evals.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    import letta_evals  # the "installed" package, already imported by the user's own code
+
+    assert not getattr(letta_evals, "__evals_stand_in__", False)
+    server.script = ticket_agent(TICKETS)
+    result = run_letta(server, LETTA / "tickets_custom.yaml", "tickets", tmp_path / "out")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Gate PASSED" in result.stdout

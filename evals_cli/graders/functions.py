@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -118,16 +119,16 @@ def load_object(ref: str, base_dir: Path, what: str) -> tuple[Any, Path]:
 
 
 def _run_module(loader: Any, module: Any) -> None:
-    """Run a custom file; one written for letta-evals (importing `letta_evals`, which is not installed) runs
-    again with evals-cli's stand-ins for that package (evals_cli.models.grader_specs.letta_python)."""
-    try:
-        loader.exec_module(module)
-    except ModuleNotFoundError as exc:
-        from evals_cli.models.grader_specs import letta_python
+    """Run a custom file; one written for letta-evals (importing `letta_evals`) runs with evals-cli's stand-ins for
+    that package (evals_cli.models.grader_specs.letta_python), even when the real letta-evals is installed: its
+    helpers read Letta message objects, not evals-cli's trajectory, and its decorators do not mark functions as
+    evals-cli's, so with it a letta suite that runs here without it was refused."""
+    from evals_cli.models.grader_specs import letta_python
 
-        if (exc.name or "").split(".")[0] != "letta_evals" or not letta_python.install():
-            raise
-        loader.exec_module(module)
+    source = loader.get_source(module.__name__) or ""
+    if re.search(r"^\s*(from|import)\s+letta_evals\b", source, re.MULTILINE):
+        letta_python.install()
+    loader.exec_module(module)
 
 
 EXTRACTOR_SHAPE = ("a function (trajectory, config) -> str, or (trajectory, config, agent_state) -> str as "

@@ -2,9 +2,9 @@
 so that those files load as letta-evals users wrote them (`from letta_evals.decorators import extractor, grader`,
 `from letta_evals import RewardOutput, reward_composer`, ...).
 
-Installed into `sys.modules` only when a custom file is loaded and no real `letta_evals` package is installed
-(`install`). Each name maps onto this project: `GradeResult` builds a `Grade`, `Sample` is ours, a trajectory is
-our `Trajectory` (letta-evals' list of turns of Letta messages does not exist here: `get_assistant_messages`
+Installed into `sys.modules` when a custom file importing `letta_evals` is loaded (`install`), in place of the
+real package too when it is installed: its helpers read Letta messages, not this project's trajectory. Each name
+maps onto this project: `GradeResult` builds a `Grade`, `Sample` is ours, a trajectory is our `Trajectory` (letta-evals' list of turns of Letta messages does not exist here: `get_assistant_messages`
 returns the assistant steps, whose `.content` is their text), the decorators check the signature letta-evals
 checks and mark the function as ours do. What needs a Letta server (agent state, memory blocks, the client) is
 not provided: a file importing it fails to load with the name it lacks.
@@ -12,7 +12,6 @@ not provided: a file importing it fails to load with the name it lacks.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import sys
 from collections.abc import Callable
@@ -110,12 +109,10 @@ def _module(name: str, **members: Any) -> ModuleType:
 
 
 def install() -> bool:
-    """Put the stand-in modules in sys.modules (once), unless the real letta-evals is installed: True when they
-    are there."""
-    if "letta_evals" in sys.modules:
-        return getattr(sys.modules["letta_evals"], "__evals_stand_in__", False)
-    if importlib.util.find_spec("letta_evals") is not None:
-        return False
+    """Put the stand-in modules in sys.modules (once), in place of the real letta-evals too if it is installed
+    (see graders/functions.py `_run_module`): True when they are there."""
+    if getattr(sys.modules.get("letta_evals"), "__evals_stand_in__", False):
+        return True
     builtins = {name: _builtin(name) for name in ("last_assistant", "first_assistant", "all_assistant",
                                                   "last_turn", "pattern", "after_marker")}
     common = {"GradeResult": GradeResult, "Sample": Sample, "LettaMessageUnion": LettaMessageUnion,
