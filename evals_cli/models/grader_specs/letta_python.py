@@ -1,13 +1,14 @@
-"""Stand-ins for the parts of letta-evals' Python package that its custom graders, extractors and rewards import,
-so that those files load as letta-evals users wrote them (`from letta_evals.decorators import extractor, grader`,
+"""Stand-ins for the parts of letta-evals' Python package that its custom graders, extractors and rewards import, so
+that those files load as letta-evals users wrote them (`from letta_evals.decorators import extractor, grader`,
 `from letta_evals import RewardOutput, reward_composer`, ...).
 
-Installed into `sys.modules` when a custom file importing `letta_evals` is loaded (`install`), in place of the
-real package too when it is installed: its helpers read Letta messages, not this project's trajectory. Each name
-maps onto this project: `GradeResult` builds a `Grade`, `Sample` is ours, a trajectory is our `Trajectory` (letta-evals' list of turns of Letta messages does not exist here: `get_assistant_messages`
-returns the assistant steps, whose `.content` is their text), the decorators check the signature letta-evals
-checks and mark the function as ours do. What needs a Letta server (agent state, memory blocks, the client) is
-not provided: a file importing it fails to load with the name it lacks.
+Installed into `sys.modules` when a custom file importing `letta_evals` is loaded (`install`), in place of the real
+package too when it is installed: its helpers read Letta messages, not this project's trajectory. Each name maps
+onto this project: `GradeResult` builds a `Grade`, `Sample` is ours, a trajectory is our `Trajectory` (letta-evals'
+list of turns of Letta messages does not exist here: `get_assistant_messages` returns the assistant steps, whose
+`.content` is their text), the decorators check the signature letta-evals checks and mark the function as ours do.
+What needs a Letta server (agent state, memory blocks, the client) is not provided: a file importing it fails to
+load with the name it lacks.
 """
 
 from __future__ import annotations
