@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.helpers import ROOT, TOOLS, read_jsonl
@@ -57,6 +58,7 @@ def _run(tmp_path: Path, callable_: str, inputs: list[str]) -> tuple[subprocess.
     return done, out
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_os_exit_sys_exit_and_thread_exit_are_errored_samples(tmp_path: Path) -> None:
     done, out = _run(tmp_path, "agent.py:run_agent", ["os", "sys", "thread", "fine", "fine"])
     assert done.returncode == 3, done.stdout + done.stderr  # 2 of 5 errored: past --max-error-rate 0.2
@@ -71,6 +73,7 @@ def test_os_exit_sys_exit_and_thread_exit_are_errored_samples(tmp_path: Path) ->
     assert results["thread2"]["error"] is None
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_async_agent_posix_exit_is_an_errored_sample(tmp_path: Path) -> None:
     done, out = _run(tmp_path, "agent.py:async_agent", ["a", "b"])
     assert done.returncode == 3, done.stdout + done.stderr  # every sample errored

@@ -68,6 +68,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow  # every fault kind against a live run: seconds; make test-slow runs it
 def test_fault_matrix_accounts_for_every_sample_once(server: ScriptedServer, tmp_path: Path) -> None:
     faults = Faults()
     server.script = faults

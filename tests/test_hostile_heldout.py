@@ -163,6 +163,7 @@ def _python_suite(tmp_path: Path, agent: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_an_exit_captured_at_import_cannot_end_the_run_with_0(tmp_path: Path) -> None:
     """`from os import _exit` took the real function before the guard was installed: a real subprocess, since
     the bug was a process that exited 0 with nothing written."""
@@ -175,6 +176,7 @@ def test_an_exit_captured_at_import_cannot_end_the_run_with_0(tmp_path: Path) ->
     assert {line["sample_id"] for line in lines} == {"a", "b"} and len(errored) == 1, lines
 
 
+@pytest.mark.slow  # a real process per command: seconds; make test-slow runs it
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_an_exit_at_import_time_is_exit_2_naming_the_callable(tmp_path: Path, command: str) -> None:
     path = _python_suite(tmp_path, _IMPORT_TIME_EXIT_AGENT)

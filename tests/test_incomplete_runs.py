@@ -12,6 +12,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers import read_jsonl, run_cli, wait_for_lines, write_suite
 from tests.helpers import start_run as start
 from tests.scripted_server import Reply, ScriptedServer, agent_script, text
@@ -37,6 +39,7 @@ def assert_no_verdict(text_out: str) -> None:
 # --- item 8: an interrupted run never reports a verdict ------------------------------------------------
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_sigterm_run_reports_gate_not_evaluated_everywhere(server: ScriptedServer, tmp_path: Path) -> None:
     server.script = lambda path, body: Reply(text("fine"), delay=0.3)  # every sample would pass the gate
     suite = write_suite(tmp_path, rows(), base_url=server.url, concurrency=2, graders=GRADERS)
@@ -75,6 +78,7 @@ def test_sigterm_run_reports_gate_not_evaluated_everywhere(server: ScriptedServe
     assert f"ran {done} of {N} samples" in report.stdout
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_report_on_a_killed_run_gives_no_verdict(server: ScriptedServer, tmp_path: Path) -> None:
     server.script = lambda path, body: Reply(text("fine"), delay=0.2)
     suite = write_suite(tmp_path, rows(), base_url=server.url, concurrency=2, graders=GRADERS)

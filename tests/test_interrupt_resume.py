@@ -30,6 +30,7 @@ def suite_for(tmp_path: Path, server: ScriptedServer) -> Path:
                        graders={"answer": {"kind": "tool", "function": "contains"}})
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_sigint_stops_scheduling_writes_summary_and_exits_130(server: ScriptedServer, tmp_path: Path) -> None:
     server.script = slow_agent(0.3)
     out = tmp_path / "out"
@@ -47,6 +48,7 @@ def test_sigint_stops_scheduling_writes_summary_and_exits_130(server: ScriptedSe
     assert summary["status"] == "interrupted" and summary["total"] == len(lines) and summary["exit_code"] == 130
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_second_sigint_exits_at_once(server: ScriptedServer, tmp_path: Path) -> None:
     server.script = agent_script({"question 0": [text("fine")], "question 1": [text("fine")]},
                                  default=Reply(text("fine"), delay=8))
@@ -66,6 +68,7 @@ def test_second_sigint_exits_at_once(server: ScriptedServer, tmp_path: Path) -> 
     assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_sigkill_then_resume_completes_without_duplicates(server: ScriptedServer, tmp_path: Path) -> None:
     server.script = slow_agent(0.2)
     out = tmp_path / "out"

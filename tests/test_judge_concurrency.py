@@ -20,6 +20,8 @@ from evals_cli.sessions.cli import analyze_command
 from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import Reply, ScriptedServer, is_judge, text
 
+pytestmark = pytest.mark.slow  # judges held open to count what is in flight: make test-slow runs them
+
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "datasets" / "multi_agent_sessions.jsonl"
 

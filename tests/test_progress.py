@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from evals_cli.display.live import LiveProgress, clock, stopping_message
@@ -139,6 +140,7 @@ def test_stopping_messages() -> None:
     assert stopping_message(2, presses=2) == "stopping now: abandoning 2 in-flight samples"
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_ctrl_c_is_acknowledged_at_once_told_once_and_ends_with_the_resume_command(
         server: ScriptedServer, tmp_path: Path) -> None:
     def script(path: str, body: dict[str, Any]) -> Reply:  # three quick samples, then slow ones (3 s each)

@@ -67,6 +67,7 @@ def test_hostile_patterns_become_grade_errors_and_the_run_finishes(server: Scrip
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["total"] == 2
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_sigterm_during_a_slow_match_stops_the_run_quickly(server: ScriptedServer, tmp_path: Path) -> None:
     server.script = agent_script({"evil": [text(EVIL_TEXT)]})
     rows = [{"id": f"evil{i}", "input": "evil?", "ground_truth": HOSTILE} for i in range(4)]

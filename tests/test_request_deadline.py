@@ -20,6 +20,8 @@ from evals_cli.endpoints.resolve import Endpoint
 from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import Reply, ScriptedServer, text
 
+pytestmark = pytest.mark.slow  # servers that trickle or stall for real seconds: make test-slow runs them
+
 
 class TrickleServer:
     """Answers every request with valid headers, then its body one byte per `interval` seconds."""

@@ -134,6 +134,7 @@ def _limit_file_size(limit: int):  # type: ignore[no-untyped-def]
     return apply
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_disk_full_mid_run_says_what_was_saved_and_resume_completes(suite: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}

@@ -47,6 +47,7 @@ def test_a_body_past_the_response_bound_is_refused_by_name(server: ScriptedServe
     assert "EVALS_MAX_RESPONSE_BYTES" in line["error"]["message"], line["error"]
 
 
+@pytest.mark.slow  # a real process with signals or 20 MB of output: seconds; make test-slow runs it
 def test_one_20mb_reply_keeps_the_results_line_small() -> None:
     spec = importlib.util.spec_from_file_location("huge_reply_rss", ROOT / "bench" / "huge_reply_rss.py")
     assert spec is not None and spec.loader is not None
