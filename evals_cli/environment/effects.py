@@ -78,29 +78,27 @@ def files_read(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[st
     return world.files[path], Effect(op=spec.op, target=path)
 
 
-def files_write(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def _put(world: World, spec: EffectSpec, args: dict[str, Any], append: bool) -> tuple[str, Effect]:
+    """files.write and files.append: the same checks; append adds to the end (creating a missing file)."""
     path = _path(args, spec)
     content = _content(args, spec)
     if _is_folder(world, path):
         raise EffectError(f"{path}: is a directory", path)
     _no_file_above(world, path)
     before = world.files.get(path)
-    world.files[path] = content
-    return (f"Wrote {len(content)} characters to {path}",
-            Effect(op=spec.op, target=path, changed=before != content, before=before, after=content))
+    after = (before or "") + content if append else content
+    world.files[path] = after
+    verb = "Appended" if append else "Wrote"
+    return (f"{verb} {len(content)} characters to {path}",
+            Effect(op=spec.op, target=path, changed=before != after, before=before, after=after))
+
+
+def files_write(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    return _put(world, spec, args, append=False)
 
 
 def files_append(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
-    path = _path(args, spec)
-    content = _content(args, spec)
-    if _is_folder(world, path):
-        raise EffectError(f"{path}: is a directory", path)
-    _no_file_above(world, path)
-    before = world.files.get(path)
-    after = (before or "") + content
-    world.files[path] = after
-    return (f"Appended {len(content)} characters to {path}",
-            Effect(op=spec.op, target=path, changed=before != after, before=before, after=after))
+    return _put(world, spec, args, append=True)
 
 
 def files_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
