@@ -69,12 +69,18 @@ def _content(args: dict[str, Any], spec: EffectSpec) -> str:
     return _text(_argument(args, spec.content, "the text to write"))
 
 
-def files_read(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def _existing_file(world: World, spec: EffectSpec, args: dict[str, Any]) -> str:
+    """The call's path, which must name a file of the world (read, delete)."""
     path = _path(args, spec)
     if _is_folder(world, path):
         raise EffectError(f"{path}: is a directory", path)
     if path not in world.files:
         raise EffectError(f"{path}: no such file", path)
+    return path
+
+
+def files_read(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    path = _existing_file(world, spec, args)
     return world.files[path], Effect(op=spec.op, target=path)
 
 
@@ -118,11 +124,7 @@ def files_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[st
 
 
 def files_delete(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
-    path = _path(args, spec)
-    if _is_folder(world, path):
-        raise EffectError(f"{path}: is a directory", path)
-    if path not in world.files:
-        raise EffectError(f"{path}: no such file", path)
+    path = _existing_file(world, spec, args)
     before = world.files.pop(path)
     return f"Deleted {path}", Effect(op=spec.op, target=path, changed=True, before=before, after=None)
 
@@ -155,12 +157,19 @@ def _fields(args: dict[str, Any], spec: EffectSpec, default_all: bool, skip: str
     return {field: args[param] for param, field in mapping.items() if param in args}
 
 
-def records_get(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def _existing_record(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
+    """(the collection, the record id, "collection/id") of a call naming a record that exists (get, update,
+    delete)."""
     records = _collection(world, spec)
     rid = _key(args, spec)
     target = f"{spec.collection}/{rid}"
     if rid not in records:
         raise EffectError(f"{target}: not found", target)
+    return records, rid, target
+
+
+def records_get(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+    records, rid, target = _existing_record(world, spec, args)
     return _dump(records[rid]), Effect(op=spec.op, target=target)
 
 
@@ -205,11 +214,7 @@ def records_create(world: World, spec: EffectSpec, args: dict[str, Any]) -> tupl
 
 
 def records_update(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
-    records = _collection(world, spec)
-    rid = _key(args, spec)
-    target = f"{spec.collection}/{rid}"
-    if rid not in records:
-        raise EffectError(f"{target}: not found", target)
+    records, rid, target = _existing_record(world, spec, args)
     before = copy.deepcopy(records[rid])
     fields = _fields(args, spec, default_all=not spec.set, skip=spec.key)
     fields.pop("id", None)  # an update never renames a record
@@ -221,11 +226,7 @@ def records_update(world: World, spec: EffectSpec, args: dict[str, Any]) -> tupl
 
 
 def records_delete(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
-    records = _collection(world, spec)
-    rid = _key(args, spec)
-    target = f"{spec.collection}/{rid}"
-    if rid not in records:
-        raise EffectError(f"{target}: not found", target)
+    records, rid, target = _existing_record(world, spec, args)
     before = records.pop(rid)
     return f"Deleted {target}", Effect(op=spec.op, target=target, changed=True, before=before, after=None)
 
