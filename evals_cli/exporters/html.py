@@ -23,7 +23,8 @@ from evals_cli.display.state_diff import ChangeView, describe_changes, describe_
 from evals_cli.exporters.base import EXPORTERS, FinishedRun
 from evals_cli.exporters.common import case_name, failed_labels, fmt_score, model_calls, prepare, tool_runs, unique
 from evals_cli.exporters.html_charts import BarChart, Histogram, histogram, score_bars
-from evals_cli.exporters.html_template import SCRIPT, SESSIONS_TEMPLATE, STYLE, TEMPLATE
+from evals_cli.exporters.html_sessions_template import SESSIONS_TEMPLATE
+from evals_cli.exporters.html_template import SCRIPT, STYLE, TEMPLATE
 from evals_cli.gate import OPS, SYMBOLS
 from evals_cli.models.results import Grade, RunSummary, SampleResult, TurnGrade
 from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
