@@ -9,6 +9,7 @@ What the display may watch while it runs: `in_flight()` (the samples being run, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import signal
 import time
@@ -126,13 +127,11 @@ class Execution:
             self._contexts[task] = context
             workers.append(task)
         self._workers = workers
-        if self.handle_signals:
-            self._install_signals()
+        signals = interrupts_to(self.interrupt) if self.handle_signals else contextlib.nullcontext()
         try:
-            outcomes = await asyncio.gather(*workers, return_exceptions=True)
+            with signals:
+                outcomes = await asyncio.gather(*workers, return_exceptions=True)
         finally:
-            if self.handle_signals:
-                self._remove_signals()
             try:
                 self.writer.close()
             except OSError:  # the flush of a line that could not be written: already reported by _save
@@ -203,16 +202,6 @@ class Execution:
 
     # --- interruption ---------------------------------------------------------------------------------
 
-    def _install_signals(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._signals = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, self.interrupt, sig)
-                self._signals.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal
-                pass
-
     def interrupt(self, sig: signal.Signals) -> None:
         """A Ctrl-C (or SIGTERM): the first stops scheduling and gives in-flight samples the grace period, a
         second cancels them at once."""
@@ -233,11 +222,6 @@ class Execution:
     def _cancel(self) -> None:
         for task in self._workers:
             task.cancel()
-
-    def _remove_signals(self) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in self._signals:
-            loop.remove_signal_handler(sig)
 
     # --- what is in flight ----------------------------------------------------------------------------
 
@@ -441,6 +425,25 @@ def _verdicts_asked(grade: Grade) -> int:
     if isinstance(per_turn, list) and per_turn:
         return sum(max(len(call.get("verdicts") or []), 1) for call in per_turn if isinstance(call, dict))
     return max(len(grade.metadata.get("verdicts") or []), 1)
+
+
+@contextlib.contextmanager
+def interrupts_to(handler: Callable[[signal.Signals], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM go to `handler` while the block runs (one run, or every model's run at once); where the
+    loop cannot take signal handlers (not the main thread), nothing is installed."""
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, handler, sig)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal
+            pass
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
 
 
 def _refuse_earlier_run(directory: Path) -> None:

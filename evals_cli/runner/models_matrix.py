@@ -277,11 +277,10 @@ class ModelsExecution:
         slots = asyncio.Semaphore(self.p.concurrency)
         for execution in self.executions.values():
             execution.slots = slots
-        self._install_signals()
-        try:
+        from evals_cli.runner.execution import interrupts_to
+
+        with interrupts_to(self._interrupt):  # one handler for every model: each Execution would replace the last's
             done = await asyncio.gather(*(e.run() for e in self.executions.values()), return_exceptions=True)
-        finally:
-            self._remove_signals()
         outcomes: dict[str, RunOutcome[RunSummary]] = {}
         failures: list[BaseException] = []
         for model, outcome in zip(self.executions, done, strict=True):
@@ -299,17 +298,6 @@ class ModelsExecution:
         return ModelsOutcome(summary, self.top, summary.exit_code, messages, outcomes=outcomes,
                              folders={m: self.top / f for m, f in self.p.folders.items()})
 
-    # one handler for every model: each Execution would otherwise replace the previous one's
-    def _install_signals(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._signals: list[signal.Signals] = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, self._interrupt, sig)
-                self._signals.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal
-                pass
-
     def _interrupt(self, sig: signal.Signals) -> None:
         self.interrupts += 1
         for execution in self.executions.values():
@@ -318,10 +306,6 @@ class ModelsExecution:
             with contextlib.suppress(Exception):
                 self.on_interrupt(self.interrupts, len(self.in_flight()))
 
-    def _remove_signals(self) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in self._signals:
-            loop.remove_signal_handler(sig)
 
 
 async def execute_models(prepared: PreparedModels, on_result: Callable[[Any], None] | None = None) -> ModelsOutcome:
