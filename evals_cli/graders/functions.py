@@ -135,17 +135,24 @@ EXTRACTOR_SHAPE = ("a function (trajectory, config) -> str, or (trajectory, conf
                    "letta-evals writes it (agent_state is None here)")
 
 
+def _plain_function_params(fn: Any, name: str, shape: str) -> list[inspect.Parameter]:
+    """The parameters of a custom extractor or reward, which must be a plain (not async, not a class) function
+    whose signature can be read; ValueError naming it and the shape it must have otherwise. A decorated async
+    function (`__wrapped__`) is async too."""
+    if not callable(fn) or inspect.isclass(fn):
+        raise ValueError(f"{name} is not a function; it must be {shape}")
+    if inspect.iscoroutinefunction(getattr(fn, "__wrapped__", fn)) or inspect.iscoroutinefunction(fn):
+        raise ValueError(f"{name} is async; it must be a plain function: {shape}")
+    try:
+        return list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: its signature cannot be read; it must be {shape}") from None
+
+
 def extractor_params(fn: Any, ref: str) -> int:
     """How many arguments a custom extractor takes (2 or 3); ValueError naming the expected shape otherwise.
     Checked when the suite is loaded, so a wrong signature never shows halfway through a run."""
-    if not callable(fn) or inspect.isclass(fn):
-        raise ValueError(f"extractor {ref} is not a function; it must be {EXTRACTOR_SHAPE}")
-    if inspect.iscoroutinefunction(fn):
-        raise ValueError(f"extractor {ref} is async; it must be a plain function: {EXTRACTOR_SHAPE}")
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        raise ValueError(f"extractor {ref}: its signature cannot be read; it must be {EXTRACTOR_SHAPE}") from None
+    params = _plain_function_params(fn, f"extractor {ref}", EXTRACTOR_SHAPE)
     positional = [p for p in params if p.kind in _POSITIONAL]
     required = [p for p in positional if p.default is inspect.Parameter.empty]
     required_kw = [p.name for p in params
@@ -185,14 +192,7 @@ def load_reward(ref: str, base_dir: Path) -> Callable[[Any], Any]:
     if not is_custom_ref(ref):
         raise ValueError(f"function '{ref}' must be 'path/to/file.py:function' (a .py file relative to the suite)")
     fn, _ = load_object(ref, base_dir, "custom reward")
-    if not callable(fn) or inspect.isclass(fn):
-        raise ValueError(f"{ref} is not a function; it must be {REWARD_SHAPE}")
-    if inspect.iscoroutinefunction(getattr(fn, "__wrapped__", fn)) or inspect.iscoroutinefunction(fn):
-        raise ValueError(f"{ref} is async; a reward must be a plain function: {REWARD_SHAPE}")
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        raise ValueError(f"{ref}: its signature cannot be read; it must be {REWARD_SHAPE}") from None
+    params = _plain_function_params(fn, ref, REWARD_SHAPE)
     positional = [p for p in params if p.kind in _POSITIONAL]
     required = [p for p in params if p.default is inspect.Parameter.empty
                 and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
