@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from evals_cli.errors import EXIT_PASSED, ConfigError, EvalsError
 from evals_cli.models.results import MatrixSummary, RunSummary, SampleResult, SummaryBase
+from evals_cli.suite.problems import error_message
 
 if TYPE_CHECKING:
     from evals_cli.endpoints.resolve import JudgeOverrides
@@ -81,7 +82,7 @@ class RunOptions(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:  # a wrong value is a usage error (exit 2), as on the command line
-            raise ConfigError([f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}"
+            raise ConfigError([f"{'.'.join(map(str, e['loc'])) or 'options'}: {error_message(e)}"
                                for e in exc.errors()]) from None
 
     @model_validator(mode="after")
