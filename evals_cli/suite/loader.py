@@ -117,7 +117,7 @@ def _refuse_deep_text(text: str, where: str) -> None:
             if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
                 depth += 1
                 if depth > MAX_YAML_DEPTH:
-                    raise _too_deep(event.start_mark.line, where)
+                    raise _too_deep(event.start_mark.line if event.start_mark else 0, where)
             elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
                 depth -= 1
     except yaml.YAMLError:
