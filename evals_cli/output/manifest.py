@@ -5,16 +5,16 @@ the fingerprint; merge checks it across shards and rebuilds one summary from it.
 from __future__ import annotations
 
 import errno
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from evals_cli.errors import ConfigError, EvalsError
 from evals_cli.models.results import MatrixSummary
+from evals_cli.output.files import read_versioned
 from evals_cli.output.fingerprint import Fingerprint
 
 MANIFEST_NAME = "run.json"
@@ -23,7 +23,11 @@ MATRIX_NAME = "matrix.json"
 _RESERVED = {name.casefold() for name in (MATRIX_NAME, MANIFEST_NAME, "results.jsonl", "summary.json")}
 
 
+MANIFEST_VERSION = 1
+
+
 class Manifest(BaseModel):
+    schema_version: int = MANIFEST_VERSION
     suite: str
     fingerprint: Fingerprint
     gate: dict[str, Any] = Field(default_factory=dict)
@@ -60,10 +64,10 @@ def read_matrix(folder: Path) -> MatrixSummary | None:
     path = folder / MATRIX_NAME
     if not folder.is_dir() or not path.is_file():
         return None
-    try:
-        return MatrixSummary.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, ValidationError):
-        raise ConfigError(f"{path}: unreadable; it should say which model ran in which subfolder") from None
+    matrix = read_versioned(path, MatrixSummary, "matrix.json")
+    if matrix is None:
+        raise ConfigError(f"{path}: unreadable; it should say which model ran in which subfolder")
+    return matrix
 
 
 def write_matrix(folder: Path, summary: MatrixSummary) -> None:
@@ -131,7 +135,7 @@ def read_manifest(directory: Path) -> Manifest:
     path = directory / MANIFEST_NAME
     if not path.is_file():
         raise ConfigError(f"{directory}: no {MANIFEST_NAME}; give the folder of a run started by `evals run`")
-    try:
-        return Manifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, ValidationError):
-        raise ConfigError(f"{path}: unreadable run manifest") from None
+    manifest = read_versioned(path, Manifest, "run manifest")
+    if manifest is None:
+        raise ConfigError(f"{path}: unreadable run manifest")
+    return manifest
