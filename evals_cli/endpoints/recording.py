@@ -119,7 +119,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             body = content.decode("utf-8", "replace")
         raw_body = request_body(request)
         req_body = self.redact.value(raw_body)  # what is stored; the key is hashed from the same masking
-        line = {"schema_version": RECORDING_VERSION, "key": body_key(request.method, api_path(request.url.path), raw_body, self.redact),
+        line = {"schema_version": RECORDING_VERSION,
+                "key": body_key(request.method, api_path(request.url.path), raw_body, self.redact),
                 "context": self.redact(CALL_CONTEXT.get()), "path": api_path(request.url.path),
                 "request": req_body, "status": response.status_code, "response": self.redact.value(body)}
         self.file.write(json.dumps(line, ensure_ascii=False) + "\n")
