@@ -16,6 +16,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INVALID, ConfigError, EvalsError
+from evals_cli.invocation import command
 
 if TYPE_CHECKING:
     from evals_cli.runner.models_matrix import PreparedModels
@@ -252,10 +253,10 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
     cov = summary.coverage
     if summary.status != "completed" and cov is not None and cov.expected_results is not None \
             and summary.total < cov.expected_results:  # samples were left unrun: say how to run them
-        err.print(f"to finish the run: evals run {suite} --resume {outcome.output_dir}",
+        err.print(f"to finish the run: {command('run', suite, '--resume', outcome.output_dir)}",
                   markup=False, highlight=False, soft_wrap=True)
     elif summary.status == "aborted" and summary.errored:  # every sample ran, too many errored: retry those
-        err.print(f"to retry the errored samples: evals run {suite} --resume {outcome.output_dir} --retry-errors",
+        err.print(f"to retry the errored samples: {command('run', suite, '--resume', outcome.output_dir, '--retry-errors')}",
                   markup=False, highlight=False, soft_wrap=True)
     if exports:
         from evals_cli.exporters import export_run
@@ -311,7 +312,7 @@ def _run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path |
         err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
     unfinished = [m for m, o in outcome.outcomes.items() if o.summary.status != "completed"]
     if unfinished:
-        err.print(f"to finish the run ({', '.join(unfinished)}): evals run {suite} --resume {outcome.output_dir}"
+        err.print(f"to finish the run ({', '.join(unfinished)}): {command('run', suite, '--resume', outcome.output_dir)}"
                   + (" --retry-errors" if any(outcome.outcomes[m].summary.errored for m in unfinished) else ""),
                   markup=False, highlight=False, soft_wrap=True)
     if html is not None:
@@ -596,8 +597,8 @@ def init(
     width = max(len(str(path)) for path in result.written)
     lines += [f"  {str(path):<{width}}  {FILES[path.name]}" for path in result.written]
     lines += ["", "next:"]
-    for command, why in next_commands(folder):
-        lines += [f"  # {why}", f"  {command}"] if why else [f"  {command}"]
+    for step, why in next_commands(folder):
+        lines += [f"  # {why}", f"  {step}"] if why else [f"  {step}"]
     print("\n".join(lines))
 
 

@@ -16,6 +16,7 @@ from typing import Literal
 from evals_cli.display.state import RunState
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED
 from evals_cli.gate import Gate
+from evals_cli.invocation import program
 from evals_cli.models.results import RunSummary
 from evals_cli.models.specs import GateSpec
 from evals_cli.output.exit_codes import NOT_EVALUATED, withhold_verdict
@@ -79,7 +80,7 @@ def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
     rebuilt = acc.summary()
     rebuilt.status = "interrupted"
     rebuilt.abort_reason = (f"no summary.json: the run is still going, or was stopped before it finished; resume "
-                            f"a stopped run with evals run SUITE --resume {results_path(target).parent}")
+                            f"a stopped run with {program()} run SUITE --resume {results_path(target).parent}")
     withhold_verdict(rebuilt)
     rebuilt.exit_code = EXIT_INTERRUPTED
     return state, rebuilt, warnings

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from evals_cli.display.state import Cell, Row, RunState
 from evals_cli.display.state_diff import describe_changes
+from evals_cli.invocation import command
 from evals_cli.models.results import RunSummary
 
 MAX_REASON_ROWS = 20
@@ -214,7 +215,7 @@ class Reasons:
         if not total:
             return
         width = options.max_width
-        report = f"evals report {self.run} --html report.html"
+        report = command("report", self.run, "--html", "report.html")
         errored = sum(1 for row in rows if row.error is not None and row.passes == 0)
         yield Text(f"why {total} sample{'s' if total != 1 else ''} did not pass"
                    + (f" ({errored} errored)" if errored else "") + ":", style="bold")
