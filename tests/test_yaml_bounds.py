@@ -55,7 +55,8 @@ def test_deep_yaml_is_refused_with_our_own_limit(text: str, line: int, loader: s
     started = time.perf_counter()
     with pytest.raises(ConfigError) as caught:
         parse_yaml(text, "deep.yaml")
-    assert time.perf_counter() - started < 5
+    # a bound against hangs (the pure-Python scanner is quadratic in flow nesting), not a speed target
+    assert time.perf_counter() - started < (5 if loader == "libyaml" else 30)
     (problem,) = caught.value.problems
     assert problem.startswith(f"deep.yaml:{line}: ")
     assert f"nested more than {MAX_YAML_DEPTH} levels" in problem
