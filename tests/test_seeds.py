@@ -1,0 +1,93 @@
+"""The seeds (the example harnesses evals-cli was built from), read as those harnesses read them (issue 24, item 7):
+
+- the tutorial JSON-array format (`{"data", "target"}` items: seed 004's multi_turn.json, the book chapter's
+  agent_multiturn.json) answers "" for a tool without a mock result, as those harnesses do, with a validate
+  note; a row of our own format and suite YAML keep refusing a tool that answers nothing;
+- a tutorial item's `data.config.model` (seed 001) is that item's agent model;
+- `tool_order` modes `subset` / `superset` mean what agentevals means (seed 001 was graded with agentevals),
+  and `evals validate` notes the change for suites that use them;
+- letta-evals suites count a per-turn turn as passed at a score of 1.0, as letta-evals does.
+(Seed 003, recorded sessions, is in tests/test_sessions_overruled.py.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from evals_cli.graders.base import GraderContext
+from evals_cli.graders.kinds.trajectory import ToolOrderGrader, ToolOrderSpec
+from evals_cli.models.sample import Sample
+from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, text
+from tests.trajectory_builders import run, traj
+
+# the shape of a seed-001 item: the agent is expected to list, then read; it reads straight away
+PLAN_ITEM: dict[str, Any] = {
+    "data": {
+        "prompt": "What is in the config file?",
+        "mock_tools": [
+            {"name": "list_files", "description": "List files", "mock_return": "config.yaml"},
+            {"name": "read_file", "description": "Read a file",
+             "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+             "mock_return": "port: 8080"},
+        ],
+    },
+    "target": {"original_task": "Report the config", "expected_tool_order": ["list_files", "read_file"]},
+}
+
+
+def _tutorial_suite(tmp_path: Path, server: ScriptedServer, items: list[Any], graders: dict[str, Any],
+                    **overrides: Any) -> Path:
+    (tmp_path / "data.json").write_text(json.dumps(items), encoding="utf-8")
+    return write_suite(tmp_path, [], base_url=server.url, dataset="data.json", tools={}, graders=graders,
+                       **overrides)
+
+
+def _order(mode: str) -> ToolOrderGrader:
+    return ToolOrderGrader("order", ToolOrderSpec(mode=mode), GraderContext(Path(".")))  # type: ignore[arg-type]
+
+
+# --- tool_order subset / superset, as agentevals means them ----------------------------------------------------
+
+
+def test_subset_and_superset_mean_what_agentevals_means(server: ScriptedServer, tmp_path: Path) -> None:
+    """agentevals on this trajectory (read_file only, expected list_files then read_file): subset 1.0 (every
+    call is an expected one), superset 0.0 (list_files was never called)."""
+    server.script = agent_script({"config": [call("read_file", {"path": "config.yaml"}), text("port: 8080")]})
+    suite = _tutorial_suite(tmp_path, server, [PLAN_ITEM], {
+        "subset": {"kind": "tool_order", "mode": "subset"},
+        "superset": {"kind": "tool_order", "mode": "superset"},
+    }, gate={"value": 0.0})
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    (line,) = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert line["grades"]["subset"]["score"] == 1.0
+    assert line["grades"]["superset"]["score"] == 0.0
+    assert "missing 'list_files'" in line["grades"]["superset"]["rationale"]
+
+
+def test_a_repeated_call_is_beyond_a_subset() -> None:
+    """agentevals matches each expected call to one call of the agent: calling read_file twice where the
+    expected list has it once is not a subset."""
+    sample = Sample(input="q", expected_tool_order=["list_files", "read_file"])
+    calls = traj("list_files", "read_file", "read_file")
+    assert run(_order("subset"), calls, sample).score == 0.0
+    assert run(_order("superset"), calls, sample).score == 1.0
+
+
+def test_validate_notes_the_changed_meaning_of_subset_and_superset(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, [{"id": "a", "input": "x"}], graders={
+        "sub": {"kind": "tool_order", "mode": "subset"},
+        "sup": {"kind": "tool_order", "mode": "superset"},
+        "seq": {"kind": "tool_order", "mode": "subsequence"},
+    })
+    result = run_cli("validate", str(suite))
+    assert result.returncode == 0, result.stderr  # a note, not an error: the suite runs as it is
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    sub = [n for n in notes if "graders.sub.mode" in n]
+    sup = [n for n in notes if "graders.sup.mode" in n]
+    assert len(sub) == 1 and "agentevals" in sub[0] and "write mode: superset" in sub[0]
+    assert len(sup) == 1 and "agentevals" in sup[0] and "write mode: subset" in sup[0]
+    assert not any("graders.seq" in n for n in notes)
