@@ -20,7 +20,7 @@ from evals_cli.graders.base import GraderContext
 from evals_cli.graders.kinds.trajectory import ToolOrderGrader, ToolOrderSpec
 from evals_cli.models.sample import Sample
 from tests.helpers import read_jsonl, run_cli, write_suite
-from tests.scripted_server import ScriptedServer, agent_script, call, text
+from tests.scripted_server import ScriptedServer, agent_script, call, judge_score, text
 from tests.trajectory_builders import run, traj
 
 # the shape of a seed-001 item: the agent is expected to list, then read; it reads straight away
@@ -91,3 +91,46 @@ def test_validate_notes_the_changed_meaning_of_subset_and_superset(tmp_path: Pat
     assert len(sub) == 1 and "agentevals" in sub[0] and "write mode: superset" in sub[0]
     assert len(sup) == 1 and "agentevals" in sup[0] and "write mode: subset" in sup[0]
     assert not any("graders.seq" in n for n in notes)
+
+
+# --- letta-evals' turns_passed ----------------------------------------------------------------------------------
+
+
+def _per_turn_suite(tmp_path: Path, server: ScriptedServer, letta: bool) -> Path:
+    """One per-turn row graded by a 0-1 judge that gives every turn 0.8: above the grader's threshold, below
+    letta-evals' 1.0. The same grader, in a letta-evals file (`num_runs`, `kind: rubric`) or in ours."""
+    (tmp_path / "data.jsonl").write_text(json.dumps({"id": "walk", "input": ["first question", "second question"],
+                                                     "ground_truth": ["one", "two"]}) + "\n", encoding="utf-8")
+    grader = {"kind": "rubric" if letta else "model_judge", "prompt": "Is {submission} like {ground_truth}?",
+              "model": "scripted", "scale": "0-1"}
+    suite: dict[str, Any] = {
+        "name": "turns", "dataset": "data.jsonl",
+        "target": {"kind": "openai_chat", "base_url": server.url, "model": "scripted", "api_key": "sk-test",
+                   "max_retries": 0, "timeout": 10},
+        "graders": {"quality": grader},
+        "gate": {"metric_key": "quality", "metric": "avg_score", "op": "gte", "value": 0.5} if letta else
+        {"kind": "simple", "metric_key": "quality", "aggregation": "avg_score", "op": "gte", "value": 0.5},
+    }
+    if letta:
+        suite["num_runs"] = 1
+    path = tmp_path / "suite.yaml"
+    path.write_text(json.dumps(suite), encoding="utf-8")
+    return path
+
+
+def test_a_letta_suite_counts_a_turn_passed_at_a_perfect_score(server: ScriptedServer, tmp_path: Path) -> None:
+    server.script = agent_script({"first": [text("one-ish")], "second": [text("two-ish")]},
+                                 judge=lambda body: judge_score(0.8))
+    turns = {}
+    for letta in (True, False):
+        folder = tmp_path / ("letta" if letta else "ours")
+        folder.mkdir()
+        suite = _per_turn_suite(folder, server, letta)
+        result = run_cli("run", str(suite), "-o", str(folder / "out"))
+        assert result.returncode == 0, result.stdout + result.stderr
+        (line,) = read_jsonl(folder / "out" / "results.jsonl")
+        grade = line["grades"]["quality"]
+        assert grade["score"] == 0.8 and [t["score"] for t in grade["per_turn_grades"]] == [0.8, 0.8]
+        turns[letta] = (grade["metadata"]["turns_passed"], grade["metadata"]["turns_total"], grade["rationale"])
+    assert turns[True] == (0, 2, "0/2 turns passed")  # letta-evals: a turn passes at score >= 1.0
+    assert turns[False] == (2, 2, "2/2 turns passed")  # ours: at the grader's threshold
