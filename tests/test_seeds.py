@@ -49,6 +49,72 @@ def _order(mode: str) -> ToolOrderGrader:
     return ToolOrderGrader("order", ToolOrderSpec(mode=mode), GraderContext(Path(".")))  # type: ignore[arg-type]
 
 
+# --- a tutorial tool without a mock result answers "" ------------------------------------------------------------
+
+# the shape of seed 004's multi_turn.json (camelCase, a harness in TypeScript): writeFile has no mock result,
+# and that harness answers such a call with ""
+SEED_004: list[dict[str, Any]] = [{
+    "data": {
+        "prompt": "Save the note 'buy milk' to notes.txt, then tell me what you did.",
+        "mockTools": [
+            {"type": "function", "function": {"name": "readFile", "description": "Read a file",
+                                              "parameters": {"type": "object",
+                                                             "properties": {"path": {"type": "string"}}}},
+             "mockReturn": "(empty file)"},
+            {"type": "function", "function": {"name": "writeFile", "description": "Write a file",
+                                              "parameters": {"type": "object",
+                                                             "properties": {"path": {"type": "string"},
+                                                                            "content": {"type": "string"}}}}},
+        ],
+        "config": {"maxTurns": 4},
+    },
+    "target": {"originalTask": "Save a note", "expectedToolOrder": ["writeFile"]},
+}]
+
+
+def test_seed_004_loads_and_its_silent_tool_answers_empty(server: ScriptedServer, tmp_path: Path) -> None:
+    server.script = agent_script({"buy milk": [call("writeFile", {"path": "notes.txt", "content": "buy milk"}),
+                                               text("I saved 'buy milk' to notes.txt.")]})
+    suite = _tutorial_suite(tmp_path, server, SEED_004, {"order": {"kind": "tool_order"}})
+    checked = run_cli("validate", str(suite))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    notes = [line for line in checked.stderr.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "data.json: item 1" in notes[0] and "'writeFile'" in notes[0]
+    assert 'answers "" (an empty result)' in notes[0] and "mock_return" in notes[0] and "readFile" not in notes[0]
+
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    second = server.agent_requests()[1]["body"]["messages"]
+    assert [m["content"] for m in second if m["role"] == "tool"] == [""]
+    (line,) = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert line["error"] is None and line["grades"]["order"]["score"] == 1.0
+    assert line["trajectory"]["turns"][0]["steps"][0]["tool_calls"][0]["result"] == ""
+
+
+def test_the_note_is_one_line_for_many_rows(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, [], dataset="data.json", tools={}, graders={"order": {"kind": "tool_order"}})
+    (tmp_path / "data.json").write_text(json.dumps(SEED_004 * 5), encoding="utf-8")
+    result = run_cli("validate", str(suite))
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "(5 rows)" in notes[0]
+
+
+def test_our_own_formats_still_refuse_a_tool_that_answers_nothing(tmp_path: Path) -> None:
+    """A plain row (JSONL, or a plain object in a JSON array) and suite YAML keep the error: in our own format
+    a tool with no result is a mistake, not a convention."""
+    for name, text_ in (("data.jsonl", json.dumps({"id": "a", "input": "x", "tools": {"writeFile": {}}}) + "\n"),
+                        ("data.json", json.dumps([{"id": "a", "input": "x", "tools": {"writeFile": {}}}]))):
+        suite = write_suite(tmp_path, [], dataset=name, tools={}, graders={"order": {"kind": "tool_order"}})
+        (tmp_path / name).write_text(text_, encoding="utf-8")
+        result = run_cli("validate", str(suite))
+        assert result.returncode == 2 and "'writeFile' has no return configured" in result.stderr, name
+    suite = write_suite(tmp_path, [{"id": "a", "input": "x"}], tools={"writeFile": {"description": "Write"}},
+                        graders={"order": {"kind": "tool_order"}})
+    result = run_cli("validate", str(suite))
+    assert result.returncode == 2 and "tools.writeFile" in result.stderr and "no return configured" in result.stderr
+
+
 # --- tool_order subset / superset, as agentevals means them ----------------------------------------------------
 
 

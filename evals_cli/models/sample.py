@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
 from evals_cli.models.environment import EnvironmentSpec, ExpectedState
@@ -90,6 +90,8 @@ class Sample(StrictModel):
         default=None, description="What success means for this row, in words (read by goal-completion judges).")
     category: str | None = Field(default=None, description="Free category label.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Anything else; carried into results.")
+    # what the reader of another harness's format did that the row does not say (evals validate notes it)
+    _format_notes: list[str] = PrivateAttr(default_factory=list)
 
     @field_validator("tools")
     @classmethod
@@ -159,6 +161,15 @@ class Sample(StrictModel):
         """Deprecated spellings this row uses (notes, not problems: the row is read as it is)."""
         return [row_field_note(name) for name in METADATA_ALIASES if name in self.metadata]
 
+    def add_format_notes(self, notes: list[str]) -> None:
+        """Record what reading this row from another harness's format decided for it (a tutorial tool with no
+        result answers ""), for `evals validate` to say."""
+        self._format_notes.extend(notes)
+
+    @property
+    def format_notes(self) -> list[str]:
+        return list(self._format_notes)
+
     @property
     def user_turns(self) -> list[str]:
         """The user messages to send, in order (empty when the pre-filled messages end with the user)."""
@@ -197,14 +208,14 @@ class Sample(StrictModel):
 
 
 class RowNotes:
-    """Deprecated spellings across a dataset, one note per spelling (its first row and how many use it), so a
-    dataset of a million old rows gives a few lines, not a million."""
+    """Deprecated spellings and format notes across a dataset, one note per wording (its first row and how many
+    rows have it), so a dataset of a million old rows gives a few lines, not a million."""
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[str, int]] = {}
 
     def add(self, sample: Sample, where: str) -> None:
-        for note in sample.naming_notes():
+        for note in sample.naming_notes() + sample.format_notes:
             first, count = self._seen.get(note, (where, 0))
             self._seen[note] = (first, count + 1)
 
