@@ -115,6 +115,80 @@ def test_our_own_formats_still_refuse_a_tool_that_answers_nothing(tmp_path: Path
     assert result.returncode == 2 and "tools.writeFile" in result.stderr and "no return configured" in result.stderr
 
 
+# --- a tutorial item's own agent model -------------------------------------------------------------------------
+
+
+def _model_items() -> list[dict[str, Any]]:
+    """Two seed-001 items: the first names its agent model in data.config, the second does not."""
+    own = json.loads(json.dumps(PLAN_ITEM))
+    own["id"] = "own"
+    own["data"]["config"] = {"model": "item-model", "max_steps": 3}
+    plain = json.loads(json.dumps(PLAN_ITEM))
+    plain["id"] = "plain"
+    plain["data"]["prompt"] = "And what is in the readme?"
+    return [own, plain]
+
+
+def _models_asked(server: ScriptedServer) -> dict[str, set[str]]:
+    """The model of every agent request, by the row's prompt."""
+    asked: dict[str, set[str]] = {}
+    for request in server.agent_requests():
+        body = request["body"]
+        prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        asked.setdefault("own" if "config" in prompt else "plain", set()).add(body["model"])
+    return asked
+
+
+def test_an_items_config_model_is_its_agent_model(server: ScriptedServer, tmp_path: Path) -> None:
+    server.script = agent_script({"config": [call("list_files"), text("port: 8080")],
+                                  "readme": [text("nothing")]})
+    suite = _tutorial_suite(tmp_path, server, _model_items(), {"order": {"kind": "tool_order"}}, gate={"value": 0.0},
+                            pricing={"item-model": {"input": 1000.0, "output": 1000.0},
+                                     "scripted": {"input": 0.0, "output": 0.0}})
+    checked = run_cli("validate", str(suite))
+    assert checked.returncode == 0, checked.stderr
+    notes = [line for line in checked.stderr.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "item 1" in notes[0] and "'item-model'" in notes[0]
+
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _models_asked(server) == {"own": {"item-model"}, "plain": {"scripted"}}
+    lines = {r["sample_id"]: r for r in read_jsonl(tmp_path / "out" / "results.jsonl")}
+    assert lines["own"]["trajectory"]["agent_model"] == "item-model"
+    assert lines["plain"]["trajectory"]["agent_model"] is None
+    # the row's tokens are priced at its own model's price, not the run's
+    assert lines["own"]["cost"] > 0 and lines["plain"]["cost"] == 0
+
+
+def test_the_responses_target_asks_the_items_model_too(server: ScriptedServer, tmp_path: Path) -> None:
+    server.script = agent_script({"config": [text("port: 8080")], "readme": [text("nothing")]})
+    suite = _tutorial_suite(tmp_path, server, _model_items(), {"order": {"kind": "tool_order"}}, gate={"value": 0.0},
+                            target={"kind": "openai_responses"})
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    asked = {("own" if "config" in json.dumps(r["body"]["input"]) else "plain", r["body"]["model"])
+             for r in server.agent_requests()}
+    assert asked == {("own", "item-model"), ("plain", "scripted")}
+
+
+def test_a_run_over_several_models_asks_each_its_own_for_every_row(server: ScriptedServer, tmp_path: Path) -> None:
+    """Otherwise every column would show the item's model under another model's name."""
+    server.script = agent_script({"config": [text("port: 8080")], "readme": [text("nothing")]})
+    suite = _tutorial_suite(tmp_path, server, _model_items(), {"order": {"kind": "tool_order"}}, gate={"value": 0.0})
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"), "--model", "m1", "--model", "m2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _models_asked(server) == {"own": {"m1", "m2"}, "plain": {"m1", "m2"}}
+
+
+def test_a_bad_config_model_names_the_field(tmp_path: Path) -> None:
+    item = json.loads(json.dumps(PLAN_ITEM))
+    item["data"]["config"] = {"model": 4}
+    suite = write_suite(tmp_path, [], dataset="data.json", tools={}, graders={"order": {"kind": "tool_order"}})
+    (tmp_path / "data.json").write_text(json.dumps([item]), encoding="utf-8")
+    result = run_cli("validate", str(suite))
+    assert result.returncode == 2 and "item 1: data.config.model: expected the agent model's name" in result.stderr
+
+
 # --- tool_order subset / superset, as agentevals means them ----------------------------------------------------
 
 

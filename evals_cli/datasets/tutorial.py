@@ -1,6 +1,6 @@
 """The JSON-array format of popular multi-turn tutorial harnesses, mapped onto Sample.
 
-Shape: [{"data": {"prompt", "messages", "mock_tools", "config"},
+Shape: [{"data": {"prompt", "messages", "mock_tools", "config": {"max_steps" | "maxTurns", "model", ...}},
          "target": {"original_task", "expected_tool_order", "forbidden_tools", "mock_tool_results", "category"}}]
 A tool's `mock_return` (in `data.mock_tools`) is what the mocked tool answers; `target.mock_tool_results` is what
 the judge is shown as the tool results provided (`rubric_vars.mock_tool_results`), and, for older files whose
@@ -120,6 +120,11 @@ def tutorial_to_sample(item: dict[str, Any], index: int, notes: list[str] | None
             max_steps = config.get("maxTurns")
         if max_steps is not None:
             sample["max_steps"] = max_steps
+        model = config.get("model")
+        if model is not None:  # seed 001's harness asks this item's agent with this model
+            if not isinstance(model, str) or not model.strip():
+                raise ValueError("data.config.model: expected the agent model's name as text")
+            sample["agent_model"] = model.strip()
         if config:
             sample["metadata"] = {"config": config}
     if sample.get("category"):

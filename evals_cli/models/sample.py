@@ -36,6 +36,12 @@ def row_field_note(name: str) -> str:
             f"write {name} at the top level of the row")
 
 
+def agent_model_note(model: str) -> str:
+    """What `evals validate` says about a row naming its own agent model (one wording per model)."""
+    return (f"agent_model: this row asks the agent model {model!r}, not the run's (--model, target.model, "
+            "EVAL_AGENT_MODEL); a run over several models asks each one's own model instead")
+
+
 class Sample(StrictModel):
     """One evaluation case. `input`/`ground_truth` lists of equal length switch on per-turn grading."""
 
@@ -83,6 +89,10 @@ class Sample(StrictModel):
         "relative to the suite (ends in .j2, .jinja, .txt or .md)."
     )
     max_steps: int | None = Field(default=None, ge=1, description="Override of the target's loop bound.")
+    agent_model: str | None = Field(
+        default=None, min_length=1, description="This row's agent model (a tutorial item's data.config.model), asked "
+        "for this row instead of the run's (--model, target.model, EVAL_AGENT_MODEL); a run over several models asks "
+        "each one's own model for every row.")
     user: UserSpec | None = Field(
         default=None, description="A simulated user: the conversation goes on, turn by turn, with a model playing "
         "this user (after the row's `input` messages, if any); the suite's `user:` block gives defaults.")
@@ -170,6 +180,12 @@ class Sample(StrictModel):
     def format_notes(self) -> list[str]:
         return list(self._format_notes)
 
+    def notes(self) -> list[str]:
+        """Everything `evals validate` says about this row: deprecated spellings, what its format's reader
+        decided, and a model of its own (the run's model does not apply to it)."""
+        own = [agent_model_note(self.agent_model)] if self.agent_model is not None else []
+        return self.naming_notes() + self.format_notes + own
+
     @property
     def user_turns(self) -> list[str]:
         """The user messages to send, in order (empty when the pre-filled messages end with the user)."""
@@ -215,7 +231,7 @@ class RowNotes:
         self._seen: dict[str, tuple[str, int]] = {}
 
     def add(self, sample: Sample, where: str) -> None:
-        for note in sample.naming_notes() + sample.format_notes:
+        for note in sample.notes():
             first, count = self._seen.get(note, (where, 0))
             self._seen[note] = (first, count + 1)
 

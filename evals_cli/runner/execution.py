@@ -332,7 +332,7 @@ class Execution:
 
         steps = [step for turn in trajectory.turns for step in turn.steps]
         roles = {"agent": RoleUse(usage=result.usage, latency_s=sum(s.latency_s for s in steps), calls=len(steps),
-                                  cost=priced(self.p.agent.model, result.usage))}
+                                  cost=priced(trajectory.agent_model or self.p.agent.model, result.usage))}
         judged = [g for g in result.grades.values() if g.metadata.get("judge")]
         if judged or result.judge_usage.total_tokens:
             judge = RoleUse(latency_s=grading_s, calls=len(judged))
