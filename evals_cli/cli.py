@@ -490,7 +490,8 @@ def analyze(
     json_out: Annotated[bool, typer.Option("--json", help="Print every analysis and the summary as one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the gate verdict.")] = False,
     judge_confirms: Annotated[str, typer.Option("--judge-confirms", metavar="on|off", help="on: the turn judge may "
-                                                "overrule a deterministic detection (kept, marked overruled_by_judge); "
+                                                "overrule an inferred deterministic detection, never a correction the "
+                                                "user stated (kept, marked overruled_by_judge); "
                                                 "off: deterministic detections are final.")] = "on",
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report here "
                                               "(= evals report OUTPUT --html PATH afterwards).")] = None,

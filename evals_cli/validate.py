@@ -66,6 +66,7 @@ def validate_suite(path: Path, override: TargetOverride | None = None) -> Valida
     report.notes = [f"{path}: {'.'.join(loc)}: {note}" for loc, note in suite.naming_notes()]
     report.notes += [f"{path}: graders.{name}.provider: {note}" for name, spec in suite.graders.items()
                      if (note := provider_note(getattr(spec, "provider", None))) is not None]
+    report.notes += _tool_order_notes(path, suite)
     from evals_cli.runner.options import RunOptions
     from evals_cli.runner.prepare import PreparedRun
     from evals_cli.targets.factory import validate_builds
@@ -81,6 +82,15 @@ def validate_suite(path: Path, override: TargetOverride | None = None) -> Valida
         report.notes.append(f"{path}: {prepared.simulated} row(s) with a simulated user; the {endpoint.describe()} "
                             f"plays them (base URL from {endpoint.base_url_from})")
     return report
+
+
+def _tool_order_notes(path: Path, suite: SuiteSpec) -> list[str]:
+    """tool_order graders in mode subset or superset, whose meaning flipped to agentevals' (a note per grader)."""
+    from evals_cli.graders.kinds.trajectory import mode_change_note
+
+    return [f"{path}: graders.{name}.mode: {note}" for name, spec in suite.graders.items()
+            if getattr(spec, "kind", None) == "tool_order"
+            and (note := mode_change_note(getattr(spec, "mode", ""))) is not None]
 
 
 def _salvage(path: Path, report: ValidationReport) -> list[str]:

@@ -232,9 +232,9 @@ CASES = [
     Case("dataset-tool-no-return", {"suite.yaml": SUITE, "data.jsonl": data(
         {"id": "t", "input": "x", "tools": {"read_file": {"description": "d"}}})},
          ["data.jsonl:1", "sample 't'", "'read_file' has no return configured"]),
-    Case("tutorial-tool-no-mock-return", {"suite.yaml": suite("dataset: data.jsonl", "dataset: data.json"),
-                                          "data.json": json.dumps([{"data": {"prompt": "p", "mock_tools": [
-                                              {"name": "get_weather", "description": "Weather"}]}}])},
+    Case("array-row-tool-no-return", {"suite.yaml": suite("dataset: data.jsonl", "dataset: data.json"),
+                                      "data.json": json.dumps([{"id": "t", "input": "x",
+                                                                "tools": {"get_weather": {"description": "W"}}}])},
          ["data.json: item 1", "'get_weather' has no return configured"]),
     Case("tool-name-space", {"suite.yaml": suite("  read_file:", "  read file:"), "data.jsonl": OK},
          ["suite.yaml:9", "tools.read file", "characters endpoints reject"]),

@@ -332,7 +332,7 @@ class Execution:
 
         steps = [step for turn in trajectory.turns for step in turn.steps]
         roles = {"agent": RoleUse(usage=result.usage, latency_s=sum(s.latency_s for s in steps), calls=len(steps),
-                                  cost=priced(self.p.agent.model, result.usage))}
+                                  cost=priced(trajectory.agent_model or self.p.agent.model, result.usage))}
         judged = [g for g in result.grades.values() if g.metadata.get("judge")]
         if judged or result.judge_usage.total_tokens:
             judge = RoleUse(latency_s=grading_s, calls=len(judged))
@@ -395,7 +395,8 @@ class Execution:
         tools = merge_tools(self.p.suite.tools, sample.tools)
         grading_started = time.perf_counter()
         grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools,
-                                    grader_passes=self.p.gate.grader_passes)
+                                    grader_passes=self.p.gate.grader_passes,
+                                    turn_pass=1.0 if self.p.suite.letta_format else None)  # letta-evals counts so
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
         # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
         # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest

@@ -257,5 +257,7 @@ class PreparedRun:
                 continue
             sample = sample.with_environment(self.suite.environment)  # targets and graders see the merged world
             sample = sample.with_user_defaults(self.suite.user)  # and the user: block with the suite's defaults
+            if self.options.matrix and sample.agent_model is not None:  # each column asks its own model
+                sample = sample.model_copy(update={"agent_model": None})
             for repeat in range(self.repeats):
                 yield sample, repeat

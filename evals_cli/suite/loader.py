@@ -248,7 +248,8 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
     written_line_of = line_finder(lines)
     moves: list[tuple[Loc, Loc]] = []
     letta_target = False
-    if letta_reason(data) is not None:
+    letta_file = letta_reason(data) is not None
+    if letta_file:
         translation = translate(data)
         data, moves, letta_target = translation.data, translation.moves, translation.letta_target
         problems += [_located(where, written_line_of, p, msg) for p, msg in translation.problems]
@@ -264,6 +265,7 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
     if problems:
         raise ConfigError(problems)
     spec._base_dir = path.resolve().parent
+    spec._letta_format = letta_file
     return spec
 
 
