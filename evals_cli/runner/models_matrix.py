@@ -165,7 +165,7 @@ def prepare_models(suite: Path | SuiteSpec, options: RunOptions, models: list[st
         from evals_cli.validate import checked_suite
 
         override = TargetOverride(file=options.target_file, base_url=options.base_url, model=models[0])
-        suite = checked_suite(suite, override)
+        suite = checked_suite(suite, override, options)
     return PreparedModels(suite, options, models)
 
 
