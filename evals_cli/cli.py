@@ -126,6 +126,7 @@ def run(
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip model_judge graders: no judge calls at all.")] = False,
     record: Annotated[Path | None, typer.Option("--record", help="Record every model call to this JSONL file.")] = None,
     replay: Annotated[Path | None, typer.Option("--replay", help="Serve model calls from a recording; no network.")] = None,
+    cache: Annotated[Path | None, typer.Option("--cache", metavar="FILE", help="Serve every model call this file already holds and call (and add) the rest: a rerun of an unchanged suite calls no model; the summary counts hits and misses.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite).")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", metavar="MODEL", help="Agent model (overrides the suite); repeat it to run the whole suite once per model, side by side, each into its own subfolder.")] = None,
     gate: Annotated[str, typer.Option("--gate", metavar="all|any", help="With several models: all (exit 0 only when every model passes its gate) or any (when at least one does).")] = "all",
@@ -170,7 +171,7 @@ def run(
     one_model = model[0] if model and len(model) == 1 else None
     options = RunOptions(output=output, concurrency=concurrency, max_samples=max_samples, tags=tag or None,
                          sample_ids=sample_id or None, rerun_failed=rerun_failed,
-                         repeats=repeats, no_judge=no_judge, record=record, replay=replay, target_file=target,
+                         repeats=repeats, no_judge=no_judge, record=record, replay=replay, cache=cache, target_file=target,
                          base_url=base_url, model=one_model, models=model if model and len(model) > 1 else None,
                          gate=gate, judge_model=judge_model, judge_base_url=judge_base_url,
                          judge_api_key=judge_api_key, timeout=timeout, sample_timeout=sample_timeout,

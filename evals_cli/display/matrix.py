@@ -104,6 +104,8 @@ def metric_rows(view: MatrixView) -> list[tuple[str, list[str]]]:
         *([("user simulator tokens", [str(c.summary.user_usage.total_tokens) for c in columns])]
           if any(c.summary.user_usage.total_tokens for c in columns) else []),
         ("cost", [_num(c.summary.cost, 4) for c in columns]),
+        *([("cache hits / misses", [f"{c.summary.cache.hits} / {c.summary.cache.misses}" if c.summary.cache else "—"
+                                    for c in columns])] if any(c.summary.cache for c in columns) else []),
         ("latency p50", [_secs(c.summary.latency_p50_s) for c in columns]),
         ("latency p95", [_secs(c.summary.latency_p95_s) for c in columns]),
         ("gate", [gate_word(c.summary) for c in columns]),

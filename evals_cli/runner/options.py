@@ -40,6 +40,8 @@ class RunOptions(BaseModel):
     no_judge: bool = Field(default=False, description="Skip model_judge graders: no judge calls at all.")
     record: Path | None = Field(default=None, description="Record every model call to this JSONL file.")
     replay: Path | None = Field(default=None, description="Serve model calls from this recording; no network.")
+    cache: Path | None = Field(default=None, description="Serve every call this file (a recording) holds; call and "
+                               "append the rest (--cache): a rerun of an unchanged suite calls no model.")
     target_file: Path | None = Field(default=None, description="A YAML file with the agent to test instead of "
                                      "the suite's target (--target).")
     base_url: str | None = Field(default=None, description="Agent endpoint, over the suite's (--base-url).")
@@ -89,6 +91,9 @@ class RunOptions(BaseModel):
         # ConfigError is not a ValueError: pydantic lets it through unchanged, problems and exit code intact
         if self.record is not None and self.replay is not None:
             raise ConfigError("--record and --replay cannot be used together")
+        if self.cache is not None and (self.record is not None or self.replay is not None):
+            raise ConfigError(f"--cache with --{'record' if self.record is not None else 'replay'}: --cache already "
+                              "serves what its file holds and records what it calls; use one of them")
         if self.resume is not None and self.output is not None:
             raise ConfigError("--resume continues the run in its own folder; drop -o/--output")
         if self.retry_errors and self.resume is None:
