@@ -128,7 +128,7 @@ def run(
     replay: Annotated[Path | None, typer.Option("--replay", help="Serve model calls from a recording; no network.")] = None,
     cache: Annotated[Path | None, typer.Option("--cache", metavar="FILE", help="Serve every model call this file already holds and call (and add) the rest: a rerun of an unchanged suite calls no model; the summary counts hits and misses.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite).")] = None,
-    model: Annotated[list[str] | None, typer.Option("--model", metavar="MODEL", help="Agent model (overrides the suite); repeat it to run the whole suite once per model, side by side, each into its own subfolder.")] = None,
+    model: Annotated[list[str] | None, typer.Option("--model", metavar="MODEL", help="Agent model (overrides the suite); NAME@URL runs it on its own endpoint (over --base-url); repeat it to run the whole suite once per model, side by side, each into its own subfolder.")] = None,
     gate: Annotated[str, typer.Option("--gate", metavar="all|any", help="With several models: all (exit 0 only when every model passes its gate) or any (when at least one does).")] = "all",
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model for every model_judge grader (over the graders' own model, the suite's judge block and EVAL_JUDGE_MODEL).")] = None,
     judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (over the graders' own base_url, the judge block and EVAL_JUDGE_BASE_URL).")] = None,

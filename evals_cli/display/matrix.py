@@ -48,6 +48,7 @@ class ModelColumn:
     folder: str
     summary: RunSummary
     samples: dict[str, SampleMarks] = field(default_factory=dict)
+    endpoint: str | None = None  # the base URL it ran on, credentials masked (matrix.json)
 
 
 @dataclass
@@ -91,6 +92,7 @@ def metric_rows(view: MatrixView) -> list[tuple[str, list[str]]]:
     for column in columns:
         graders += [g for g in column.summary.graders if g not in graders]
     rows: list[tuple[str, list[str]]] = [
+        *([("endpoint", [c.endpoint or "—" for c in columns])] if any(c.endpoint for c in columns) else []),
         ("pass rate", [_pct(pass_rate(c.summary)) for c in columns]),
         ("passed / graded", [f"{c.summary.passed}/{c.summary.passed + c.summary.failed}" for c in columns]),
         ("errored", [str(c.summary.errored) for c in columns]),

@@ -349,6 +349,9 @@ class ModelRun(Record):
 
     model: str
     folder: str = Field(description="Its run folder, relative to the matrix's folder.")
+    base_url: str | None = Field(default=None, description="The endpoint it ran on, credentials masked.")
+    base_url_from: str | None = Field(default=None, description="Where that endpoint was set (`--model NAME@URL`, "
+                                      "`target.models (NAME)`, `--base-url`, `target.base_url`, ...).")
     status: Literal["completed", "aborted", "interrupted"] | None = None
     exit_code: int | None = None
     gate: Verdict | None = None
