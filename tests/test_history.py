@@ -31,9 +31,10 @@ HALF = {"capital": [text("Paris")], "math": [text("5")]}
 PRICING = {"scripted": {"input": 1.0, "output": 2.0}, "a": {"input": 1.0, "output": 2.0}}
 
 
-def _run(server: ScriptedServer, tmp: Path, out: Path, script: dict[str, Any], *extra: str) -> None:
+def _run(server: ScriptedServer, tmp: Path, out: Path, script: dict[str, Any], *extra: str,
+         rows: list[dict[str, Any]] = ROWS) -> None:
     server.script = agent_script(script)
-    suite = write_suite(tmp, ROWS, base_url=server.url, graders=GRADERS, pricing=PRICING)
+    suite = write_suite(tmp, rows, base_url=server.url, graders=GRADERS, pricing=PRICING)
     result = run_cli("run", str(suite), "-o", str(out), *extra)
     assert result.returncode in (0, 1), result.stdout + result.stderr
 
@@ -184,3 +185,21 @@ def test_a_port_in_use_is_a_usage_error(results: Path) -> None:
         assert result.returncode == 2 and f"--port {port}: already in use" in result.stderr
     finally:
         busy.httpd.server_close()
+
+
+def test_a_merged_run_over_several_models_is_finished_and_keeps_its_endpoints(tmp_path: Path,
+                                                                             server: ScriptedServer) -> None:
+    """`evals merge` writes a matrix.json with no end time: it is a finished run all the same (its verdict is the
+    merged one), and each model keeps the endpoint its shards ran on."""
+    root = tmp_path / "results"
+    rows = [{**row, "id": f"{row['id']}-{i}"} for i in range(6) for row in ROWS]  # both shards get samples
+    for shard in ("1/2", "2/2"):
+        _run(server, tmp_path, root / f"s{shard[0]}", RIGHT, "--model", f"a@{server.url}", "--model", "b",
+             "--shard", shard, rows=rows)
+    merged = run_cli("merge", str(root / "s1"), str(root / "s2"), "-o", str(root / "merged"))
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    matrix = json.loads((root / "merged" / "matrix.json").read_text())
+    assert [(m["model"], m["base_url"]) for m in matrix["models"]] == [("a", server.url), ("b", server.url)]
+    [entry] = [e for e in scan_runs(root) if e.rel == "merged"]
+    assert (entry.status, entry.gate, entry.exit_code) == ("completed", "PASSED", 0)
+    assert [(m.model, m.pass_rate) for m in entry.per_model] == [("a", 1.0), ("b", 1.0)]

@@ -283,7 +283,8 @@ def _models_run(folder: Path, rel: str) -> RunEntry:
                                one.gate, one.cost, run.base_url))
     entry.per_model = lines
     entry.cost = sum(costs) if costs else None
-    if unfinished or not matrix.finished_at:  # matrix.json is rewritten with its verdict only at the end
+    # matrix.json is written at the start marked interrupted with no end time, and again with its verdict at the end
+    if unfinished or (not matrix.finished_at and matrix.status == "interrupted"):
         entry.status = _unfinished(last)
         entry.gate = _gate_word(None, entry.status)
         entry.detail = "no verdict yet" if entry.in_flight else "stopped before its end: resume it with --resume"
