@@ -127,8 +127,9 @@ def run(
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip model_judge graders: no judge calls at all.")] = False,
     record: Annotated[Path | None, typer.Option("--record", help="Record every model call to this JSONL file.")] = None,
     replay: Annotated[Path | None, typer.Option("--replay", help="Serve model calls from a recording; no network.")] = None,
+    cache: Annotated[Path | None, typer.Option("--cache", metavar="FILE", help="Serve every model call this file already holds and call (and add) the rest: a rerun of an unchanged suite calls no model; the summary counts hits and misses.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite).")] = None,
-    model: Annotated[list[str] | None, typer.Option("--model", metavar="MODEL", help="Agent model (overrides the suite); repeat it to run the whole suite once per model, side by side, each into its own subfolder.")] = None,
+    model: Annotated[list[str] | None, typer.Option("--model", metavar="MODEL", help="Agent model (overrides the suite); NAME@URL runs it on its own endpoint (over --base-url); repeat it to run the whole suite once per model, side by side, each into its own subfolder.")] = None,
     gate: Annotated[str, typer.Option("--gate", metavar="all|any", help="With several models: all (exit 0 only when every model passes its gate) or any (when at least one does).")] = "all",
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model for every model_judge grader (over the graders' own model, the suite's judge block and EVAL_JUDGE_MODEL).")] = None,
     judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (over the graders' own base_url, the judge block and EVAL_JUDGE_BASE_URL).")] = None,
@@ -171,7 +172,7 @@ def run(
     one_model = model[0] if model and len(model) == 1 else None
     options = RunOptions(output=output, concurrency=concurrency, max_samples=max_samples, tags=tag or None,
                          sample_ids=sample_id or None, rerun_failed=rerun_failed,
-                         repeats=repeats, no_judge=no_judge, record=record, replay=replay, target_file=target,
+                         repeats=repeats, no_judge=no_judge, record=record, replay=replay, cache=cache, target_file=target,
                          base_url=base_url, model=one_model, models=model if model and len(model) > 1 else None,
                          gate=gate, judge_model=judge_model, judge_base_url=judge_base_url,
                          judge_api_key=judge_api_key, timeout=timeout, sample_timeout=sample_timeout,
@@ -601,6 +602,45 @@ def init(
     for step, why in next_commands(folder):
         lines += [f"  # {why}", f"  {step}"] if why else [f"  {step}"]
     print("\n".join(lines))
+
+
+@app.command()
+@_guard
+def history(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="The results folder (default: results).")] = Path("results"),
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show the N newest runs (the trends use all).")] = 30,
+    as_json: Annotated[bool, typer.Option("--json", help="Print every run as JSON instead.")] = False,
+) -> None:
+    """The runs under a results folder, newest first (when, suite, models, pass rate, gate, cost), and each suite's
+    trend over its last completed runs."""
+    from evals_cli.history import scan_runs, trends
+
+    entries = scan_runs(folder)
+    if as_json:
+        import json
+
+        print(json.dumps([entry.as_json() for entry in entries], indent=2))
+        return
+    from evals_cli.display.console import make_console
+    from evals_cli.history.render import render_history
+
+    make_console().print(render_history(entries, trends(entries), str(folder), limit))
+
+
+@app.command()
+@_guard
+def view(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="The results folder (default: results).")] = Path("results"),
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one).")] = 8765,
+) -> None:
+    """Serve the run history and every run's report on http://127.0.0.1:PORT/ until Ctrl-C; a run in flight
+    reloads itself."""
+    from evals_cli.history.server import HistoryServer
+
+    server = HistoryServer(folder, port)
+    print(f"serving the runs under {folder} at {server.url} (Ctrl-C stops)", flush=True)
+    server.serve_until_interrupted()
+    print("stopped", flush=True)
 
 
 LISTABLE = ("graders", "extractors", "targets", "gates", "effects", "users")

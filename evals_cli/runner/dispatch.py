@@ -70,7 +70,7 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
 
         # every check `evals validate` makes, the same way: a run never starts on a problem validate would report
         override = TargetOverride(file=options.target_file, base_url=options.base_url, model=options.model)
-        return PreparedRun(checked_suite(Path(suite), override), options)
+        return PreparedRun(checked_suite(Path(suite), override, options), options)
     if isinstance(suite, SessionsSuiteSpec):
         _no_models(options)
         return _sessions(suite, options)

@@ -23,7 +23,7 @@ from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.secrets import Redactor
 from evals_cli.errors import ConfigError, RunAborted
 from evals_cli.graders.grading import grade_sample
-from evals_cli.models.results import Coverage, ErrorInfo, Grade, RoleUse, SampleResult
+from evals_cli.models.results import CacheCount, CacheUse, Coverage, ErrorInfo, Grade, RoleUse, SampleResult
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.exit_codes import exit_code_for, progress
@@ -146,7 +146,8 @@ class Execution:
         """With simulated-user samples to run, something must listen at the simulator's endpoint: otherwise the
         run stops before its first sample (exit 3, one message). A replay calls no server."""
         endpoint = self.p.user_endpoint
-        if not self.p.simulated or endpoint is None or self.p.options.replay is not None:
+        if not self.p.simulated or endpoint is None or self.p.options.replay is not None \
+                or self.p.options.cache is not None:  # the cache may hold every answer: misses fail per sample
             return
         from evals_cli.simulation.endpoint import unreachable, unreachable_message
 
@@ -161,6 +162,7 @@ class Execution:
         summary.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
         summary.duration_s = time.time() - started
         summary.coverage = self._coverage()
+        summary.cache = self._cache_use()
         if self.interrupts:
             summary.status = "interrupted"
             summary.abort_reason = (f"stopped by {self.signal_name} after {progress(summary)}; the finished "
@@ -190,6 +192,15 @@ class Execution:
             # repeated as an "error" on stderr it read as a second, different problem
             self.messages.append(summary.abort_reason)
         return RunOutcome(summary, self.output_dir, summary.exit_code, self.messages)
+
+    def _cache_use(self) -> CacheUse | None:
+        cache = self.p.pool.cache
+        if cache is None:
+            return None
+        roles = {role: CacheCount(hits=cache.hits[role], misses=cache.misses[role])
+                 for role in sorted(set(cache.hits) | set(cache.misses))}
+        return CacheUse(file=str(cache.path), hits=sum(cache.hits.values()), misses=sum(cache.misses.values()),
+                        roles=roles)
 
     def _coverage(self) -> Coverage:
         """The plan the precheck counted (rows, tag filter, -n, shard) and how much of it ran."""

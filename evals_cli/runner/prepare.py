@@ -82,7 +82,8 @@ class PreparedRun:
         self.dataset: Path = suite.resolve(suite.dataset)
         self.concurrency = options.concurrency or suite.concurrency
         # one limit per server for every model call (agent and judges alike): the run's concurrency
-        self.pool = ClientPool(record=options.record, replay=options.replay, concurrency=self.concurrency)
+        self.pool = ClientPool(record=options.record, replay=options.replay, concurrency=self.concurrency,
+                               cache=None if problems is not None else options.cache)
         self._agent: Endpoint | None = None
         self._target: Target | None = None
         try:
