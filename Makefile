@@ -42,7 +42,7 @@ LATEST := .venv-latest
 test-latest:
 	rm -rf $(LATEST)
 	$(PYTHON) -m venv $(LATEST)
-	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip setuptools
 	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[dev]'
 	$(LATEST)/bin/python scripts/lock_diff.py $(DEV_LOCK)
 	touch $(LATEST)/.installed $(LATEST)/.installed-dev

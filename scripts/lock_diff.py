@@ -13,7 +13,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)(?:\s*;\s*([^\\]+?))?\s*\\?$")
 
 
 def normalise(name: str) -> str:
@@ -21,12 +21,23 @@ def normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def locked_versions(text: str) -> dict[str, str]:
-    """`name==version` lines of a pip/uv lock file (hash and comment lines skipped)."""
+def _applies(marker: str | None) -> bool:
+    """Whether a pin's environment marker (`sys_platform == 'win32'`) holds for this Python; a pin for another
+    platform is not a difference."""
+    if not marker:
+        return True
+    from packaging.markers import Marker  # a dev dependency (pytest's), present where this script runs
+
+    return Marker(marker).evaluate()
+
+
+def locked_versions(text: str, *, here_only: bool = False) -> dict[str, str]:
+    """`name==version` lines of a pip/uv lock file (hash and comment lines skipped); with `here_only`, only the
+    pins whose marker holds on this platform."""
     pins: dict[str, str] = {}
     for line in text.splitlines():
         found = _PIN.match(line.strip())
-        if found:
+        if found and (not here_only or _applies(found.group(3))):
             pins[normalise(found.group(1))] = found.group(2)
     return pins
 
@@ -46,7 +57,7 @@ def differences(locked: dict[str, str], installed: dict[str, str]) -> list[str]:
     for name in sorted(locked):
         now = installed.get(name)
         if now is None:
-            lines.append(f"  {name} {locked[name]} (lock) -> not installed (not needed on this platform, or dropped)")
+            lines.append(f"  {name} {locked[name]} (lock) -> not installed (no longer needed)")
         elif now != locked[name]:
             lines.append(f"  {name} {locked[name]} (lock) -> {now}")
     for name in sorted(set(installed) - set(locked) - _NOT_LOCKED):
@@ -59,7 +70,7 @@ def main(argv: list[str]) -> int:
         print("usage: lock_diff.py LOCKFILE", file=sys.stderr)
         return 2
     lock = Path(argv[0])
-    locked = locked_versions(lock.read_text(encoding="utf-8"))
+    locked = locked_versions(lock.read_text(encoding="utf-8"), here_only=True)
     found = differences(locked, installed_versions())
     if found:
         print(f"{len(found)} of {len(locked)} packages differ from {lock.name}:")

@@ -42,12 +42,18 @@ def test_every_pin_has_a_hash(lock: str) -> None:
             assert "--hash=sha256:" in block, block.split("\n", 1)[0]
 
 
+def test_lock_diff_leaves_out_pins_for_other_platforms() -> None:
+    lock = "colorama==0.4.6 ; sys_platform == 'nowhere' \\\n    --hash=sha256:ab\nrich==15.0.0 ; python_version >= '3.8'\n"
+    assert locked_versions(lock) == {"colorama": "0.4.6", "rich": "15.0.0"}
+    assert locked_versions(lock, here_only=True) == {"rich": "15.0.0"}
+
+
 def test_lock_diff_names_changed_missing_and_new_packages() -> None:
     lock = "pyyaml==6.0.2 \\\n    --hash=sha256:ab\nrich==15.0.0\ncolorama==0.4.6 ; sys_platform == 'win32'\n"
     locked = locked_versions(lock)
     assert locked == {"pyyaml": "6.0.2", "rich": "15.0.0", "colorama": "0.4.6"}
     lines = differences(locked, {"pyyaml": "6.0.4", "rich": "15.0.0", "new-dep": "1.0", "evals-cli": "0.1.0"})
-    assert lines == ["  colorama 0.4.6 (lock) -> not installed (not needed on this platform, or dropped)",
+    assert lines == ["  colorama 0.4.6 (lock) -> not installed (no longer needed)",
                      "  pyyaml 6.0.2 (lock) -> 6.0.4",
                      "  new-dep not in the lock -> 1.0"]
 
