@@ -132,7 +132,7 @@ def run(
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model for every model_judge grader (over the graders' own model, the suite's judge block and EVAL_JUDGE_MODEL).")] = None,
     judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (over the graders' own base_url, the judge block and EVAL_JUDGE_BASE_URL).")] = None,
     judge_api_key: Annotated[str | None, typer.Option("--judge-api-key", help="Judge API key (over the graders' own, the judge block and EVAL_JUDGE_API_KEY).")] = None,
-    max_error_rate: Annotated[float, typer.Option("--max-error-rate", min=0, max=1, help="Exit 3 past this share of errored samples.")] = 0.2,
+    max_error_rate: Annotated[float | None, typer.Option("--max-error-rate", min=0, max=1, show_default=False, help="Exit 3 past this share of errored samples (default 0.2; a resume keeps the run's).")] = None,
     repeats: Annotated[int | None, typer.Option("--repeats", "-r", min=1, help="Run every sample N times (pass@k, pass^k).")] = None,
     keyword: Annotated[str | None, typer.Option("-k", hidden=True)] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Per-request timeout in seconds.")] = None,
@@ -174,9 +174,10 @@ def run(
                          base_url=base_url, model=one_model, models=model if model and len(model) > 1 else None,
                          gate=gate, judge_model=judge_model, judge_base_url=judge_base_url,
                          judge_api_key=judge_api_key, timeout=timeout, sample_timeout=sample_timeout,
-                         max_retries=max_retries, max_error_rate=max_error_rate, resume=resume,
+                         max_retries=max_retries, resume=resume,
                          retry_errors=retry_errors, grace_s=grace, shard=shard, otel=otel,
-                         replay_user=replay_user, on_divergence=on_divergence)
+                         replay_user=replay_user, on_divergence=on_divergence,
+                         **({} if max_error_rate is None else {"max_error_rate": max_error_rate}))  # given or not
     exports = _exports(export, junit, task_results)  # a typo in a format must not cost a whole run
     try:
         prepared = prepare(suite, options)
@@ -225,6 +226,7 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
     from evals_cli.display.table import render_run
     from evals_cli.models.results import SampleResult
     from evals_cli.runner.execution import Execution
+    from evals_cli.runner.started_with import resume_command
 
     console = make_console()
     err = make_console(stderr=True)
@@ -252,10 +254,10 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
     cov = summary.coverage
     if summary.status != "completed" and cov is not None and cov.expected_results is not None \
             and summary.total < cov.expected_results:  # samples were left unrun: say how to run them
-        err.print(f"to finish the run: evals run {suite} --resume {outcome.output_dir}",
+        err.print(f"to finish the run: {resume_command(suite, outcome.output_dir)}",
                   markup=False, highlight=False, soft_wrap=True)
     elif summary.status == "aborted" and summary.errored:  # every sample ran, too many errored: retry those
-        err.print(f"to retry the errored samples: evals run {suite} --resume {outcome.output_dir} --retry-errors",
+        err.print(f"to retry the errored samples: {resume_command(suite, outcome.output_dir, retry_errors=True)}",
                   markup=False, highlight=False, soft_wrap=True)
     if exports:
         from evals_cli.exporters import export_run
@@ -311,8 +313,11 @@ def _run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path |
         err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
     unfinished = [m for m, o in outcome.outcomes.items() if o.summary.status != "completed"]
     if unfinished:
-        err.print(f"to finish the run ({', '.join(unfinished)}): evals run {suite} --resume {outcome.output_dir}"
-                  + (" --retry-errors" if any(outcome.outcomes[m].summary.errored for m in unfinished) else ""),
+        from evals_cli.runner.started_with import resume_command
+
+        retry = any(outcome.outcomes[m].summary.errored for m in unfinished)
+        err.print(f"to finish the run ({', '.join(unfinished)}): "
+                  f"{resume_command(suite, outcome.output_dir, retry_errors=retry)}",
                   markup=False, highlight=False, soft_wrap=True)
     if html is not None:
         try:

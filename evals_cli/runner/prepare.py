@@ -18,15 +18,17 @@ from evals_cli.graders.build import build_graders
 from evals_cli.models.results import Coverage
 from evals_cli.models.sample import RowNotes, Sample
 from evals_cli.runner.options import NothingToRun, RunOptions
-from evals_cli.runner.resume import FailedSamples, failed_samples, resumed_options
+from evals_cli.runner.resume import FailedSamples, failed_samples, resumed_rerun
 from evals_cli.runner.row_checks import RowChecks, SampleSelection
 from evals_cli.runner.shard import in_shard, parse_shard
+from evals_cli.runner.started_with import record_options, resumed_options
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
 from evals_cli.targets.factory import build_target as build_target_for
 from evals_cli.targets.factory import judge_fallback, resolve_target_endpoint
 
 if TYPE_CHECKING:
+    from evals_cli.output.manifest import StartedWith
     from evals_cli.simulation.player import UserPlayerFactory
 
 
@@ -72,7 +74,7 @@ class PreparedRun:
                  where: str = "", build_target: bool = True) -> None:
         self.problems: list[str] = problems if problems is not None else []
         self._collecting = problems is not None
-        options = resumed_options(options)  # a resumed run keeps its model and repeats
+        options = resumed_options(options)  # a resumed run continues with the options it started with
         self._where = where
         crossed = suite.cross_check()
         if crossed:
@@ -128,6 +130,8 @@ class PreparedRun:
             if not self.rerun.ids:
                 raise NothingToRun(f"nothing to rerun: no sample failed or errored in {self.rerun.path} "
                                    f"({self.rerun.samples} samples); no run started")
+        elif options.resume is not None and not self._collecting:  # a resumed rerun keeps the samples it chose
+            self.rerun = resumed_rerun(options.resume)
         self.selection = SampleSelection(None if self._collecting else options.sample_ids,
                                          self.rerun.ids if self.rerun is not None else None)
         self.rows = 0  # valid dataset rows, counted by the precheck
@@ -195,6 +199,30 @@ class PreparedRun:
         found = {s for e in endpoints for s in e.secrets()}
         found.update(spec_secrets(self.suite.model_dump(mode="json")))
         return sorted(s for s in found if s and s != NO_KEY)
+
+    def endpoints(self) -> dict[str, str]:
+        """Who answers for each role, as resolved (model and URL, credentials masked): kept in run.json, so that
+        a resume whose suite URLs or EVAL_* variables now name another endpoint is refused."""
+        from evals_cli.endpoints.resolve import DEFAULT_URL
+        from evals_cli.endpoints.secrets import mask_url
+
+        def shown(endpoint: Endpoint) -> str:
+            return f"{endpoint.model} at {mask_url(endpoint.base_url or DEFAULT_URL)}"
+
+        found = {"agent": shown(self._agent)} if self._agent is not None else {}
+        for name, grader in self.graders.items():
+            judges = [e for e in getattr(grader, "endpoints", None) or [getattr(grader, "endpoint", None)]
+                      if isinstance(e, Endpoint)]
+            if judges:
+                found[f"judge of {name}"] = ", ".join(shown(e) for e in judges)
+        if self.simulated and self.user_endpoint is not None:
+            found["user simulator"] = shown(self.user_endpoint)
+        return found
+
+    def started_with(self) -> StartedWith:
+        """What run.json keeps of the options this run starts with, for --resume (see `StartedWith`)."""
+        return record_options(self.options, self.endpoints(), self.rerun,
+                              self.coverage.selected if self.coverage is not None else None, self.expected)
 
     def _precheck(self) -> None:
         checker = RowChecks(self.suite, self.graders, self._where or "suite", self._user_template)
