@@ -248,3 +248,28 @@ def test_a_run_over_several_models_resumes_with_its_options(server: ScriptedServ
     assert sorted(r["body"]["model"] for r in server.requests) == ["m1", "m1"]  # m1's two missing, no judge
     for model in ("m1", "m2"):
         assert sorted(r["sample_id"] for r in read_jsonl(out / model / "results.jsonl")) == ["s0", "s1", "s2"]
+
+
+def test_rerun_failed_of_a_run_that_never_finished_says_how_many_never_ran(server: ScriptedServer,
+                                                                          tmp_path: Path) -> None:
+    desk = Desk()
+    desk.refuse = {"question 3"}
+    server.script = desk
+    suite = write_suite(tmp_path, rows_6(), base_url=server.url, graders=JUDGED, concurrency=1)
+    out = tmp_path / "out"
+    assert run_cli("run", str(suite), "-o", str(out)).returncode == 3  # stopped at s3: s4 and s5 never ran
+    aborted = run_cli("run", str(suite), "-o", str(tmp_path / "r1"), "--rerun-failed", str(out))
+    assert aborted.returncode == 2, aborted.stdout + aborted.stderr
+    assert "that run never finished (aborted after 4 of 6 sample runs: 2 of its 6 samples never ran)" \
+        in aborted.stderr
+    assert f"evals run SUITE --resume {out}" in aborted.stderr and "nothing to rerun" not in aborted.stdout
+    killed(out, 2)  # killed instead: no summary.json; run.json says what was planned
+    gone = run_cli("run", str(suite), "-o", str(tmp_path / "r2"), "--rerun-failed", str(out))
+    assert gone.returncode == 2
+    assert "never finished (stopped before it finished (no summary.json): 4 of its 6 samples never ran)" \
+        in gone.stderr
+    assert not (tmp_path / "r1").exists() and not (tmp_path / "r2").exists()
+    desk.refuse = set()
+    assert run_cli("run", str(suite), "--resume", str(out)).returncode == 0
+    done = run_cli("run", str(suite), "-o", str(tmp_path / "r3"), "--rerun-failed", str(out))
+    assert done.returncode == 0 and "nothing to rerun" in done.stdout  # finished, every sample passed

@@ -1,6 +1,6 @@
 """Resume a killed or interrupted run: keep what finished, repair a torn last line, refuse a changed suite or
 endpoints that now resolve elsewhere (the options it continues with are in started_with.py); and what
-`--rerun-failed` reruns."""
+`--rerun-failed` reruns, refusing a run that never finished."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from evals_cli.models.results import SampleResult
 from evals_cli.output.files import RESULTS_NAME, results_path
 from evals_cli.output.fingerprint import Fingerprint
 from evals_cli.output.manifest import MANIFEST_NAME, Manifest, StartedWith, folder_error, read_manifest
-from evals_cli.runner.started_with import started_manifest
+from evals_cli.runner.started_with import resume_command, started_manifest
 
 
 @dataclass
@@ -110,6 +110,57 @@ def _same_resolution(directory: Path, manifest: Manifest, now: StartedWith | Non
         raise ConfigError(problems)
 
 
+@dataclass(frozen=True)
+class Unfinished:
+    """A run that did not run every sample it planned: how it ended and how much never ran (None: unknown)."""
+
+    how: str
+    never_ran: int | None
+    planned: int | None
+
+    def describe(self) -> str:
+        if self.never_ran is not None and self.planned is not None:
+            return f"{self.how}: {self.never_ran} of its {self.planned} samples never ran"
+        return self.how
+
+
+def unfinished_run(directory: Path, results: int, samples: int) -> Unfinished | None:
+    """Whether the run in `directory`, whose results file holds `results` lines over `samples` distinct samples,
+    stopped before it ran every sample it planned: from its summary.json, or, when it has none (killed), from
+    the plan its run.json keeps. None when it finished, or when the folder says nothing of a plan (a bare
+    results file)."""
+    from evals_cli.output.files import SUMMARY_NAME
+
+    summary_path = directory / SUMMARY_NAME
+    if summary_path.is_file():
+        try:
+            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            cov = summary.get("coverage") or {}
+            expected, total = cov.get("expected_results"), int(summary.get("total", results))
+            status = str(summary.get("status") or "stopped")
+        except (OSError, ValueError, TypeError, AttributeError):
+            return Unfinished("its summary.json is unreadable", None, None)
+        if expected is None or total >= int(expected):
+            return None
+        selected, ran = cov.get("selected"), cov.get("run")
+        never = int(selected) - int(ran) if selected is not None and ran is not None else None
+        return Unfinished(f"{status} after {total} of {expected} sample runs", never,
+                          int(selected) if selected is not None else None)
+    if not (directory / MANIFEST_NAME).is_file():
+        return None
+    try:
+        started = read_manifest(directory).started_with
+    except ConfigError:
+        started = None
+    how = "stopped before it finished (no summary.json)"
+    if started is None or started.planned_results is None:
+        return Unfinished(how, None, None)
+    if results >= started.planned_results:
+        return None  # killed after its last result, before its summary: every sample ran
+    planned = started.planned_samples
+    return Unfinished(how, planned - samples if planned is not None else None, planned)
+
+
 @dataclass
 class FailedSamples:
     """What `--rerun-failed RUN` reruns: the samples that failed or errored in any repeat, in first-seen order."""
@@ -122,7 +173,9 @@ class FailedSamples:
 def failed_samples(target: Path) -> FailedSamples:
     """The samples of an earlier run (its folder or results.jsonl) to run again: a sample counts as failed when
     any of its repeats failed the gate's per-sample rule or errored. Only the ids are read, line by line; a torn
-    last line (a killed run) is skipped."""
+    last line (a killed run) is skipped. A run that never finished is refused (ConfigError, saying how many
+    samples never ran and the command that finishes it): its samples that never ran have no result to fail, and
+    "nothing to rerun" of such a run read as "nothing failed"."""
     path = results_path(target)
     if not target.exists():
         raise ConfigError(f"--rerun-failed {target}: no such folder; give the folder of an earlier `evals run` (printed "
@@ -132,6 +185,7 @@ def failed_samples(target: Path) -> FailedSamples:
                           f"the folder of an earlier `evals run` or its {RESULTS_NAME}")
     failed: dict[str, None] = {}
     seen: set[str] = set()
+    lines = 0
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
             for number, line in enumerate(fh, 1):
@@ -146,11 +200,18 @@ def failed_samples(target: Path) -> FailedSamples:
                     raise ConfigError(f"{path}:{number}: not a results line; --rerun-failed needs the results of a "
                                       "run") from None
                 seen.add(sample_id)
+                lines += 1
                 if row.get("error") is not None or row.get("passed") is False:
                     failed[sample_id] = None
     except OSError as exc:
         raise ConfigError(f"--rerun-failed {target}: cannot read {path} ({exc.strerror or type(exc).__name__})") \
             from None
+    unfinished = unfinished_run(path.parent, lines, len(seen))
+    if unfinished is not None:  # samples that never ran have no result to fail: "nothing to rerun" would lie
+        finish = resume_command("SUITE", path.parent, comment=False)
+        raise ConfigError(f"--rerun-failed {target}: that run never finished ({unfinished.describe()}), so whether "
+                          f"those samples fail is not known; finish it first ({finish}), then rerun its failures "
+                          f"with --rerun-failed {target}")
     return FailedSamples(path=path, ids=list(failed), samples=len(seen))
 
 
