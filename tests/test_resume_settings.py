@@ -273,3 +273,32 @@ def test_rerun_failed_of_a_run_that_never_finished_says_how_many_never_ran(serve
     assert run_cli("run", str(suite), "--resume", str(out)).returncode == 0
     done = run_cli("run", str(suite), "-o", str(tmp_path / "r3"), "--rerun-failed", str(out))
     assert done.returncode == 0 and "nothing to rerun" in done.stdout  # finished, every sample passed
+
+
+def test_replay_user_from_a_partial_run_names_the_conversations_it_cannot_replay(server: ScriptedServer,
+                                                                              tmp_path: Path) -> None:
+    """A sample RUN holds no conversation of was played by the simulator afresh, next to replayed ones, unsaid."""
+    from tests.test_replay_user import REFUND_TOOL, ROW
+    from tests.test_replay_user import Desk as UserDesk
+
+    server.script = UserDesk()
+    rows = [{**ROW, "id": f"refund-{i}"} for i in (1, 2, 3)]
+    suite = write_suite(tmp_path, rows, base_url=server.url, tools={"issue_refund": REFUND_TOOL},
+                        graders={"answer": {"kind": "tool", "function": "contains"}}, gate={"value": 0.5})
+    a = tmp_path / "a"
+    assert run_cli("run", str(suite), "-o", str(a), "--model", "v1", "-c", "1").returncode == 0
+    killed(a, 1)
+    [kept] = [r["sample_id"] for r in read_jsonl(a / "results.jsonl")]
+    server.requests.clear()
+    partial = run_cli("run", str(suite), "-o", str(tmp_path / "b"), "--model", "v1", "--replay-user", str(a))
+    assert partial.returncode == 2, partial.stdout + partial.stderr
+    missing = sorted({"refund-1", "refund-2", "refund-3"} - {kept})
+    assert (f"2 of the 3 simulated conversations this run would play have no recorded user to replay (2 never ran "
+            f"there: that run never finished (stopped before it finished (no summary.json): 2 of its 3 samples never "
+            f"ran)): {', '.join(missing)}") in partial.stderr
+    assert f"evals run SUITE --resume {a}" in partial.stderr
+    assert server.requests == []  # refused before any call: no conversation was simulated afresh
+    only = run_cli("run", str(suite), "-o", str(tmp_path / "c"), "--model", "v1", "--replay-user", str(a),
+                   "--sample-id", kept)
+    assert only.returncode == 0, only.stdout + only.stderr
+    assert "replay-user: all 1 conversations stayed on the recorded path" in only.stdout
