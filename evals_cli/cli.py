@@ -128,7 +128,7 @@ def run(
     replay: Annotated[Path | None, typer.Option("--replay", help="Serve model calls from a recording; no network.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite).")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", metavar="MODEL", help="Agent model (overrides the suite); repeat it to run the whole suite once per model, side by side, each into its own subfolder.")] = None,
-    gate: Annotated[str, typer.Option("--gate", metavar="all|any", help="With several models: all (exit 0 only when every model passes its gate) or any (when at least one does).")] = "all",
+    gate: Annotated[str | None, typer.Option("--gate", metavar="all|any", show_default=False, help="With several models: all (exit 0 only when every model passes its gate; the default) or any (when at least one does).")] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model for every model_judge grader (over the graders' own model, the suite's judge block and EVAL_JUDGE_MODEL).")] = None,
     judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (over the graders' own base_url, the judge block and EVAL_JUDGE_BASE_URL).")] = None,
     judge_api_key: Annotated[str | None, typer.Option("--judge-api-key", help="Judge API key (over the graders' own, the judge block and EVAL_JUDGE_API_KEY).")] = None,
@@ -164,7 +164,7 @@ def run(
     if on_divergence is not None and on_divergence not in ("continue", "stop"):
         raise ConfigError(f"--on-divergence {on_divergence}: choose continue (the user simulator takes over) or stop "
                           "(the conversation ends, marked diverged)")
-    if gate not in ("all", "any"):
+    if gate is not None and gate not in ("all", "any"):
         raise ConfigError(f"--gate {gate}: choose all (every model must pass its gate) or any (at least one)")
     suite = suite if suite is not None else default_suite()
     one_model = model[0] if model and len(model) == 1 else None
@@ -172,12 +172,12 @@ def run(
                          sample_ids=sample_id or None, rerun_failed=rerun_failed,
                          repeats=repeats, no_judge=no_judge, record=record, replay=replay, target_file=target,
                          base_url=base_url, model=one_model, models=model if model and len(model) > 1 else None,
-                         gate=gate, judge_model=judge_model, judge_base_url=judge_base_url,
+                         judge_model=judge_model, judge_base_url=judge_base_url,
                          judge_api_key=judge_api_key, timeout=timeout, sample_timeout=sample_timeout,
                          max_retries=max_retries, resume=resume,
                          retry_errors=retry_errors, grace_s=grace, shard=shard, otel=otel,
                          replay_user=replay_user, on_divergence=on_divergence,
-                         **({} if max_error_rate is None else {"max_error_rate": max_error_rate}))  # given or not
+                         **{k: v for k, v in (("max_error_rate", max_error_rate), ("gate", gate)) if v is not None})
     exports = _exports(export, junit, task_results)  # a typo in a format must not cost a whole run
     try:
         prepared = prepare(suite, options)

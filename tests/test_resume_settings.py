@@ -250,6 +250,25 @@ def test_a_run_over_several_models_resumes_with_its_options(server: ScriptedServ
         assert sorted(r["sample_id"] for r in read_jsonl(out / model / "results.jsonl")) == ["s0", "s1", "s2"]
 
 
+def test_a_run_over_several_models_keeps_its_gate_mode(tmp_path: Path) -> None:
+    """--gate any decides the combined verdict: a resume without it judged the run with --gate all."""
+    server = ScriptedServer(lambda path, body: text("wrong" if body.get("model") == "bad" else "fine")).start()
+    try:
+        suite = write_suite(tmp_path, rows_6(), base_url=server.url, graders={"answer": JUDGED["answer"]})
+        out = tmp_path / "out"
+        first = run_cli("run", str(suite), "-o", str(out), "--model", "good", "--model", "bad", "--gate", "any")
+        assert first.returncode == 0, first.stdout + first.stderr  # good passes: enough for --gate any
+        killed(out / "bad", 2)
+        other = run_cli("run", str(suite), "--resume", str(out), "--gate", "all")
+        assert other.returncode == 2
+        assert "--gate all is not what that run started with (--gate any)" in other.stderr
+        resumed = run_cli("run", str(suite), "--resume", str(out))
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert json.loads((out / "matrix.json").read_text())["gate_mode"] == "any"
+    finally:
+        server.stop()
+
+
 def test_rerun_failed_of_a_run_that_never_finished_says_how_many_never_ran(server: ScriptedServer,
                                                                           tmp_path: Path) -> None:
     desk = Desk()

@@ -116,7 +116,7 @@ def resumed_options(options: RunOptions) -> RunOptions:
     if manifest is None:
         return options  # load_for_resume says what is wrong with the folder
     where = f"--resume {options.resume}"
-    matrix = options.resume.is_dir() and read_matrix(options.resume) is not None
+    matrix = read_matrix(options.resume) if options.resume.is_dir() else None
     problems: list[str] = []
     update: dict[str, Any] = {}
 
@@ -126,7 +126,11 @@ def resumed_options(options: RunOptions) -> RunOptions:
                         f"continues with the run's own options (its run.json): leave {flag} out, or start a new "
                         "run (-o NEW_DIR)")
 
-    if manifest.model is not None and not matrix:  # a run over several models checks its models itself
+    if matrix is not None:  # --gate decides the combined verdict: kept in matrix.json (given: see _given)
+        if "gate" in options.model_fields_set and options.gate != matrix.gate_mode:
+            differs("--gate", options.gate, matrix.gate_mode)
+        update["gate"] = matrix.gate_mode
+    if manifest.model is not None and matrix is None:  # a run over several models checks its models itself
         if options.model is not None and options.model != manifest.model:
             problems.append(f"{where}: that run's agent model is {manifest.model}, not {options.model}; resume it "
                             f"without --model, or start a new run for {options.model} (-o NEW_DIR)")
