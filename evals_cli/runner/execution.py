@@ -63,9 +63,11 @@ class Execution:
         self.resumed = 0  # results kept from an earlier run (--resume): counted at once, not at this run's pace
         options = prepared.options
         self.fingerprint = fingerprint(prepared.suite, prepared.dataset)
+        self.started_with = prepared.started_with()
         self.resume = None
         if options.resume is not None:
-            self.resume = load_for_resume(options.resume, self.fingerprint, options.retry_errors)
+            self.resume = load_for_resume(options.resume, self.fingerprint, options.retry_errors, self.started_with,
+                                          list(prepared.graders))
             self.output_dir = self.resume.directory
         elif options.output is not None:
             self.output_dir = options.output
@@ -103,7 +105,7 @@ class Execution:
             write_manifest(self.output_dir, Manifest(
                 suite=self.p.suite.name, fingerprint=self.fingerprint, gate=self.p.suite.gate.model_dump(),
                 graders=list(self.p.graders), repeats=self.p.repeats, shard=self.p.options.shard,
-                model=self.p.agent.model,
+                model=self.p.agent.model, started_with=self.started_with,
                 pricing={m: (p.input, p.output) for m, p in self.p.suite.pricing.items()}))
         try:
             self.writer = ResultsWriter(self.output_dir, self.redact)

@@ -65,8 +65,10 @@ class RunOptions(BaseModel):
     timeout: float | None = Field(default=None, gt=0, description="Per-request timeout in seconds.")
     sample_timeout: float | None = Field(default=None, gt=0, description="Seconds one sample may take in all.")
     max_retries: int | None = Field(default=None, ge=0, description="Retries on 429, 5xx, timeouts, drops.")
-    max_error_rate: float = Field(default=0.2, ge=0, le=1, description="Exit 3 past this share of errored samples.")
-    resume: Path | None = Field(default=None, description="Continue a run: its folder or results.jsonl.")
+    max_error_rate: float = Field(default=0.2, ge=0, le=1, description="Exit 3 past this share of errored samples "
+                                  "(with resume and not set here: the run's own).")
+    resume: Path | None = Field(default=None, description="Continue a run: its folder or results.jsonl, with the "
+                                "options it started with (its run.json); other values are refused.")
     retry_errors: bool = Field(default=False, description="With resume: run errored samples again.")
     grace_s: float = Field(default=10.0, ge=0, description="Seconds in-flight samples get after Ctrl-C.")
     shard: str | None = Field(default=None, description="K/N: run only the K-th of N stable parts of the samples.")
