@@ -27,9 +27,10 @@ async def _safe(grader: Grader, ctx: GradeContext) -> Grade:
 
 
 async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory,
-                          passes: Callable[[float], bool], tools: dict[str, ToolSpec]) -> Grade:
+                          passes: Callable[[float], bool], tools: dict[str, ToolSpec], na_pass: bool = False) -> Grade:
     """letta-evals' per-turn shape: `per_turn_grades` (0-based turns) and `metadata.turns_passed/turns_total`;
-    the grade is the mean over the turns graded, and n/a only when no turn had anything to check."""
+    the grade is the mean over the turns that had something to check (a turn with nothing to check is no 1.0,
+    unless `na_pass`: the gate's `not_applicable: pass`), and n/a only when no turn had anything to check."""
     turns: list[TurnGrade] = []
     grades: list[Grade] = []
     for index in range(len(sample.user_turns)):
@@ -61,8 +62,12 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
         return Grade(score=None, rationale=rationale, per_turn_grades=turns, applicable=applicable,
                      error=f"{len(errors)} of {len(turns)} turn(s) could not be graded (first: turn {errors[0].turn + 1} of "
                            f"{len(turns)}: {first})", metadata=metadata)
-    return Grade(score=_mean(scores), rationale=rationale, per_turn_grades=turns, applicable=applicable,
-                 metadata=metadata)
+    counted = [g.score for g in grades if g.score is not None and (g.applicable or na_pass)]
+    skipped = len(scores) - len(counted)
+    if skipped and applicable:
+        rationale += f"; {skipped} with nothing to check (left out of the score)"
+    return Grade(score=_mean(counted) if applicable else _mean(scores), rationale=rationale, per_turn_grades=turns,
+                 applicable=applicable, metadata=metadata)
 
 
 DIVERGED = ("not graded: the conversation left the recorded user's path at turn {turn} and was stopped there "
@@ -166,11 +171,13 @@ def _judge_metadata(grades: list[Grade], metadata: dict[str, Any]) -> None:
 
 async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,
                        passes: Callable[[float], bool], tools: dict[str, ToolSpec] | None = None, *,
-                       grader_passes: Callable[[str, float], bool] | None = None) -> dict[str, Grade]:
+                       grader_passes: Callable[[str, float], bool] | None = None,
+                       na_pass: bool = False) -> dict[str, Grade]:
     """Every grader's verdict on one sample, run concurrently (judge calls overlap).
 
     A turn of a per-turn sample counts as passed when it reaches its grader's threshold (`grader_passes`,
     the gate's `Gate.grader_passes`); `passes` is the fallback for callers that have one rule for all.
+    `na_pass`: the gate counts n/a as 1.0 (`not_applicable: pass`), in a per-turn grade's mean too.
     """
     tools = tools or {}
 
@@ -181,7 +188,7 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
             return Grade.failed(DIVERGED.format(turn=len(trajectory.turns)), not_graded="diverged")
         if grader.per_turn and sample.per_turn:
             rule = passes if grader_passes is None else (lambda s, n=grader.name: grader_passes(n, s))
-            return await _grade_per_turn(grader, sample, trajectory, rule, tools)
+            return await _grade_per_turn(grader, sample, trajectory, rule, tools, na_pass)
         ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None), tools)
         return await _safe(grader, ctx)
 
