@@ -39,8 +39,10 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
             grades.append(Grade(score=0.0, rationale=f"turn {index} was never reached "
                                                      f"({trajectory.stop_reason})"))
         else:
+            # the loop's stop reason belongs to the turn it stopped in (the last one run), not to earlier turns
+            last = index == len(trajectory.turns) - 1
             view = Trajectory(prefilled=trajectory.prefilled, turns=[trajectory.turns[index]],
-                              stop_reason=trajectory.stop_reason)
+                              stop_reason=trajectory.stop_reason if last else "completed")
             ctx = GradeContext(sample, trajectory.scoped(index), view, index, ground_truth, tools)
             grades.append(await _safe(grader, ctx))
         g = grades[-1]
