@@ -667,13 +667,18 @@ class Gate:
             value = 1.0 if spec.operator == "and" or count == 0 else 1 / count
         else:
             op, value, aggregation = spec.op, spec.value, spec.aggregation
+        warning = None
         if verdict.passed is None:
             message = UNDECIDED + self._why_undecided(verdict)
+        elif verdict.passed:
+            warning = _few_passed(counts, "sample runs" if reliability is not None and reliability.repeats > 1
+                                  else "samples")
+            message = f"Gate PASSED{f' (but {warning})' if warning else ''}: {verdict.text}"
         else:
-            message = f"Gate {'PASSED' if verdict.passed else 'FAILED'}: {verdict.text}"
+            message = f"Gate FAILED: {verdict.text}"
         return GateResult(passed=verdict.passed, metric=verdict.metric if verdict.passed is not None else None,
                           op=op, value=value, aggregation=aggregation, weights=self.weights, message=message,
-                          not_applicable=self.not_applicable)
+                          not_applicable=self.not_applicable, warning=warning)
 
     def _why_undecided(self, verdict: Verdict) -> str:
         spec = self.spec
@@ -688,3 +693,13 @@ class Gate:
         return "no sample was graded" if verdict.metric is None else verdict.text
 
 
+
+def _few_passed(counts: tuple[int, int] | None, unit: str = "samples") -> str | None:
+    """'only 0 of 1 samples passed' when a gate passes while fewer than half the samples with a verdict did:
+    a gate on averages can pass a run most of whose samples failed, and the verdict line must not hide it."""
+    if counts is None:
+        return None
+    passed, decided = counts
+    if decided and 2 * passed < decided:
+        return f"only {passed} of {decided} {unit} passed"
+    return None

@@ -1,10 +1,12 @@
 """Issue 24 item 2: an empty answer is not judged. A model_judge grade of an absent or empty answer (the loop
 ended at max_steps, empty_answer or unparsed_tool_call, or the answer is blank) is a fail (score 0) with the
 reason "no answer to judge", and the judge is never called: a small judge gave 10/10 to an empty submission. The
-same for each empty reply of a `scope: reply` judge and each empty turn of a per-turn judge."""
+same for each empty reply of a `scope: reply` judge and each empty turn of a per-turn judge. And a gate that
+passes while fewer than half the samples passed says so on its verdict line and in summary.json."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -100,3 +102,35 @@ def test_an_empty_turn_of_a_per_turn_judge_fails_unjudged(server: ScriptedServer
     assert grade["score"] == 0.5 and grade["metadata"]["turns_passed"] == 1
     replies = _judged_replies(server)
     assert len(replies) == 1 and "second: db port?" in replies[0]
+
+
+def test_a_gate_passing_while_most_samples_failed_says_so(server: ScriptedServer, tmp_path: Path) -> None:
+    # every answer is right; only one of three samples read the file: answer avg 1.0, order avg 1/3, weighted
+    # 0.67 passes the run-level 0.5, while the per-sample rule (1.0) passes one sample of three
+    rows = [{"id": f"s{i}", "input": f"s{i}: db host?", "ground_truth": "localhost", "expected_tool_order": ["read_file"]}
+            for i in range(3)]
+    server.script = agent_script({"s0": [call("read_file", {"path": ".env"}), text("localhost")],
+                                  "s1": [text("localhost")], "s2": [text("localhost")]})
+    suite = write_suite(tmp_path, rows, base_url=server.url,
+                        graders={"answer": {"kind": "match", "function": "contains"}, "order": {"kind": "tool_order"}},
+                        gate={"kind": "weighted_average", "aggregation": "avg_score", "op": "gte", "value": 0.5,
+                              "pass_value": 1.0})
+    out = tmp_path / "out"
+    result = run_cli("run", str(suite), "-o", str(out))
+    assert result.returncode == 0, result.stdout  # the gate passes, as its rule says...
+    assert "3 samples: 1 passed, 2 failed" in result.stdout
+    # ...and its verdict line does not hide that most samples failed
+    assert "Gate PASSED (but only 1 of 3 samples passed): weighted avg_score" in result.stdout
+    gate = json.loads((out / "summary.json").read_text())["gate"]
+    assert gate["passed"] is True and gate["warning"] == "only 1 of 3 samples passed"
+    assert gate["message"].startswith("Gate PASSED (but only 1 of 3 samples passed)")
+
+
+def test_no_warning_when_half_or_more_passed(server: ScriptedServer, tmp_path: Path) -> None:
+    rows = [{"id": f"s{i}", "input": f"s{i}: db host?", "ground_truth": "localhost"} for i in range(2)]
+    server.script = agent_script({"s0": [text("localhost")], "s1": [text("no idea")]})
+    suite = write_suite(tmp_path, rows, base_url=server.url, graders={"answer": {"kind": "match", "function": "contains"}},
+                        gate={"value": 0.5, "pass_value": 1.0})
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"))
+    assert result.returncode == 0 and "Gate PASSED: weighted avg_score" in result.stdout
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["gate"]["warning"] is None

@@ -284,6 +284,9 @@ class GateResult(Verdict):
     not_applicable: str | None = Field(
         default=None, description="How n/a grades were counted: exclude (left out) or pass (as 1.0); None in "
         "summaries written before the option existed (they counted n/a as 1.0).")
+    warning: str | None = Field(
+        default=None, description="Set when the gate passed while fewer than half the samples with a verdict "
+        "passed, e.g. 'only 0 of 1 samples passed' (the message says it too).")
 
 
 class SummaryBase(Record):
