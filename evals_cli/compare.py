@@ -127,8 +127,10 @@ def _pass_rate(results: Iterable[SampleResult]) -> float | None:
 def _grader_diff(name: str, a: dict[Key, SampleResult], b: dict[Key, SampleResult], *, resamples: int, seed: int,
                  confidence: float, min_pairs: int) -> GraderDiff:
     def scores(run: dict[Key, SampleResult]) -> dict[Key, float]:
+        # an n/a grade's 1.0 is a convention, not a measurement: pairing it would dilute the difference
         return {k: r.grades[name].score for k, r in run.items()  # type: ignore[misc]
-                if r.error is None and name in r.grades and r.grades[name].score is not None}
+                if r.error is None and name in r.grades and r.grades[name].score is not None
+                and r.grades[name].applicable}
 
     sa, sb = scores(a), scores(b)
     keys = [k for k in sa if k in sb]

@@ -6,6 +6,11 @@ every required grader (tools_avoided by default; every grader with `sample_pass:
 verdict reads makes the sample incomplete (errored), never passed on the graders that remain, unless the
 sample fails anyway (a required grader under its threshold, an unknown tool): then it is failed.
 
+A grade with nothing to check (`applicable` False, n/a) is left out of every aggregate and of the sample's
+weighted score, whose weights renormalise over the graders that applied; a gate with `not_applicable: pass` counts
+it as 1.0 instead. A sample none of whose weighted graders applied has no weighted score: its required graders
+decide it, and when none of them applied either it has no verdict (nothing was checked).
+
 A gate is a tree: `weighted_average` and `simple` gates are leaves that compare one aggregated number with a
 threshold, `logical` gates join sub-gates with and/or. Each kind is a node class registered in `GATES` with the
 spec it reads (the specs live in models.specs); which graders a kind reads, and how it decides, is the node's
@@ -41,6 +46,7 @@ PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
 # how an undecided gate's message begins (runs and sessions alike): the exit code reads the reason after it
 UNDECIDED = "Gate could not be evaluated: "
+NOTHING_TO_CHECK = "no sample had anything to check (every grade n/a)"
 
 
 def threshold_key(op: str, value: float) -> str:
@@ -65,6 +71,14 @@ def weighted(scores: dict[str, float | None], weights: dict[str, float]) -> floa
     if total <= 0:
         return None
     return sum(w * score for w, score in present) / total
+
+
+def counted(grade: Grade, na_pass: bool = False) -> float | None:
+    """The score a weighted score or an aggregate reads from a grade: None for an error, and for n/a unless
+    the gate counts n/a as a pass (its conventional 1.0 is not a result)."""
+    if grade.applicable or na_pass:
+        return grade.score
+    return None
 
 
 def percentile(scores: list[float], q: float) -> float:
@@ -164,7 +178,9 @@ class _Node(Generic[GateT]):
     def passes(self, score: float) -> bool:
         raise NotImplementedError
 
-    def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:
+    def score_sample(self, grades: dict[str, Grade], na_pass: bool = False) -> tuple[float | None, bool | None]:
+        """(score, passed); both None when nothing this gate weighs had anything to check. `na_pass`: the
+        top-level gate's `not_applicable: pass` (n/a grades count as 1.0)."""
         raise NotImplementedError
 
     def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None,
@@ -194,8 +210,8 @@ class _Leaf(_Node[LeafT]):
     def passes(self, score: float) -> bool:
         return OPS[self.spec.sample_op](score, self.spec.sample_value)
 
-    def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:
-        score = weighted({g: grade.score for g, grade in grades.items()}, self.weights)
+    def score_sample(self, grades: dict[str, Grade], na_pass: bool = False) -> tuple[float | None, bool | None]:
+        score = weighted({g: counted(grade, na_pass) for g, grade in grades.items()}, self.weights)
         return score, (None if score is None else self.passes(score))
 
     def thresholds(self) -> dict[str, set[tuple[str, float]]]:
@@ -226,7 +242,10 @@ class _Leaf(_Node[LeafT]):
             metric = weighted({g: self._metric(g, aggregates) for g in self.weights}, self.weights)
             what = self._what()
         if metric is None:
-            return Verdict(None, None, f"{what}: not evaluated, no sample was graded")
+            checked = [a for g in self.weights if (a := aggregates.get(g)) is not None and a.count]
+            why = (NOTHING_TO_CHECK
+                   if spec.aggregation not in SAMPLE_LEVEL + RUN_LEVEL and checked else "no sample was graded")
+            return Verdict(None, None, f"{what}: not evaluated, {why}")
         passed = OPS[spec.op](metric, spec.value)
         symbol = SYMBOLS[spec.op] if passed else "not " + SYMBOLS[spec.op]
         return Verdict(passed, metric, f"{what} = {metric:.3f} {symbol} {spec.value:g}")
@@ -308,11 +327,12 @@ class _Logical(_Node[LogicalGate]):
         """One threshold for callers that need one (per-turn pass counts): the first sub-gate's."""
         return self.children[0].passes(score) if self.children else OPS["gte"](score, 1.0)
 
-    def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:
-        """The sample's score is the mean of its sub-gates' scores (for the table); `passed` is the logic."""
-        results = [child.score_sample(grades) for child in self.children]
+    def score_sample(self, grades: dict[str, Grade], na_pass: bool = False) -> tuple[float | None, bool | None]:
+        """The sample's score is the mean of its sub-gates' scores (for the table); `passed` is the logic over
+        the sub-gates that had something to check (one whose graders were all n/a decides nothing)."""
+        results = [child.score_sample(grades, na_pass) for child in self.children]
         scores = [s for s, _ in results if s is not None]
-        return (sum(scores) / len(scores) if scores else None), self.combine([p for _, p in results])
+        return (sum(scores) / len(scores) if scores else None), self.combine([p for _, p in results if p is not None])
 
     def thresholds(self) -> dict[str, set[tuple[str, float]]]:
         merged: dict[str, set[tuple[str, float]]] = {}
@@ -394,7 +414,8 @@ class _CustomReward(_Node[CustomRewardGate]):
     def passes(self, score: float) -> bool:
         return OPS[self.spec.sample_op](score, self.spec.sample_value)
 
-    def score_sample(self, grades: dict[str, Grade]) -> tuple[float | None, bool | None]:
+    def score_sample(self, grades: dict[str, Grade], na_pass: bool = False) -> tuple[float | None, bool | None]:
+        """The reward reads every grade as given (an n/a grade: `applicable` False, score 1.0)."""
         from evals_cli.graders.functions import reward_score
 
         if self.fn is None:
@@ -448,6 +469,7 @@ class SampleVerdict:
     passed: bool | None
     failed_by: list[FailedBy] = field(default_factory=list)
     incomplete: ErrorInfo | None = None
+    note: str | None = None  # why a graded sample has no weighted score (SampleResult.score_note)
 
 
 def _specs_of(graders: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
@@ -480,6 +502,12 @@ class Gate:
         self.active = active
         self.sample_pass: str = getattr(spec, "sample_pass", "weighted")
         self.unknown_tools: str = getattr(spec, "unknown_tools", "fail")
+        self.not_applicable: str = getattr(spec, "not_applicable", "exclude")
+
+    @property
+    def na_pass(self) -> bool:
+        """`not_applicable: pass`: n/a grades count as 1.0 in every aggregate and weighted score."""
+        return self.not_applicable == "pass"
 
     # --- per grader -----------------------------------------------------------------------------------
 
@@ -549,11 +577,14 @@ class Gate:
         for node in self.rewards:
             node.trajectory, node.sample = trajectory, sample
         try:
-            score, passed = self.root.score_sample(grades)
+            score, passed = self.root.score_sample(grades, self.na_pass)
         except RewardError as exc:
             if failed_by or unknown:  # failed whatever the reward would say
                 return SampleVerdict(None, False, failed_by + unknown)
             return SampleVerdict(None, None, incomplete=ErrorInfo(category="grader", message=f"incomplete: {exc}"))
+        note = None
+        if score is None and any(name in grades for name in self.weights):
+            note, passed = self._nothing_weighed(grades, passed, bool(failed_by or unknown))
         if passed is False:
             if isinstance(self.root, _CustomReward):
                 spec = self.root.spec
@@ -572,7 +603,21 @@ class Gate:
         failed_by += unknown
         if failed_by:
             passed = False
-        return SampleVerdict(score, passed, failed_by)
+        return SampleVerdict(score, passed, failed_by, note=note)
+
+    def _nothing_weighed(self, grades: dict[str, Grade], passed: bool | None, failed: bool) -> tuple[str, bool | None]:
+        """A sample none of whose weighted graders had anything to check: (why it has no weighted score, its
+        verdict). Its required graders decide it (one under its threshold has already failed it); when none of
+        them applied either, nothing was checked and it has no verdict, never a pass."""
+        skipped = ", ".join(n for n in self.weights if n in grades)
+        note = f"no weighted score: nothing to check for {skipped} (n/a)"
+        if passed is not None or failed:
+            return note, passed
+        checked = [n for n, g in grades.items()
+                   if self.required(n) and g.score is not None and (g.applicable or self.na_pass)]
+        if checked:
+            return note + f"; decided by its required grader(s) {', '.join(checked)}", True
+        return note + ", nor for any required grader: nothing was checked, no verdict", None
 
     def _unknown_tool(self, trajectory: Trajectory | None) -> list[FailedBy]:
         """The failure a call to a tool never offered earns (none with `unknown_tools: allow`)."""
@@ -622,12 +667,18 @@ class Gate:
             value = 1.0 if spec.operator == "and" or count == 0 else 1 / count
         else:
             op, value, aggregation = spec.op, spec.value, spec.aggregation
+        warning = None
         if verdict.passed is None:
             message = UNDECIDED + self._why_undecided(verdict)
+        elif verdict.passed:
+            warning = _few_passed(counts, "sample runs" if reliability is not None and reliability.repeats > 1
+                                  else "samples")
+            message = f"Gate PASSED{f' (but {warning})' if warning else ''}: {verdict.text}"
         else:
-            message = f"Gate {'PASSED' if verdict.passed else 'FAILED'}: {verdict.text}"
+            message = f"Gate FAILED: {verdict.text}"
         return GateResult(passed=verdict.passed, metric=verdict.metric if verdict.passed is not None else None,
-                          op=op, value=value, aggregation=aggregation, weights=self.weights, message=message)
+                          op=op, value=value, aggregation=aggregation, weights=self.weights, message=message,
+                          not_applicable=self.not_applicable, warning=warning)
 
     def _why_undecided(self, verdict: Verdict) -> str:
         spec = self.spec
@@ -637,5 +688,18 @@ class Gate:
             return "none of the graders it names ran"
         if isinstance(spec, WeightedAverageGate) and spec.weights and not self.weights:
             return f"none of the graders its weights name ran ({', '.join(spec.weights)})"
+        if NOTHING_TO_CHECK in verdict.text:  # graded, but n/a throughout: not the same as nothing graded
+            return verdict.text
         return "no sample was graded" if verdict.metric is None else verdict.text
 
+
+
+def _few_passed(counts: tuple[int, int] | None, unit: str = "samples") -> str | None:
+    """'only 0 of 1 samples passed' when a gate passes while fewer than half the samples with a verdict did:
+    a gate on averages can pass a run most of whose samples failed, and the verdict line must not hide it."""
+    if counts is None:
+        return None
+    passed, decided = counts
+    if decided and 2 * passed < decided:
+        return f"only {passed} of {decided} {unit} passed"
+    return None

@@ -64,8 +64,8 @@ def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
             state = RunState(names, repeats=repeats, keep_diffs=True)
             weights = saved.gate.weights if saved and saved.gate else None
             # per-sample passes are tracked (repeats >= 2) until the results say how many repeats there were
-            acc = Accumulator(Gate(GateSpec(weights=weights or None), names), saved.suite if saved else "run", names,
-                              repeats=max(repeats, 2))
+            gate = GateSpec(weights=weights or None, not_applicable=_not_applicable(target))
+            acc = Accumulator(Gate(gate, names), saved.suite if saved else "run", names, repeats=max(repeats, 2))
         state.add(result)
         acc.add(result)  # type: ignore[union-attr]
         seen = max(seen, result.repeat + 1)
@@ -84,6 +84,19 @@ def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
     withhold_verdict(rebuilt)
     rebuilt.exit_code = EXIT_INTERRUPTED
     return state, rebuilt, warnings
+
+
+def _not_applicable(target: Path) -> str:
+    """How the run counts n/a grades (its gate's `not_applicable`, from run.json), so that the aggregates of a
+    killed run are recomputed as the run would have computed them."""
+    from evals_cli.output.manifest import MANIFEST_NAME
+
+    try:
+        manifest = json.loads((results_path(target).parent / MANIFEST_NAME).read_text(encoding="utf-8"))
+        value = manifest["gate"]["not_applicable"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "exclude"
+    return value if value in ("exclude", "pass") else "exclude"
 
 
 def _honest(saved: RunSummary) -> RunSummary:

@@ -120,7 +120,9 @@ def test_the_table_shows_na_and_the_aggregates_count_the_samples_checked(server:
         return next(line for line in result.stdout.splitlines() if line.strip().startswith(sample))
 
     assert row("host").split()[-3] == "n/a"  # columns ... answer order avoided score mark: avoided is n/a
-    assert row("chat").count("n/a") == 3  # nothing to check for any of its graders
+    # nothing to check for any of its graders: no weighted score, and no verdict (issue 24 item 1)
+    # columns: sample, tools, answer, order, avoided, score, mark
+    assert row("chat").split()[2:] == ["n/a"] * 4 + ["n/a:", "nothing", "to", "check"], row("chat")
     aggregates = {line.split()[0]: line for line in result.stdout.splitlines()
                   if line.strip().startswith(("answer", "order", "avoided"))}
     assert "2 of 3" in aggregates["answer"]  # chat's empty ground truth was not really checked

@@ -41,8 +41,11 @@ def test_the_graders_and_gate_examples_run_as_written(server: ScriptedServer, tm
     result = run_cli("run", str(suite), "-o", str(tmp_path / "out"))
     lines = {r["sample_id"]: r for r in read_jsonl(tmp_path / "out" / "results.jsonl")}
     assert lines["read"]["passed"] is True
-    assert [f["grader"] for f in lines["guess"]["failed_by"]] == ["order"]
-    assert [f["grader"] for f in lines["math"]["failed_by"]] == ["avoided"]
+    # guess: answer 1.0 (×2), order 0.0 (×1), avoided n/a (left out): weighted 0.67 < 0.7, and order is required
+    assert [(f["rule"], f["grader"]) for f in lines["guess"]["failed_by"]] == [("required", "order"), ("weighted", None)]
+    assert lines["guess"]["score"] == 2 / 3
+    # math: answer 1.0 (×2), order n/a (left out), a forbidden read_file 0.0 (×1): 0.67, under 0.7 too
+    assert [(f["rule"], f["grader"]) for f in lines["math"]["failed_by"]] == [("required", "avoided"), ("weighted", None)]
     assert result.returncode == 1
     assert "Gate FAILED: sample pass rate (1 of 3 samples passed) = 0.333 not ≥ 0.9" in result.stdout
 

@@ -22,8 +22,9 @@ ROWS = [
     {"id": "host", "input": "db host?", "ground_truth": "localhost", "expected_tool_order": ["read_file"]},
     {"id": "math", "input": "math: 2+2?", "ground_truth": "4", "forbidden_tools": ["read_file", "list_files"]},
 ]
-# a weighted gate lenient enough that one zero among three graders still passes on the weighted rule alone
-LENIENT = {"kind": "weighted_average", "aggregation": "avg_score", "op": "gte", "value": 0.5, "pass_value": 0.6}
+# a weighted gate lenient enough that one zero among the graders that applied still passes on the weighted rule alone
+# (an n/a grade is left out of the weighted score: one 1.0 and one 0.0 weigh 0.5)
+LENIENT = {"kind": "weighted_average", "aggregation": "avg_score", "op": "gte", "value": 0.5, "pass_value": 0.5}
 
 
 def _run(server: ScriptedServer, tmp_path: Path, replies: dict[str, list[Any]], *,
@@ -48,11 +49,11 @@ def _junit_failure(tmp_path: Path, sample: str) -> ET.Element | None:
 
 
 def test_forbidden_tool_fails_the_sample_whatever_its_weighted_score(server: ScriptedServer, tmp_path: Path) -> None:
-    # math: right answer (1.0), order n/a (1.0), a forbidden read_file (0.0): weighted 0.67 >= 0.6
+    # math: right answer (1.0), order n/a (left out), a forbidden read_file (0.0): weighted 0.5 >= 0.5
     result, lines = _run(server, tmp_path, {"host": [call("read_file", {"path": ".env"}), text("localhost")],
                                             "math": [call("read_file", {"path": "calc"}), text("4")]})
     math = lines["math"]
-    assert math["score"] == pytest.approx(2 / 3) and math["grades"]["avoided"]["score"] == 0.0
+    assert math["score"] == pytest.approx(0.5) and math["grades"]["avoided"]["score"] == 0.0
     assert math["passed"] is False
     assert [(f["rule"], f["grader"]) for f in math["failed_by"]] == [("required", "avoided")]
     assert "avoided 0.00 < 1 (required)" == math["failed_by"][0]["reason"]
@@ -63,15 +64,15 @@ def test_forbidden_tool_fails_the_sample_whatever_its_weighted_score(server: Scr
 
 
 def test_required_grader_named_by_the_suite_fails_a_guess(server: ScriptedServer, tmp_path: Path) -> None:
-    # host answered without reading the file: answer 1.0, order 0.0, avoided n/a → weighted 0.67 passes alone
+    # host answered without reading the file: answer 1.0, order 0.0, avoided n/a → weighted 0.5 passes alone
     graders = {"answer": {"kind": "tool", "function": "contains"}, "order": {"kind": "tool_order", "required": True},
                "avoided": {"kind": "tools_avoided"}}
     result, lines = _run(server, tmp_path, {"host": [text("It is localhost.")], "math": [text("4")]}, graders=graders)
     host = lines["host"]
-    assert host["score"] == pytest.approx(2 / 3) and host["passed"] is False
+    assert host["score"] == pytest.approx(0.5) and host["passed"] is False
     assert [f["grader"] for f in host["failed_by"]] == ["order"]
     assert "✗ order" in _row(result.stdout, "host")
-    assert result.returncode == 0  # the run-level gate (avg 0.83 >= 0.5) is another question: it still passes
+    assert result.returncode == 0  # the run-level gate (avg 0.67 >= 0.5) is another question: it still passes
     summary_line = next(line for line in result.stdout.splitlines() if line.startswith("2 samples"))
     assert "1 passed, 1 failed" in summary_line
 

@@ -98,8 +98,10 @@ def test_a_custom_template_is_what_the_simulator_gets(tmp_path: Path, server: Sc
 
     (tmp_path / "user.j2").write_text("Play {{ persona }}; want {{ goal }}; know {{ knows.order_id }}; "
                                       "stop with {{ stop_token }}", encoding="utf-8")
-    suite = write_suite(tmp_path, [{"id": "a", "user": {"persona": "Sam", "goal": "refund",
-                                                        "knows": {"order_id": 7}, "max_turns": 1}}],
+    # a ground truth gives the grader something to check: a run with nothing checked has no verdict (exit 3)
+    suite = write_suite(tmp_path, [{"id": "a", "ground_truth": "hello",
+                                    "user": {"persona": "Sam", "goal": "refund", "knows": {"order_id": 7},
+                                             "max_turns": 1}}],
                         base_url=server.url, graders={"a": {"kind": "match", "function": "contains"}},
                         user_simulator={"system_prompt_file": "user.j2"})
     server.script = lambda path, body: text("hello")

@@ -161,16 +161,20 @@ def test_demo_runs_offline_from_its_recording(tmp_path: Path) -> None:
     result = run_cli("run", "suites/demo.yaml", "--replay", "suites/demo.recording.jsonl",
                      "-o", str(tmp_path / "out"), env={"EVAL_AGENT_BASE_URL": "http://127.0.0.1:9/v1"})
     # the recorded model guesses db-host and server-port without reading the files: tool_order is required,
-    # so they fail and say why; 1 of 4 samples passing fails the pass_rate gate (exit 1), as the README says
+    # so they fail and say why; 1 of 4 samples passing fails the pass_rate gate (exit 1), as the README says.
+    # Their weighted scores count only the graders that applied (no_forbidden_tools is n/a on both): db-host 0.75
+    # reaches the pass value 0.7, server-port 0.62 does not (issue 24)
     assert result.returncode == 1, result.stdout + result.stderr
     lines = {r["sample_id"]: r for r in read_jsonl(tmp_path / "out" / "results.jsonl")}
     assert len(lines) == 4 and all(r["error"] is None for r in lines.values())
     assert all(r["grades"]["quality"]["score"] is not None for r in lines.values())
-    for guess in ("db-host", "server-port"):
-        assert lines[guess]["passed"] is False
-        assert [f["grader"] for f in lines[guess]["failed_by"]] == ["tool_order"]
+    for guess, score, failed in (("db-host", 0.75, ["tool_order"]), ("server-port", 0.625, ["tool_order", None])):
+        assert lines[guess]["passed"] is False and lines[guess]["score"] == pytest.approx(score)
+        assert [f["grader"] for f in lines[guess]["failed_by"]] == failed
         row = next(line for line in result.stdout.splitlines() if line.strip().startswith(guess))
         assert "✗ tool_order" in row
+    graders = next(line for line in result.stdout.splitlines() if line.strip().startswith("tool_order "))
+    assert graders.split()[1:5] == ["3", "of", "4", "0"] and graders.split()[5] == "0.00"  # not 0.25: n/a is no 1.0
     assert lines["trivial-math"]["passed"] is True
     assert "4 samples: 1 passed, 3 failed, 0 errored" in result.stdout
     assert "Gate FAILED: sample pass rate (1 of 4 samples passed) = 0.250 not ≥ 0.75" in result.stdout

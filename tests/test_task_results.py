@@ -89,3 +89,14 @@ def test_export_of_a_real_cli_run(server: ScriptedServer, tmp_path: Path) -> Non
     assert records["conv"]["evaluation"]["details"]["steps"] == 4
     broken = records["broken"]
     assert broken["evaluation"]["score"] is None and broken["evaluation"]["details"]["error"].startswith("endpoint: ")
+
+
+def test_a_grader_with_nothing_to_check_has_no_score() -> None:
+    """Issue 24 item 1: an n/a grade's conventional 1.0 is not exported as a score a consumer would average."""
+    from evals_cli.models.results import Grade
+
+    result = make_result("math", {"answer": 0.0}, passed=False)
+    result.grades["order"] = Grade.not_applicable("no expected tool order: nothing to check")
+    details = task_result(result)["evaluation"]["details"]
+    assert details["scores"] == {"answer": 0.0} and details["not_applicable"] == ["order"]
+

@@ -89,8 +89,10 @@ class Divergence:
 
 @dataclass
 class Cell:
+    """One grader on one sample over its repeats: the mean of the runs that had something to check."""
+
     total: float = 0.0
-    scored: int = 0
+    scored: int = 0  # runs with a score, n/a ones included
     errors: int = 0
     unreliable: int = 0
     not_applicable: int = 0
@@ -103,7 +105,9 @@ class Cell:
 
     @property
     def score(self) -> float | None:
-        return self.total / self.scored if self.scored else None
+        """The mean over the runs that had something to check (an n/a run's conventional 1.0 is no result)."""
+        checked = self.scored - self.not_applicable
+        return self.total / checked if checked else None
 
     @property
     def error(self) -> bool:
@@ -121,6 +125,8 @@ class Row:
     runs: int = 0
     passes: int = 0
     graded: int = 0
+    unchecked: int = 0  # runs with nothing to check (no weighted score, no required grader applied): no verdict
+    score_na: bool = False  # a run had no weighted score because every grader it weighs was n/a
     error: str | None = None
     incomplete: bool = False
     failed_by: list[str] = field(default_factory=list)
@@ -228,6 +234,9 @@ class RunState:
         if result.passed is not None:
             row.graded += 1
             row.passes += int(result.passed)
+        elif result.error is None and result.score_note is not None:
+            row.unchecked += 1
+        row.score_na = row.score_na or (result.error is None and result.score_note is not None)
         if result.score is not None:
             row.score_total += result.score
             row.scored += 1
@@ -243,9 +252,11 @@ class RunState:
             if grade.score is None:
                 cell.errors += 1
             else:
-                cell.total += grade.score
                 cell.scored += 1
-                cell.not_applicable += int(not grade.applicable)
+                if grade.applicable:
+                    cell.total += grade.score
+                else:
+                    cell.not_applicable += 1
             if grade.turns_total:
                 passed, total = cell.turns or (0, 0)
                 cell.turns = (passed + (grade.turns_passed or 0), total + grade.turns_total)

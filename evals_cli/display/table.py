@@ -44,6 +44,11 @@ def _cell(cell: Cell | None) -> Text:
     return Text(text, style=style)
 
 
+def _row_score(row: Row) -> str:
+    """The weighted score; `n/a` when the gate's graders had nothing to check (never a made-up number)."""
+    return "n/a" if row.score is None and row.score_na else _fmt(row.score)
+
+
 def _tools(tools: list[str]) -> str:
     if not tools:
         return "—"
@@ -63,6 +68,8 @@ def _mark(row: Row) -> Text:
     if row.error:
         return Text(f"{'incomplete' if row.incomplete else 'error'}: {row.error}", style="yellow")
     if row.passed is None:
+        if row.unchecked:  # graded, but none of what it is judged on had anything to check
+            return Text("n/a: nothing to check", style="dim")
         return Text("?", style="yellow")
     if row.passed:
         return Text("✓", style="green")
@@ -91,7 +98,7 @@ def samples_table(state: RunState, title: str, tight: bool = False) -> Table:
     table.add_column("pass" if state.repeats > 1 else "", justify="center")
     for row in state.rows.values():
         table.add_row(Text(row.sample_id), Text(",".join(row.tags)), Text(_row_tools(row)),  # Text: not markup
-                      *[_cell(row.cells.get(n)) for n in state.grader_names], _fmt(row.score), _mark(row))
+                      *[_cell(row.cells.get(n)) for n in state.grader_names], _row_score(row), _mark(row))
     if state.hidden_rows:
         table.caption = f"... {state.hidden_rows} more samples in the results file"
     return table
@@ -150,7 +157,7 @@ class SamplesView:
                 grades.append(f"{name} ")
                 grades.append_text(_cell(row.cells.get(name)))
             if grades:
-                grades.append(f" · score {_fmt(row.score)}")
+                grades.append(f" · score {_row_score(row)}")
                 details.append("\n")
                 details.append_text(grades)
             yield Padding(details, (0, 0, 0, 4))
@@ -309,6 +316,8 @@ def footer(summary: RunSummary) -> Text:
         what = f"{summary.total} sample runs" + (f" ({ran} samples × {summary.reliability.repeats} repeats)"
                                                  if ran is not None else "")
     counts = f"{what}: {summary.passed} passed, {summary.failed} failed, {summary.errored} errored"
+    if summary.unchecked:  # no verdict: nothing they are judged on had anything to check
+        counts += f", {summary.unchecked} with nothing to check"
     lines.append(counts + "\n")
     partial = summary.coverage.line() if summary.coverage is not None else None
     if partial:  # a verdict over part of the dataset must say so, and why

@@ -186,7 +186,7 @@ def _status(result: SampleResult) -> tuple[str, str]:
         word = "incomplete" if result.error.incomplete else "error"
         return "errored", f"{word}: {result.error.category}"
     if result.passed is None:
-        return "ungraded", "not graded"
+        return "ungraded", "nothing to check" if result.score_note else "not graded"
     if result.passed:
         return "passed", "passed"
     return "failed", "failed" + (f": {', '.join(failed_labels(result))}" if result.failed_by else "")
@@ -228,8 +228,11 @@ def sample_view(index: int, result: SampleResult, rule: PassRule | None = None) 
             turn_grades.setdefault(turn.turn + 1, []).append((name, turn, css))
     usage = result.usage.total_tokens + result.judge_usage.total_tokens
     score_css = score_class(result.score, rule) if result.score is not None or rule is None else "err"
+    score_text = fmt_score(result.score)
+    if result.score is None and result.error is None and result.score_note:  # n/a, not an error
+        score_css, score_text = "muted", "n/a"
     return SampleView(index=index, anchor=f"s-{index}", name=case_name(result), result=result, status=status,
-                      status_text=status_text, score_text=fmt_score(result.score), score_css=score_css,
+                      status_text=status_text, score_text=score_text, score_css=score_css,
                       tools=tool_runs(result.tools_called), steps=model_calls(result), tokens=usage, grades=grades,
                       failed_by=failed_labels(result), tool_calls=len(result.tools_called), turn_grades=turn_grades,
                       changes=describe_changes(result.trajectory.state_changes),
@@ -272,7 +275,10 @@ def report_view(results: Iterable[SampleResult], summary: RunSummary, title: str
     aggregates = {name: summary.graders[name] for name in graders if name in summary.graders}
     gate = summary.gate
     threshold = gate.value if gate is not None and gate.aggregation in ("avg_score", "accuracy") else None
-    histograms = [histogram(name, [r.grades[name].score for r in items if r.error is None and name in r.grades])
+    # an n/a grade is no score (its 1.0 is a convention) unless the gate counted it as one (not_applicable: pass)
+    na_pass = gate is not None and gate.not_applicable == "pass"
+    histograms = [histogram(name, [r.grades[name].score for r in items if r.error is None and name in r.grades
+                                   and (r.grades[name].applicable or na_pass)])
                   for name in graders]
     histograms.append(histogram("weighted score", [r.score for r in items if r.error is None]))
     graded = summary.passed + summary.failed

@@ -87,12 +87,17 @@ def _failure(case: ET.Element, result: SampleResult, threshold: float) -> None:
 
 
 def _error(case: ET.Element, result: SampleResult) -> None:
+    kind: str
     if result.error is not None:
         kind, message = result.error.category, result.error.message
         detail = f"{message}\nstopped: {result.trajectory.stop_reason} after {len(result.trajectory.turns)} turn(s)"
         if result.error.incomplete:  # the agent ran; a grade the verdict needs is missing: show every grade
             detail += "\n" + "\n".join(f"{n}: score {fmt_score(g.score)}: {_clean(g.error or g.rationale, _MAX_TEXT)}"
                                        for n, g in result.grades.items())
+    elif result.score_note:  # graded, but nothing it is judged on had anything to check: no verdict
+        kind, message = "nothing_to_check", f"no verdict: {result.score_note}"
+        detail = "\n".join(f"{n}: {'n/a' if not g.applicable else fmt_score(g.score)}: {_clean(g.rationale, _MAX_TEXT)}"
+                           for n, g in result.grades.items())
     else:  # graded by nobody: every grader failed to give a score
         kind, message = "grader", "no grader could grade this sample"
         detail = "\n".join(f"{n}: {_clean(g.error or g.rationale, _MAX_TEXT)}" for n, g in result.grades.items())

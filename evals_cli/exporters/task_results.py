@@ -22,15 +22,20 @@ def task_result(result: SampleResult) -> dict[str, Any]:
 
     `task_id` is unique per line (`id#repeat` for repeats), `task.task_id` is the sample's own id, so a
     consumer can group repeats of one task. An errored sample is incorrect with score null (never 0: the
-    agent was not judged) and says why in `details.error` (and in `error`, where the lab tools look).
+    agent was not judged) and says why in `details.error` (and in `error`, where the lab tools look). Graders
+    with nothing to check are listed in `details.not_applicable`, not among the scores.
     """
     calls = [call.name for call in result.trajectory.tool_calls]
     details: dict[str, Any] = {
-        "scores": {name: grade.score for name, grade in result.grades.items()},
+        # a grader with nothing to check has no score here (its conventional 1.0 would be averaged as one)
+        "scores": {name: grade.score for name, grade in result.grades.items() if grade.applicable},
         "tools_used": unique(calls),
         "tool_call_order": calls,
         "steps": model_calls(result),
     }
+    not_applicable = [name for name, grade in result.grades.items() if not grade.applicable]
+    if not_applicable:
+        details["not_applicable"] = not_applicable
     error = f"{result.error.category}: {result.error.message}" if result.error else None
     if error is not None:
         details["error"] = error

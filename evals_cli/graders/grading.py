@@ -27,9 +27,10 @@ async def _safe(grader: Grader, ctx: GradeContext) -> Grade:
 
 
 async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory,
-                          passes: Callable[[float], bool], tools: dict[str, ToolSpec]) -> Grade:
+                          passes: Callable[[float], bool], tools: dict[str, ToolSpec], na_pass: bool = False) -> Grade:
     """letta-evals' per-turn shape: `per_turn_grades` (0-based turns) and `metadata.turns_passed/turns_total`;
-    the grade is the mean over the turns graded, and n/a only when no turn had anything to check."""
+    the grade is the mean over the turns that had something to check (a turn with nothing to check is no 1.0,
+    unless `na_pass`: the gate's `not_applicable: pass`), and n/a only when no turn had anything to check."""
     turns: list[TurnGrade] = []
     grades: list[Grade] = []
     for index in range(len(sample.user_turns)):
@@ -38,8 +39,10 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
             grades.append(Grade(score=0.0, rationale=f"turn {index} was never reached "
                                                      f"({trajectory.stop_reason})"))
         else:
+            # the loop's stop reason belongs to the turn it stopped in (the last one run), not to earlier turns
+            last = index == len(trajectory.turns) - 1
             view = Trajectory(prefilled=trajectory.prefilled, turns=[trajectory.turns[index]],
-                              stop_reason=trajectory.stop_reason)
+                              stop_reason=trajectory.stop_reason if last else "completed")
             ctx = GradeContext(sample, trajectory.scoped(index), view, index, ground_truth, tools)
             grades.append(await _safe(grader, ctx))
         g = grades[-1]
@@ -61,8 +64,12 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
         return Grade(score=None, rationale=rationale, per_turn_grades=turns, applicable=applicable,
                      error=f"{len(errors)} of {len(turns)} turn(s) could not be graded (first: turn {errors[0].turn + 1} of "
                            f"{len(turns)}: {first})", metadata=metadata)
-    return Grade(score=_mean(scores), rationale=rationale, per_turn_grades=turns, applicable=applicable,
-                 metadata=metadata)
+    counted = [g.score for g in grades if g.score is not None and (g.applicable or na_pass)]
+    skipped = len(scores) - len(counted)
+    if skipped and applicable:
+        rationale += f"; {skipped} with nothing to check (left out of the score)"
+    return Grade(score=_mean(counted) if applicable else _mean(scores), rationale=rationale, per_turn_grades=turns,
+                 applicable=applicable, metadata=metadata)
 
 
 DIVERGED = ("not graded: the conversation left the recorded user's path at turn {turn} and was stopped there "
@@ -167,13 +174,14 @@ def _judge_metadata(grades: list[Grade], metadata: dict[str, Any]) -> None:
 async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,
                        passes: Callable[[float], bool], tools: dict[str, ToolSpec] | None = None, *,
                        grader_passes: Callable[[str, float], bool] | None = None,
-                       turn_pass: float | None = None) -> dict[str, Grade]:
+                       turn_pass: float | None = None, na_pass: bool = False) -> dict[str, Grade]:
     """Every grader's verdict on one sample, run concurrently (judge calls overlap).
 
     A turn of a per-turn sample counts as passed when it reaches its grader's threshold (`grader_passes`,
     the gate's `Gate.grader_passes`); `passes` is the fallback for callers that have one rule for all.
     `turn_pass` replaces both for per-turn samples: a letta-evals suite counts a turn as passed at a score of
     1.0 whatever the threshold, as letta-evals reports `turns_passed` (the sample's verdict is not affected).
+    `na_pass`: the gate counts n/a as 1.0 (`not_applicable: pass`), in a per-turn grade's mean too.
     """
     tools = tools or {}
 
@@ -186,7 +194,7 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
             rule = passes if grader_passes is None else (lambda s, n=grader.name: grader_passes(n, s))
             if turn_pass is not None:
                 rule = lambda s: s >= turn_pass - _EPS  # noqa: E731
-            return await _grade_per_turn(grader, sample, trajectory, rule, tools)
+            return await _grade_per_turn(grader, sample, trajectory, rule, tools, na_pass)
         ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None), tools)
         return await _safe(grader, ctx)
 

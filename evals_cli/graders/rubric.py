@@ -229,6 +229,20 @@ def is_letta_style(text: str) -> bool:
     return not _JINJA_BLOCK.search(text) and bool(_LETTA_FIELD.search(without_literals))
 
 
+@lru_cache(maxsize=128)
+def reads_variable(text: str, name: str) -> bool:
+    """Whether a rubric uses the variable `name` at all (a letta `{name}` field, or a Jinja2 name it reads).
+    A rubric that cannot be parsed is taken to read everything: its render reports the error."""
+    if is_letta_style(text):
+        return name in _LETTA_FIELD.findall(text.replace("{{", "").replace("}}", ""))
+    from jinja2 import meta
+
+    try:
+        return name in meta.find_undeclared_variables(_environment().parse(text))
+    except Exception:
+        return True
+
+
 def _render_letta(text: str, variables: dict[str, Any]) -> str:
     """Substitute {name} fields only (no attribute access, no format specs: nothing to exploit), each value
     marked as data (see `rubric_parts`)."""

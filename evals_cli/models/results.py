@@ -84,12 +84,14 @@ class Grade(Record):
     """A grader's verdict. `score` None means the grader could not grade: never read it as 0.
 
     `applicable` False means the grader had nothing to check on this sample (no ground truth, no expected
-    calls, ...): it scores 1.0 by convention, but the sample was not really checked by it.
+    calls, ...): its score is 1.0 by convention (what a custom reward reads), but no aggregate and no weighted
+    score counts it unless the gate says `not_applicable: pass`.
     """
 
     score: float | None
     rationale: str = ""
-    applicable: bool = Field(default=True, description="False: nothing to check (the 1.0 is a convention).")
+    applicable: bool = Field(default=True, description="False: nothing to check (the 1.0 is a convention, left out "
+                             "of the aggregates and the weighted score unless the gate says not_applicable: pass).")
     per_turn_grades: list[TurnGrade] | None = Field(
         default=None, description="Per-turn samples: one grade per user turn, 0-based (letta-evals' shape).")
     submission: str | None = None
@@ -116,7 +118,8 @@ class Grade(Record):
 
     @classmethod
     def not_applicable(cls, reason: str, **fields: Any) -> Grade:
-        """Nothing to check: 1.0 by convention, marked so the table and the aggregates do not count it."""
+        """Nothing to check: 1.0 by convention, marked so the table, the aggregates and the weighted score do not
+        count it."""
         return cls(score=1.0, rationale=reason, applicable=False, **fields)
 
 
@@ -161,7 +164,11 @@ class SampleResult(Record):
     input: str = ""
     trajectory: Trajectory = Field(default_factory=Trajectory)
     grades: dict[str, Grade] = Field(default_factory=dict)
-    score: float | None = Field(default=None, description="Weighted score over the gate's graders.")
+    score: float | None = Field(default=None, description="Weighted score over the gate's graders that applied.")
+    score_note: str | None = Field(
+        default=None, description="Why a graded sample has no weighted score: none of the graders the gate weighs "
+        "had anything to check (all n/a); `passed` then comes from its required graders, or is null (nothing "
+        "was checked).")
     passed: bool | None = None
     failed_by: list[FailedBy] = Field(default_factory=list, description="Why the sample failed (empty if it did not).")
     error: ErrorInfo | None = None
@@ -189,8 +196,9 @@ class GraderAggregate(Record):
 
     count: int = 0
     applicable: int | None = Field(
-        default=None, description="Of `count`, the samples the grader really checked (the rest were n/a); "
-        "None in summaries written before version 2.")
+        default=None, description="Of `count`, the samples the grader really checked (the rest were n/a): the "
+        "averages, accuracy and percentiles are over these (unless the gate says not_applicable: pass); None in "
+        "summaries written before version 2.")
     errors: int = 0
     avg_score: float | None = None
     accuracy: float | None = None
@@ -273,6 +281,12 @@ class GateResult(Verdict):
     value: float
     aggregation: str
     weights: dict[str, float]
+    not_applicable: str | None = Field(
+        default=None, description="How n/a grades were counted: exclude (left out) or pass (as 1.0); None in "
+        "summaries written before the option existed (they counted n/a as 1.0).")
+    warning: str | None = Field(
+        default=None, description="Set when the gate passed while fewer than half the samples with a verdict "
+        "passed, e.g. 'only 0 of 1 samples passed' (the message says it too).")
 
 
 class CacheCount(Record):
@@ -314,6 +328,8 @@ class RunSummary(SummaryBase):
     errored: int = 0
     passed: int = 0
     failed: int = 0
+    unchecked: int = Field(default=0, description="Graded samples with no verdict because nothing they are judged "
+                           "on had anything to check (every grader n/a): neither passed nor failed.")
     errors_by_category: dict[str, int] = Field(default_factory=dict)
     graders: dict[str, GraderAggregate] = Field(default_factory=dict)
     gate: GateResult | None = None

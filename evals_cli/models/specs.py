@@ -37,6 +37,7 @@ class JudgeSpec(EndpointSpec):
 
 
 SamplePass = Literal["weighted", "all"]
+NotApplicable = Literal["exclude", "pass"]
 
 
 class _SampleRule(StrictModel):
@@ -49,6 +50,11 @@ class _SampleRule(StrictModel):
     unknown_tools: Literal["fail", "allow"] = Field(
         default="fail",
         description="fail: a call to a tool the agent was never offered fails the sample; allow: only recorded.")
+    not_applicable: NotApplicable = Field(
+        default="exclude",
+        description="exclude: a grade with nothing to check (n/a) is left out of every average, accuracy and "
+        "percentile, and of the sample's weighted score (its weights renormalise over the graders that applied); "
+        "pass: n/a counts as 1.0 everywhere (the first-principles harness's convention).")
 
 
 class _Thresholds(_SampleRule):
@@ -209,7 +215,8 @@ def _check_gate_names(gate: dict[str, Any], path: tuple[Any, ...], graders: list
         for i, sub in enumerate(subs):
             if isinstance(sub, dict):
                 problems.extend(_check_gate_names(sub, (*path, "gates", i), graders))
-                for key, default in (("sample_pass", "weighted"), ("unknown_tools", "fail")):
+                for key, default in (("sample_pass", "weighted"), ("unknown_tools", "fail"),
+                                     ("not_applicable", "exclude")):
                     if sub.get(key, default) != default:
                         problems.append(((*path, "gates", i, key), f"{key} is read from the top-level gate only; "
                                                                    "set it there"))

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
-from evals_cli.gate import OPS, Gate, aggregate, threshold_key
+from evals_cli.gate import OPS, Gate, aggregate, counted, threshold_key
 from evals_cli.models.results import (
     Grade,
     GraderAggregate,
@@ -36,10 +36,11 @@ class Accumulator:
         self.latencies = LatencyHistogram()
         # per sample: (passes, graded runs); only kept when samples repeat
         self.per_sample: dict[str, list[int]] = {}
-        self.scores: dict[str, ScoreCounts] = {g: ScoreCounts() for g in grader_names}
+        self.scores: dict[str, ScoreCounts] = {g: ScoreCounts() for g in grader_names}  # the scores counted
+        self.scored: dict[str, int] = {}  # per grader: samples it gave a score (n/a included)
         self.grade_errors: Counter[str] = Counter()
         self.not_applicable: Counter[str] = Counter()  # per grader: samples it had nothing to check on
-        self.total = self.errored = self.passed = self.failed = 0
+        self.total = self.errored = self.passed = self.failed = self.unchecked = 0
         self.errors_by_category: Counter[str] = Counter()
         self.usage = Usage()
         self.judge_usage = Usage()
@@ -92,14 +93,21 @@ class Accumulator:
             if grade.score is None:
                 self.grade_errors[name] += 1
                 self.errors_by_category["judge" if "judge" in grade.metadata else "grader"] += 1
-            else:
-                self.scores.setdefault(name, ScoreCounts()).append(grade.score)
-                if not grade.applicable:
-                    self.not_applicable[name] += 1
+                continue
+            self.scored.setdefault(name, 0)
+            self.scored[name] += 1
+            if not grade.applicable:
+                self.not_applicable[name] += 1
+            score = counted(grade, self.gate.na_pass)  # n/a is not a 1.0 (unless the gate says it is)
+            self.scores.setdefault(name, ScoreCounts())
+            if score is not None:
+                self.scores[name].append(score)
         if result.passed is True:
             self.passed += 1
         elif result.passed is False:
             self.failed += 1
+        elif result.score_note is not None:  # graded, nothing it is judged on applied: no verdict
+            self.unchecked += 1
 
     def aggregates(self) -> dict[str, GraderAggregate]:
         passes = self.gate.passes
@@ -108,8 +116,9 @@ class Accumulator:
         out = {}
         for name, scores in self.scores.items():
             others = sorted(r for r in rules.get(name, ()) if r != default)
+            count = self.scored.get(name, 0)
             out[name] = GraderAggregate(
-                count=len(scores), applicable=len(scores) - self.not_applicable[name], errors=self.grade_errors[name],
+                count=count, applicable=count - self.not_applicable[name], errors=self.grade_errors[name],
                 avg_score=aggregate(scores, "avg_score", passes),
                 accuracy=aggregate(scores, "accuracy", passes),
                 min=aggregate(scores, "min", passes), max=aggregate(scores, "max", passes),
@@ -155,7 +164,8 @@ class Accumulator:
         reliability = self.reliability()
         return RunSummary(
             suite=self.suite, total=self.total, graded=self.total - self.errored, errored=self.errored,
-            passed=self.passed, failed=self.failed, errors_by_category=dict(self.errors_by_category),
+            passed=self.passed, failed=self.failed, unchecked=self.unchecked,
+            errors_by_category=dict(self.errors_by_category),
             graders=aggregates, usage=self.usage,
             gate=self.gate.decide(aggregates, reliability, (self.passed, self.passed + self.failed)),
             judge_usage=self.judge_usage, user_usage=self.user_usage, roles=self.roles, reliability=reliability,

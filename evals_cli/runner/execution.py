@@ -408,13 +408,14 @@ class Execution:
         tools = merge_tools(self.p.suite.tools, sample.tools)
         grading_started = time.perf_counter()
         grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools,
-                                    grader_passes=self.p.gate.grader_passes,
+                                    grader_passes=self.p.gate.grader_passes, na_pass=self.p.gate.na_pass,
                                     turn_pass=1.0 if self.p.suite.letta_format else None)  # letta-evals counts so
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
         # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
         # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest
         verdict = self.p.gate.judge_sample(result.grades, trajectory, sample)
         result.score, result.passed, result.failed_by = verdict.score, verdict.passed, verdict.failed_by
+        result.score_note = verdict.note
         if verdict.incomplete is not None:
             result.error = verdict.incomplete
         judge = Usage()

@@ -21,6 +21,7 @@ from evals_cli.graders.rubric import (
     RubricError,
     load_row_rubric,
     load_rubric,
+    reads_variable,
     row_rubric_is_path,
     row_rubric_path,
     rubric_parts,
@@ -95,6 +96,25 @@ class Verdict:
     mode: str
     reply: str = ""
     fields: dict[str, Any] | None = None
+
+
+NO_ANSWER = "no answer to judge"
+NO_ANSWER_ENDINGS = {"max_steps": "it was cut off at the step limit (max_steps) before answering",
+                     "empty_answer": "its final reply was empty (empty_answer)",
+                     "unparsed_tool_call": "its last reply was a tool call written as text (unparsed_tool_call)"}
+"""Endings that leave no final answer, whatever text an earlier step of the turn held."""
+FINAL_ANSWER_EXTRACTORS = {"last_assistant", "last_turn", "pattern", "after_marker"}
+"""Extractors that read the final answer: under a NO_ANSWER_ENDINGS ending what they return is not one."""
+
+
+def missing_answer(submission: str, extractor: str, stop_reason: str) -> str | None:
+    """Why there is no answer to judge (None when there is one): an empty or blank submission, or a turn that
+    ended without a final answer. A judge asked about nothing can still give 10/10; that must never pass."""
+    if extractor in FINAL_ANSWER_EXTRACTORS and stop_reason in NO_ANSWER_ENDINGS:
+        return NO_ANSWER_ENDINGS[stop_reason]
+    if not submission.strip():
+        return "the answer is empty" if not submission else "the answer is only whitespace"
+    return None
 
 
 GOAL_RUBRIC = "builtin:goal_completion"
@@ -206,9 +226,16 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
         submission = ctx.submission(self.spec.extractor, self.spec.extractor_config)
         try:
             variables = rubric_variables(ctx.sample, ctx.trajectory, submission, ctx.ground_truth, ctx.turn)
-            rubric = rubric_parts(self.rubric_for(ctx.sample), variables)
+            text = self.rubric_for(ctx.sample)
+            rubric = rubric_parts(text, variables)
         except (RubricError, ValueError) as exc:
             return Grade.failed(f"rubric: {exc}")
+        # a rubric that grades the answer has nothing to grade without one: a fail, and no judge is asked (a
+        # rubric that never reads it, such as builtin:goal_completion on the conversation, is still asked)
+        why = missing_answer(submission, self.spec.extractor, ctx.view.stop_reason)
+        if why is not None and reads_variable(text, "submission"):
+            return Grade(score=0.0, rationale=f"{NO_ANSWER}: {why}", submission=submission,
+                         metadata={"no_answer": True, "usage": {"prompt_tokens": 0, "completion_tokens": 0}})
         goal = self.asks_goal(ctx.sample)
         extra = (TURN_OF_SUCCESS,) if goal else ()
         # the rubric's text stays outside the fence (it is the judge's instructions), the sample's data inside
