@@ -19,9 +19,11 @@ UserSource = Literal["prefilled", "scripted", "simulated", "replayed"]
 `input`, or its user's `first_message` / `script`), `simulated` (the user simulator wrote it), `replayed` (taken
 from an earlier run's conversation, `--replay-user`)."""
 
-EndReason = Literal["user_done", "max_turns", "agent_error", "user_error", "agent_max_steps", "diverged"]
-"""Why a simulated-user conversation ended. `user_done`: the user said so (the stop token or the end tool).
-`max_turns`: the agent answered the user's last allowed message. `agent_error`: the agent's endpoint or code
+EndReason = Literal["user_done", "max_turns", "time_limit", "agent_error", "user_error", "agent_max_steps",
+                    "diverged"]
+"""Why a simulated-user conversation ended. `user_done`: the user said so (the stop token or the end tool; the
+words before it were sent and answered). `max_turns`: the agent answered the user's last allowed message.
+`time_limit`: the conversation ran past the user's `max_seconds` (the agent had answered every message it got). `agent_error`: the agent's endpoint or code
 failed. `user_error`: the simulator failed (its endpoint, or a reply out of character twice). `agent_max_steps`:
 the agent hit its step bound within a turn. `diverged`: `--replay-user` left the recorded path and the sample is
 marked so rather than continued."""
@@ -172,8 +174,9 @@ class Trajectory(Record):
     end_reason: EndReason | None = Field(
         default=None, description="Why a simulated-user conversation ended; None for ordinary samples.")
     closing_user: str | None = Field(
-        default=None, description="The simulated user's last words, which ended the conversation (the text before "
-        "the stop token, or given with the end tool): recorded, never sent to the agent.")
+        default=None, description="Results written before the user's last words were sent kept them here, unsent. "
+        "Now the words before the stop token (or given with the end tool) are the last turn's user message, "
+        "answered by the agent, and this stays null.")
     user_usage: Usage = Field(default_factory=Usage, description="The user simulator's tokens (never the agent's).")
     user_latency_s: float = Field(default=0.0, description="Seconds spent waiting for the user simulator.")
     user_calls: int = Field(default=0, description="Calls made to the user simulator (retries included).")
