@@ -23,10 +23,10 @@ EndReason = Literal["user_done", "max_turns", "time_limit", "agent_error", "user
                     "diverged"]
 """Why a simulated-user conversation ended. `user_done`: the user said so (the stop token or the end tool; the
 words before it were sent and answered). `max_turns`: the agent answered the user's last allowed message.
-`time_limit`: the conversation ran past the user's `max_seconds` (the agent had answered every message it got). `agent_error`: the agent's endpoint or code
-failed. `user_error`: the simulator failed (its endpoint, or a reply out of character twice). `agent_max_steps`:
-the agent hit its step bound within a turn. `diverged`: `--replay-user` left the recorded path and the sample is
-marked so rather than continued."""
+`time_limit`: the conversation ran past the user's `max_seconds` (the agent had answered every message it got).
+`agent_error`: the agent's endpoint or code failed. `user_error`: the simulator failed (its endpoint, or a reply
+out of character twice). `agent_max_steps`: the agent hit its step bound within a turn. `diverged`:
+`--replay-user` left the recorded path and the sample is marked so rather than continued."""
 
 
 class Usage(Record):
