@@ -168,9 +168,10 @@ def _user_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
                        "success means, for goal-completion judges.", _model_options(UserSpec)),
              ("user_simulator:", _doc(UserSimulatorSpec), _model_options(UserSimulatorSpec, skip=("kind", "models")))]
     return (f"Simulated users: a row with a `user:` block is a conversation with a model playing the user, until "
-            f"the user ends it ({STOP_TOKEN} or the end_conversation tool), max_turns, the agent's step bound or "
-            "an error; the trajectory's end_reason says which (user_done, max_turns, agent_error, user_error, "
-            "agent_max_steps, diverged)."), kinds
+            f"the user ends it ({STOP_TOKEN} or the end_conversation tool; their last words are sent and "
+            "answered first), max_turns, max_seconds, the agent's step bound or an error; the trajectory's "
+            "end_reason says which (user_done, max_turns, time_limit, agent_error, user_error, agent_max_steps, "
+            "diverged)."), kinds
 
 
 _CATALOG = {"graders": _grader_catalog, "extractors": _extractor_catalog, "targets": _target_catalog,

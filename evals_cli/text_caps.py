@@ -15,6 +15,7 @@ stored). Request bodies are bounded before that, at the transport (see endpoints
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 DEFAULT_MAX_FIELD_CHARS = 256 * 1024
@@ -23,6 +24,12 @@ MARKER = "…[truncated by evals: {total} characters, the first {kept} kept; rai
 
 
 _parsed: tuple[str, int] = ("", DEFAULT_MAX_FIELD_CHARS)
+
+MAX_LINE_BYTES = 4 * 1024 * 1024
+"""The most one results line may take (UTF-8): past it every text field is cut further, the same marker giving
+each one's original length, so no sample (however many calls it made, however large the world its tools
+changed) writes a line a reader cannot load."""
+_MARKED = re.compile(r"…\[truncated by evals: (\d+) characters, the first \d+ kept; [^\]]*\]\Z")
 
 
 def clean_text(text: str | None) -> str | None:
@@ -62,8 +69,11 @@ def cap(text: Any, limit: int | None = None) -> Any:
     limit = limit or max_field_chars()
     if len(text) <= limit:
         return text
-    if is_capped(text) and len(text) <= limit + 200:
-        return text
+    marked = _MARKED.search(text, max(0, len(text) - 300)) if is_capped(text) else None
+    if marked is not None:  # cut before: kept as it is, or cut shorter still, giving the original length
+        if marked.start() <= limit:
+            return text
+        return text[:limit] + MARKER.format(total=int(marked.group(1)), kept=limit)
     return text[:limit] + MARKER.format(total=len(text), kept=limit)
 
 
@@ -107,6 +117,12 @@ def cap_trajectory(trajectory: Any, limit: int | None = None) -> Any:
                 call.result = cap(call.result, limit)
                 call.arguments = cap_value(call.arguments, limit)
                 call.arguments_error = cap(call.arguments_error, limit)
+                if call.effect is not None:
+                    call.effect.before = cap_value(call.effect.before, limit)
+                    call.effect.after = cap_value(call.effect.after, limit)
+    for change in trajectory.state_changes or []:
+        change.before = cap_value(change.before, limit)
+        change.after = cap_value(change.after, limit)
     trajectory.prefilled = cap_value(trajectory.prefilled, limit)
     return trajectory
 

@@ -125,7 +125,7 @@ def test_a_turn_outside_the_conversation_is_no_turn(server: ScriptedServer, tmp_
     _, [result], output = run_goal(server, tmp_path, [user_row("met", "kettle | it's 12345 | ok ###STOP###")], judge)
     meta = result["grades"]["goal"]["metadata"]
     assert meta["goal_met"] is True and meta["turn_of_success"] is None
-    assert "named no turn of the 2" in meta["turn_problem"]
+    assert "named no turn of the 3" in meta["turn_problem"]  # "ok", before ###STOP###, is the third
     assert "turns to success" not in output  # no turn known: nothing to average
 
 

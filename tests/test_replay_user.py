@@ -46,8 +46,8 @@ class Desk:
         match = re.search(r"\b(\d{5})\b", last_user)
         if match:
             return call("issue_refund", {"order_id": match.group(1)})
-        if "thanks" in last_user:
-            return text("Glad to help.")
+        if "thanks" in last_user or "thx" in last_user:  # the user's last words are sent and answered
+            return text("Glad the refund helped.")
         return text("Which order is it?" if version == "v2" else "Sorry! What is your order number?")
 
 
@@ -76,8 +76,9 @@ def recorded(tmp_path: Path, server: ScriptedServer) -> tuple[Desk, Path, Path]:
     code, result, _ = run(suite, tmp_path / "a", "--model", "v1")
     assert code == 0, result
     turns = result["trajectory"]["turns"]
-    assert [t["user"] for t in turns] == ["my kettle broke", "it's 12345"]
-    assert [t["user_source"] for t in turns] == ["scripted", "simulated"]
+    # the user's last words ("thanks", before ###STOP###) were sent and answered: they are the last turn
+    assert [t["user"] for t in turns] == ["my kettle broke", "it's 12345", "thanks"]
+    assert [t["user_source"] for t in turns] == ["scripted", "simulated", "simulated"]
     desk.lines = ["12345 is the order", "thx ###STOP###"]  # what the simulator would say now: never asked
     server.requests.clear()
     return desk, suite, tmp_path / "a"
@@ -90,9 +91,9 @@ def test_the_same_agent_replays_the_recorded_user_without_the_simulator(recorded
     code, result, output = run(suite, tmp_path / "b", "--model", "v1", "--replay-user", str(run_a))
     assert code == 0
     trajectory = result["trajectory"]
-    assert [t["user"] for t in trajectory["turns"]] == ["my kettle broke", "it's 12345"]
-    assert [t["user_source"] for t in trajectory["turns"]] == ["replayed", "replayed"]
-    assert (trajectory["end_reason"], trajectory["closing_user"]) == ("user_done", "thanks")
+    assert [t["user"] for t in trajectory["turns"]] == ["my kettle broke", "it's 12345", "thanks"]
+    assert [t["user_source"] for t in trajectory["turns"]] == ["replayed", "replayed", "replayed"]
+    assert (trajectory["end_reason"], trajectory["closing_user"]) == ("user_done", None)
     assert simulator_calls(server) == 0
     assert "replay-user: all 1 conversations stayed on the recorded path" in output
 
@@ -117,12 +118,12 @@ def test_a_different_reply_diverges_and_the_simulator_continues(recorded: tuple[
 def test_divergence_later_in_the_conversation(recorded: tuple[Desk, Path, Path], server: ScriptedServer,
                                               tmp_path: Path) -> None:
     """v3 matches v1 in turn 1 and confirms the refund in other words in turn 2: the recorded user's 'thanks'
-    answered a reply v3 did not give, so the simulator writes the end instead."""
+    answered a reply v3 did not give, so the simulator writes the last words instead (sent and answered)."""
     _, suite, run_a = recorded
     _, result, output = run(suite, tmp_path / "b", "--model", "v3", "--replay-user", str(run_a))
     trajectory = result["trajectory"]
-    assert [t["user_source"] for t in trajectory["turns"]] == ["replayed", "replayed"]
-    assert trajectory["closing_user"] == "thx" and trajectory["end_reason"] == "user_done"
+    assert [t["user_source"] for t in trajectory["turns"]] == ["replayed", "replayed", "simulated"]
+    assert trajectory["turns"][-1]["user"] == "thx" and trajectory["end_reason"] == "user_done"
     assert "left the recorded path: refund at turn 2" in output
 
 

@@ -124,7 +124,8 @@ def test_a_simulated_conversation_is_graded_reply_by_reply(server: ScriptedServe
 
     server.script = serve(judge)
     (tmp_path / "polite.j2").write_text(POLITE)
-    suite = write_suite(tmp_path, [user_row("sim", "my kettle broke | it's 12345 | thanks ###STOP###")],
+    # the bare token: no last words, so two replies (last words would be sent and answered as a third)
+    suite = write_suite(tmp_path, [user_row("sim", "my kettle broke | it's 12345 | ###STOP###")],
                         base_url=server.url, tools={"issue_refund": REFUND_TOOL},
                         graders={"polite": {**JUDGE, "min_share": 0.5}}, gate={"value": 0.5})
     run_suite(load_suite(suite), RunOptions(output=tmp_path / "out"))

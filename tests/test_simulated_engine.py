@@ -63,6 +63,8 @@ def scripted_agent(body: dict[str, Any]) -> Any:
         return text("refund issued" if messages[-1]["content"] == "refund ok" else "I looked it up: all fine")
     if "kettle" in last_user:
         return text("Sorry to hear that. What is your order number?")
+    if last_user.startswith("great, thanks"):  # the knows user's last words, answered
+        return text("You're welcome: your refund issued today.")
     match = re.search(r"\b(\d{5})\b", last_user)
     if match:
         return call("issue_refund", {"order_id": match.group(1)})
@@ -120,16 +122,17 @@ def test_the_user_stops_with_the_token(tmp_path: Path, server: ScriptedServer) -
     suite = suite_for(tmp_path, server, [user_row("s", "hi | more please | thanks ###STOP###")])
     code, [result], summary, output = run(suite, tmp_path / "out")
     trajectory = result["trajectory"]
-    assert [t["user"] for t in trajectory["turns"]] == ["hi", "more please"]
-    assert [t["user_source"] for t in trajectory["turns"]] == ["simulated", "simulated"]
-    assert [t["steps"][-1]["content"] for t in trajectory["turns"]] == ["echo: hi", "echo: more please"]
-    assert trajectory["end_reason"] == "user_done"
-    assert trajectory["closing_user"] == "thanks"  # recorded, not sent to the agent
-    assert all("thanks" not in m["content"] for r in server.agent_requests() if not is_simulator(r["body"])
+    # the words before the token are the user's last message: sent, answered, then the conversation ends
+    assert [t["user"] for t in trajectory["turns"]] == ["hi", "more please", "thanks"]
+    assert [t["user_source"] for t in trajectory["turns"]] == ["simulated", "simulated", "simulated"]
+    assert [t["steps"][-1]["content"] for t in trajectory["turns"]] == ["echo: hi", "echo: more please",
+                                                                        "echo: thanks"]
+    assert trajectory["end_reason"] == "user_done" and trajectory["closing_user"] is None
+    assert all("###STOP###" not in m["content"] for r in server.agent_requests() if not is_simulator(r["body"])
                for m in r["body"]["messages"] if m["role"] == "user")
     assert trajectory["user_calls"] == 3
     assert result["user_usage"] == {"prompt_tokens": 30, "completion_tokens": 15}  # 3 calls of 10 + 5
-    assert result["usage"] == {"prompt_tokens": 20, "completion_tokens": 10}  # the agent's 2 calls only
+    assert result["usage"] == {"prompt_tokens": 30, "completion_tokens": 15}  # the agent's 3 calls only
     assert code == 0 and result["passed"] is True
 
 
@@ -137,8 +140,8 @@ def test_the_user_stops_with_the_end_tool(tmp_path: Path, server: ScriptedServer
     suite = suite_for(tmp_path, server, [user_row("s", "hi | @end", stop="tool")])
     _, [result], _, _ = run(suite, tmp_path / "out")
     trajectory = result["trajectory"]
-    assert [t["user"] for t in trajectory["turns"]] == ["hi"]
-    assert trajectory["end_reason"] == "user_done" and trajectory["closing_user"] == "bye"
+    assert [t["user"] for t in trajectory["turns"]] == ["hi", "bye"]  # the end tool's message: sent too
+    assert trajectory["end_reason"] == "user_done" and trajectory["closing_user"] is None
     [first, *_] = simulator_requests(server)
     assert [t["function"]["name"] for t in first["tools"]] == ["end_conversation"]
     assert "end_conversation" in first["messages"][0]["content"]  # the prompt tells it how to stop
@@ -221,7 +224,7 @@ def test_knows_facts_are_given_only_when_asked(tmp_path: Path, server: ScriptedS
     suite = suite_for(tmp_path, server, [row])
     code, [result], _, _ = run(suite, tmp_path / "out")
     turns = result["trajectory"]["turns"]
-    assert [t["user"] for t in turns] == ["my kettle broke, I want my money back", "it's 12345"]
+    assert [t["user"] for t in turns] == ["my kettle broke, I want my money back", "it's 12345", "great, thanks"]
     assert "12345" not in turns[0]["user"]  # not volunteered
     assert turns[0]["steps"][-1]["content"].endswith("What is your order number?")
     [refund] = [c for t in turns for s in t["steps"] for c in s["tool_calls"]]

@@ -43,6 +43,10 @@ GOOD_AGENT: dict[str, Steps] = {
                     text("Order 50001 has shipped but is not delivered yet, so I cannot refund it now. Once it "
                          "arrives you can ask again for a refund.")],
     "what can I do": [text("Once the grinder is delivered, write to us and we refund the $35 in full.")],
+    # the users' last words (before ###STOP###) are sent too, and answered
+    "Thanks!": [text("You're welcome!")],
+    "thank you": [text("You're welcome!")],
+    "Bye": [text("Goodbye, and sorry for the wait.")],
 }
 
 # The good users: the sample (from the request's `user` field) and a key found in the agent's latest reply ->
@@ -159,13 +163,15 @@ def test_a_good_agent_passes_every_row_and_the_users_end_the_conversations(serve
         assert line["trajectory"]["end_reason"] == "user_done"
     # `knows`: the order number came from the simulator once the agent asked for it
     assert users_said(lines["ask-for-order-id"]) == [("scripted", "my kettle broke, I want my money back"),
-                                                     ("simulated", "12345")]
-    assert lines["ask-for-order-id"]["trajectory"]["closing_user"] == "Thanks!"
+                                                     ("simulated", "12345"), ("simulated", "Thanks!")]
+    assert lines["ask-for-order-id"]["trajectory"]["turns"][-1]["user"] == "Thanks!"  # last words: sent
+    assert lines["ask-for-order-id"]["trajectory"]["turns"][-1]["steps"][-1]["content"] == "You're welcome!"
     # the correction reached the agent, which then refunded the toaster and left the kettle alone
     assert users_said(lines["corrects-the-agent"])[1] == (
         "simulated", "No, that's the wrong one: it's the toaster, order 30002.")
     # the hybrid: two scripted messages, then the simulator
-    assert [s for s, _ in users_said(lines["scripted-then-simulated"])] == ["scripted", "scripted", "simulated"]
+    assert [s for s, _ in users_said(lines["scripted-then-simulated"])] == ["scripted", "scripted", "simulated",
+                                                                            "simulated"]
     goal = lines["ask-for-order-id"]["grades"]["goal"]
     assert goal["score"] == 1.0 and goal["metadata"]["turn_of_success"] == 2
     replies = lines["ask-for-order-id"]["grades"]["replies"]
@@ -199,6 +205,8 @@ BAD_AGENT: dict[str, Steps] = {
     "order 50001": [call("get_order", {"order_id": "50001"}), call("issue_refund", {"order_id": "50001", "amount": 35}),
                     text("Done, I refunded $35 for order 50001.")],
     "Really": [text("Yes, it is refunded.")],
+    "ok thanks": [text("You're welcome.")],
+    "forget it": [text("Sorry about that.")],
 }
 BAD_USERS: dict[str, dict[str, str]] = {
     "ask-for-order-id": {"refunded $50": f"ok thanks {STOP}"},
@@ -232,8 +240,8 @@ def test_a_bad_agent_fails_each_row_for_its_own_reason(server: ScriptedServer, t
     # asked twice for the order number: the impatient user gave up; the reply asking again failed its own grade
     impatient = lines["impatient-user"]
     assert impatient["trajectory"]["end_reason"] == "user_done"
-    assert impatient["trajectory"]["closing_user"] == "I already told you that, forget it"
-    assert impatient["grades"]["replies"]["score"] == 0.5  # 1 of 2 replies passed: under min_share 0.75
+    assert impatient["trajectory"]["turns"][-1]["user"] == "I already told you that, forget it"  # sent, answered
+    assert impatient["grades"]["replies"]["score"] == 2 / 3  # 2 of 3 replies passed: under min_share 0.75
     assert failed_graders(impatient) == {"replies", "calls"} and low_grades(impatient) == {"goal", "calls"}
     assert impatient["grades"]["goal"]["metadata"]["goal_met"] is False
     # a refund of an order not yet delivered: forbidden, and the state shows it; the user never stopped
@@ -296,12 +304,15 @@ def test_the_real_model_recording_replays_offline_with_its_verdicts(tmp_path: Pa
     assert users_said(impatient) == [("scripted", "where is my blender??")]
     assert impatient["trajectory"]["end_reason"] == "user_done"
     assert impatient["grades"]["goal"]["score"] == 0.0 and impatient["grades"]["final_state"]["score"] == 1.0
-    # the hybrid: two scripted messages, then the simulator asked what else it could do and said goodbye; the
-    # judge called the goal met at turn 2, but no lookup was made: the required calls grade fails the sample
+    # the hybrid: two scripted messages, then the simulator asked what else it could do and said goodbye; its
+    # last words were sent and the agent answered them (the model's own reply, recorded with them); the judge
+    # called the goal met at turn 2, but no lookup was made: the required calls grade fails the sample
     hybrid = lines["scripted-then-simulated"]
-    assert [s for s, _ in users_said(hybrid)] == ["scripted", "scripted", "simulated"]
-    assert hybrid["trajectory"]["end_reason"] == "user_done"
-    assert hybrid["trajectory"]["closing_user"] == "Thank you. I'll return it to you as soon as possible."
+    assert [s for s, _ in users_said(hybrid)] == ["scripted", "scripted", "simulated", "simulated"]
+    assert hybrid["trajectory"]["end_reason"] == "user_done" and hybrid["trajectory"]["closing_user"] is None
+    last = hybrid["trajectory"]["turns"][-1]
+    assert last["user"] == "Thank you. I'll return it to you as soon as possible."
+    assert last["steps"][-1]["content"] == "You're welcome! We'll get your coffee grinder back to you as soon as possible."
     goal = hybrid["grades"]["goal"]
     assert goal["score"] == 1.0 and goal["metadata"]["goal_met"] is True and goal["metadata"]["turn_of_success"] == 2
     assert failed_graders(hybrid) == {"calls"}
@@ -335,5 +346,5 @@ def test_the_recorded_users_held_constant_against_another_agent(server: Scripted
     code, lines, output = run_suite(server, tmp_path / "continued", "--replay-user", str(recorded))
     assert code == 0, output
     assert users_said(lines["ask-for-order-id"]) == [("replayed", "my kettle broke, I want my money back"),
-                                                     ("simulated", "12345")]
+                                                     ("simulated", "12345"), ("simulated", "Thanks!")]
     assert all(r["passed"] and r["trajectory"]["end_reason"] == "user_done" for r in lines.values())

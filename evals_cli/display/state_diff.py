@@ -3,7 +3,8 @@
 What matters in a diff of the agent's world is which value became which, not the bytes: a JSON file shows its
 changed keys (`port: 8080 → 3000`), a record its changed fields, any other text a unified diff with one line of
 context. Every value is shortened and every change capped, so a model that writes a megabyte cannot flood the
-report; the results file keeps the whole before and after.
+report. The results file keeps small values whole and large ones as the part that changed (`cut`): such a
+change opens with a line saying so and giving the real sizes, so an excerpt never reads as the whole file.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from evals_cli.models.trajectory import Effect, StateChange
+from evals_cli.models.trajectory import Cut, Effect, StateChange
 
 LineKind = Literal["added", "removed", "changed", "context", "hunk", "more"]
 Status = Literal["created", "deleted", "changed", "unchanged"]
@@ -178,8 +179,47 @@ def diff_lines(before: Any, after: Any, is_record: bool) -> tuple[Status, tuple[
     return "changed", _capped(lines or [DiffLine("context", "whitespace only")])
 
 
+def _chars(n: int | None) -> str:
+    return "absent" if n is None else f"{n:,} characters"
+
+
+def cut_note(cut: Cut, is_record: bool) -> str:
+    """What a stored change is of the real one: its sizes, where the excerpt starts, what was left out."""
+    sizes = f"before {_chars(cut.before_chars)}, after {_chars(cut.after_chars)}"
+    if is_record and cut.before_chars is not None and cut.after_chars is not None:
+        sizes += " as JSON"
+    if cut.stored == "sizes":
+        return f"cut: not stored (the sample's budget for stored changes was spent); {sizes}"
+    parts = [sizes]
+    if is_record:
+        if cut.fields_left_out:
+            parts.append(f"{cut.fields_left_out} changed field(s) not stored")
+        parts.append("long values shortened")
+    else:
+        if cut.start:
+            parts.append(f"shown from character {cut.start + 1:,}")
+        if not cut.rest_same:
+            parts.append("the change goes on past what is shown")
+    return "cut: only what changed is stored; " + "; ".join(parts)
+
+
+def _cut_status(cut: Cut) -> Status:
+    return "created" if cut.before_chars is None else "deleted" if cut.after_chars is None else "changed"
+
+
+def _stored_diff(before: Any, after: Any, is_record: bool, cut: Cut | None) -> tuple[Status, tuple[DiffLine, ...]]:
+    """diff_lines, or for a change stored cut: a first line saying so, then the diff of what was stored."""
+    if cut is None:
+        return diff_lines(before, after, is_record)
+    note = DiffLine("more", cut_note(cut, is_record))
+    if cut.stored == "sizes":
+        return _cut_status(cut), (note,)
+    _, lines = diff_lines(before, after, is_record)
+    return _cut_status(cut), (note, *lines)
+
+
 def describe_change(change: StateChange) -> ChangeView:
-    status, lines = diff_lines(change.before, change.after, change.kind == "record")
+    status, lines = _stored_diff(change.before, change.after, change.kind == "record", change.cut)
     return ChangeView(kind=change.kind, target=change.target, status=status, lines=lines)
 
 
@@ -194,7 +234,7 @@ def describe_effect(effect: Effect) -> EffectView:
         return EffectView(effect.op, effect.target, "error", effect.error, ())
     if not effect.changed:
         return EffectView(effect.op, effect.target, "no change", None, ())
-    _, lines = diff_lines(effect.before, effect.after, effect.op.startswith("records."))
+    _, lines = _stored_diff(effect.before, effect.after, effect.op.startswith("records."), effect.cut)
     return EffectView(effect.op, effect.target, "changed", None, lines)
 
 

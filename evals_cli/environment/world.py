@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from evals_cli.environment.excerpts import NotStored, replayed_after
 from evals_cli.models.environment import EnvironmentSpec, record_key
 from evals_cli.models.trajectory import StateChange, ToolCall
 
@@ -73,6 +74,9 @@ class World:
         """This world with recorded changes applied (the final state, from the declared one and the diff)."""
         out = self.copy()
         for change in changes:
+            if change.cut is not None:  # read back from a results file: an excerpt is not the final value
+                raise NotStored(f"{change.target}: the change was stored cut (its values are excerpts), so the final "
+                                "world cannot be rebuilt from the results file")
             out.put(change.target, change.kind, change.after)
         return out
 
@@ -82,7 +86,7 @@ class World:
         if effect is None or not effect.changed:
             return False
         kind = "record" if effect.op.startswith("records.") else "file"
-        self.put(effect.target, kind, effect.after)
+        self.put(effect.target, kind, replayed_after(effect, self.get(effect.target, kind)))
         return True
 
 

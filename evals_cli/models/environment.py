@@ -9,7 +9,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
 from evals_cli.models.grader_specs.fields import ArgMatch
@@ -282,6 +282,10 @@ class FileExpectation(ArgMatch):
     """How a file's final text is compared: a string is its exact text; a mapping is a matcher of tool_args
     (exact, regex, contains, one_of, case_insensitive) or `json_subset` (the text is JSON containing this)."""
 
+    # strict: `case_insensitive: "yes"` or `tolerance: "0.5"` was read as true and 0.5, and a typo'd expectation
+    # checked something else than was written
+    model_config = ConfigDict(strict=True)
+
     json_subset: Any = Field(default=None, description="The file holds JSON that contains this (objects: these "
                                                        "keys with these values; lists: these elements).")
 
@@ -289,6 +293,17 @@ class FileExpectation(ArgMatch):
     @classmethod
     def _text(cls, data: Any) -> Any:
         return {"exact": data} if isinstance(data, str) else data
+
+    @field_validator("json_subset")
+    @classmethod
+    def _container(cls, value: Any) -> Any:
+        """An object or a list: `json_subset: "x"` compared the whole document with "x", so it read as a check of
+        the file's keys while checking something else."""
+        if value is not None and not isinstance(value, dict | list):
+            raise ValueError(f"give an object (keys the file's JSON must hold) or a list (elements it must "
+                             f"contain), not {type(value).__name__} {value!r:.60}; to compare the text, use "
+                             "exact, contains or regex")
+        return value
 
     @model_validator(mode="after")
     def _one(self) -> FileExpectation:
@@ -302,6 +317,9 @@ class FileExpectation(ArgMatch):
 
 class ExpectedState(StrictModel):
     """What the world must look like once the agent is done (read by final_state and stop_behavior)."""
+
+    # strict: `no_other_changes: "yes"` (or 1) was read as true; a wrongly typed value is a config error instead
+    model_config = ConfigDict(strict=True)
 
     files: dict[str, FileExpectation] = Field(default_factory=dict, description="Path -> what its text must be "
                                                                                 "(the file must exist).")
@@ -351,7 +369,11 @@ class ExpectedState(StrictModel):
                     matcher = field_matcher(value)
                     if matcher is not None:
                         try:
-                            ArgMatch.model_validate(matcher)
+                            ArgMatch.model_validate(matcher, strict=True)
+                        except ValidationError as exc:
+                            first = exc.errors()[0]
+                            where = ".".join(str(part) for part in (name, rid, field_name, *first["loc"]))
+                            raise ValueError(f"{where}: {first['msg']}") from None
                         except ValueError as exc:
                             raise ValueError(f"{name}.{rid}.{field_name}: {exc}") from None
         return records

@@ -12,6 +12,7 @@ suite; `knows` is merged fact by fact (the row's value of a fact wins). See `Use
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -26,6 +27,25 @@ with, this token."""
 END_TOOL = "end_conversation"
 """The tool offered to the simulator with `stop: tool`: calling it ends the conversation."""
 
+MAX_TURNS_LIMIT = 200
+"""The most `max_turns` may be: a conversation longer than this is a runaway, not a test."""
+
+DEFAULT_MAX_SECONDS = 1800.0
+"""How long a simulated conversation may go on by default (`user.max_seconds`): a user that never stops, or a
+simulator that never answers, ends the conversation with end_reason `time_limit` instead of holding the run."""
+
+_STOP_AT_END = re.compile(re.escape(STOP_TOKEN) + r"""[\s.!?,;:'")\]*_~`]*\Z""")
+
+
+def split_stop(text: str) -> tuple[str, bool]:
+    """(the message without the stop token, whether the user stopped): a message that is, or ends with,
+    ###STOP### ends the conversation, closing punctuation after it included (small models write "###STOP###.").
+    The words before the token are the user's last message: sent to the agent, which answers them."""
+    match = _STOP_AT_END.search(text)
+    if match is not None:
+        return text[: match.start()].strip(), True
+    return text, False
+
 
 class UserSpec(StrictModel):
     """A simulated user (a row's `user:` block, or the suite's defaults for such blocks)."""
@@ -39,8 +59,12 @@ class UserSpec(StrictModel):
     script: list[str] = Field(
         default_factory=list, description="Fixed user messages sent first (after first_message), in order; then the "
         "simulator takes over.")
-    max_turns: int = Field(default=8, ge=1, strict=True,
-                           description="User messages at most, scripted and simulated together.")
+    max_turns: int = Field(default=8, ge=1, le=MAX_TURNS_LIMIT, strict=True,
+                           description=f"User messages at most, scripted and simulated together "
+                           f"(1 to {MAX_TURNS_LIMIT}).")
+    max_seconds: float = Field(
+        default=DEFAULT_MAX_SECONDS, gt=0, description="Seconds the conversation may go on: once past, the user "
+        "is not asked again (a simulator call in flight is cut off) and it ends with end_reason time_limit.")
     stop: Literal["token", "tool"] = Field(
         default="token", description=f"How the user ends the conversation: token (a message that is or ends with "
         f"{STOP_TOKEN}) or tool (the simulator is offered an {END_TOOL} tool and calls it).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
 
 from evals_cli.models.base import Record
 
@@ -19,12 +19,14 @@ UserSource = Literal["prefilled", "scripted", "simulated", "replayed"]
 `input`, or its user's `first_message` / `script`), `simulated` (the user simulator wrote it), `replayed` (taken
 from an earlier run's conversation, `--replay-user`)."""
 
-EndReason = Literal["user_done", "max_turns", "agent_error", "user_error", "agent_max_steps", "diverged"]
-"""Why a simulated-user conversation ended. `user_done`: the user said so (the stop token or the end tool).
-`max_turns`: the agent answered the user's last allowed message. `agent_error`: the agent's endpoint or code
-failed. `user_error`: the simulator failed (its endpoint, or a reply out of character twice). `agent_max_steps`:
-the agent hit its step bound within a turn. `diverged`: `--replay-user` left the recorded path and the sample is
-marked so rather than continued."""
+EndReason = Literal["user_done", "max_turns", "time_limit", "agent_error", "user_error", "agent_max_steps",
+                    "diverged"]
+"""Why a simulated-user conversation ended. `user_done`: the user said so (the stop token or the end tool; the
+words before it were sent and answered). `max_turns`: the agent answered the user's last allowed message.
+`time_limit`: the conversation ran past the user's `max_seconds` (the agent had answered every message it got).
+`agent_error`: the agent's endpoint or code failed. `user_error`: the simulator failed (its endpoint, or a reply
+out of character twice). `agent_max_steps`: the agent hit its step bound within a turn. `diverged`:
+`--replay-user` left the recorded path and the sample is marked so rather than continued."""
 
 
 class Usage(Record):
@@ -43,7 +45,41 @@ class Usage(Record):
             self.completion_tokens += other.completion_tokens
 
 
-class Effect(Record):
+class Cut(Record):
+    """How a change too large to store whole was stored (environment/excerpts.py): a world's file can grow to
+    megabytes, and a whole copy before and after each call made one sample's results line grow with the square
+    of the calls (44 appends of 200,000 characters: a 414 MB line). The sizes are the real ones, so a reader
+    always learns how much was not kept."""
+
+    stored: Literal["excerpt", "sizes"] = Field(
+        default="excerpt", description="excerpt: `before`/`after` hold the part that changed; sizes: nothing of "
+        "the values was stored (the sample's budget for stored state was spent), `before`/`after` are null.")
+    before_chars: int | None = Field(default=None, description="The whole before's size in characters (a record: "
+                                                               "of its JSON); null: it did not exist.")
+    after_chars: int | None = Field(default=None, description="The whole after's size; null: deleted.")
+    start: int = Field(default=0, description="Text: the offset, the same in both texts, where the stored "
+                                              "excerpts begin; the text before it is the same in both.")
+    rest_same: bool = Field(default=True, description="Text: the text after the stored excerpts is the same in "
+                                                      "both; false when the excerpts stop short of the change's end.")
+    fields_left_out: int = Field(default=0, description="Record: changed fields not stored (the stored objects "
+                                                        "hold `id` and the changed fields that fit).")
+
+
+_CUT = "Set when `before`/`after` are not the whole values: how they were cut, and the real sizes."
+
+
+class _MaybeCut(Record):
+    """A model with an optional `cut`, written only when set: a change stored whole keeps the line's old shape."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_cut(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("cut") is None:
+            data.pop("cut", None)
+        return data
+
+
+class Effect(_MaybeCut):
     """What one stateful tool call did to the sample's world (absent for canned tools)."""
 
     op: str = Field(description='The effect, e.g. "files.write", "records.update".')
@@ -52,18 +88,31 @@ class Effect(Record):
     before: Any = Field(default=None, description="Only when `changed`: the file text / record object before "
                                                   "(None: did not exist). A call that changed nothing (a read, a "
                                                   "write of the same text) keeps no copy: its result says what "
-                                                  "the agent saw.")
+                                                  "the agent saw. A large value is stored cut (see `cut`).")
     after: Any = Field(default=None, description="Only when `changed`: after (None: deleted).")
     error: str | None = Field(default=None, description="Why the effect failed, as the agent was told.")
+    cut: Cut | None = Field(default=None, description=_CUT)
+    # what replaying a cut effect needs (the edit, not a whole copy), in memory only: stop_behavior replays the
+    # calls one by one in the process that ran them; a results file read back has none
+    _replay: Any = PrivateAttr(default=None)
+
+    def keep_for_replay(self, edit: Any) -> None:
+        self._replay = edit
+
+    @property
+    def replay_edit(self) -> Any:
+        return self._replay
 
 
-class StateChange(Record):
-    """One difference between the world as declared and as the agent left it."""
+class StateChange(_MaybeCut):
+    """One difference between the world as declared and as the agent left it. In memory (what graders read) the
+    values are whole; the results file stores large ones cut (see `cut`)."""
 
     kind: Literal["file", "record"]
     target: str = Field(description='File path, or "collection/id".')
     before: Any = Field(default=None, description="None: created by the agent.")
     after: Any = Field(default=None, description="None: deleted by the agent.")
+    cut: Cut | None = Field(default=None, description=_CUT)
 
 
 class ToolCall(Record):
@@ -125,8 +174,9 @@ class Trajectory(Record):
     end_reason: EndReason | None = Field(
         default=None, description="Why a simulated-user conversation ended; None for ordinary samples.")
     closing_user: str | None = Field(
-        default=None, description="The simulated user's last words, which ended the conversation (the text before "
-        "the stop token, or given with the end tool): recorded, never sent to the agent.")
+        default=None, description="Results written before the user's last words were sent kept them here, unsent. "
+        "Now the words before the stop token (or given with the end tool) are the last turn's user message, "
+        "answered by the agent, and this stays null.")
     user_usage: Usage = Field(default_factory=Usage, description="The user simulator's tokens (never the agent's).")
     user_latency_s: float = Field(default=0.0, description="Seconds spent waiting for the user simulator.")
     user_calls: int = Field(default=0, description="Calls made to the user simulator (retries included).")

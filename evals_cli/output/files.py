@@ -12,9 +12,10 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from evals_cli.environment.excerpts import store_changes
 from evals_cli.errors import ConfigError, refuse_newer
 from evals_cli.models.results import RunSummary, SampleResult
-from evals_cli.text_caps import cap_result, clean_text, max_field_chars
+from evals_cli.text_caps import MAX_LINE_BYTES, cap_result, clean_text, max_field_chars
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -52,9 +53,10 @@ class ResultsWriter:
         self._fh = self.path.open("a", encoding="utf-8")
 
     def write(self, result: SampleResult) -> None:
+        store_changes(result.trajectory.state_changes)  # graded on the whole world; stored as what changed
         line = _dump(result)
         if len(line) > max_field_chars():  # no field is longer than its line: cap (in place) only when one may be
-            line = _dump(cap_result(result))
+            line = _within_bound(result, _dump(cap_result(result)))
         self._fh.write(self.redact(line) + "\n")
         self._fh.flush()
 
@@ -67,6 +69,21 @@ class ResultsWriter:
 
     def close(self) -> None:
         self._fh.close()
+
+
+_SMALLEST_FIELD = 256  # characters a field keeps however far a line must shrink (its marker says how many it had)
+
+
+def _within_bound(result: SampleResult, line: str) -> str:
+    """The line cut (in place) until it fits MAX_LINE_BYTES: every text field to a quarter of the cap, then a
+    quarter of that, ... A sample of many large tool calls (44 calls of 200,000 characters each, twice over as
+    raw and parsed arguments) passes every per-field cap and still writes megabytes."""
+    limit = max_field_chars()
+    bound = max(MAX_LINE_BYTES, 4 * limit)  # a cap raised past a quarter of the bound raises the bound with it
+    while limit > _SMALLEST_FIELD and len(line) > bound // 4 and len(line.encode()) > bound:
+        limit = max(_SMALLEST_FIELD, limit // 4)
+        line = _dump(cap_result(result, limit))
+    return line
 
 
 def _dump(result: SampleResult) -> str:

@@ -36,9 +36,17 @@ class RowChecks:
         user = sample.user
         if user is None:
             return []
+        from evals_cli.models.simulated_user import STOP_TOKEN, split_stop
+
         found = []
         opening = user.opening(sample.user_turns)
-        if len(opening) < user.max_turns and not (user.persona or user.goal):
+        stops = [i for i, line in enumerate(opening) if split_stop(line)[1]]
+        if stops and stops[0] < len(opening) - 1:  # the conversation ends there: what follows is never sent
+            found.append(f"{where}: user: scripted message {stops[0] + 1} of {len(opening)} (input, first_message, "
+                         f"script) ends the conversation with {STOP_TOKEN}, so the {len(opening) - stops[0] - 1} "
+                         "after it would never be sent; drop them or the token")
+        # an opening that ends the conversation itself never asks the simulator
+        if not stops and len(opening) < user.max_turns and not (user.persona or user.goal):
             found.append(f"{where}: user: no persona and no goal for the simulator to play after the "
                          f"{len(opening)} scripted message(s); give user.persona or user.goal (or the suite's "
                          "user: defaults)")

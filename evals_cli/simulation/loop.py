@@ -1,5 +1,6 @@
 """The conversation loop of a simulated-user sample, shared by every target kind: ask the player for a user
-message, run the agent's whole turn on it (the target's own code), repeat, until the user stops, `max_turns`,
+message, run the agent's whole turn on it (the target's own code), repeat, until the user stops (their last words
+before the stop token are sent and answered first), `max_turns`, the conversation's time bound (`max_seconds`),
 the agent's step bound, or an error. Records each turn's `user_source`, the simulator's tokens and time, and
 why the conversation ended (`Trajectory.end_reason`; a sample_timeout that runs out is agent_error or user_error by
 whose call was in flight, the sample's error category being timeout)."""
@@ -7,6 +8,7 @@ whose call was in flight, the sample's error category being timeout)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 
 from evals_cli.models.sample import Sample
@@ -34,9 +36,16 @@ async def converse(sample: Sample, trajectory: Trajectory, player: UserPlayer, r
     user = sample.user
     messages = sample.messages or []
     prefilled_user = bool(messages) and messages[-1].role == "user" and not user.opening(sample.user_turns)
+    deadline = time.monotonic() + user.max_seconds
+    last_words = False
     while True:
+        if last_words:  # the user's closing message was sent and answered
+            return True
         if len(trajectory.turns) >= user.max_turns:
             trajectory.end_reason = "max_turns"
+            return True
+        if time.monotonic() >= deadline:  # the agent answered every message it got; the user is not asked again
+            trajectory.end_reason = "time_limit"
             return True
         if prefilled_user and not trajectory.turns:  # the pre-filled messages end with the user's message
             turn = Turn(user=None, user_source="prefilled")
@@ -44,7 +53,11 @@ async def converse(sample: Sample, trajectory: Trajectory, player: UserPlayer, r
             view = ConversationView(sample=sample, user=user, prefilled=trajectory.prefilled,
                                     turns=list(trajectory.turns), repeat=repeat)
             try:
-                move = await player.next_message(view)
+                async with asyncio.timeout_at(asyncio.get_running_loop().time() + deadline - time.monotonic()):
+                    move = await player.next_message(view)
+            except TimeoutError:  # the simulator's call was still in flight at the conversation's time bound
+                trajectory.end_reason = "time_limit"
+                return True
             except (UserSimulatorError, asyncio.CancelledError) as exc:  # cancelled: sample_timeout ran out
                 trajectory.end_reason = "user_error"
                 spent = exc.spent if isinstance(exc, UserSimulatorError) else None
@@ -59,9 +72,11 @@ async def converse(sample: Sample, trajectory: Trajectory, player: UserPlayer, r
             if move.diverged_at is not None and trajectory.diverged_at is None:
                 trajectory.diverged_at = move.diverged_at
             if move.done:
-                trajectory.closing_user = move.text or None
                 trajectory.end_reason = move.end_reason or "user_done"
-                return True
+                if not (move.text or "").strip():
+                    return True
+                # the user's last words ("Sure, the id is 12345. ###STOP###"): sent, and the agent answers them
+                last_words = True
             turn = Turn(user=move.text or "", user_source=move.source)
         trajectory.turns.append(turn)
         try:

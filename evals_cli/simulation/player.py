@@ -60,10 +60,10 @@ class ConversationView:
 
 @dataclass
 class UserMove:
-    """A player's answer: `text` to send as the next user message, or `done` (the conversation ends; `text` then
-    holds the user's closing words, recorded but not sent, and `end_reason` why it ended: user_done unless a
-    replaying player marks the sample `diverged`). `usage`, `latency_s` and `calls` are the simulator's cost of
-    this move (zero for scripted and replayed moves)."""
+    """A player's answer: `text` to send as the next user message; with `done`, the conversation ends after it
+    (`text` then holds the user's last words, sent and answered first, or None when there are none; `end_reason`
+    says why it ended: user_done unless a replaying player marks the sample `diverged`). `usage`, `latency_s` and
+    `calls` are the simulator's cost of this move (zero for scripted and replayed moves)."""
 
     text: str | None
     done: bool = False

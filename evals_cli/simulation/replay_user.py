@@ -157,7 +157,9 @@ class ReplayingUser:
             k = view.turn_index
             if k < len(self.record.turns):
                 return UserMove(text=self.record.turns[k].user or "", source="replayed")
-            return UserMove(text=self.record.closing_user, done=True, source="replayed", end_reason="user_done")
+            # the record's messages were all sent (last words included); an older record's unsent closing_user
+            # was never sent to its agent, so it is not sent now either
+            return UserMove(text=None, done=True, source="replayed", end_reason="user_done")
         if self.stop:
             return self._said(UserMove(text=None, done=True, source="replayed", end_reason="diverged"))
         return self._said(await self.inner.next_message(view))

@@ -28,7 +28,7 @@ from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
-from evals_cli.models.simulated_user import END_TOOL, STOP_TOKEN, UserSimulatorSpec, UserSpec
+from evals_cli.models.simulated_user import END_TOOL, UserSimulatorSpec, UserSpec, split_stop
 from evals_cli.models.trajectory import Turn, Usage
 from evals_cli.simulation.player import ConversationView, UserMove, UserSimulatorError
 from evals_cli.simulation.prompt import DEFAULT_TEMPLATE, render
@@ -57,30 +57,43 @@ def _grams(text: str) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + _ECHO_WORDS]) for i in range(len(words) - _ECHO_WORDS + 1)}
 
 
+_VERDICT_KEYS = frozenset({"score", "rating", "verdict", "grade", "pass", "passed", "rationale", "reasoning",
+                           "reason", "explanation", "justification", "evaluation", "feedback"})
+_VERDICT_LINE = re.compile(r"^\W*(?:(?:score|rating|grade)\W*\s*[:=]\s*\d+(?:\.\d+)?\s*(?:/\s*\d+|out of \d+)"
+                           r"|verdict\W*\s*[:=]\s*(?:pass|fail))", re.I | re.M)
+_FENCED = re.compile(r"\A```[A-Za-z0-9_-]*\s*\n?(?P<body>.*?)\n?```\Z", re.S)
+
+
+def _judge_verdict(text: str) -> bool:
+    """A reply shaped like a judge's verdict, not a user's words: a JSON object (bare or fenced) with a score,
+    verdict or rationale key (`{"score": 9, "reason": ...}`: a small model that also judges answered as the
+    judge), or a line such as `Score: 9/10`."""
+    fenced = _FENCED.match(text)
+    body = fenced.group("body").strip() if fenced else text
+    if body.startswith("{") and body.endswith("}"):
+        try:
+            value = json.loads(body)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict) and any(str(k).strip().lower() in _VERDICT_KEYS for k in value):
+            return True
+    return _VERDICT_LINE.search(text) is not None
+
+
 def broken_character(text: str, instructions: str) -> str | None:
-    """Why a simulator reply is not a user's message (None: it is): empty, written as the assistant, or echoing
-    its instructions (`instructions`: the system prompt without the user's own persona, goal and facts, which a
-    user may well repeat in their own words or verbatim)."""
+    """Why a simulator reply is not a user's message (None: it is): empty, written as the assistant, a judge's
+    verdict, or echoing its instructions (`instructions`: the system prompt without the user's own persona, goal
+    and facts, which a user may well repeat in their own words or verbatim)."""
     stripped = text.strip()
     if not stripped:
         return "it was empty"
     if _AS_ASSISTANT.search(stripped):
         return "it was written as the assistant, not as the user"
+    if _judge_verdict(stripped):
+        return "it was a judge's verdict (a score), not the user's words"
     if _grams(stripped) & _grams(instructions):
         return "it repeated its instructions (the system prompt)"
     return None
-
-
-_STOP_AT_END = re.compile(re.escape(STOP_TOKEN) + r"""[\s.!?,;:'")\]*_~`]*\Z""")
-
-
-def split_stop(text: str) -> tuple[str, bool]:
-    """(the message without the stop token, whether the user stopped): a message that is, or ends with,
-    ###STOP### ends the conversation, closing punctuation after it included (small models write "###STOP###.")."""
-    match = _STOP_AT_END.search(text)
-    if match is not None:
-        return text[: match.start()].strip(), True
-    return text, False
 
 
 def _agent_message(turn: Turn, sees_tools: bool) -> str:
@@ -170,8 +183,9 @@ class SimulatedUser:
 
     async def next_message(self, view: ConversationView) -> UserMove:
         index = view.turn_index - self._prefilled_turns(view)
-        if 0 <= index < len(self.opening):
-            return UserMove(text=self.opening[index], source="scripted")
+        if 0 <= index < len(self.opening):  # a scripted line ending in the stop token ends it, as a simulated one
+            text, stopped = split_stop(self.opening[index])
+            return UserMove(text=text, done=stopped, source="scripted")
         system = self.system_prompt()
         messages = simulator_messages(view, system)
         move = UserMove(text=None, source="simulated")
@@ -184,12 +198,12 @@ class SimulatedUser:
                 raise
             move.usage.add(usage)
             move.latency_s += latency
-            if done:
-                move.text, move.done = text, True
+            if done and not text.strip():  # the token alone, or the end tool without words: nothing to send
+                move.text, move.done = None, True
                 return move
-            why = broken_character(text, self.instructions())
+            why = broken_character(text, self.instructions())  # last words are sent too: checked like any
             if why is None:
-                move.text = text
+                move.text, move.done = text, done
                 return move
             if attempt == 0:  # once more, saying what was wrong; the note is part of the (recorded) request
                 messages = [*messages, {"role": "assistant", "content": text},

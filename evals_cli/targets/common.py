@@ -8,6 +8,7 @@ for every target, so the same sample graded through either API gives comparable 
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import time
@@ -176,10 +177,25 @@ def _is_call_object(value: Any) -> bool:
 
 
 def _parses_as_call(text: str) -> bool:
-    try:
-        return _is_call_object(json.loads(text))
-    except (ValueError, RecursionError):
-        return False
+    """Whether the text is a call object: JSON, or JSON as small models miswrite it in a call, with the doubled
+    braces of a chat template's escaped example (`{{"name": ...}}`) or Python's single quotes
+    (`{'name': 'lookup', 'arguments': {'id': 1}}`). Either way the endpoint did not run it."""
+    candidates = [text]
+    if "{{" in text or "}}" in text:
+        candidates.append(text.replace("{{", "{").replace("}}", "}"))
+    for candidate in candidates:
+        try:
+            if _is_call_object(json.loads(candidate)):
+                return True
+        except (ValueError, RecursionError):
+            pass
+        if candidate[:1] in ("{", "[") and "'" in candidate:
+            try:  # literals only: nothing is evaluated
+                if _is_call_object(ast.literal_eval(candidate)):
+                    return True
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                pass
+    return False
 
 
 _DECODER = json.JSONDecoder()

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evals_cli.environment.effects import run_effect
+from evals_cli.environment.excerpts import StateBudget, store_effect
 from evals_cli.environment.world import World
 from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.sample import Sample
@@ -41,6 +42,20 @@ def _nesting(value: Any) -> int:
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
     return deepest
+
+
+def _not_a_number(word: str) -> float:
+    """NaN, Infinity and -Infinity, which Python's parser accepts and JSON does not: as a value they would be
+    written into the world (and compare false with everything a grader expects), so the call is malformed."""
+    raise ValueError(f"{word} is not a JSON number; send a finite number or a string")
+
+
+def _finite(text: str) -> float:
+    """A JSON number too large for a float (1e999) parses to infinity: malformed like NaN."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:40]} is too large for a number; send a finite number or a string")
+    return value
 
 
 def _valid_unicode(value: Any) -> Any:
@@ -119,6 +134,7 @@ class MockToolbox:
         stateful = environment is not None or any(spec.effect is not None for spec in tools.values())
         self.initial: World | None = World(environment) if stateful else None
         self.world: World | None = self.initial.copy() if self.initial is not None else None
+        self.state_budget = StateBudget()  # what this sample's effects may store of what they changed
 
     def state_changes(self) -> list[StateChange] | None:
         """How the world differs from the declared one (None: the sample has no world)."""
@@ -145,7 +161,8 @@ class MockToolbox:
             return record
         arguments = record.arguments or {}
         if spec.effect is not None and self.world is not None and not self._case_matches(spec, arguments):
-            record.result, record.is_error, record.effect = run_effect(self.world, spec.effect, arguments)
+            record.result, record.is_error, effect = run_effect(self.world, spec.effect, arguments)
+            record.effect = store_effect(effect, self.state_budget)
             return record
         record.result, record.is_error = self._answer(name, spec, arguments)
         return record
@@ -163,7 +180,7 @@ class MockToolbox:
             record.arguments = {}
             return True
         try:
-            parsed = json.loads(raw)
+            parsed = json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
         except RecursionError:  # the model's arguments nest past the parser's depth: malformed like any other
             record.arguments_error = "the JSON is nested too deeply to read"
             return False
