@@ -76,7 +76,8 @@ class JudgedItem:
 
 @dataclass
 class JudgedRun:
-    """A run's judged items, in the order of its results file, and what its run.json says of its judges."""
+    """A run's judged items (grader by grader, each in the order of the results file) and what its run.json says of
+    its judges."""
 
     path: Path
     items: list[JudgedItem]
@@ -225,7 +226,8 @@ def load_judged_run(run: Path) -> JudgedRun:
         warnings.append(f"{folder / MANIFEST_NAME} does not record the pass mark of {', '.join(missing)} (a run made "
                         f"before it did): the gate's per-sample pass value ({fallback.op} {fallback.mark:g}) is used")
     errors: dict[str, int] = {}
-    items = judged_items(results, judges, fallback, errors)
+    order = {name: i for i, name in enumerate(names)}  # one grader's items together, each in results order
+    items = sorted(judged_items(results, judges, fallback, errors), key=lambda item: order[item.key.grader])
     samples: dict[str, set[int]] = {}
     for result in results:
         samples.setdefault(result.sample_id, set()).add(result.repeat)

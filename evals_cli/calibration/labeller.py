@@ -12,13 +12,14 @@ test) one command per line, whose first letter is the key (a note follows `n` on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 from rich.console import Console
 from rich.text import Text
@@ -78,40 +79,55 @@ class LineKeys:
 
 
 class TerminalKeys:
-    """Single keys from a terminal, no Enter needed: the terminal is put in cbreak mode for each key and restored
-    at once (Ctrl-C still interrupts; Ctrl-D quits)."""
+    """Single keys from a terminal, no Enter needed: the terminal stays in cbreak mode while the labeller runs (so a
+    key typed while an item is being drawn is not lost) and is restored when it ends, or for typing a note. Ctrl-C
+    still interrupts; Ctrl-D quits."""
 
-    def __init__(self, fd: int, console: Console) -> None:
+    def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.console = console
+        self.saved: list[Any] | None = None
 
-    def key(self) -> str | None:
+    def __enter__(self) -> TerminalKeys:
         import termios
         import tty
 
-        saved = termios.tcgetattr(self.fd)
-        try:
-            tty.setcbreak(self.fd)
-            data = os.read(self.fd, 8)  # one key press; an arrow key's escape sequence comes whole and is ignored
-        finally:
-            termios.tcsetattr(self.fd, termios.TCSADRAIN, saved)
-        if not data or data in (b"\x04",):
+        self.saved = termios.tcgetattr(self.fd)
+        tty.setcbreak(self.fd)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._restore()
+
+    def _restore(self) -> None:
+        import termios
+
+        if self.saved is not None:
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
+
+    def key(self) -> str | None:
+        data = os.read(self.fd, 8)  # one key press; an arrow key's escape sequence comes whole and is ignored
+        if not data or data == b"\x04":
             return None
         char = data.decode("utf-8", errors="ignore")
         return char[0].lower() if len(char) == 1 else ""
 
     def note(self) -> str | None:
+        import tty
+
+        self._restore()  # a note is typed as a line, with the terminal's own editing
         try:
             return input("note: ").strip()
         except EOFError:
             return None
+        finally:
+            tty.setcbreak(self.fd)
 
 
-def keys_for(stream: IO[str], console: Console) -> Keys:
+def keys_for(stream: IO[str]) -> Keys:
     """Single keys on a terminal, lines otherwise."""
     try:
         if stream.isatty():
-            return TerminalKeys(stream.fileno(), console)
+            return TerminalKeys(stream.fileno())
     except (AttributeError, ValueError, OSError):
         pass
     return LineKeys(stream)
@@ -223,7 +239,7 @@ def run_labeller(run_path: Path, *, labels_path: Path | None = None, grader: str
     run = load_judged_run(run_path)
     out_path = labels_path or run.path / LABELS_NAME
     console = console or Console(highlight=False)
-    keys = keys or keys_for(stdin or sys.stdin, console)
+    keys = keys or keys_for(stdin or sys.stdin)
     items = select(run, grader=grader, disagreements_of=disagreements_of, sample=sample, seed=seed)
     existing = read_labels(out_path, allow_empty=True).latest()
     review = disagreements_of is not None
@@ -244,6 +260,17 @@ def run_labeller(run_path: Path, *, labels_path: Path | None = None, grader: str
         say(f"every one of the {len(items)} items is labelled in {out_path}")
         _closing(session, say)
         return session
+    with keys if isinstance(keys, TerminalKeys) else contextlib.nullcontext():
+        _label(session, run, items, todo, existing, keys, out_path, review, console)
+    _closing(session, say)
+    return session
+
+
+def _label(session: Session, run: JudgedRun, items: list[JudgedItem], todo: list[int],
+           existing: dict[tuple[str, int, str, int | None], Label], keys: Keys, out_path: Path, review: bool,
+           console: Console) -> None:
+    """The loop: show an item, read a key, act on it, until the items or the input run out, or q."""
+    say: Callable[[str], None] = lambda text: console.print(Text(text), soft_wrap=True)  # noqa: E731
     given: dict[int, Label] = {}
     position = 0
     shown = -1  # the position on screen: a note or an unknown key does not show the item again
@@ -260,8 +287,8 @@ def run_labeller(run_path: Path, *, labels_path: Path | None = None, grader: str
             answer = keys.key()
         except KeyboardInterrupt:
             answer = None
-        if answer is None or answer == "q":
-            session.quit = answer == "q" or answer is None
+        if answer is None or answer == "q":  # q, the end of input, Ctrl-C or Ctrl-D: every label given is saved
+            session.quit = True
             break
         if answer in ("p", "f"):
             label = Label(sample_id=item.key.sample_id, grader=item.key.grader, label="pass" if answer == "p" else "fail",
@@ -297,8 +324,6 @@ def run_labeller(run_path: Path, *, labels_path: Path | None = None, grader: str
             say(f"note kept for this item's label: {note}")
         else:
             say(f"keys: {KEYS}")
-    _closing(session, say)
-    return session
 
 
 def _closing(session: Session, say: Callable[[str], None]) -> None:
