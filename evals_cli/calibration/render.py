@@ -3,6 +3,8 @@ every disagreement with the judge's reason; for two runs, the judges side by sid
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -26,10 +28,12 @@ def interval(ci: list[float] | tuple[float, float] | None) -> str:
 def corrected_line(name: str, c: JudgeCalibration) -> str:
     """One line for a run's footer: the judge's raw pass rate beside the corrected one and its interval."""
     raw = f"judge {name}: pass rate {fmt(c.observed_pass_rate)} as judged ({c.judged} items)"
-    source = f" (calibrated on {c.n} labels of {c.labels}: tpr {fmt(c.tpr)}, tnr {fmt(c.tnr)})"
+    source = f" (calibrated on {c.n} labels of {Path(c.labels).name if c.labels else 'a labels file'}: tpr " \
+             f"{fmt(c.tpr)}, tnr {fmt(c.tnr)})"
     if c.corrected_pass_rate is None:
         return f"{raw}; no corrected rate: {c.refused}" + source
-    return f"{raw}, corrected {fmt(c.corrected_pass_rate)}, 95% CI {interval(c.ci)}" + source
+    spread = f"95% CI {interval(c.ci)}" if c.ci else "no interval"
+    return f"{raw}, corrected {fmt(c.corrected_pass_rate)}, {spread}" + source
 
 
 def _figures(report: CalibrationReport) -> Table:
