@@ -122,7 +122,7 @@ def run_folder(run: Path) -> Path:
     return folder
 
 
-def _manifest(folder: Path) -> Manifest | None:
+def run_manifest(folder: Path) -> Manifest | None:
     path = folder / MANIFEST_NAME
     if not path.is_file():
         return None
@@ -207,7 +207,7 @@ def load_judged_run(run: Path) -> JudgedRun:
     """The judged items of a finished run (its folder or results.jsonl). ConfigError (exit 2) when it is not a run
     of samples, or no judge graded anything in it."""
     folder = run_folder(run)
-    manifest = _manifest(folder)
+    manifest = run_manifest(folder)
     judges = dict(manifest.judges) if manifest is not None else {}
     warnings: list[str] = []
     try:
