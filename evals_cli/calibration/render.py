@@ -66,7 +66,8 @@ def _grader_lines(g: GraderReport) -> list[RenderableType]:
     mark = f" (passes at {SYMBOLS.get(g.record.op, g.record.op)} {g.record.mark:g})" if g.record else ""
     if c.corrected_pass_rate is not None:
         out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {c.judged} items{mark}; "
-                        f"corrected for the judge's errors: {fmt(c.corrected_pass_rate)}, 95% CI {interval(c.ci)}"))
+                        f"corrected for the judge's errors: {fmt(c.corrected_pass_rate)}, "
+                        + (f"95% CI {interval(c.ci)}" if c.ci else "no interval (see the warning)")))
     else:
         out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {c.judged} items{mark}; "
                         f"no corrected rate: {c.refused}", style="bold yellow"))
