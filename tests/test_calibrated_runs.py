@@ -86,7 +86,7 @@ def test_labels_of_another_rubric_or_model_warn(server: ScriptedServer, tmp_path
 
 
 @pytest.mark.parametrize("lines,expected", [
-    (None, "graders.quality.calibration:"),
+    (None, "graders.quality: calibration: "),
     ([label_line("a1", "quality", None, "pass")], "no judge verdict recorded (score or judge)"),
     ([label_line("a1", "tone", None, "pass", score=0.9)], "has no label for the grader 'quality' (it labels tone)"),
     (["{broken"], "labels.jsonl:1: not JSON"),

@@ -182,7 +182,7 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
         self.calibration: tuple[Path, list[Label]] | None = None
         if spec.calibration is not None:
             path = ctx.base_dir / spec.calibration
-            self.calibration = (path, calibration_labels(path, name, f"graders.{name}.calibration"))
+            self.calibration = (path, calibration_labels(path, name, "calibration"))  # the loader names the grader
 
     @property
     def endpoint(self) -> Endpoint | None:
