@@ -1,23 +1,52 @@
-# Everything installs into .venv (created when missing); only Python 3.11+ is needed.
+# Everything installs into .venv (created when missing); only Python 3.11+ is needed. What is installed comes
+# from the lock files (exact versions and hashes), so a commit installs the same on every machine.
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 BIN    := $(VENV)/bin
 EVALS  := $(BIN)/evals
+LOCK     := requirements.lock
+DEV_LOCK := requirements-dev.lock
+UV_VERSION := 0.13.9
 
-.PHONY: demo test test-slow test-real serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated validate lint record-demo bench clean
+.PHONY: demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated validate lint record-demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+# --no-deps: the lock already names every package; --no-build-isolation: evals-cli itself is built with the
+# locked setuptools, not whatever setuptools is newest today.
+$(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(VENV)/.installed-dev: pyproject.toml $(DEV_LOCK) | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(DEV_LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@ $(VENV)/.installed
+
+## Regenerate the lock files from pyproject.toml's ranges (newest versions allowed, every platform, with hashes),
+## with a pinned uv. Run after changing a dependency, and commit both files.
+lock: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet "uv==$(UV_VERSION)"
+	printf 'setuptools>=77\n' > $(VENV)/build-requirements.in
+	$(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock" \
+		pyproject.toml $(VENV)/build-requirements.in -o $(LOCK)
+	$(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes --custom-compile-command "make lock" \
+		pyproject.toml --extra dev $(VENV)/build-requirements.in -o $(DEV_LOCK)
+
+## The newest-versions canary: a separate virtualenv with the newest releases pyproject.toml allows (not the
+## lock), the versions that differ from the lock, then `make test` there. Not part of .ci/run: an upstream
+## release must never block a landing; this is how it is found the day it ships.
+LATEST := .venv-latest
+test-latest:
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip setuptools
+	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[dev]'
+	$(LATEST)/bin/python scripts/lock_diff.py $(DEV_LOCK)
+	touch $(LATEST)/.installed $(LATEST)/.installed-dev
+	$(MAKE) --no-print-directory test VENV=$(LATEST)
 
 ## The main job, offline: the demo suite replayed from a recording of a real model. The small model fails the
 ## gate (exit 1), which is the demo's point; exit 2 or 3 (the demo itself broken) still fails the target.
@@ -81,7 +110,7 @@ record-demo: $(VENV)/.installed
 	$(EVALS) run suites/demo.yaml --record suites/demo.recording.jsonl
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) $(LATEST) results .pytest_cache
 
 ## Side-by-side benchmark against a bare openai-client loop (see bench/run.py; scenario d takes a while).
 bench: $(VENV)/.installed-dev

@@ -126,13 +126,14 @@ def run(
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip model_judge graders: no judge calls at all.")] = False,
     record: Annotated[Path | None, typer.Option("--record", help="Record every model call to this JSONL file.")] = None,
     replay: Annotated[Path | None, typer.Option("--replay", help="Serve model calls from a recording; no network.")] = None,
+    cache: Annotated[Path | None, typer.Option("--cache", metavar="FILE", help="Serve every model call this file already holds and call (and add) the rest: a rerun of an unchanged suite calls no model; the summary counts hits and misses.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite).")] = None,
-    model: Annotated[list[str] | None, typer.Option("--model", metavar="MODEL", help="Agent model (overrides the suite); repeat it to run the whole suite once per model, side by side, each into its own subfolder.")] = None,
-    gate: Annotated[str, typer.Option("--gate", metavar="all|any", help="With several models: all (exit 0 only when every model passes its gate) or any (when at least one does).")] = "all",
+    model: Annotated[list[str] | None, typer.Option("--model", metavar="MODEL", help="Agent model (overrides the suite); NAME@URL runs it on its own endpoint (over --base-url); repeat it to run the whole suite once per model, side by side, each into its own subfolder.")] = None,
+    gate: Annotated[str | None, typer.Option("--gate", metavar="all|any", show_default=False, help="With several models: all (exit 0 only when every model passes its gate; the default) or any (when at least one does).")] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model for every model_judge grader (over the graders' own model, the suite's judge block and EVAL_JUDGE_MODEL).")] = None,
     judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (over the graders' own base_url, the judge block and EVAL_JUDGE_BASE_URL).")] = None,
     judge_api_key: Annotated[str | None, typer.Option("--judge-api-key", help="Judge API key (over the graders' own, the judge block and EVAL_JUDGE_API_KEY).")] = None,
-    max_error_rate: Annotated[float, typer.Option("--max-error-rate", min=0, max=1, help="Exit 3 past this share of errored samples.")] = 0.2,
+    max_error_rate: Annotated[float | None, typer.Option("--max-error-rate", min=0, max=1, show_default=False, help="Exit 3 past this share of errored samples (default 0.2; a resume keeps the run's).")] = None,
     repeats: Annotated[int | None, typer.Option("--repeats", "-r", min=1, help="Run every sample N times (pass@k, pass^k).")] = None,
     keyword: Annotated[str | None, typer.Option("-k", hidden=True)] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Per-request timeout in seconds.")] = None,
@@ -164,19 +165,20 @@ def run(
     if on_divergence is not None and on_divergence not in ("continue", "stop"):
         raise ConfigError(f"--on-divergence {on_divergence}: choose continue (the user simulator takes over) or stop "
                           "(the conversation ends, marked diverged)")
-    if gate not in ("all", "any"):
+    if gate is not None and gate not in ("all", "any"):
         raise ConfigError(f"--gate {gate}: choose all (every model must pass its gate) or any (at least one)")
     suite = suite if suite is not None else default_suite()
     one_model = model[0] if model and len(model) == 1 else None
     options = RunOptions(output=output, concurrency=concurrency, max_samples=max_samples, tags=tag or None,
                          sample_ids=sample_id or None, rerun_failed=rerun_failed,
-                         repeats=repeats, no_judge=no_judge, record=record, replay=replay, target_file=target,
+                         repeats=repeats, no_judge=no_judge, record=record, replay=replay, cache=cache, target_file=target,
                          base_url=base_url, model=one_model, models=model if model and len(model) > 1 else None,
-                         gate=gate, judge_model=judge_model, judge_base_url=judge_base_url,
+                         judge_model=judge_model, judge_base_url=judge_base_url,
                          judge_api_key=judge_api_key, timeout=timeout, sample_timeout=sample_timeout,
-                         max_retries=max_retries, max_error_rate=max_error_rate, resume=resume,
+                         max_retries=max_retries, resume=resume,
                          retry_errors=retry_errors, grace_s=grace, shard=shard, otel=otel,
-                         replay_user=replay_user, on_divergence=on_divergence)
+                         replay_user=replay_user, on_divergence=on_divergence,
+                         **{k: v for k, v in (("max_error_rate", max_error_rate), ("gate", gate)) if v is not None})
     exports = _exports(export, junit, task_results)  # a typo in a format must not cost a whole run
     try:
         prepared = prepare(suite, options)
@@ -225,6 +227,7 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
     from evals_cli.display.table import render_run
     from evals_cli.models.results import SampleResult
     from evals_cli.runner.execution import Execution
+    from evals_cli.runner.started_with import resume_command
 
     console = make_console()
     err = make_console(stderr=True)
@@ -252,10 +255,10 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
     cov = summary.coverage
     if summary.status != "completed" and cov is not None and cov.expected_results is not None \
             and summary.total < cov.expected_results:  # samples were left unrun: say how to run them
-        err.print(f"to finish the run: evals run {suite} --resume {outcome.output_dir}",
+        err.print(f"to finish the run: {resume_command(suite, outcome.output_dir)}",
                   markup=False, highlight=False, soft_wrap=True)
     elif summary.status == "aborted" and summary.errored:  # every sample ran, too many errored: retry those
-        err.print(f"to retry the errored samples: evals run {suite} --resume {outcome.output_dir} --retry-errors",
+        err.print(f"to retry the errored samples: {resume_command(suite, outcome.output_dir, retry_errors=True)}",
                   markup=False, highlight=False, soft_wrap=True)
     if exports:
         from evals_cli.exporters import export_run
@@ -311,8 +314,11 @@ def _run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path |
         err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
     unfinished = [m for m, o in outcome.outcomes.items() if o.summary.status != "completed"]
     if unfinished:
-        err.print(f"to finish the run ({', '.join(unfinished)}): evals run {suite} --resume {outcome.output_dir}"
-                  + (" --retry-errors" if any(outcome.outcomes[m].summary.errored for m in unfinished) else ""),
+        from evals_cli.runner.started_with import resume_command
+
+        retry = any(outcome.outcomes[m].summary.errored for m in unfinished)
+        err.print(f"to finish the run ({', '.join(unfinished)}): "
+                  f"{resume_command(suite, outcome.output_dir, retry_errors=retry)}",
                   markup=False, highlight=False, soft_wrap=True)
     if html is not None:
         try:
@@ -543,7 +549,8 @@ def analyze(
     json_out: Annotated[bool, typer.Option("--json", help="Print every analysis and the summary as one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the gate verdict.")] = False,
     judge_confirms: Annotated[str, typer.Option("--judge-confirms", metavar="on|off", help="on: the turn judge may "
-                                                "overrule a deterministic detection (kept, marked overruled_by_judge); "
+                                                "overrule an inferred deterministic detection, never a correction the "
+                                                "user stated (kept, marked overruled_by_judge); "
                                                 "off: deterministic detections are final.")] = "on",
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report here "
                                               "(= evals report OUTPUT --html PATH afterwards).")] = None,
@@ -650,9 +657,48 @@ def init(
     width = max(len(str(path)) for path in result.written)
     lines += [f"  {str(path):<{width}}  {FILES[path.name]}" for path in result.written]
     lines += ["", "next:"]
-    for command, why in next_commands(folder):
-        lines += [f"  # {why}", f"  {command}"] if why else [f"  {command}"]
+    for step, why in next_commands(folder):
+        lines += [f"  # {why}", f"  {step}"] if why else [f"  {step}"]
     print("\n".join(lines))
+
+
+@app.command()
+@_guard
+def history(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="The results folder (default: results).")] = Path("results"),
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show the N newest runs (the trends use all).")] = 30,
+    as_json: Annotated[bool, typer.Option("--json", help="Print every run as JSON instead.")] = False,
+) -> None:
+    """The runs under a results folder, newest first (when, suite, models, pass rate, gate, cost), and each suite's
+    trend over its last completed runs."""
+    from evals_cli.history import scan_runs, trends
+
+    entries = scan_runs(folder)
+    if as_json:
+        import json
+
+        print(json.dumps([entry.as_json() for entry in entries], indent=2))
+        return
+    from evals_cli.display.console import make_console
+    from evals_cli.history.render import render_history
+
+    make_console().print(render_history(entries, trends(entries), str(folder), limit))
+
+
+@app.command()
+@_guard
+def view(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="The results folder (default: results).")] = Path("results"),
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one).")] = 8765,
+) -> None:
+    """Serve the run history and every run's report on http://127.0.0.1:PORT/ until Ctrl-C; a run in flight
+    reloads itself."""
+    from evals_cli.history.server import HistoryServer
+
+    server = HistoryServer(folder, port)
+    print(f"serving the runs under {folder} at {server.url} (Ctrl-C stops)", flush=True)
+    server.serve_until_interrupted()
+    print("stopped", flush=True)
 
 
 LISTABLE = ("graders", "extractors", "targets", "gates", "effects", "users")

@@ -30,3 +30,15 @@ class RunAborted(EvalsError):
     """The run cannot go on (endpoint unreachable, bad credentials, model not found): one message, exit 3."""
 
     exit_code = EXIT_INCOMPLETE
+
+
+def refuse_newer(data: object, newest: int, where: str, what: str) -> None:
+    """Refuse a file (or line) that a newer evals-cli wrote: read as today's format, its new fields would be
+    dropped or misread in silence, and a verdict rebuilt from it could be false. Older versions are upgraded by
+    their readers; a missing version is the oldest."""
+    found = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(found, str) and found.strip().isdigit():
+        found = int(found)
+    if isinstance(found, int) and not isinstance(found, bool) and found > newest:
+        raise ConfigError(f"{where}: {what} written by a newer evals-cli (schema_version {found}; this evals-cli "
+                          f"reads up to {newest}); upgrade evals-cli to read it")

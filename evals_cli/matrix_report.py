@@ -33,7 +33,7 @@ def load_matrix(top: Path) -> MatrixView:
             warnings.append(f"{run.model}: {folder} holds no results (the run stopped before this model started)")
         _, summary, notes = load_run(folder)
         warnings += [f"{run.model}: {note}" for note in notes]
-        column = ModelColumn(run.model, run.folder, summary)
+        column = ModelColumn(run.model, run.folder, summary, endpoint=run.base_url)
         if (folder / RESULTS_NAME).is_file():
             for result in read_results(folder, []):
                 marks = column.samples.setdefault(result.sample_id, SampleMarks())

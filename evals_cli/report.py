@@ -13,15 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ValidationError
-
 from evals_cli.display.state import RunState
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED
 from evals_cli.gate import Gate
+from evals_cli.invocation import program
 from evals_cli.models.results import RunSummary
 from evals_cli.models.specs import GateSpec
 from evals_cli.output.exit_codes import NOT_EVALUATED, withhold_verdict
-from evals_cli.output.files import SUMMARY_NAME, read_records, read_results, read_summary, results_path
+from evals_cli.output.files import SUMMARY_NAME, read_records, read_results, read_summary, read_versioned, results_path
 from evals_cli.output.summary import Accumulator
 from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
 
@@ -81,7 +80,7 @@ def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
     rebuilt = acc.summary()
     rebuilt.status = "interrupted"
     rebuilt.abort_reason = (f"no summary.json: the run is still going, or was stopped before it finished; resume "
-                            f"a stopped run with evals run SUITE --resume {results_path(target).parent}")
+                            f"a stopped run with {program()} run SUITE --resume {results_path(target).parent}")
     withhold_verdict(rebuilt)
     rebuilt.exit_code = EXIT_INTERRUPTED
     return state, rebuilt, warnings
@@ -123,9 +122,8 @@ def load_sessions(target: Path) -> SessionsRunView:
     saved: SessionsSummary | None = None
     path = _summary_file(target)
     if path.is_file():
-        try:
-            saved = SessionsSummary.model_validate_json(path.read_text(encoding="utf-8"))
-        except (ValueError, ValidationError):
+        saved = read_versioned(path, SessionsSummary, "summary")
+        if saved is None:
             warnings.append(f"{path}: unreadable summary; aggregates recomputed from the results, no gate verdict")
     if saved is not None:
         return SessionsRunView(analyses, saved, warnings)

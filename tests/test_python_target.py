@@ -416,3 +416,36 @@ def test_a_python_agent_gets_the_same_stop_reasons_as_a_model(tmp_path: Path, an
     trajectory = run(agent, input="host?")
     assert trajectory.stop_reason == reason
     trajectory.model_dump_json()  # would raise on an unpaired surrogate
+
+
+@needs_union
+def test_a_python_agent_run_with_no_judge_needs_no_judge_model(tmp_path: Path, server: ScriptedServer) -> None:
+    """--no-judge calls no judge, so a suite with a model_judge grader and no judge model set anywhere runs: its
+    other graders grade, the judge grader is left out, and no request reaches any server."""
+    (tmp_path / "agent.py").write_text(AGENT, encoding="utf-8")
+    graders = {"answer": {"kind": "tool", "function": "contains"},
+               "quality": {"kind": "model_judge", "prompt": "Grade {{ submission }} against {{ ground_truth }}."}}
+    suite = python_suite(tmp_path, [{"id": "math", "input": "2+2?", "ground_truth": "4"}], "agent.py:run_agent",
+                         graders=graders)
+    result = run_cli("run", str(suite), "--no-judge", "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "judge: no model set" not in result.stderr
+    [line] = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert set(line["grades"]) == {"answer"} and line["passed"] is True
+    assert server.requests == []
+
+
+@needs_union
+def test_a_python_agents_judge_can_be_named_on_the_command_line(tmp_path: Path, server: ScriptedServer) -> None:
+    """--judge-model and --judge-base-url set the judge a python agent's suite leaves unset (the error said to)."""
+    (tmp_path / "agent.py").write_text(AGENT, encoding="utf-8")
+    graders = {"quality": {"kind": "model_judge", "prompt": "Grade {{ submission }} against {{ ground_truth }}."}}
+    suite = python_suite(tmp_path, [{"id": "math", "input": "2+2?", "ground_truth": "4"}], "agent.py:run_agent",
+                         graders=graders)
+    server.script = agent_script({}, judge=lambda body: judge_score(8))
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"), "--judge-model", "cli-judge",
+                     "--judge-base-url", server.url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [line] = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert line["grades"]["quality"]["score"] == 0.8
+    assert [r["body"]["model"] for r in server.judge_requests()] == ["cli-judge"]

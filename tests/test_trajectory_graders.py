@@ -36,10 +36,11 @@ def scores(expected: list[str] | None, trajectory: Trajectory, score: str = "bin
     [
         (["A", "B"], {"strict": 1, "subsequence": 1, "unordered": 1, "subset": 1, "superset": 1}),
         (["B", "A"], {"strict": 0, "subsequence": 0, "unordered": 1, "subset": 1, "superset": 1}),
-        (["A", "X", "B"], {"strict": 0, "subsequence": 1, "unordered": 0, "subset": 1, "superset": 0}),
-        (["A"], {"strict": 0, "subsequence": 0, "unordered": 0, "subset": 0, "superset": 1}),
-        (["A", "B", "B"], {"strict": 0, "subsequence": 1, "unordered": 0, "subset": 1, "superset": 1}),
-        ([], {"strict": 0, "subsequence": 0, "unordered": 0, "subset": 0, "superset": 1}),
+        (["A", "X", "B"], {"strict": 0, "subsequence": 1, "unordered": 0, "subset": 0, "superset": 1}),
+        (["A"], {"strict": 0, "subsequence": 0, "unordered": 0, "subset": 1, "superset": 0}),
+        # agentevals matches each expected call to one call: a second B is beyond the expected list
+        (["A", "B", "B"], {"strict": 0, "subsequence": 1, "unordered": 0, "subset": 0, "superset": 1}),
+        ([], {"strict": 0, "subsequence": 0, "unordered": 0, "subset": 1, "superset": 0}),
     ],
 )
 def test_modes_binary(calls: list[str], expected_scores: dict[str, int]) -> None:
@@ -55,18 +56,18 @@ def test_modes_binary(calls: list[str], expected_scores: dict[str, int]) -> None
         # one wrong call in the middle: the plan stops at A; LCS 2 of 3; matching 2 of 3; 2 of 3 calls inside
         (["A", "B", "C"], ["A", "X", "C"],
          {"strict": 2 / 3, "subsequence": 1 / 3, "unordered": 2 / 3, "subset": 2 / 3, "superset": 2 / 3}),
-        # two extra calls: strict and unordered divide by the longer side, subsequence/subset by expected
+        # two extra calls: strict and unordered divide by the longer side, subsequence/superset by expected
         (["A", "B"], ["A", "B", "X", "Y"],
-         {"strict": 2 / 4, "subsequence": 1.0, "unordered": 2 / 4, "subset": 1.0, "superset": 2 / 4}),
+         {"strict": 2 / 4, "subsequence": 1.0, "unordered": 2 / 4, "subset": 2 / 4, "superset": 1.0}),
         # reversed: only A is in order (at the end); the multiset is the same
         (["A", "B", "C"], ["C", "B", "A"],
          {"strict": 1 / 3, "subsequence": 1 / 3, "unordered": 1.0, "subset": 1.0, "superset": 1.0}),
         # the first step skipped: subsequence counts the in-order prefix (0), strict the LCS (B, C)
         (["A", "B", "C"], ["B", "C"],
-         {"strict": 2 / 3, "subsequence": 0.0, "unordered": 2 / 3, "subset": 2 / 3, "superset": 1.0}),
+         {"strict": 2 / 3, "subsequence": 0.0, "unordered": 2 / 3, "subset": 1.0, "superset": 2 / 3}),
         # the prefix continues past extra calls and inside parallel steps
         (["A", "B", "C", "D"], ["X", "A", "Y", "C", "B"],
-         {"strict": 2 / 5, "subsequence": 2 / 4, "unordered": 3 / 5, "subset": 3 / 4, "superset": 3 / 5}),
+         {"strict": 2 / 5, "subsequence": 2 / 4, "unordered": 3 / 5, "subset": 3 / 5, "superset": 3 / 4}),
     ],
 )
 def test_modes_fraction(expected: list[str], calls: list[str], fractions: dict[str, float]) -> None:
@@ -146,11 +147,12 @@ def test_unordered_subset_superset_rationales() -> None:
     sample = Sample(input="q", expected_tool_order=["A", "B", "C"])
     unordered = run(order("unordered"), traj("A", "X", "B"), sample).rationale
     assert unordered == "expected A, B, C in any order; missing 'C'; unexpected X"
-    assert run(order("subset"), traj("B"), sample).rationale == "matched 1/3, missing 'A', 'C'; calls: B"
-    superset = run(order("superset"), traj("A", "X", "X", "Y"), sample)
-    assert superset.rationale == "called tool(s) outside A, B, C: X ×2, Y"
-    assert superset.metadata["matched"] == 1
-    assert run(order("superset"), traj(), sample).rationale == "no tool calls, so none outside A, B, C"
+    assert run(order("superset"), traj("B"), sample).rationale == "matched 1/3, missing 'A', 'C'; calls: B"
+    subset = run(order("subset"), traj("A", "X", "X", "Y"), sample)
+    assert subset.rationale == ("called tool(s) beyond the expected A, B, C (each expected entry matches one call): "
+                                "X ×2, Y")
+    assert subset.metadata["matched"] == 1
+    assert run(order("subset"), traj(), sample).rationale == "no tool calls, so none beyond A, B, C"
 
 
 def test_subsequence_rationale_shows_the_calls_with_parallel_steps() -> None:
@@ -172,7 +174,7 @@ def test_no_expectation_is_one_in_every_mode(mode: str) -> None:
 
 
 @pytest.mark.parametrize(("mode", "score_with_calls"),
-                         [("strict", 0.0), ("unordered", 0.0), ("superset", 0.0), ("subsequence", 1.0), ("subset", 1.0)])
+                         [("strict", 0.0), ("unordered", 0.0), ("subset", 0.0), ("subsequence", 1.0), ("superset", 1.0)])
 def test_an_empty_expected_list_means_no_calls_where_the_mode_limits_calls(mode: str, score_with_calls: float) -> None:
     sample = Sample(input="q", expected_tool_order=[])
     assert run(order(mode), traj("read_file"), sample).score == score_with_calls
@@ -192,7 +194,7 @@ def test_empty_expected_strict_rationales() -> None:
 def test_globs_use_a_maximum_matching_not_a_greedy_one() -> None:
     """Greedy would give `read_*` the read_file that `read_file` needs, then fail."""
     sample = Sample(input="q", expected_tool_order=["read_*", "read_file"])
-    for mode in ("unordered", "subset", "strict", "subsequence"):
+    for mode in ("unordered", "superset", "strict", "subsequence"):
         assert run(order(mode), traj(["read_file", "read_dir"]), sample).score == 1.0, mode
 
 

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from evals_cli.errors import ConfigError
 from evals_cli.suite.loader import MAX_YAML_DEPTH, load_suite, load_target_file, parse_yaml
@@ -36,18 +37,37 @@ def test_modest_aliases_still_work() -> None:
     assert data["tools"]["c"] == {"description": "d", "returns": "y"}
 
 
-@pytest.mark.parametrize("text", [
-    "v: " + "[" * 5000 + "]" * 5000 + "\n",
-    "v: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n",
-    "".join("  " * i + f"k{i}:\n" for i in range(2000)) + "  " * 2000 + "x: 1\n",
+@pytest.mark.parametrize("loader", ["libyaml", "pure-python"])
+@pytest.mark.parametrize(("text", "line"), [
+    ("v: " + "[" * 5000 + "]" * 5000 + "\n", 1),
+    ("v: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n", 1),
+    ("".join("  " * i + f"k{i}:\n" for i in range(2000)) + "  " * 2000 + "x: 1\n", 101),
+    ("v: " + "[" * 500 + "]" * 500 + "\n", 1),  # past our bound, within libyaml's own (1,000 in PyYAML 6.0.4)
 ])
-def test_deep_yaml_is_a_clear_error(text: str) -> None:
+def test_deep_yaml_is_refused_with_our_own_limit(text: str, line: int, loader: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whichever parser reads the file, and whatever limit and wording its release has, the message is ours:
+    the file, the line of the first value past the bound, and the bound itself."""
+    if loader == "pure-python":
+        monkeypatch.setattr("evals_cli.suite.loader._Loader", yaml.SafeLoader)
+    elif not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("PyYAML was built without libyaml here")
     started = time.perf_counter()
     with pytest.raises(ConfigError) as caught:
         parse_yaml(text, "deep.yaml")
-    assert time.perf_counter() - started < 5
+    # a bound against hangs (the pure-Python scanner is quadratic in flow nesting), not a speed target
+    assert time.perf_counter() - started < (5 if loader == "libyaml" else 30)
     (problem,) = caught.value.problems
-    assert problem.startswith("deep.yaml:") and "nested" in problem
+    assert problem.startswith(f"deep.yaml:{line}: ")
+    assert f"nested more than {MAX_YAML_DEPTH} levels" in problem
+
+
+def test_a_syntax_error_in_shallow_yaml_is_still_a_syntax_error() -> None:
+    """The depth pass that follows a parser error must not hide the real error behind a depth message."""
+    with pytest.raises(ConfigError) as caught:
+        parse_yaml("a: [1, 2\nb: 3\n", "bad.yaml")
+    (problem,) = caught.value.problems
+    assert problem.startswith("bad.yaml:") and "nested more than" not in problem
 
 
 def test_a_logical_gate_300_deep_is_exit_2(tmp_path: Path) -> None:
@@ -59,7 +79,7 @@ def test_a_logical_gate_300_deep_is_exit_2(tmp_path: Path) -> None:
     for command in ("validate", "run"):
         result = run_cli(command, str(tmp_path / "suite.yaml"))
         assert result.returncode == 2, result.stdout + result.stderr
-        assert "suite.yaml:" in result.stderr and "nested more than" in result.stderr
+        assert "suite.yaml:" in result.stderr and f"nested more than {MAX_YAML_DEPTH} levels" in result.stderr
         assert "internal error" not in result.stderr
 
 

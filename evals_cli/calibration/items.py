@@ -23,7 +23,7 @@ from evals_cli.models.calibration import JudgeRecord
 from evals_cli.models.results import Grade, SampleResult
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.output.files import RESULTS_NAME, read_results, results_path
-from evals_cli.output.manifest import MANIFEST_NAME, MATRIX_NAME, Manifest
+from evals_cli.output.manifest import MANIFEST_NAME, MATRIX_NAME, Manifest, read_manifest
 
 Scope = Literal["sample", "turn", "reply"]
 
@@ -123,13 +123,10 @@ def run_folder(run: Path) -> Path:
 
 
 def run_manifest(folder: Path) -> Manifest | None:
-    path = folder / MANIFEST_NAME
-    if not path.is_file():
+    """The run's run.json; None when it has none (a folder not written by `evals run`)."""
+    if not (folder / MANIFEST_NAME).is_file():
         return None
-    try:
-        return Manifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, ValidationError):
-        raise ConfigError(f"{path}: unreadable run manifest; it says each judge's pass mark") from None
+    return read_manifest(folder)  # unreadable, or written by a newer evals-cli: said, exit 2
 
 
 def _fallback_mark(manifest: Manifest | None, run: Path) -> JudgeRecord:

@@ -11,7 +11,7 @@ The column mapping, in the spirit of both tools:
   `tools`, `expected_calls`, `messages`, `environment`, `expected_state`, `user` (objects or lists);
   `expected_tool_order`, `forbidden_tools`, `tags`,
   `must_cite`, `must_not_say` take a JSON list or, for `tags` and the tool lists, comma-separated names.
-- `max_steps` (an integer), `category`, `rubric`, `rubric_path`, `success`: text.
+- `max_steps` (an integer), `category`, `rubric`, `rubric_path`, `success`, `agent_model`: text.
 - Every field a JSONL row can have is one of these (a test keeps it so): a row field read as a rubric variable
   would be silently ignored, and a grader with nothing to check is n/a, never a failure.
 - promptfoo's `__metadata:NAME` columns go into `metadata.NAME`, `__description` into `metadata.description`;
@@ -42,7 +42,7 @@ JSON_FIELDS = ("rubric_vars", "metadata", "agent_args", "extra_vars", "tools", "
                "environment", "expected_state", "user")
 LIST_FIELDS = ("expected_tool_order", "forbidden_tools", "tags")  # JSON list, or comma-separated names
 TEXT_OR_LIST = ("input", "ground_truth", "must_cite", "must_not_say")  # text, or a JSON list
-TEXT_FIELDS = ("id", "sample_id", "category", "rubric", "rubric_path", "success")
+TEXT_FIELDS = ("id", "sample_id", "category", "rubric", "rubric_path", "success", "agent_model")
 KNOWN = frozenset((*JSON_FIELDS, *LIST_FIELDS, *TEXT_OR_LIST, *TEXT_FIELDS, "max_steps"))
 PROMPTFOO_META = "__metadata:"
 _BAD_BYTES = range(0xDC80, 0xDD00)  # surrogateescape's stand-ins for bytes that are not UTF-8

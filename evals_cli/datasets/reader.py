@@ -195,15 +195,19 @@ def _iter_array(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
         if problem is not None:
             yield where, index + 1, [problem]
             continue
+        notes: list[str] = []
         if is_tutorial_item(item):
             try:
-                item = tutorial_to_sample(item, index)
+                item = tutorial_to_sample(item, index, notes)
             except (ValueError, AttributeError, TypeError) as exc:
                 yield where, index + 1, [f"{where}: {exc}"]
                 continue
         elif isinstance(item, dict):
             item["id"] = f"item-{index + 1}" if "id" not in item else _id_text(item["id"])
-        yield where, index + 1, _validate(item, where)
+        row = _validate(item, where)
+        if isinstance(row, Sample) and notes:
+            row.add_format_notes(notes)
+        yield where, index + 1, row
 
 
 def _id_text(sid: Any) -> str:

@@ -1,10 +1,12 @@
 """The JSON-array format of popular multi-turn tutorial harnesses, mapped onto Sample.
 
-Shape: [{"data": {"prompt", "messages", "mock_tools", "config"},
+Shape: [{"data": {"prompt", "messages", "mock_tools", "config": {"max_steps" | "maxTurns", "model", ...}},
          "target": {"original_task", "expected_tool_order", "forbidden_tools", "mock_tool_results", "category"}}]
 A tool's `mock_return` (in `data.mock_tools`) is what the mocked tool answers; `target.mock_tool_results` is what
 the judge is shown as the tool results provided (`rubric_vars.mock_tool_results`), and, for older files whose
-tools have no `mock_return`, the answer of the tool of that name.
+tools have no `mock_return`, the answer of the tool of that name. A tool with neither answers "", as the harnesses
+of this format do (their files rely on it: seed 004's multi_turn.json has such a `writeFile`), and `evals
+validate` notes it; in this project's own row format and in suite YAML such a tool is an error.
 camelCase spellings (mockTools, originalTask, ...) are accepted too.
 """
 
@@ -39,8 +41,9 @@ def _mock_return(tool: Any, function: Any) -> Any:
     return _NONE
 
 
-def _tool_specs(mock_tools: Any, results: dict[str, Any]) -> dict[str, Any]:
-    """Tool definitions (OpenAI tool objects, bare functions, or a name mapping) + canned results."""
+def _tool_specs(mock_tools: Any, results: dict[str, Any], silent: list[str]) -> dict[str, Any]:
+    """Tool definitions (OpenAI tool objects, bare functions, or a name mapping) + canned results; the names of
+    tools given no result (they answer "") are added to `silent`."""
     specs: dict[str, Any] = {}
     if isinstance(mock_tools, dict):
         items = [{"name": k, **(v if isinstance(v, dict) else {"description": str(v)})} for k, v in mock_tools.items()]
@@ -62,14 +65,25 @@ def _tool_specs(mock_tools: Any, results: dict[str, Any]) -> dict[str, Any]:
             spec["returns"] = mock_return
         elif name in results:  # older files put the tool's answer under target.mock_tool_results
             spec["returns"] = results[name]
+        else:  # the harness's default: the call gets an empty result
+            spec["returns"] = ""
+            silent.append(str(name))
         specs[name] = spec
     for name, result in results.items():
         specs.setdefault(name, {"description": "", "returns": result})
     return specs
 
 
-def tutorial_to_sample(item: dict[str, Any], index: int) -> dict[str, Any]:
-    """A sample dict (validated later as Sample) from one tutorial item."""
+def silent_tools_note(names: list[str]) -> str:
+    """What `evals validate` says about tutorial tools given no result (the same words for every row)."""
+    shown = ", ".join(repr(n) for n in names)
+    return (f"data.mock_tools: tool {shown} has no mock_return and no entry in target.mock_tool_results: it answers "
+            "\"\" (an empty result), as the harnesses of this format do; give it a mock_return to answer something")
+
+
+def tutorial_to_sample(item: dict[str, Any], index: int, notes: list[str] | None = None) -> dict[str, Any]:
+    """A sample dict (validated later as Sample) from one tutorial item; what `evals validate` should note about
+    it is appended to `notes`."""
     data = item.get("data") or {}
     target = item.get("target") or {}
     if not isinstance(data, dict) or not isinstance(target, dict):
@@ -84,7 +98,10 @@ def tutorial_to_sample(item: dict[str, Any], index: int) -> dict[str, Any]:
         sample["messages"] = messages
     shown = _get(target, "mock_tool_results")  # what the judge is told the tools returned
     results = shown if isinstance(shown, dict) else {}
-    tools = _tool_specs(_get(data, "mock_tools"), results)
+    silent: list[str] = []
+    tools = _tool_specs(_get(data, "mock_tools"), results, silent)
+    if silent and notes is not None:
+        notes.append(silent_tools_note(silent))
     if tools:
         sample["tools"] = tools
     for key in ("expected_tool_order", "forbidden_tools", "category"):
@@ -103,6 +120,11 @@ def tutorial_to_sample(item: dict[str, Any], index: int) -> dict[str, Any]:
             max_steps = config.get("maxTurns")
         if max_steps is not None:
             sample["max_steps"] = max_steps
+        model = config.get("model")
+        if model is not None:  # seed 001's harness asks this item's agent with this model
+            if not isinstance(model, str) or not model.strip():
+                raise ValueError("data.config.model: expected the agent model's name as text")
+            sample["agent_model"] = model.strip()
         if config:
             sample["metadata"] = {"config": config}
     if sample.get("category"):

@@ -48,6 +48,7 @@ class ModelColumn:
     folder: str
     summary: RunSummary
     samples: dict[str, SampleMarks] = field(default_factory=dict)
+    endpoint: str | None = None  # the base URL it ran on, credentials masked (matrix.json)
 
 
 @dataclass
@@ -91,6 +92,7 @@ def metric_rows(view: MatrixView) -> list[tuple[str, list[str]]]:
     for column in columns:
         graders += [g for g in column.summary.graders if g not in graders]
     rows: list[tuple[str, list[str]]] = [
+        *([("endpoint", [c.endpoint or "—" for c in columns])] if any(c.endpoint for c in columns) else []),
         ("pass rate", [_pct(pass_rate(c.summary)) for c in columns]),
         ("passed / graded", [f"{c.summary.passed}/{c.summary.passed + c.summary.failed}" for c in columns]),
         ("errored", [str(c.summary.errored) for c in columns]),
@@ -104,6 +106,8 @@ def metric_rows(view: MatrixView) -> list[tuple[str, list[str]]]:
         *([("user simulator tokens", [str(c.summary.user_usage.total_tokens) for c in columns])]
           if any(c.summary.user_usage.total_tokens for c in columns) else []),
         ("cost", [_num(c.summary.cost, 4) for c in columns]),
+        *([("cache hits / misses", [f"{c.summary.cache.hits} / {c.summary.cache.misses}" if c.summary.cache else "—"
+                                    for c in columns])] if any(c.summary.cache for c in columns) else []),
         ("latency p50", [_secs(c.summary.latency_p50_s) for c in columns]),
         ("latency p95", [_secs(c.summary.latency_p95_s) for c in columns]),
         ("gate", [gate_word(c.summary) for c in columns]),

@@ -18,7 +18,8 @@ from rich.text import Text
 
 from evals_cli.display.state import Cell, Row, RunState
 from evals_cli.display.state_diff import describe_changes
-from evals_cli.models.results import RunSummary
+from evals_cli.invocation import command
+from evals_cli.models.results import CacheUse, RunSummary
 
 MAX_REASON_ROWS = 20
 
@@ -214,7 +215,7 @@ class Reasons:
         if not total:
             return
         width = options.max_width
-        report = f"evals report {self.run} --html report.html"
+        report = command("report", self.run, "--html", "report.html")
         errored = sum(1 for row in rows if row.error is not None and row.passes == 0)
         yield Text(f"why {total} sample{'s' if total != 1 else ''} did not pass"
                    + (f" ({errored} errored)" if errored else "") + ":", style="bold")
@@ -347,6 +348,8 @@ def footer(summary: RunSummary) -> Text:
     if summary.latency_p50_s is not None:
         tokens += f"   latency p50 {summary.latency_p50_s:.2f}s p95 {summary.latency_p95_s:.2f}s"
     lines.append(tokens + f"   time: {summary.duration_s:.1f}s\n")
+    if summary.cache is not None:
+        lines.append(cache_line(summary.cache) + "\n")
     if summary.status != "completed" or summary.abort_reason:
         lines.append(f"Run {summary.status}: {summary.abort_reason or ''}\n", style="bold yellow")
     gate = summary.gate
@@ -354,6 +357,14 @@ def footer(summary: RunSummary) -> Text:
         style = "bold green" if gate.passed else ("bold red" if gate.passed is False else "bold yellow")
         lines.append(gate.message, style=style)
     return lines
+
+
+def cache_line(cache: CacheUse) -> str:
+    """'cache: 12 hits, 3 misses (judge 3 misses): only the misses called a model': what --cache saved."""
+    roles = ", ".join(f"{role} {count.misses}" for role, count in cache.roles.items() if count.misses)
+    misses = f"{cache.misses} miss{'es' if cache.misses != 1 else ''}" + (f" ({roles})" if roles else "")
+    return (f"cache: {cache.hits} hit{'s' if cache.hits != 1 else ''}, {misses}; only the misses called a model "
+            f"(and were added to {cache.file}); tokens and cost count the cached answers too")
 
 
 def render_run(state: RunState, summary: RunSummary, run_dir: Path | str | None = None) -> RenderableType:

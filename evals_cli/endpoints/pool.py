@@ -29,7 +29,7 @@ class ClientPool:
     replay mode, the replay client); `aclose()` at the end of the run."""
 
     def __init__(self, record: Path | None = None, replay: Path | None = None,
-                 concurrency: int | None = None) -> None:
+                 concurrency: int | None = None, cache: Path | None = None) -> None:
         self.record = record
         self.concurrency = concurrency
         # every secret the run knows (each endpoint's, added as its client is made, and the suite's, added by
@@ -40,6 +40,11 @@ class ClientPool:
             from evals_cli.endpoints.replay import Recording, ReplayClient
 
             self.replay = ReplayClient(Recording(replay), self.redactor)
+        self.cache = None  # --cache: recorded answers served, the rest called and recorded (see cache.py)
+        if cache is not None:
+            from evals_cli.endpoints.cache import ResponseCache
+
+            self.cache = ResponseCache(cache)
         self._recorder: Any = None
         self._clients: dict[tuple[Any, ...], Any] = {}
         self._slots: dict[str | None, asyncio.Semaphore] = {}
@@ -59,7 +64,9 @@ class ClientPool:
             self.redactor.add(endpoint.secrets())
         if self.replay is not None:
             return self.replay
-        key = (endpoint.base_url, endpoint.api_key, endpoint.timeout, endpoint.max_retries)
+        key: tuple[Any, ...] = (endpoint.base_url, endpoint.api_key, endpoint.timeout, endpoint.max_retries)
+        if self.cache is not None:  # a client per role, so the cache counts each role's hits and misses
+            key += (endpoint.role,)
         if key not in self._clients:
             from openai import AsyncOpenAI, DefaultAsyncHttpxClient
             from openai._constants import DEFAULT_CONNECTION_LIMITS
@@ -67,7 +74,10 @@ class ClientPool:
             from evals_cli.endpoints.httpx_compat import httpx
             from evals_cli.endpoints.transport import BoundedTransport
 
-            if self.record is not None:
+            inner: Any
+            if self.cache is not None:
+                inner = self.cache.transport(endpoint.role, self.redactor)
+            elif self.record is not None:
                 if self._recorder is None:
                     from evals_cli.endpoints.recording import RecordingTransport
 
@@ -76,7 +86,7 @@ class ClientPool:
             else:
                 inner = httpx.AsyncHTTPTransport(limits=DEFAULT_CONNECTION_LIMITS)
             transport = BoundedTransport(inner, endpoint.timeout, self.slots(endpoint.base_url),
-                                         owns_inner=self.record is None)
+                                         owns_inner=self.record is None and self.cache is None)
             http_client = DefaultAsyncHttpxClient(transport=transport, timeout=endpoint.timeout)
             self._clients[key] = AsyncOpenAI(
                 base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=endpoint.timeout,
@@ -91,3 +101,5 @@ class ClientPool:
         if self._recorder is not None:
             await self._recorder.aclose()
             self._recorder = None
+        if self.cache is not None:
+            await self.cache.aclose()

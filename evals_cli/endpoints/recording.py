@@ -23,6 +23,9 @@ from evals_cli.endpoints.httpx_compat import httpx
 from evals_cli.endpoints.secrets import Redactor, header_secrets, url_secrets
 from evals_cli.endpoints.transport import decoded_headers, read_bounded
 
+RECORDING_VERSION = 1
+"""The format of a recording line; a line without one is version 1 (recordings made before it was written)."""
+
 __all__ = ["CALL_CONTEXT", "RecordingTransport", "ReplayMiss", "api_path", "body_key"]
 
 
@@ -116,7 +119,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             body = content.decode("utf-8", "replace")
         raw_body = request_body(request)
         req_body = self.redact.value(raw_body)  # what is stored; the key is hashed from the same masking
-        line = {"key": body_key(request.method, api_path(request.url.path), raw_body, self.redact),
+        line = {"schema_version": RECORDING_VERSION,
+                "key": body_key(request.method, api_path(request.url.path), raw_body, self.redact),
                 "context": self.redact(CALL_CONTEXT.get()), "path": api_path(request.url.path),
                 "request": req_body, "status": response.status_code, "response": self.redact.value(body)}
         self.file.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -14,9 +14,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from evals_cli.endpoints.context import CALL_CONTEXT, ReplayMiss
-from evals_cli.endpoints.recording import body_key
+from evals_cli.endpoints.recording import RECORDING_VERSION, body_key
 from evals_cli.endpoints.secrets import Redactor
-from evals_cli.errors import ConfigError
+from evals_cli.errors import ConfigError, refuse_newer
 
 _REQUEST_ONLY = {"extra_headers", "extra_query", "extra_body", "timeout"}
 
@@ -36,6 +36,7 @@ class Recording:
                     continue
                 try:
                     entry = json.loads(text)
+                    refuse_newer(entry, RECORDING_VERSION, f"{path}:{number}", "recording line")
                     self.entries.setdefault(entry["key"], []).append(entry)
                     refused = _refused_format(entry)
                     if refused is not None:

@@ -80,15 +80,24 @@ def _pick_from(*pairs: tuple[Any, str]) -> tuple[Any, str]:
 
 
 def resolve_agent(spec: Any, overrides: dict[str, Any] | None = None) -> Endpoint:
-    """CLI override, else the suite's target, else EVAL_AGENT_* (else OPENAI_API_KEY for the key). With
-    `--base-url` and no model anywhere, the endpoint's own list (`GET /models`) decides when it holds one."""
+    """CLI override, else the suite's target, else EVAL_AGENT_* (else OPENAI_API_KEY for the key). The base URL:
+    `--model NAME@URL`, `--base-url`, the model's own `target.models` entry, `target.base_url`, the environment;
+    the key: the model's own entry, then the target's. With `--base-url` and no model anywhere, the endpoint's own
+    list (`GET /models`) decides when it holds one."""
     o = overrides or {}
-    base_url, base_url_from = _pick_from((o.get("base_url"), "--base-url"), (spec.base_url, "target.base_url"),
+    names = spec.model_names() if hasattr(spec, "model_names") else None
+    # several models: validate checks the first; each run passes its own
+    model = _pick(o.get("model"), spec.model, names[0] if names else None, os.environ.get("EVAL_AGENT_MODEL"))
+    own = spec.model_endpoint(model) if model is not None and hasattr(spec, "model_endpoint") else None
+    base_url, base_url_from = _pick_from((o.get("model_base_url"), f"--model {model}@URL"),
+                                         (o.get("base_url"), "--base-url"),
+                                         (own and own.base_url, f"target.models ({model})"),
+                                         (spec.base_url, "target.base_url"),
                                          (os.environ.get("EVAL_AGENT_BASE_URL"), "EVAL_AGENT_BASE_URL"))
-    api_key = _pick(o.get("api_key"), spec.api_key, os.environ.get("EVAL_AGENT_API_KEY"),
+    # a model's own key goes only where that model's entry sends it (a --base-url over it gets the target's)
+    own_key = own.api_key if own is not None and (own.base_url is None or base_url == own.base_url) else None
+    api_key = _pick(o.get("api_key"), own_key, spec.api_key, os.environ.get("EVAL_AGENT_API_KEY"),
                     os.environ.get("OPENAI_API_KEY")) or NO_KEY
-    listed = getattr(spec, "models", None)  # several models: validate checks the first; each run passes its own
-    model = _pick(o.get("model"), spec.model, listed[0] if listed else None, os.environ.get("EVAL_AGENT_MODEL"))
     if model is None:
         if base_url is None or base_url_from != "--base-url":
             raise ConfigError("target: no model set; give target.model in the suite, --model, or EVAL_AGENT_MODEL")

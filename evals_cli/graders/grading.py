@@ -166,11 +166,14 @@ def _judge_metadata(grades: list[Grade], metadata: dict[str, Any]) -> None:
 
 async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,
                        passes: Callable[[float], bool], tools: dict[str, ToolSpec] | None = None, *,
-                       grader_passes: Callable[[str, float], bool] | None = None) -> dict[str, Grade]:
+                       grader_passes: Callable[[str, float], bool] | None = None,
+                       turn_pass: float | None = None) -> dict[str, Grade]:
     """Every grader's verdict on one sample, run concurrently (judge calls overlap).
 
     A turn of a per-turn sample counts as passed when it reaches its grader's threshold (`grader_passes`,
     the gate's `Gate.grader_passes`); `passes` is the fallback for callers that have one rule for all.
+    `turn_pass` replaces both for per-turn samples: a letta-evals suite counts a turn as passed at a score of
+    1.0 whatever the threshold, as letta-evals reports `turns_passed` (the sample's verdict is not affected).
     """
     tools = tools or {}
 
@@ -181,6 +184,8 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
             return Grade.failed(DIVERGED.format(turn=len(trajectory.turns)), not_graded="diverged")
         if grader.per_turn and sample.per_turn:
             rule = passes if grader_passes is None else (lambda s, n=grader.name: grader_passes(n, s))
+            if turn_pass is not None:
+                rule = lambda s: s >= turn_pass - _EPS  # noqa: E731
             return await _grade_per_turn(grader, sample, trajectory, rule, tools)
         ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None), tools)
         return await _safe(grader, ctx)

@@ -276,6 +276,21 @@ class GateResult(Verdict):
     weights: dict[str, float]
 
 
+class CacheCount(Record):
+    """Requests answered from the cache file (no model call) and requests that called a model (and were added)."""
+
+    hits: int = 0
+    misses: int = 0
+
+
+class CacheUse(CacheCount):
+    """`--cache FILE` over a run: its hits and misses in all and per role (agent, judge, user). A hit's tokens and
+    cost are still counted in the run's usage: they are what the recorded answer took, not what this run spent."""
+
+    file: str
+    roles: dict[str, CacheCount] = Field(default_factory=dict)
+
+
 class SummaryBase(Record):
     """What every summary.json says about the run itself, whichever pipeline wrote it: when it ran, whether it
     completed, the gate's verdict and the exit code. `RunOutcome.summary` is always one of these."""
@@ -319,6 +334,7 @@ class RunSummary(SummaryBase):
     latency_p95_s: float | None = None
     coverage: Coverage | None = Field(
         default=None, description="N of M: how many of the dataset's rows ran, and why not all of them.")
+    cache: CacheUse | None = Field(default=None, description="--cache: requests served from the file and calls made.")
 
     def made_no_call(self) -> bool:
         """No model answered anything in this run: every sample errored and not one token was spent, by the agent
@@ -336,6 +352,9 @@ class ModelRun(Record):
 
     model: str
     folder: str = Field(description="Its run folder, relative to the matrix's folder.")
+    base_url: str | None = Field(default=None, description="The endpoint it ran on, credentials masked.")
+    base_url_from: str | None = Field(default=None, description="Where that endpoint was set (`--model NAME@URL`, "
+                                      "`target.models (NAME)`, `--base-url`, `target.base_url`, ...).")
     status: Literal["completed", "aborted", "interrupted"] | None = None
     exit_code: int | None = None
     gate: Verdict | None = None

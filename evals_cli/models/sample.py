@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
 from evals_cli.models.environment import EnvironmentSpec, ExpectedState
@@ -34,6 +34,12 @@ def row_field_note(name: str) -> str:
     """The words for a row's deprecated `metadata.NAME` (the same in `evals validate` and the README)."""
     return (f"metadata.{name} is the old place of the row field {name}: still read, but deprecated; "
             f"write {name} at the top level of the row")
+
+
+def agent_model_note(model: str) -> str:
+    """What `evals validate` says about a row naming its own agent model (one wording per model)."""
+    return (f"agent_model: this row asks the agent model {model!r}, not the run's (--model, target.model, "
+            "EVAL_AGENT_MODEL); a run over several models asks each one's own model instead")
 
 
 class Sample(StrictModel):
@@ -83,6 +89,10 @@ class Sample(StrictModel):
         "relative to the suite (ends in .j2, .jinja, .txt or .md)."
     )
     max_steps: int | None = Field(default=None, ge=1, description="Override of the target's loop bound.")
+    agent_model: str | None = Field(
+        default=None, min_length=1, description="This row's agent model (a tutorial item's data.config.model), asked "
+        "for this row instead of the run's (--model, target.model, EVAL_AGENT_MODEL); a run over several models asks "
+        "each one's own model for every row.")
     user: UserSpec | None = Field(
         default=None, description="A simulated user: the conversation goes on, turn by turn, with a model playing "
         "this user (after the row's `input` messages, if any); the suite's `user:` block gives defaults.")
@@ -90,6 +100,8 @@ class Sample(StrictModel):
         default=None, description="What success means for this row, in words (read by goal-completion judges).")
     category: str | None = Field(default=None, description="Free category label.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Anything else; carried into results.")
+    # what the reader of another harness's format did that the row does not say (evals validate notes it)
+    _format_notes: list[str] = PrivateAttr(default_factory=list)
 
     @field_validator("tools")
     @classmethod
@@ -159,6 +171,21 @@ class Sample(StrictModel):
         """Deprecated spellings this row uses (notes, not problems: the row is read as it is)."""
         return [row_field_note(name) for name in METADATA_ALIASES if name in self.metadata]
 
+    def add_format_notes(self, notes: list[str]) -> None:
+        """Record what reading this row from another harness's format decided for it (a tutorial tool with no
+        result answers ""), for `evals validate` to say."""
+        self._format_notes.extend(notes)
+
+    @property
+    def format_notes(self) -> list[str]:
+        return list(self._format_notes)
+
+    def notes(self) -> list[str]:
+        """Everything `evals validate` says about this row: deprecated spellings, what its format's reader
+        decided, and a model of its own (the run's model does not apply to it)."""
+        own = [agent_model_note(self.agent_model)] if self.agent_model is not None else []
+        return self.naming_notes() + self.format_notes + own
+
     @property
     def user_turns(self) -> list[str]:
         """The user messages to send, in order (empty when the pre-filled messages end with the user)."""
@@ -197,14 +224,14 @@ class Sample(StrictModel):
 
 
 class RowNotes:
-    """Deprecated spellings across a dataset, one note per spelling (its first row and how many use it), so a
-    dataset of a million old rows gives a few lines, not a million."""
+    """Deprecated spellings and format notes across a dataset, one note per wording (its first row and how many
+    rows have it), so a dataset of a million old rows gives a few lines, not a million."""
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[str, int]] = {}
 
     def add(self, sample: Sample, where: str) -> None:
-        for note in sample.naming_notes():
+        for note in sample.notes():
             first, count = self._seen.get(note, (where, 0))
             self._seen[note] = (first, count + 1)
 

@@ -32,15 +32,26 @@ def kind_or(default: str) -> Callable[[Any], str]:
     return kind_of
 
 
+class ModelEndpoint(StrictModel):
+    """One entry of `target.models` with an endpoint of its own, so one run compares a local model with a hosted
+    one, or the models of two local servers, without a proxy in front of them. Unset fields are the target's."""
+
+    model: str = Field(description="Model name sent with each request (and the name of its subfolder).")
+    base_url: str | None = Field(default=None, description="This model's API base URL (else the target's).")
+    api_key: str | None = Field(default=None, description="This model's API key (else the target's, or "
+                                "EVAL_AGENT_API_KEY); prefer ${VAR}.")
+
+
 class EndpointSpec(StrictModel):
     """Where an OpenAI-compatible model lives. Unset fields fall back to environment variables."""
 
     base_url: str | None = Field(default=None, description="API base URL, e.g. http://localhost:11434/v1.")
     api_key: str | None = Field(default=None, description="API key; prefer the environment variable.")
     model: str | None = Field(default=None, description="Model name sent with each request.")
-    models: list[str] | None = Field(
-        default=None, description="Several model names: the whole suite runs once per model, side by side, each "
-        "into its own subfolder of the run folder (instead of model; --model on the command line replaces the list).")
+    models: list[str | ModelEndpoint] | None = Field(
+        default=None, description="Several models: the whole suite runs once per model, side by side, each into its "
+        "own subfolder of the run folder (instead of model; --model on the command line replaces the list). An "
+        "entry is a name, or {model, base_url, api_key} for a model on an endpoint of its own.")
     temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
     max_tokens: int | None = Field(default=1024, ge=1, description="Completion token cap per call (default 1024, so "
                                       "a local model cannot ramble to its context's end; null sends none).")
@@ -53,19 +64,28 @@ class EndpointSpec(StrictModel):
 
     @field_validator("models")
     @classmethod
-    def _model_names(cls, models: list[str] | None) -> list[str] | None:
+    def _model_names(cls, models: list[str | ModelEndpoint] | None) -> list[str | ModelEndpoint] | None:
         if models is None:
             return None
         if not models:
             raise ValueError("an empty list; give at least one model name, or drop models and give model")
-        blank = [i for i, name in enumerate(models) if not name.strip()]
+        names = [m if isinstance(m, str) else m.model for m in models]
+        blank = [i for i, name in enumerate(names) if not name.strip()]
         if blank:
             raise ValueError(f"entry {blank[0]} is an empty model name")
         seen: set[str] = set()
-        twice = [name for name in models if name in seen or seen.add(name)]  # type: ignore[func-returns-value]
+        twice = [name for name in names if name in seen or seen.add(name)]  # type: ignore[func-returns-value]
         if twice:
             raise ValueError(f"{twice[0]!r} is listed twice; each model runs once (use repeats: to run it again)")
         return models
+
+    def model_names(self) -> list[str] | None:
+        """The names of `models`, in order (None without a list)."""
+        return [m if isinstance(m, str) else m.model for m in self.models] if self.models is not None else None
+
+    def model_endpoint(self, name: str) -> ModelEndpoint | None:
+        """The `{model, base_url, api_key}` entry of `models` named `name`, when it is one."""
+        return next((m for m in self.models or [] if isinstance(m, ModelEndpoint) and m.model == name), None)
 
     @model_validator(mode="after")
     def _model_or_models(self) -> EndpointSpec:

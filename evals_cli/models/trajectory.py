@@ -130,6 +130,9 @@ class Trajectory(Record):
     user_usage: Usage = Field(default_factory=Usage, description="The user simulator's tokens (never the agent's).")
     user_latency_s: float = Field(default=0.0, description="Seconds spent waiting for the user simulator.")
     user_calls: int = Field(default=0, description="Calls made to the user simulator (retries included).")
+    agent_model: str | None = Field(
+        default=None, description="The agent model asked for this sample when its row names its own (agent_model); "
+        "None: the run's model.")
     diverged_at: int | None = Field(
         default=None, description="--replay-user: the turn (from 1) whose agent reply first differed from the recorded "
         "run's (or after which the record ran out); None: on the recorded path throughout, or no replay.")

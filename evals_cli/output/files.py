@@ -12,11 +12,12 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from evals_cli.errors import ConfigError
+from evals_cli.errors import ConfigError, refuse_newer
 from evals_cli.models.results import RunSummary, SampleResult
 from evals_cli.text_caps import cap_result, clean_text, max_field_chars
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 RESULTS_NAME = "results.jsonl"
 SUMMARY_NAME = "summary.json"
@@ -101,6 +102,7 @@ def read_records(target: Path, model: type[RecordT], what: str, warnings: list[s
             except ValueError as exc:  # torn only if it is the last line: a killed run's half-written line
                 pending = (number, str(exc).splitlines()[0][:200])
                 continue
+            refuse_newer(data, newest_version(model), f"{path}:{number}", what)
             try:
                 yield model.model_validate(data)
             except ValidationError as exc:  # whole JSON, but not this kind of line (another run kind's, say)
@@ -118,7 +120,25 @@ def read_summary(target: Path) -> RunSummary | None:
     path = (target if target.is_dir() else target.parent) / SUMMARY_NAME
     if not path.is_file():
         return None
+    return read_versioned(path, RunSummary, "summary")
+
+
+def newest_version(model: type[BaseModel]) -> int:
+    """The schema_version this evals-cli writes for `model` (its field's default)."""
+    default = model.model_fields["schema_version"].default
+    assert isinstance(default, int), model
+    return default
+
+
+def read_versioned(path: Path, model: type[ModelT], what: str) -> ModelT | None:
+    """A JSON file of `model`; None when it cannot be read as one (callers rebuild or say so), a ConfigError when
+    a newer evals-cli wrote it."""
     try:
-        return RunSummary.model_validate_json(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    refuse_newer(data, newest_version(model), str(path), what)
+    try:
+        return model.model_validate(data)
     except ValidationError:
         return None

@@ -39,6 +39,8 @@ def file_digest(path: Path) -> str:
 def fingerprint(suite: SuiteSpec, dataset: Path) -> Fingerprint:
     data = suite.model_dump(include={"target", "tools", "graders", "gate", "judge"})
     data["target"] = {k: v for k, v in data["target"].items() if k not in _VOLATILE_TARGET}
+    if isinstance(data["target"].get("models"), list):  # a model's own endpoint moves like target.base_url
+        data["target"]["models"] = [m["model"] if isinstance(m, dict) else m for m in data["target"]["models"]]
     if data.get("judge"):
         data["judge"] = {k: v for k, v in data["judge"].items() if k not in _VOLATILE_TARGET}
     for grader in data["graders"].values():

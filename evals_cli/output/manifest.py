@@ -1,21 +1,22 @@
-"""`run.json`, written when a run starts: what makes its results comparable (fingerprint) and what is
-needed to summarise them again without the suite (gate, graders, repeats, pricing, shard). Resume checks
-the fingerprint; merge checks it across shards and rebuilds one summary from it."""
+"""`run.json`, written when a run starts: what makes its results comparable (fingerprint), what is
+needed to summarise them again without the suite (gate, graders, repeats, pricing, shard), and the options it
+was started with (`started_with`). Resume checks the fingerprint and continues with those options (or refuses
+different ones); merge checks the fingerprint across shards and rebuilds one summary from it."""
 
 from __future__ import annotations
 
 import errno
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from evals_cli.errors import ConfigError, EvalsError
 from evals_cli.models.calibration import JudgeRecord
 from evals_cli.models.results import MatrixSummary
+from evals_cli.output.files import read_versioned
 from evals_cli.output.fingerprint import Fingerprint
 
 MANIFEST_NAME = "run.json"
@@ -24,7 +25,40 @@ MATRIX_NAME = "matrix.json"
 _RESERVED = {name.casefold() for name in (MATRIX_NAME, MANIFEST_NAME, "results.jsonl", "summary.json")}
 
 
+MANIFEST_VERSION = 1
+
+
+class StartedWith(BaseModel):
+    """The options a run started with, so that `--resume` continues with them instead of the defaults: without
+    them a pasted `--resume DIR` ran every sample, with the judge, against the suite's endpoint, into the results
+    of a filtered `--no-judge` run against another. Paths are absolute (a resume may start in another folder);
+    URLs have their credentials masked and keys are never stored: `needs_again` names the options whose value
+    was not stored, which a resume must be given again. `endpoints` (role -> model and masked URL, as resolved)
+    and the planned counts are checked and reported, never taken."""
+
+    sample_ids: list[str] | None = None
+    max_samples: int | None = None
+    tags: list[str] | None = None
+    no_judge: bool = False
+    base_url: str | None = None
+    judge_model: str | None = None
+    judge_base_url: str | None = None
+    target_file: str | None = None
+    replay: str | None = None
+    record: str | None = None
+    replay_user: str | None = None
+    on_divergence: str | None = None
+    max_error_rate: float | None = None
+    rerun_failed: str | None = None  # the run --rerun-failed read: named in messages
+    rerun_ids: list[str] | None = None  # the samples it selected, which a resume keeps (that run may change since)
+    needs_again: list[str] = Field(default_factory=list)
+    endpoints: dict[str, str] = Field(default_factory=dict)
+    planned_samples: int | None = None  # samples selected to run (after filters, -n and shard)
+    planned_results: int | None = None  # planned_samples x repeats
+
+
 class Manifest(BaseModel):
+    schema_version: int = MANIFEST_VERSION
     suite: str
     fingerprint: Fingerprint
     gate: dict[str, Any] = Field(default_factory=dict)
@@ -33,6 +67,7 @@ class Manifest(BaseModel):
     pricing: dict[str, tuple[float, float]] = Field(default_factory=dict)
     shard: str | None = None
     model: str | None = None  # the agent's model: which column of a run over several models this folder is
+    started_with: StartedWith | None = None  # None in the run.json of older versions
     judges: dict[str, JudgeRecord] = Field(default_factory=dict)  # each judge's pass mark and fingerprint (labels)
 
 
@@ -62,10 +97,10 @@ def read_matrix(folder: Path) -> MatrixSummary | None:
     path = folder / MATRIX_NAME
     if not folder.is_dir() or not path.is_file():
         return None
-    try:
-        return MatrixSummary.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, ValidationError):
-        raise ConfigError(f"{path}: unreadable; it should say which model ran in which subfolder") from None
+    matrix = read_versioned(path, MatrixSummary, "matrix.json")
+    if matrix is None:
+        raise ConfigError(f"{path}: unreadable; it should say which model ran in which subfolder")
+    return matrix
 
 
 def write_matrix(folder: Path, summary: MatrixSummary) -> None:
@@ -133,7 +168,7 @@ def read_manifest(directory: Path) -> Manifest:
     path = directory / MANIFEST_NAME
     if not path.is_file():
         raise ConfigError(f"{directory}: no {MANIFEST_NAME}; give the folder of a run started by `evals run`")
-    try:
-        return Manifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, ValidationError):
-        raise ConfigError(f"{path}: unreadable run manifest") from None
+    manifest = read_versioned(path, Manifest, "run manifest")
+    if manifest is None:
+        raise ConfigError(f"{path}: unreadable run manifest")
+    return manifest

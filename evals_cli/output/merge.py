@@ -139,7 +139,8 @@ def merge_model_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2
             summary, notes = merge_runs(own, out / target, max_error_rate)
             warnings += [f"{model}: {note}" for note in dict.fromkeys(notes)]
             merged.append(ModelRun(model=model, folder=target, status=summary.status, exit_code=summary.exit_code,
-                                   gate=summary.gate))
+                                   gate=summary.gate, base_url=first.models[index].base_url,
+                                   base_url_from=first.models[index].base_url_from))
     except ConfigError:  # one model's shards do not fit: leave no half-merged run behind
         if created:
             shutil.rmtree(out, ignore_errors=True)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from evals_cli.errors import ConfigError
 from evals_cli.runner.options import RunOptions, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
+from evals_cli.runner.started_with import resumed_options
 from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
 
             _no_models(options)
             return _sessions(load_sessions_suite(suite), options)
+        options = resumed_options(options)  # before --target, --base-url and the models are read
         models = models_matrix.models_for_file(Path(suite), options)
         if models is not None and len(models) > 1:
             return models_matrix.prepare_models(Path(suite), options, models)
@@ -70,13 +72,14 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
 
         # every check `evals validate` makes, the same way: a run never starts on a problem validate would report
         override = TargetOverride(file=options.target_file, base_url=options.base_url, model=options.model)
-        return PreparedRun(checked_suite(Path(suite), override), options)
+        return PreparedRun(checked_suite(Path(suite), override, options), options)
     if isinstance(suite, SessionsSuiteSpec):
         _no_models(options)
         return _sessions(suite, options)
     if getattr(suite.target, "kind", None) == "recorded_sessions":  # a SuiteSpec built around a sessions target
         _no_models(options)
         return _sessions(SessionsSuiteSpec.from_suite(suite), options)
+    options = resumed_options(options)
     if options.target_file is not None:
         raise ConfigError("--target (target_file) replaces the target of a suite file; give the suite's path, or "
                           "load it with load_suite(path, TargetOverride(file=...))")

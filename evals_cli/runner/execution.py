@@ -27,7 +27,7 @@ from evals_cli.endpoints.secrets import Redactor
 from evals_cli.errors import ConfigError, RunAborted
 from evals_cli.graders.grading import grade_sample
 from evals_cli.models.calibration import JudgeCalibration
-from evals_cli.models.results import Coverage, ErrorInfo, Grade, RoleUse, SampleResult
+from evals_cli.models.results import CacheCount, CacheUse, Coverage, ErrorInfo, Grade, RoleUse, SampleResult
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.exit_codes import exit_code_for, progress
@@ -67,9 +67,11 @@ class Execution:
         self.resumed = 0  # results kept from an earlier run (--resume): counted at once, not at this run's pace
         options = prepared.options
         self.fingerprint = fingerprint(prepared.suite, prepared.dataset)
+        self.started_with = prepared.started_with()
         self.resume = None
         if options.resume is not None:
-            self.resume = load_for_resume(options.resume, self.fingerprint, options.retry_errors)
+            self.resume = load_for_resume(options.resume, self.fingerprint, options.retry_errors, self.started_with,
+                                          list(prepared.graders))
             self.output_dir = self.resume.directory
         elif options.output is not None:
             self.output_dir = options.output
@@ -107,7 +109,8 @@ class Execution:
             write_manifest(self.output_dir, Manifest(
                 suite=self.p.suite.name, fingerprint=self.fingerprint, gate=self.p.suite.gate.model_dump(),
                 graders=list(self.p.graders), repeats=self.p.repeats, shard=self.p.options.shard,
-                model=self.p.agent.model, judges=judge_records(self.p.graders, self.p.gate),
+                model=self.p.agent.model, started_with=self.started_with,
+                judges=judge_records(self.p.graders, self.p.gate),
                 pricing={m: (p.input, p.output) for m, p in self.p.suite.pricing.items()}))
         try:
             self.writer = ResultsWriter(self.output_dir, self.redact)
@@ -150,7 +153,8 @@ class Execution:
         """With simulated-user samples to run, something must listen at the simulator's endpoint: otherwise the
         run stops before its first sample (exit 3, one message). A replay calls no server."""
         endpoint = self.p.user_endpoint
-        if not self.p.simulated or endpoint is None or self.p.options.replay is not None:
+        if not self.p.simulated or endpoint is None or self.p.options.replay is not None \
+                or self.p.options.cache is not None:  # the cache may hold every answer: misses fail per sample
             return
         from evals_cli.simulation.endpoint import unreachable, unreachable_message
 
@@ -165,6 +169,7 @@ class Execution:
         summary.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
         summary.duration_s = time.time() - started
         summary.coverage = self._coverage()
+        summary.cache = self._cache_use()
         if self.interrupts:
             summary.status = "interrupted"
             summary.abort_reason = (f"stopped by {self.signal_name} after {progress(summary)}; the finished "
@@ -211,6 +216,15 @@ class Execution:
             self.messages.append(f"no calibrated pass rate: cannot read back {self.writer.path} ({exc})")
             return {}
         return {name: calibrated(name, records[name], labels, path, items) for name, (path, labels) in wanted.items()}
+
+    def _cache_use(self) -> CacheUse | None:
+        cache = self.p.pool.cache
+        if cache is None:
+            return None
+        roles = {role: CacheCount(hits=cache.hits[role], misses=cache.misses[role])
+                 for role in sorted(set(cache.hits) | set(cache.misses))}
+        return CacheUse(file=str(cache.path), hits=sum(cache.hits.values()), misses=sum(cache.misses.values()),
+                        roles=roles)
 
     def _coverage(self) -> Coverage:
         """The plan the precheck counted (rows, tag filter, -n, shard) and how much of it ran."""
@@ -353,7 +367,7 @@ class Execution:
 
         steps = [step for turn in trajectory.turns for step in turn.steps]
         roles = {"agent": RoleUse(usage=result.usage, latency_s=sum(s.latency_s for s in steps), calls=len(steps),
-                                  cost=priced(self.p.agent.model, result.usage))}
+                                  cost=priced(trajectory.agent_model or self.p.agent.model, result.usage))}
         judged = [g for g in result.grades.values() if g.metadata.get("judge")]
         if judged or result.judge_usage.total_tokens:
             judge = RoleUse(latency_s=grading_s, calls=len(judged))
@@ -416,7 +430,8 @@ class Execution:
         tools = merge_tools(self.p.suite.tools, sample.tools)
         grading_started = time.perf_counter()
         grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools,
-                                    grader_passes=self.p.gate.grader_passes)
+                                    grader_passes=self.p.gate.grader_passes,
+                                    turn_pass=1.0 if self.p.suite.letta_format else None)  # letta-evals counts so
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
         # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
         # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest

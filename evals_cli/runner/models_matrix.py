@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals_cli.endpoints.resolve import DEFAULT_URL
+from evals_cli.endpoints.secrets import MASK, Redactor, mask_url
 from evals_cli.errors import EXIT_INTERRUPTED, ConfigError
 from evals_cli.models.results import MatrixSummary, ModelRun, RunSummary, SampleResult, Verdict
 from evals_cli.output.files import RESULTS_NAME, default_output_dir
@@ -83,7 +85,8 @@ def models_for_spec(suite: SuiteSpec, options: RunOptions) -> list[str] | None:
 
 
 def models_of_target(suite: SuiteSpec) -> list[str] | None:
-    models: list[str] | None = getattr(suite.target, "models", None)
+    names = getattr(suite.target, "model_names", None)
+    models: list[str] | None = names() if names is not None else None
     return list(models) if models else None
 
 
@@ -120,6 +123,7 @@ class PreparedModels:
         self.matrix = read_matrix(options.resume) if options.resume is not None else None
         if self.matrix is not None:
             self.folders = {run.model: run.folder for run in self.matrix.models}
+            options = self.options = _resumed_endpoints(self.matrix, options)
         else:
             self.folders = folder_names(models)
         self.runs: dict[str, PreparedRun] = {}
@@ -139,6 +143,22 @@ class PreparedModels:
         self.concurrency = first.concurrency
         self.warnings = _judge_warnings(self.runs)
         self.expected = sum(p.expected or 0 for p in self.runs.values()) if first.expected is not None else None
+
+
+def _resumed_endpoints(matrix: MatrixSummary, options: RunOptions) -> RunOptions:
+    """A resumed run keeps the endpoints its models were given on the command line (`--model NAME@URL`, which
+    --resume does not take again): from matrix.json, unless given again. Without this the rest of a model's samples
+    would go to the suite's endpoint and be filed with the first ones, as one model's results."""
+    urls = dict(options.model_base_urls)
+    for run in matrix.models:
+        if run.model in urls or not (run.base_url_from or "").startswith("--model") or run.base_url is None:
+            continue
+        if MASK in run.base_url:
+            raise ConfigError(f"--resume {options.resume}: the model {run.model} ran on an endpoint given on the "
+                              f"command line with a credential in its URL (kept masked: {run.base_url}); give it "
+                              f"again: --resume {options.resume} --model NAME@URL for every model")
+        urls[run.model] = run.base_url
+    return options.model_copy(update={"model_base_urls": urls}) if urls != options.model_base_urls else options
 
 
 def _judge_warnings(runs: dict[str, PreparedRun]) -> list[str]:
@@ -165,7 +185,7 @@ def prepare_models(suite: Path | SuiteSpec, options: RunOptions, models: list[st
         from evals_cli.validate import checked_suite
 
         override = TargetOverride(file=options.target_file, base_url=options.base_url, model=models[0])
-        suite = checked_suite(suite, override)
+        suite = checked_suite(suite, override, options)
     return PreparedModels(suite, options, models)
 
 
@@ -248,7 +268,9 @@ class ModelsExecution:
     def _summary(self, started_at: str, outcomes: dict[str, RunOutcome[RunSummary]] | None) -> MatrixSummary:
         runs = []
         for model in self.p.models:
-            run = ModelRun(model=model, folder=self.p.folders[model])
+            agent = self.p.runs[model].agent
+            shown = Redactor(self.p.runs[model].secrets())(mask_url(agent.base_url or DEFAULT_URL))
+            run = ModelRun(model=model, folder=self.p.folders[model], base_url=shown, base_url_from=agent.base_url_from)
             outcome = (outcomes or {}).get(model)
             if outcome is not None:
                 s = outcome.summary

@@ -7,6 +7,7 @@ the result models only), so both pipelines, live and recorded sessions, can take
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from evals_cli.errors import EXIT_PASSED, ConfigError, EvalsError
 from evals_cli.models.results import MatrixSummary, RunSummary, SampleResult, SummaryBase
+from evals_cli.suite.problems import error_message
 
 if TYPE_CHECKING:
     from evals_cli.endpoints.resolve import JudgeOverrides
@@ -40,6 +42,8 @@ class RunOptions(BaseModel):
     no_judge: bool = Field(default=False, description="Skip model_judge graders: no judge calls at all.")
     record: Path | None = Field(default=None, description="Record every model call to this JSONL file.")
     replay: Path | None = Field(default=None, description="Serve model calls from this recording; no network.")
+    cache: Path | None = Field(default=None, description="Serve every call this file (a recording) holds; call and "
+                               "append the rest (--cache): a rerun of an unchanged suite calls no model.")
     target_file: Path | None = Field(default=None, description="A YAML file with the agent to test instead of "
                                      "the suite's target (--target).")
     base_url: str | None = Field(default=None, description="Agent endpoint, over the suite's (--base-url).")
@@ -47,6 +51,9 @@ class RunOptions(BaseModel):
     models: list[str] | None = Field(default=None, description="Run the whole suite once per model, side by side, "
                                      "each into its own subfolder (--model repeated); over the suite's "
                                      "target.models. One model is the same as model.")
+    model_base_urls: dict[str, str] = Field(
+        default_factory=dict, description="Model name -> the endpoint it runs on, over --base-url and the suite's "
+        "(`--model NAME@URL`; a model or models entry written NAME@URL is read into here).")
     gate: Literal["all", "any"] = Field(default="all", description="With several models: all, exit 0 only when "
                                         "every model passes its gate; any, when at least one does (--gate).")
     judge_model: str | None = Field(default=None, description="Judge model, over every grader's own, the suite's "
@@ -58,8 +65,10 @@ class RunOptions(BaseModel):
     timeout: float | None = Field(default=None, gt=0, description="Per-request timeout in seconds.")
     sample_timeout: float | None = Field(default=None, gt=0, description="Seconds one sample may take in all.")
     max_retries: int | None = Field(default=None, ge=0, description="Retries on 429, 5xx, timeouts, drops.")
-    max_error_rate: float = Field(default=0.2, ge=0, le=1, description="Exit 3 past this share of errored samples.")
-    resume: Path | None = Field(default=None, description="Continue a run: its folder or results.jsonl.")
+    max_error_rate: float = Field(default=0.2, ge=0, le=1, description="Exit 3 past this share of errored samples "
+                                  "(with resume and not set here: the run's own).")
+    resume: Path | None = Field(default=None, description="Continue a run: its folder or results.jsonl, with the "
+                                "options it started with (its run.json); other values are refused.")
     retry_errors: bool = Field(default=False, description="With resume: run errored samples again.")
     grace_s: float = Field(default=10.0, ge=0, description="Seconds in-flight samples get after Ctrl-C.")
     shard: str | None = Field(default=None, description="K/N: run only the K-th of N stable parts of the samples.")
@@ -78,10 +87,11 @@ class RunOptions(BaseModel):
                          "conversations apart.")
 
     def __init__(self, **data: Any) -> None:
+        data = _split_model_urls(data)
         try:
             super().__init__(**data)
         except ValidationError as exc:  # a wrong value is a usage error (exit 2), as on the command line
-            raise ConfigError([f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}"
+            raise ConfigError([f"{'.'.join(map(str, e['loc'])) or 'options'}: {error_message(e)}"
                                for e in exc.errors()]) from None
 
     @model_validator(mode="after")
@@ -89,6 +99,9 @@ class RunOptions(BaseModel):
         # ConfigError is not a ValueError: pydantic lets it through unchanged, problems and exit code intact
         if self.record is not None and self.replay is not None:
             raise ConfigError("--record and --replay cannot be used together")
+        if self.cache is not None and (self.record is not None or self.replay is not None):
+            raise ConfigError(f"--cache with --{'record' if self.record is not None else 'replay'}: --cache already "
+                              "serves what its file holds and records what it calls; use one of them")
         if self.resume is not None and self.output is not None:
             raise ConfigError("--resume continues the run in its own folder; drop -o/--output")
         if self.retry_errors and self.resume is None:
@@ -123,8 +136,9 @@ class RunOptions(BaseModel):
 
     @property
     def agent_overrides(self) -> dict[str, str | None]:
-        """--base-url and --model, as `resolve_target_endpoint` takes them."""
-        return {"base_url": self.base_url, "model": self.model}
+        """--base-url and --model (with its own endpoint, NAME@URL), as `resolve_target_endpoint` takes them."""
+        own = self.model_base_urls.get(self.model) if self.model is not None else None
+        return {"base_url": self.base_url, "model": self.model, "model_base_url": own}
 
     @property
     def judge_overrides(self) -> JudgeOverrides:
@@ -132,6 +146,39 @@ class RunOptions(BaseModel):
         from evals_cli.endpoints.resolve import JudgeOverrides
 
         return JudgeOverrides(model=self.judge_model, base_url=self.judge_base_url, api_key=self.judge_api_key)
+
+
+_MODEL_AT_URL = re.compile(r"^(?P<name>.+?)@(?P<url>https?://\S+)$")
+
+
+def split_model_url(text: str) -> tuple[str, str | None]:
+    """`NAME@URL` -> (NAME, URL), for a model on an endpoint of its own (`--model llama3@http://localhost:8080/v1`);
+    anything else is a plain name. The URL must start with http:// or https://, so a name holding an @ stays whole."""
+    found = _MODEL_AT_URL.match(text.strip()) if isinstance(text, str) else None
+    if found is None:
+        return text, None
+    return found.group("name").strip(), found.group("url")
+
+
+def _split_model_urls(data: dict[str, Any]) -> dict[str, Any]:
+    """`model` and `models` entries written NAME@URL as the name, with the URL in `model_base_urls`."""
+    urls = dict(data.get("model_base_urls") or {})
+    out = dict(data)
+    if isinstance(data.get("model"), str):
+        out["model"], url = split_model_url(data["model"])
+        if url is not None:
+            urls[out["model"]] = url
+    if isinstance(data.get("models"), list | tuple):
+        names = []
+        for entry in data["models"]:
+            name, url = split_model_url(entry) if isinstance(entry, str) else (entry, None)
+            names.append(name)
+            if url is not None:
+                urls[name] = url
+        out["models"] = names
+    if urls:
+        out["model_base_urls"] = urls
+    return out
 
 
 class NothingToRun(EvalsError):

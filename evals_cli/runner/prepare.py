@@ -18,16 +18,19 @@ from evals_cli.graders.build import build_graders
 from evals_cli.models.results import Coverage
 from evals_cli.models.sample import RowNotes, Sample
 from evals_cli.runner.options import NothingToRun, RunOptions
-from evals_cli.runner.resume import FailedSamples, failed_samples, resumed_options
+from evals_cli.runner.resume import FailedSamples, failed_samples, resumed_rerun, unfinished_run
 from evals_cli.runner.row_checks import RowChecks, SampleSelection
 from evals_cli.runner.shard import in_shard, parse_shard
+from evals_cli.runner.started_with import record_options, resume_command, resumed_options
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
 from evals_cli.targets.factory import build_target as build_target_for
 from evals_cli.targets.factory import judge_fallback, resolve_target_endpoint
 
 if TYPE_CHECKING:
+    from evals_cli.output.manifest import StartedWith
     from evals_cli.simulation.player import UserPlayerFactory
+    from evals_cli.simulation.replay_user import RecordedRun
 
 
 def read_system_prompt(suite: SuiteSpec) -> str | None:
@@ -72,7 +75,7 @@ class PreparedRun:
                  where: str = "", build_target: bool = True) -> None:
         self.problems: list[str] = problems if problems is not None else []
         self._collecting = problems is not None
-        options = resumed_options(options)  # a resumed run keeps its model and repeats
+        options = resumed_options(options)  # a resumed run continues with the options it started with
         self._where = where
         crossed = suite.cross_check()
         if crossed:
@@ -82,7 +85,8 @@ class PreparedRun:
         self.dataset: Path = suite.resolve(suite.dataset)
         self.concurrency = options.concurrency or suite.concurrency
         # one limit per server for every model call (agent and judges alike): the run's concurrency
-        self.pool = ClientPool(record=options.record, replay=options.replay, concurrency=self.concurrency)
+        self.pool = ClientPool(record=options.record, replay=options.replay, concurrency=self.concurrency,
+                               cache=None if problems is not None else options.cache)
         self._agent: Endpoint | None = None
         self._target: Target | None = None
         try:
@@ -115,6 +119,8 @@ class PreparedRun:
         self._user_problem: ConfigError | None = None
         self.user_players: UserPlayerFactory | None = None
         self._user_template: str | None = None
+        self.replayed: RecordedRun | None = None  # --replay-user RUN's conversations
+        self._simulated_ids: list[str] = []  # the selected samples with a user: block, under --replay-user
         self._setup_users(fallback)
         self.pool.redactor.add(self.secrets())  # recordings mask what the outputs mask
         self.tags = options.tags if options.tags is not None else suite.sample_tags
@@ -128,6 +134,8 @@ class PreparedRun:
             if not self.rerun.ids:
                 raise NothingToRun(f"nothing to rerun: no sample failed or errored in {self.rerun.path} "
                                    f"({self.rerun.samples} samples); no run started")
+        elif options.resume is not None and not self._collecting:  # a resumed rerun keeps the samples it chose
+            self.rerun = resumed_rerun(options.resume)
         self.selection = SampleSelection(None if self._collecting else options.sample_ids,
                                          self.rerun.ids if self.rerun is not None else None)
         self.rows = 0  # valid dataset rows, counted by the precheck
@@ -157,9 +165,10 @@ class PreparedRun:
                                                                         agent_model))
         wrap = getattr(self.options, "replay_user", None)
         if wrap is not None:  # --replay-user RUN: the user messages of that run, while the agent stays on its path
-            from evals_cli.simulation.replay_user import replaying_factory
+            from evals_cli.simulation.replay_user import ReplayingPlayers, load_recorded_run
 
-            factory = replaying_factory(factory, self.options)
+            self.replayed = load_recorded_run(wrap)
+            factory = ReplayingPlayers(factory, self.replayed, self.options.on_divergence or "continue")
         self.user_players = factory
         if self._target is not None:
             self._target.ctx = replace(self._target.ctx, user_player=factory)
@@ -196,6 +205,55 @@ class PreparedRun:
         found.update(spec_secrets(self.suite.model_dump(mode="json")))
         return sorted(s for s in found if s and s != NO_KEY)
 
+    def endpoints(self) -> dict[str, str]:
+        """Who answers for each role, as resolved (model and URL, credentials masked): kept in run.json, so that
+        a resume whose suite URLs or EVAL_* variables now name another endpoint is refused."""
+        from evals_cli.endpoints.resolve import DEFAULT_URL
+        from evals_cli.endpoints.secrets import mask_url
+
+        def shown(endpoint: Endpoint) -> str:
+            return f"{endpoint.model} at {mask_url(endpoint.base_url or DEFAULT_URL)}"
+
+        found = {"agent": shown(self._agent)} if self._agent is not None else {}
+        for name, grader in self.graders.items():
+            judges = [e for e in getattr(grader, "endpoints", None) or [getattr(grader, "endpoint", None)]
+                      if isinstance(e, Endpoint)]
+            if judges:
+                found[f"judge of {name}"] = ", ".join(shown(e) for e in judges)
+        if self.simulated and self.user_endpoint is not None:
+            found["user simulator"] = shown(self.user_endpoint)
+        return found
+
+    def started_with(self) -> StartedWith:
+        """What run.json keeps of the options this run starts with, for --resume (see `StartedWith`)."""
+        return record_options(self.options, self.endpoints(), self.rerun,
+                              self.coverage.selected if self.coverage is not None else None, self.expected)
+
+    def _unreplayable(self) -> list[str]:
+        """Under --replay-user: the selected simulated samples RUN holds no conversation of, as one problem (they
+        would be played by the simulator afresh, next to replayed ones, with nothing said)."""
+        run = self.replayed
+        if run is None or not self._simulated_ids:
+            return []
+        missing = [i for i in self._simulated_ids if i not in run.replayable]
+        if not missing:
+            return []
+        never = [i for i in missing if i not in run.samples]
+        shown = ", ".join(missing[:10]) + (f" (+{len(missing) - 10} more)" if len(missing) > 10 else "")
+        why, fix = [], "run only the samples it holds (--sample-id)"
+        if never:
+            unfinished = unfinished_run(run.path.parent, run.results, len(run.samples))
+            why.append(f"{len(never)} never ran there" + (f": that run never finished ({unfinished.describe()})"
+                                                         if unfinished is not None else ""))
+            if unfinished is not None:
+                finish = resume_command("SUITE", run.path.parent, comment=False)
+                fix = f"finish that run first ({finish}), or {fix}"
+        if len(never) < len(missing):
+            why.append(f"{len(missing) - len(never)} have a result there but no recorded conversation")
+        return [f"--replay-user {run.path}: {len(missing)} of the {len(self._simulated_ids)} simulated "
+                f"conversations this run would play have no recorded user to replay ({'; '.join(why)}): {shown}; "
+                f"{fix}"]
+
     def _precheck(self) -> None:
         checker = RowChecks(self.suite, self.graders, self._where or "suite", self._user_template)
         # a run checks the rows it will run; validate (collecting) checks every row whatever the options
@@ -215,6 +273,8 @@ class PreparedRun:
                     if self.shard is None or in_shard(str(sample.id), self.shard):
                         selected += 1
                         self.simulated += sample.user is not None
+                        if self.replayed is not None and sample.user is not None and not self._collecting:
+                            self._simulated_ids.append(str(sample.id))
                 return checker(sample.with_environment(self.suite.environment), where)
             return []
 
@@ -227,6 +287,7 @@ class PreparedRun:
         problems.extend(checker.problems())
         if self._user_problem is not None and self.simulated:
             problems.extend(self._user_problem.problems)
+        problems.extend(self._unreplayable())
         problems += [f"--sample-id {p}: matches no sample id in {self.dataset}" for p in self.selection.unmatched()]
         missing = self.selection.missing()
         if missing and self.rerun is not None:
@@ -257,5 +318,7 @@ class PreparedRun:
                 continue
             sample = sample.with_environment(self.suite.environment)  # targets and graders see the merged world
             sample = sample.with_user_defaults(self.suite.user)  # and the user: block with the suite's defaults
+            if self.options.matrix and sample.agent_model is not None:  # each column asks its own model
+                sample = sample.model_copy(update={"agent_model": None})
             for repeat in range(self.repeats):
                 yield sample, repeat

@@ -1,4 +1,6 @@
-"""Resume a killed or interrupted run: keep what finished, repair a torn last line, refuse a changed suite."""
+"""Resume a killed or interrupted run: keep what finished, repair a torn last line, refuse a changed suite or
+endpoints that now resolve elsewhere (the options it continues with are in started_with.py); and what
+`--rerun-failed` reruns, refusing a run that never finished."""
 
 from __future__ import annotations
 
@@ -14,31 +16,8 @@ from evals_cli.errors import ConfigError
 from evals_cli.models.results import SampleResult
 from evals_cli.output.files import RESULTS_NAME, results_path
 from evals_cli.output.fingerprint import Fingerprint
-from evals_cli.output.manifest import MANIFEST_NAME, folder_error, read_manifest
-from evals_cli.runner.options import RunOptions
-
-
-def resumed_options(options: RunOptions) -> RunOptions:
-    """The options a resumed run continues with: the agent model and the repeats the run started with, from its
-    run.json. Without this, `--resume RUN` resolved the model afresh (the suite's default, EVAL_AGENT_MODEL) and
-    filed another model's results under the run's model, and ran the suite's repeats instead of the run's, so the
-    missing repeats never ran. A different --model is refused; an explicit --repeats still wins."""
-    if options.resume is None:
-        return options
-    directory = results_path(options.resume).parent
-    if not (directory / MANIFEST_NAME).is_file():
-        return options  # load_for_resume says what is wrong with the folder
-    manifest = read_manifest(directory)
-    update: dict[str, object] = {}
-    if manifest.model is not None:
-        if options.model is not None and options.model != manifest.model:
-            raise ConfigError(f"--resume {options.resume}: that run's agent model is {manifest.model}, not "
-                              f"{options.model}; resume it without --model, or start a new run for {options.model} "
-                              "(-o NEW_DIR)")
-        update["model"] = manifest.model
-    if options.repeats is None:
-        update["repeats"] = manifest.repeats
-    return options.model_copy(update=update) if update else options
+from evals_cli.output.manifest import MANIFEST_NAME, Manifest, StartedWith, folder_error, read_manifest
+from evals_cli.runner.started_with import resume_command, started_manifest
 
 
 @dataclass
@@ -49,9 +28,11 @@ class ResumeState:
     repaired: str | None = None
 
 
-def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool) -> ResumeState:
+def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool, now: StartedWith | None = None,
+                    graders: list[str] | None = None) -> ResumeState:
     """Read the earlier results; with `retry_errors`, errored lines are dropped so their reruns do not
-    duplicate them. The results file is rewritten (atomically) only when something must go."""
+    duplicate them. The results file is rewritten (atomically) only when something must go. `now` and `graders`
+    (what this resume resolved: endpoints, graders) are checked against what the run started with."""
     path = results_path(target)
     directory = path.parent
     if not target.exists():
@@ -63,11 +44,13 @@ def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool) -> Resume
     if not (directory / MANIFEST_NAME).is_file():
         raise ConfigError(f"--resume {target}: {directory} holds no {MANIFEST_NAME}, so it is not the folder of a run "
                           f"started by `evals run`; give that folder (or its {RESULTS_NAME})")
-    old = read_manifest(directory).fingerprint
+    manifest = read_manifest(directory)
+    old = manifest.fingerprint
     changed = [what for what in ("suite", "dataset") if getattr(old, what) != getattr(fp, what)]
     if changed:
         raise ConfigError(f"{directory}: cannot resume: the {' and the '.join(changed)} changed since this run "
                           "started, so old and new results would not be comparable; start a new run (-o NEW_DIR)")
+    _same_resolution(directory, manifest, now, graders)
     state = ResumeState(directory=directory)
     if not path.is_file():
         return state
@@ -107,6 +90,77 @@ def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool) -> Resume
     return state
 
 
+def _same_resolution(directory: Path, manifest: Manifest, now: StartedWith | None, graders: list[str] | None) -> None:
+    """Refuse a resume whose endpoints or graders resolved differently from the run's: the options are the
+    run's own by now (`resumed_options`), but the suite's URLs and the EVAL_* variables are read afresh, and
+    results from another judge or agent endpoint must not be merged into one verdict."""
+    problems: list[str] = []
+    if graders is not None and manifest.graders and sorted(graders) != sorted(manifest.graders):
+        problems.append(f"--resume {directory}: that run graded with {', '.join(manifest.graders)}; this resume "
+                        f"would grade with {', '.join(graders) or 'none'}; start a new run (-o NEW_DIR)")
+    started = manifest.started_with
+    if now is not None and started is not None:
+        for role in dict.fromkeys([*started.endpoints, *now.endpoints]):
+            then, here = started.endpoints.get(role), now.endpoints.get(role)
+            if then != here:
+                problems.append(f"--resume {directory}: the {role} is {here or 'none'}, but that run started with "
+                                f"{then or 'none'}; set it back (the suite, --base-url, --judge-model, "
+                                "--judge-base-url or the EVAL_* variables), or start a new run (-o NEW_DIR)")
+    if problems:
+        raise ConfigError(problems)
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A run that did not run every sample it planned: how it ended and how much never ran (None: unknown)."""
+
+    how: str
+    never_ran: int | None
+    planned: int | None
+
+    def describe(self) -> str:
+        if self.never_ran is not None and self.planned is not None:
+            return f"{self.how}: {self.never_ran} of its {self.planned} samples never ran"
+        return self.how
+
+
+def unfinished_run(directory: Path, results: int, samples: int) -> Unfinished | None:
+    """Whether the run in `directory`, whose results file holds `results` lines over `samples` distinct samples,
+    stopped before it ran every sample it planned: from its summary.json, or, when it has none (killed), from
+    the plan its run.json keeps. None when it finished, or when the folder says nothing of a plan (a bare
+    results file)."""
+    from evals_cli.output.files import SUMMARY_NAME
+
+    summary_path = directory / SUMMARY_NAME
+    if summary_path.is_file():
+        try:
+            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            cov = summary.get("coverage") or {}
+            expected, total = cov.get("expected_results"), int(summary.get("total", results))
+            status = str(summary.get("status") or "stopped")
+        except (OSError, ValueError, TypeError, AttributeError):
+            return Unfinished("its summary.json is unreadable", None, None)
+        if expected is None or total >= int(expected):
+            return None
+        selected, ran = cov.get("selected"), cov.get("run")
+        never = int(selected) - int(ran) if selected is not None and ran is not None else None
+        return Unfinished(f"{status} after {total} of {expected} sample runs", never,
+                          int(selected) if selected is not None else None)
+    if not (directory / MANIFEST_NAME).is_file():
+        return None
+    try:
+        started = read_manifest(directory).started_with
+    except ConfigError:
+        started = None
+    how = "stopped before it finished (no summary.json)"
+    if started is None or started.planned_results is None:
+        return Unfinished(how, None, None)
+    if results >= started.planned_results:
+        return None  # killed after its last result, before its summary: every sample ran
+    planned = started.planned_samples
+    return Unfinished(how, planned - samples if planned is not None else None, planned)
+
+
 @dataclass
 class FailedSamples:
     """What `--rerun-failed RUN` reruns: the samples that failed or errored in any repeat, in first-seen order."""
@@ -119,7 +173,9 @@ class FailedSamples:
 def failed_samples(target: Path) -> FailedSamples:
     """The samples of an earlier run (its folder or results.jsonl) to run again: a sample counts as failed when
     any of its repeats failed the gate's per-sample rule or errored. Only the ids are read, line by line; a torn
-    last line (a killed run) is skipped."""
+    last line (a killed run) is skipped. A run that never finished is refused (ConfigError, saying how many
+    samples never ran and the command that finishes it): its samples that never ran have no result to fail, and
+    "nothing to rerun" of such a run read as "nothing failed"."""
     path = results_path(target)
     if not target.exists():
         raise ConfigError(f"--rerun-failed {target}: no such folder; give the folder of an earlier `evals run` (printed "
@@ -129,6 +185,7 @@ def failed_samples(target: Path) -> FailedSamples:
                           f"the folder of an earlier `evals run` or its {RESULTS_NAME}")
     failed: dict[str, None] = {}
     seen: set[str] = set()
+    lines = 0
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
             for number, line in enumerate(fh, 1):
@@ -143,9 +200,27 @@ def failed_samples(target: Path) -> FailedSamples:
                     raise ConfigError(f"{path}:{number}: not a results line; --rerun-failed needs the results of a "
                                       "run") from None
                 seen.add(sample_id)
+                lines += 1
                 if row.get("error") is not None or row.get("passed") is False:
                     failed[sample_id] = None
     except OSError as exc:
         raise ConfigError(f"--rerun-failed {target}: cannot read {path} ({exc.strerror or type(exc).__name__})") \
             from None
+    unfinished = unfinished_run(path.parent, lines, len(seen))
+    if unfinished is not None:  # samples that never ran have no result to fail: "nothing to rerun" would lie
+        finish = resume_command("SUITE", path.parent, comment=False)
+        raise ConfigError(f"--rerun-failed {target}: that run never finished ({unfinished.describe()}), so whether "
+                          f"those samples fail is not known; finish it first ({finish}), then rerun its failures "
+                          f"with --rerun-failed {target}")
     return FailedSamples(path=path, ids=list(failed), samples=len(seen))
+
+
+def resumed_rerun(target: Path) -> FailedSamples | None:
+    """The samples a resumed `--rerun-failed` run keeps: those its run.json says it selected when it started (the
+    run it read them from may have changed since); None for a run that was not a rerun."""
+    manifest = started_manifest(target)
+    started = manifest.started_with if manifest is not None else None
+    if started is None or started.rerun_ids is None:
+        return None
+    return FailedSamples(path=Path(started.rerun_failed or target), ids=list(started.rerun_ids),
+                         samples=len(started.rerun_ids))

@@ -2,16 +2,20 @@
 
 The files are shipped verbatim under `templates/` (package data), not generated: what `evals init` writes is
 exactly what the tests validate, run and replay, and `recording.jsonl` was recorded from these very files by
-scripts/make_init_recording.py. Nothing here is templated, so a suite that works in the repo works after init.
+scripts/make_init_recording.py. Nothing here is templated, so a suite that works in the repo works after init,
+with one exception: when `evals` is not on PATH (started as `.venv/bin/evals`), the Makefile's `EVALS ?= evals`
+line falls back to the program as it was started, so `make evals` runs where the user typed it.
 """
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from evals_cli.errors import ConfigError
+from evals_cli.invocation import program
 
 __all__ = ["FILES", "ScaffoldResult", "next_commands", "scaffold", "template_text"]
 
@@ -57,6 +61,7 @@ def scaffold(folder: Path, *, force: bool = False) -> ScaffoldResult:
     if not_files:  # --force replaces files, never a folder of the user's
         raise ConfigError(f"{', '.join(map(str, not_files))}: is a folder, not a file; --force replaces only files")
     contents = [template_text(name) for name in FILES]  # a broken install fails here, before anything is written
+    contents[list(FILES).index("Makefile")] = _with_program(contents[list(FILES).index("Makefile")], folder)
     created = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -70,16 +75,26 @@ def scaffold(folder: Path, *, force: bool = False) -> ScaffoldResult:
     return ScaffoldResult(folder=folder, written=targets, created_folder=created)
 
 
+def _with_program(makefile: str, folder: Path) -> str:
+    """The Makefile with `evals` found on PATH first (as in CI), else the program this init was started as."""
+    started = program(cwd=folder)
+    if started == "evals":
+        return makefile
+    return makefile.replace("EVALS ?= evals\n", f"EVALS ?= $(or $(shell command -v evals),{started})\n", 1)
+
+
 def next_commands(folder: Path) -> list[tuple[str, str]]:
-    """The commands to type after init, each with what it does; run from the scaffolded folder."""
+    """The commands to type after init, each with what it does; run from the scaffolded folder, with the program
+    named as it was started (`.venv/bin/evals` is `../.venv/bin/evals` once in a folder below)."""
     steps: list[tuple[str, str]] = []
     if folder.resolve() != Path.cwd().resolve():
-        steps.append((f"cd {folder}", ""))
+        steps.append((f"cd {shlex.quote(str(folder))}", ""))
+    evals = program(cwd=folder)
     steps += [
-        ("evals validate suite.yaml", "check suite, dataset and rubric; no model calls"),
-        ("evals run suite.yaml --replay recording.jsonl", "offline replay of a scripted agent (not a real model)"),
+        (f"{evals} validate suite.yaml", "check suite, dataset and rubric; no model calls"),
+        (f"{evals} run suite.yaml --replay recording.jsonl", "offline replay of a scripted agent (not a real model)"),
         ("export EVAL_AGENT_BASE_URL=http://localhost:11434/v1 EVAL_AGENT_MODEL=qwen2.5:1.5b",
          "your endpoint and model (EVAL_AGENT_API_KEY if it needs one)"),
-        ("evals run suite.yaml", "the real run: exit 0 gate passed, 1 failed"),
+        (f"{evals} run suite.yaml", "the real run: exit 0 gate passed, 1 failed"),
     ]
     return steps

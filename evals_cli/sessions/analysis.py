@@ -105,7 +105,10 @@ def interaction_result(session: AgentSession, target: RecordedSessionsTarget, po
 
 def conversation_stats(turns: list[TurnResult]) -> ConversationStats:
     def count(kind: str) -> int:
-        return sum(1 for turn in turns if turn.is_bad and any(d.type == kind for d in turn.detections))
+        # a detection the judge overruled is counted in overruled_detections only, even on a turn that stays bad
+        # for another (stated) one
+        return sum(1 for turn in turns
+                   if turn.is_bad and any(d.type == kind and not d.overruled_by_judge for d in turn.detections))
 
     bad = sum(1 for turn in turns if turn.is_bad)
     overruled = sum(1 for turn in turns for d in turn.detections if d.overruled_by_judge)

@@ -3,16 +3,18 @@
 - ccm (the user re-asks): turn i+1's user message is at least `thresholds.ccm_similarity` similar to turn i's
   (`text.similarity`); confidence is the similarity.
 - rdm (the user corrects or rejects the answer): turn i+1's user message holds a correction phrase. Explicit
-  ones ("that's wrong", "not what I asked") give confidence 0.9, softer ones ("actually, I meant", a leading
-  "No,") 0.7.
+  ones ("that's wrong", "not what I asked", the suite's `correction_phrases`) give confidence 0.9 and are
+  stated by the user (`stated_by_user`); softer ones ("actually, I meant", a leading "No,") give 0.7 and are
+  inferred, like every other detection (a "No," may answer the agent's own question).
 - hallucination: turn i's final response states facts (identifiers, numbers: see `text.py`) found nowhere in
   the evidence: the tool calls and results of this turn and earlier ones (an answer may restate what an earlier
   turn looked up), the user messages so far and the task. Only for turns with a tool call: without tool results
   there is nothing to check against. Confidence 0.6 + 0.4 x the unsupported share of the response's facts.
 
 The last turn has no next message, so only the hallucination check (and the judge) can flag it. When the judge
-is asked, it confirms or rejects the deterministic detections and may flag a bad turn they missed
-(`combine_turn`). Confidences are hand-set heuristics to rank findings, not probabilities.
+is asked, it confirms or rejects the inferred deterministic detections and may flag a bad turn they missed
+(`combine_turn`); a correction the user stated stands whatever the judge says: the user is the authority on
+what they asked, a judge is not. Confidences are hand-set heuristics to rank findings, not probabilities.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def detect_rdm(session: AgentSession, turn_index: int, extra_phrases: list[str] 
     if found is None:
         return None
     confidence, phrase = found
-    return Detection(type="rdm", confidence=confidence, source="deterministic",
+    return Detection(type="rdm", confidence=confidence, source="deterministic", stated_by_user=confidence >= STRONG,
                      evidence=f"turn {turn_index + 2} corrects the answer ({phrase!r})")
 
 
@@ -137,10 +139,12 @@ def combine_turn(turn_index: int, detections: list[Detection], similarity_to_nex
     """The turn verdict from the deterministic detections and the judge's (label, reason), when asked.
 
     The judge confirms (any bad label: confidence moves halfway to 1) or rejects (label 'good': not bad,
-    confidence 0.6) the deterministic detections; alone it flags a turn with confidence 0.7. A rejected detection
-    never vanishes: it stays in `detections`, marked `overruled_by_judge` with the judge's reason, so a reviewer
-    sees what the judge overruled (an explicit "No, that's wrong" is strong evidence). With `judge_confirms` off
-    the deterministic detections are final: the judge's 'good' is noted, the turn stays bad. Without a judge,
+    confidence 0.6) the deterministic detections; alone it flags a turn with confidence 0.7. It may reject only
+    inferred detections: a correction the user stated (`stated_by_user`: "That's wrong, not what I asked") keeps
+    the turn bad whatever the judge says, with the judge's 'good' noted. A rejected detection never vanishes: it
+    stays in `detections`, marked `overruled_by_judge` with the judge's reason, so a reviewer sees what the judge
+    overruled. With `judge_confirms` off the deterministic detections are final: the judge's 'good' is noted, the
+    turn stays bad. Without a judge,
     a clean turn's confidence is 1 - its similarity to the next message (at least 0.5), 0.5 for the last turn.
     """
     if judge is None:
@@ -157,9 +161,18 @@ def combine_turn(turn_index: int, detections: list[Detection], similarity_to_nex
             return TurnResult(turn_index=turn_index, is_bad=True, detection_type=top.type, confidence=top.confidence,
                               detections=detections, reason=f"{top.evidence}; the judge found the turn good "
                               f"(judge_confirms off: the detection stands): {why}")
+        stated = [d for d in detections if d.stated_by_user]
+        inferred = [d for d in detections if not d.stated_by_user]
+        overruled = [d.model_copy(update={"overruled_by_judge": True, "judge_reason": why}) for d in inferred]
+        if stated:
+            top = _primary(stated)
+            also = f"; it overruled {', '.join(d.type for d in overruled)}" if overruled else ""
+            return TurnResult(turn_index=turn_index, is_bad=True, detection_type=top.type, confidence=top.confidence,
+                              detections=stated + overruled,
+                              reason=f"{top.evidence}; the user said so, which stands although the judge found the "
+                              f"turn good{also}: {why}")
         if detections:
             rejected = "; ".join(d.evidence for d in detections)
-            overruled = [d.model_copy(update={"overruled_by_judge": True, "judge_reason": why}) for d in detections]
             return TurnResult(turn_index=turn_index, is_bad=False, detection_type="none", confidence=0.6,
                               detections=overruled, reason=f"judge rejected the detection ({rejected}): {why}")
         return TurnResult(turn_index=turn_index, is_bad=False, detection_type="none", confidence=0.9, reason=why)

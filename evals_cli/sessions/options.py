@@ -20,6 +20,7 @@ AGENT_ONLY: tuple[tuple[str, Any, str], ...] = (
     ("shard", None, "--shard splits a live run"), ("otel", False, "--otel traces a live run"),
     ("target_file", None, "--target names a live agent"),
     ("sample_ids", None, "--sample-id picks live samples"), ("rerun_failed", None, "--rerun-failed reruns live samples"),
+    ("cache", None, "--cache serves a live run's calls (use --record / --replay for the judge's)"),
 )
 
 

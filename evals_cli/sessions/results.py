@@ -98,6 +98,9 @@ class Detection(Out):
     overruled_by_judge: bool = Field(default=False, description="The judge found the turn good: the detection is "
                                      "kept for review but does not make the turn bad (see judge_confirms).")
     judge_reason: str | None = Field(default=None, description="The judge's reason, when it overruled.")
+    stated_by_user: bool = Field(default=False, description="The user said it in so many words (an explicit "
+                                 "correction: \"that's wrong\", \"not what I asked\", a suite's correction_phrases): "
+                                 "the judge cannot overrule it, only inferred detections.")
 
 
 class TurnResult(Out):

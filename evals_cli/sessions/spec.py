@@ -112,6 +112,7 @@ class RecordedSessionsTarget(_Strict):
     judge_concurrency: int = Field(default=8, ge=1, description="Judge calls in flight at once, over all sessions "
                                    "(never more than the run's concurrency).")
     judge_confirms: bool = Field(default=True, description="on: the turn judge confirms or overrules the "
-                                 "deterministic detections (an overruled one stays in turn_results, marked "
+                                 "inferred deterministic detections (never a correction the user stated; an "
+                                 "overruled one stays in turn_results, marked "
                                  "overruled_by_judge, counted in overruled_detections); off: deterministic "
                                  "detections are final, the judge can only add its own.")

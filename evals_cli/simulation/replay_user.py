@@ -13,8 +13,10 @@ default) hands the conversation to the user simulator, which sees the conversati
 a conversation cut short is not the agent's failure; see graders/grading.py). The path is also left when the
 recorded conversation has no further user message (it ended in an error) while the current one goes on.
 
-Each (sample, repeat) replays the same repeat of RUN, or its first recorded repeat when RUN had fewer; a sample
-RUN never ran is played by the simulator as usual.
+Each (sample, repeat) replays the same repeat of RUN, or its first recorded repeat when RUN had fewer. A sample
+with a `user:` block that RUN holds no conversation of (RUN never ran it: a partial run, another selection) has
+no user to replay: the run refuses to start and names those samples (see runner/prepare.py), rather than have
+the simulator play them afresh, unannounced, next to replayed ones.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,13 @@ class RecordedRun:
 
     path: Path
     conversations: dict[tuple[str, int], RecordedConversation]
+    results: int = 0  # result lines RUN holds, conversations or not
+    samples: frozenset[str] = frozenset()  # the sample ids with a result in RUN
+
+    @cached_property
+    def replayable(self) -> frozenset[str]:
+        """The sample ids RUN holds a conversation of, in some repeat."""
+        return frozenset(s for s, _ in self.conversations)
 
     def for_sample(self, sample_id: str, repeat: int) -> RecordedConversation | None:
         found = self.conversations.get((sample_id, repeat))
@@ -68,8 +78,10 @@ def load_recorded_run(target: Path) -> RecordedRun:
                           "simulated users, or its results.jsonl")
     conversations: dict[tuple[str, int], RecordedConversation] = {}
     seen = 0
+    samples: set[str] = set()
     for result in read_results(path):
         seen += 1
+        samples.add(result.sample_id)
         trajectory = result.trajectory
         if not trajectory.simulated:
             continue
@@ -80,7 +92,7 @@ def load_recorded_run(target: Path) -> RecordedRun:
         raise ConfigError(f"--replay-user {target}: not a run with simulated users ({what} is a simulated-user "
                           "conversation); --replay-user replays the user messages of a run whose rows have a "
                           "`user:` block")
-    return RecordedRun(path, conversations)
+    return RecordedRun(path, conversations, seen, frozenset(samples))
 
 
 def _calls(turn: Turn) -> list[tuple[str, str]]:

@@ -79,8 +79,7 @@ def _expanded_size(root: yaml.Node, where: str) -> None:
         if known is not None:
             return known
         if depth > MAX_YAML_DEPTH:
-            raise ConfigError(f"{where}:{node.start_mark.line + 1}: YAML nested more than {MAX_YAML_DEPTH} levels "
-                              "deep; a suite needs only a few levels")
+            raise _too_deep(node.start_mark.line, where)
         total = 1
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
@@ -96,6 +95,35 @@ def _expanded_size(root: yaml.Node, where: str) -> None:
         return total
 
     size(root)
+
+
+def _too_deep(line: int, where: str) -> ConfigError:
+    return ConfigError(f"{where}:{line + 1}: YAML nested more than {MAX_YAML_DEPTH} levels deep; a suite needs "
+                       "only a few levels")
+
+
+def _refuse_deep_text(text: str, where: str) -> None:
+    """Raise evals-cli's own depth error when the text nests past MAX_YAML_DEPTH, else return.
+
+    Called only after libyaml refused a file: newer libyaml releases stop deep nesting with their own message
+    (PyYAML 6.0.4 at 1,000 levels), and the limit users are told must not depend on which one is installed.
+    The pure-Python parser has no depth limit of its own and reads events with a bounded look-ahead, so this
+    pass stops at the first value past the bound, without composing (or recursing into) anything."""
+    events = yaml.SafeLoader(text)
+    depth = 0
+    try:
+        while events.check_event():
+            event = events.get_event()
+            if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise _too_deep(event.start_mark.line if event.start_mark else 0, where)
+            elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return  # the syntax error the caller already holds is the one to report
+    finally:
+        events.dispose()
 
 
 def _duplicate_keys(root: yaml.Node, where: str) -> list[str]:
@@ -141,6 +169,7 @@ def parse_yaml(text: str, where: str, problems: list[str] | None = None) -> tupl
         data = loader.construct_document(node) if node is not None else None
         lines = _line_map(node) if node is not None else {}
     except yaml.MarkedYAMLError as exc:
+        _refuse_deep_text(text, where)
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
         raise ConfigError(f"{where}{line}: YAML syntax error: {exc.problem or exc}") from None
@@ -152,10 +181,11 @@ def parse_yaml(text: str, where: str, problems: list[str] | None = None) -> tupl
         what = (f"a number has more than {sys.get_int_max_str_digits()} digits, more than Python reads"
                 if found else f"a value cannot be read ({clip(str(exc), 100)})")
         raise ConfigError(f"{where}{at}: YAML {what}; quote it to make it a string") from None
-    except RecursionError:  # the pure-Python parser, past Python's own recursion limit
+    except RecursionError:  # the pure-Python composer, past Python's own recursion limit
+        _refuse_deep_text(text, where)
         depth_line: int | None = getattr(loader, "line", None)
-        raise ConfigError(f"{where}{f':{depth_line + 1}' if depth_line is not None else ''}: YAML nested too "
-                          "deeply to read; a suite needs only a few levels") from None
+        raise ConfigError(f"{where}{f':{depth_line + 1}' if depth_line is not None else ''}: YAML nested more "
+                          f"than {MAX_YAML_DEPTH} levels deep; a suite needs only a few levels") from None
     finally:
         loader.dispose()
     return data, lines
@@ -218,7 +248,8 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
     written_line_of = line_finder(lines)
     moves: list[tuple[Loc, Loc]] = []
     letta_target = False
-    if letta_reason(data) is not None:
+    letta_file = letta_reason(data) is not None
+    if letta_file:
         translation = translate(data)
         data, moves, letta_target = translation.data, translation.moves, translation.letta_target
         problems += [_located(where, written_line_of, p, msg) for p, msg in translation.problems]
@@ -234,6 +265,7 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
     if problems:
         raise ConfigError(problems)
     spec._base_dir = path.resolve().parent
+    spec._letta_format = letta_file
     return spec
 
 

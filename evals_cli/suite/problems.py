@@ -97,6 +97,8 @@ def _looks_like_label(part: str) -> bool:
 
 
 def _message(err: ErrorDetails, valid_keys: list[str], key: str | int | None) -> str:
+    """Our own sentence for the kinds of problem users meet most (pydantic's wording changes between releases,
+    and tests must not pin it); pydantic's message, lower-cased, for the rest."""
     kind = err["type"]
     if kind == "extra_forbidden":
         hint = difflib.get_close_matches(str(key), valid_keys, n=1, cutoff=0.6)
@@ -119,6 +121,11 @@ def _message(err: ErrorDetails, valid_keys: list[str], key: str | int | None) ->
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
     return msg[:1].lower() + msg[1:]
+
+
+def error_message(err: ErrorDetails) -> str:
+    """One pydantic error in our words, for places that name the field themselves."""
+    return _message(err, [], err["loc"][-1] if err["loc"] else None)
 
 
 def format_validation_error(

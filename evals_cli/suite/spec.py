@@ -18,7 +18,7 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
-from pydantic import Discriminator, Field, Tag, field_validator
+from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator
 
 from evals_cli.graders.base import GRADERS
 from evals_cli.models.base import StrictModel, SuiteFile
@@ -148,6 +148,15 @@ class SuiteSpec(SuiteFile):
     max_cost: float | None = Field(
         default=None, gt=0, description="Stop scheduling new samples once the run has spent this much (needs pricing)."
     )
+    # set by the loader for a letta-evals suite file: its results keep letta-evals' counting where ours differs
+    _letta_format: bool = PrivateAttr(default=False)
+
+    @property
+    def letta_format(self) -> bool:
+        """Loaded from a letta-evals suite file (see evals_cli/suite/letta.py). Such a suite's per-turn grades count
+        a turn as passed at a score of 1.0, as letta-evals counts `turns_passed`, so the numbers its users
+        compare with letta-evals' mean the same."""
+        return self._letta_format
 
     @field_validator("graders")
     @classmethod

@@ -103,6 +103,7 @@ class ToolLoopTarget(Target):
                   repeat: int | None = None) -> Trajectory:
         toolbox, schemas = self._toolbox(sample)
         trajectory = trajectory if trajectory is not None else Trajectory()
+        trajectory.agent_model = sample.agent_model  # the row's own model, asked instead of the run's (results say so)
         conversation = self.start(sample, trajectory)
         max_steps = sample.max_steps or self.spec.max_steps
         user_turns: list[str | None] = list(sample.user_turns) or [None]

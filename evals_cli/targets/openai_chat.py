@@ -54,7 +54,7 @@ class OpenAIChat(ToolLoopTarget):
                        toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
         """Loop until a reply without tool calls (True) or the step bound (False)."""
         client = self.pool.client(self.endpoint)
-        kwargs = self._request_options(schemas)
+        kwargs = self._request_options(schemas, sample.agent_model)
         for step_index in range(max_steps):
             step, calls = await take_step(sample, turn, turn_index, step_index,
                                           lambda: client.chat.completions.create(messages=messages, **kwargs),
@@ -74,8 +74,8 @@ class OpenAIChat(ToolLoopTarget):
                 messages.append({"role": "tool", "tool_call_id": record.id, "content": record.result})
         return False
 
-    def _request_options(self, schemas: list[dict[str, Any]]) -> dict[str, Any]:
-        return request_options(self.spec, self.endpoint.model, schemas, "max_tokens")
+    def _request_options(self, schemas: list[dict[str, Any]], model: str | None = None) -> dict[str, Any]:
+        return request_options(self.spec, model or self.endpoint.model, schemas, "max_tokens")
 
 
 def _read_response(response: Any, latency: float) -> tuple[Step, list[Any]]:

@@ -70,7 +70,7 @@ class OpenAIResponses(ToolLoopTarget):
                        toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
         """Loop until a reply without function calls (True) or the step bound (False)."""
         client = self.pool.client(self.endpoint)
-        kwargs = self._request_options(schemas, instructions(sample, self.system_prompt))
+        kwargs = self._request_options(schemas, instructions(sample, self.system_prompt), sample.agent_model)
         for step_index in range(max_steps):
             step, calls = await take_step(sample, turn, turn_index, step_index,
                                           lambda: client.responses.create(input=items, **kwargs), _read_response)
@@ -86,8 +86,9 @@ class OpenAIResponses(ToolLoopTarget):
                          for r in step.tool_calls)
         return False
 
-    def _request_options(self, schemas: list[dict[str, Any]], system: str | None) -> dict[str, Any]:
-        options = request_options(self.spec, self.endpoint.model, schemas, "max_output_tokens")
+    def _request_options(self, schemas: list[dict[str, Any]], system: str | None,
+                         model: str | None = None) -> dict[str, Any]:
+        options = request_options(self.spec, model or self.endpoint.model, schemas, "max_output_tokens")
         if system:
             options["instructions"] = system
         if self.spec.store is not None:

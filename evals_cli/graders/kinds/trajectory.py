@@ -11,8 +11,13 @@ one step did not choose an order, so `strict` and `subsequence` accept either or
   the behaviour before modes existed, kept so existing scores do not move);
 - strict: the longest common subsequence (parallel groups unordered) / max(n, m), so extra calls cost too;
 - unordered: expected calls matched one-to-one (a maximum matching, globs) / max(n, m);
-- subset: expected calls matched one-to-one / n;
-- superset: calls matching some expected glob / m (1 with no calls).
+- superset: expected calls matched one-to-one / n;
+- subset: calls matched one-to-one to an expected entry / m (1 with no calls).
+
+`subset` and `superset` follow agentevals' trajectory match: the agent's calls are a superset of the expected
+ones (every expected call made, extra calls allowed) or a subset (no call beyond the expected ones, each expected
+entry standing for one call). Until issue 24 the two names meant the reverse; `evals validate` notes suites that
+use them (`mode_change_note`), so a suite written before is told its meaning flipped.
 """
 
 from __future__ import annotations
@@ -44,14 +49,15 @@ class ToolOrderSpec(GraderBase):
     mode: ToolOrderMode = Field(
         default="subsequence",
         description="strict: exactly this sequence; subsequence: in this order, extra calls allowed; "
-        "unordered: the same multiset, any order; subset: every expected call appears; "
-        "superset: no call outside the expected tools.",
+        "unordered: the same multiset, any order; superset (as in agentevals): the calls include every expected "
+        "one, extra calls allowed; subset (as in agentevals): every call is one of the expected ones (each "
+        "expected entry matches one call).",
     )
     score: ScoreMode = Field(
         default="binary",
         description="binary: 1 or 0. fraction: subsequence in-order prefix matched/expected; "
-        "strict LCS/max(expected, calls); unordered matched/max(expected, calls); subset matched/expected; "
-        "superset calls inside/calls.",
+        "strict LCS/max(expected, calls); unordered matched/max(expected, calls); superset matched/expected; "
+        "subset calls matched/calls.",
     )
 
 
@@ -158,25 +164,25 @@ def _judge(mode: str, expected: list[str], names: list[str], groups: list[list[i
         if divergence is None:
             return _Verdict(True, 1.0, n, f"called exactly {arrow}" if n else "no tool calls, as expected")
         return _Verdict(False, fraction, len(hit), f"expected exactly {arrow or 'no calls'}; {divergence}; {called}")
-    if mode == "superset":
-        outside = [nm for nm in names if not any_glob(nm, expected)]
-        inside = m - len(outside)
-        if not outside:
-            why = (f"every call is among {', '.join(expected)}" if m else
-                   f"no tool calls, so none outside {', '.join(expected) or 'the (empty) expected set'}")
-            return _Verdict(True, 1.0, inside, why)
-        counts = Counter(outside)
-        listed = ", ".join(f"{k} ×{v}" if v > 1 else k for k, v in counts.items())
-        allowed = ", ".join(expected) or "nothing (no tools expected)"
-        return _Verdict(False, inside / m, inside, f"called tool(s) outside {allowed}: {listed}")
     matching = max_matching(expected, names, _fits)
     missing = [e for k, e in enumerate(expected) if k not in matching]
     extra = [nm for j, nm in enumerate(names) if j not in set(matching.values())]
-    if mode == "subset":
+    if mode == "superset":  # agentevals: the calls are a superset of the expected ones
         if not missing:
             return _Verdict(True, 1.0, n, f"called every expected tool: {', '.join(expected)}")
         return _Verdict(False, len(matching) / n, len(matching),
                         f"matched {len(matching)}/{n}, missing {', '.join(repr(e) for e in missing)}; {called}")
+    if mode == "subset":  # agentevals: the calls are a subset of the expected ones
+        inside = m - len(extra)
+        if not extra:
+            why = (f"every call is one of {', '.join(expected)}" if m else
+                   f"no tool calls, so none beyond {', '.join(expected) or 'the (empty) expected list'}")
+            return _Verdict(True, 1.0, inside, why)
+        counts = Counter(extra)
+        listed = ", ".join(f"{k} ×{v}" if v > 1 else k for k, v in counts.items())
+        allowed = ", ".join(expected) or "nothing (no tools expected)"
+        return _Verdict(False, inside / m, inside,
+                        f"called tool(s) beyond the expected {allowed} (each expected entry matches one call): {listed}")
     # unordered: the same multiset
     if not missing and not extra:
         return _Verdict(True, 1.0, n, f"called exactly {', '.join(expected)} (any order)" if n else
@@ -185,6 +191,23 @@ def _judge(mode: str, expected: list[str], names: list[str], groups: list[list[i
     problems += [f"unexpected {', '.join(extra)}"] if extra else []
     return _Verdict(False, len(matching) / max(n, m), len(matching),
                     f"expected {', '.join(expected) or 'no calls'} in any order; {'; '.join(problems)}")
+
+
+_MEANINGS = {
+    "superset": "the agent's calls include every expected call, extra calls allowed",
+    "subset": "every call the agent makes is one of the expected ones, extra calls fail",
+}
+
+
+def mode_change_note(mode: str) -> str | None:
+    """What `evals validate` says about a tool_order `mode` whose meaning flipped (subset and superset now follow
+    agentevals): a note, not a problem, so a suite written for the old meaning runs but is told. None otherwise."""
+    if mode not in _MEANINGS:
+        return None
+    other = "subset" if mode == "superset" else "superset"
+    return (f"{mode} now means what it means in agentevals: {_MEANINGS[mode]}. Earlier versions of evals-cli read "
+            f"{mode} the other way round ({_MEANINGS[other]}); if this suite was written for that, write mode: "
+            f"{other}")
 
 
 @GRADERS.register("tool_order", spec=ToolOrderSpec)
@@ -196,7 +219,7 @@ class ToolOrderGrader(Grader[ToolOrderSpec]):
         names = [c.name for c in ctx.trajectory.tool_calls]
         mode = self.spec.mode
         # An empty list still says something in the modes that limit calls: "call nothing".
-        if expected is None or (not expected and mode in ("subsequence", "subset")):
+        if expected is None or (not expected and mode in ("subsequence", "superset")):
             return Grade.not_applicable("no expected tool order: nothing to check",
                                         metadata={"called": names, "mode": mode})
         verdict = _judge(mode, list(expected), names, step_groups(ctx.trajectory))

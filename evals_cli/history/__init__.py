@@ -1,0 +1,8 @@
+"""Run history: the runs under a results folder with each suite's trend (`evals history`), and a local viewer of
+that history and every run's report (`evals view`)."""
+
+from __future__ import annotations
+
+from evals_cli.history.runs import ModelLine, RunEntry, Trend, TrendPoint, scan_runs, sparkline, trends
+
+__all__ = ["ModelLine", "RunEntry", "Trend", "TrendPoint", "scan_runs", "sparkline", "trends"]

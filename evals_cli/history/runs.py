@@ -1,0 +1,354 @@
+"""The runs under a results folder, read from what each run left on disk, and each suite's trend over them.
+
+A run is a folder holding `run.json`, `results.jsonl` or `summary.json` (an `evals run`, `evals merge`,
+`evals analyze`), or `matrix.json` (a run over several models, whose model subfolders belong to it). Every field
+says only what the files prove: a run without summary.json has no verdict (it is still going, or it was stopped),
+its counts are those of the results written so far, and it never counts towards a trend.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ValidationError
+
+from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED, ConfigError
+from evals_cli.models.results import Coverage
+from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME
+from evals_cli.output.manifest import MANIFEST_NAME, MATRIX_NAME, read_manifest, read_matrix
+
+RunKind = Literal["run", "models", "sessions"]
+Status = Literal["completed", "aborted", "interrupted", "running", "stopped"]
+GateWord = Literal["PASSED", "FAILED", "not evaluated", "running", "stopped"]
+
+RUNNING_WINDOW_S = 30 * 60
+"""A run without summary.json whose files changed this recently is taken to be in flight (a results line is
+written per finished sample); older, it was stopped before its end (killed, or the machine went down)."""
+MAX_DEPTH = 6
+_MARKERS = (MANIFEST_NAME, RESULTS_NAME, SUMMARY_NAME)
+
+
+@dataclass
+class ModelLine:
+    """One model of a run over several models, as the history shows it."""
+
+    model: str
+    folder: str
+    pass_rate: float | None
+    passed: int
+    graded: int
+    gate: GateWord
+    cost: float | None
+    endpoint: str | None = None
+
+
+@dataclass
+class RunEntry:
+    """One run, as its folder tells it. `rel` (the folder relative to the results folder, with `/`) names it in
+    the history and in the viewer's addresses."""
+
+    path: Path
+    rel: str
+    kind: RunKind
+    suite: str
+    started: datetime
+    status: Status
+    gate: GateWord
+    models: list[str] = field(default_factory=list)
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    total: int = 0
+    cost: float | None = None
+    exit_code: int | None = None
+    detail: str = ""
+    per_model: list[ModelLine] = field(default_factory=list)
+    subset: str = ""  # which samples, when not the whole dataset ("-n 3", "tags: smoke"): trends keep them apart
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed of the samples graded; errored samples are counted apart, never as failures."""
+        graded = self.passed + self.failed
+        return self.passed / graded if graded else None
+
+    @property
+    def in_flight(self) -> bool:
+        return self.status == "running"
+
+    def as_json(self) -> dict[str, object]:
+        return {"run": self.rel, "kind": self.kind, "suite": self.suite, "started_at": self.started.isoformat(),
+                "status": self.status, "gate": self.gate, "exit_code": self.exit_code, "models": self.models,
+                "pass_rate": self.pass_rate, "passed": self.passed, "failed": self.failed, "errored": self.errored,
+                "total": self.total, "cost": self.cost, "detail": self.detail, "subset": self.subset,
+                "per_model": [vars(m) for m in self.per_model]}
+
+
+@dataclass
+class TrendPoint:
+    run: str
+    started: datetime
+    pass_rate: float
+    gate: GateWord
+
+
+@dataclass
+class Trend:
+    """A suite's pass rate over its last completed runs, oldest first (per model: a model's runs are its own)."""
+
+    suite: str
+    model: str
+    runs: int
+    points: list[TrendPoint]
+    subset: str = ""
+
+    @property
+    def change(self) -> float | None:
+        """The last pass rate minus the one before it (None with one run)."""
+        return self.points[-1].pass_rate - self.points[-2].pass_rate if len(self.points) > 1 else None
+
+
+# --- finding runs ------------------------------------------------------------------------------------------
+
+
+def run_folders(root: Path) -> Iterator[Path]:
+    """Every run folder under `root` (itself included), in no order; a matrix's model folders are part of it."""
+    for here, dirs, files in os.walk(root):
+        depth = len(Path(here).relative_to(root).parts)
+        if MATRIX_NAME in files or any(name in files for name in _MARKERS):
+            dirs[:] = []
+            yield Path(here)
+            continue
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < MAX_DEPTH else []
+
+
+def scan_runs(root: Path) -> list[RunEntry]:
+    """Every run under `root`, newest first. ConfigError when `root` is not a folder; a folder whose files cannot
+    be read is left out (`evals report` on it says why)."""
+    if not root.is_dir():
+        raise ConfigError(f"{root}: no such folder; give the folder your runs are written to (default: results)")
+    entries = []
+    for folder in run_folders(root):
+        try:
+            entries.append(read_run(folder, root))
+        except (ConfigError, OSError, ValueError, ValidationError):
+            continue
+    return sorted(entries, key=lambda e: (e.started, e.rel), reverse=True)
+
+
+def find_run(root: Path, rel: str) -> RunEntry | None:
+    """The run named `rel` under `root`, only when scanning finds it there (never a path built from `rel`)."""
+    return next((entry for entry in scan_runs(root) if entry.rel == rel), None)
+
+
+# --- reading one run ---------------------------------------------------------------------------------------
+
+
+def read_run(folder: Path, root: Path) -> RunEntry:
+    rel = folder.relative_to(root).as_posix() if folder != root else "."
+    if (folder / MATRIX_NAME).is_file():
+        return _models_run(folder, rel)
+    from evals_cli.report import run_kind
+
+    if run_kind(folder) == "sessions":
+        return _sessions_run(folder, rel)
+    return _live_run(folder, rel)
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        found = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
+
+
+def _file_time(folder: Path, names: tuple[str, ...]) -> datetime:
+    """When the run started, by its files (a run without a summary): the oldest of them."""
+    times = [(folder / n).stat().st_mtime for n in names if (folder / n).is_file()]
+    return datetime.fromtimestamp(min(times) if times else folder.stat().st_mtime, UTC)
+
+
+def _last_write(folder: Path) -> float:
+    times = [p.stat().st_mtime for p in folder.iterdir() if p.is_file()] or [folder.stat().st_mtime]
+    return max(times)
+
+
+def _unfinished(last_write: float) -> Status:
+    return "running" if time.time() - last_write < RUNNING_WINDOW_S else "stopped"
+
+
+def _gate_word(exit_code: int | None, status: str) -> GateWord:
+    if status in ("running", "stopped"):
+        return status  # type: ignore[return-value]
+    if exit_code == EXIT_PASSED:
+        return "PASSED"
+    if exit_code == EXIT_GATE_FAILED:
+        return "FAILED"
+    return "not evaluated"
+
+
+def _live_run(folder: Path, rel: str) -> RunEntry:
+    from evals_cli.output.files import read_summary
+
+    model = None
+    if (folder / MANIFEST_NAME).is_file():
+        model = read_manifest(folder).model
+    summary = read_summary(folder)
+    if summary is not None:
+        status: Status = summary.status
+        code = summary.exit_code
+        if status == "completed" and code in (EXIT_INCOMPLETE, EXIT_INTERRUPTED):
+            status = "interrupted" if code == EXIT_INTERRUPTED else "aborted"
+        started = _parse_time(summary.started_at) or _file_time(folder, _MARKERS)
+        return RunEntry(folder, rel, "run", summary.suite, started, status, _gate_word(code, status),
+                        models=[model] if model else [], passed=summary.passed, failed=summary.failed,
+                        errored=summary.errored, total=summary.total, cost=summary.cost, exit_code=code,
+                        detail=summary.abort_reason or "", subset=_subset(summary.coverage))
+    suite = read_manifest(folder).suite if (folder / MANIFEST_NAME).is_file() else folder.name
+    entry = RunEntry(folder, rel, "run", suite, _file_time(folder, _MARKERS), _unfinished(_last_write(folder)),
+                     "running", models=[model] if model else [])
+    entry.gate = _gate_word(None, entry.status)
+    _count_results(entry, folder)
+    entry.detail = (f"{entry.total} results so far, no summary yet" if entry.in_flight else
+                    f"no summary.json: stopped after {entry.total} results; resume it with evals run SUITE "
+                    f"--resume {folder}")
+    return entry
+
+
+def _subset(coverage: Coverage | None) -> str:
+    """The selection a run ran ('tags: smoke, -n 3'); '' for the whole dataset (or a summary that does not say)."""
+    if coverage is None:
+        return ""
+    parts = [f"tags: {', '.join(coverage.tags)}"] if coverage.tags else []
+    parts += [coverage.id_filter] if coverage.id_filter else []
+    parts += [f"-n {coverage.max_samples}"] if coverage.max_samples is not None else []
+    parts += [f"shard {coverage.shard}"] if coverage.shard else []
+    return ", ".join(parts)
+
+
+def _count_results(entry: RunEntry, folder: Path) -> None:
+    """The counts of the results written so far (a run in flight, or one stopped before its summary)."""
+    from evals_cli.output.files import read_results
+
+    if not (folder / RESULTS_NAME).is_file():
+        return
+    cost = 0.0
+    priced = False
+    for result in read_results(folder, []):
+        entry.total += 1
+        if result.error is not None:
+            entry.errored += 1
+        elif result.passed is True:
+            entry.passed += 1
+        elif result.passed is False:
+            entry.failed += 1
+        if result.cost is not None:
+            cost, priced = cost + result.cost, True
+    entry.cost = cost if priced else None
+
+
+def _models_run(folder: Path, rel: str) -> RunEntry:
+    matrix = read_matrix(folder)
+    assert matrix is not None
+    lines: list[ModelLine] = []
+    entry = RunEntry(folder, rel, "models", matrix.suite, _parse_time(matrix.started_at) or
+                     _file_time(folder, (MATRIX_NAME,)), "completed", "not evaluated",
+                     models=[run.model for run in matrix.models])
+    costs: list[float] = []
+    unfinished = False
+    last = _last_write(folder)
+    for run in matrix.models:
+        sub = folder / run.folder
+        if not sub.is_dir():
+            unfinished = True
+            lines.append(ModelLine(run.model, run.folder, None, 0, 0, "not evaluated", None, run.base_url))
+            continue
+        last = max(last, _last_write(sub))
+        one = _live_run(sub, f"{rel}/{run.folder}")
+        entry.subset = entry.subset or one.subset
+        unfinished = unfinished or one.status in ("running", "stopped")
+        entry.passed, entry.failed = entry.passed + one.passed, entry.failed + one.failed
+        entry.errored, entry.total = entry.errored + one.errored, entry.total + one.total
+        if one.cost is not None:
+            costs.append(one.cost)
+        lines.append(ModelLine(run.model, run.folder, one.pass_rate, one.passed, one.passed + one.failed,
+                               one.gate, one.cost, run.base_url))
+    entry.per_model = lines
+    entry.cost = sum(costs) if costs else None
+    # matrix.json is written at the start marked interrupted with no end time, and again with its verdict at the end
+    if unfinished or (not matrix.finished_at and matrix.status == "interrupted"):
+        entry.status = _unfinished(last)
+        entry.gate = _gate_word(None, entry.status)
+        entry.detail = "no verdict yet" if entry.in_flight else "stopped before its end: resume it with --resume"
+        return entry
+    from evals_cli.matrix_report import load_matrix
+
+    view = load_matrix(folder)  # the verdict recomputed from the model folders, as `evals report` shows it
+    entry.status = view.matrix.status
+    entry.exit_code = view.matrix.exit_code
+    entry.gate = _gate_word(entry.exit_code, entry.status)
+    entry.detail = view.matrix.gate.message if view.matrix.gate is not None else ""
+    return entry
+
+
+def _sessions_run(folder: Path, rel: str) -> RunEntry:
+    from evals_cli.sessions.results import SessionsSummary
+
+    path = folder / SUMMARY_NAME
+    if path.is_file():
+        summary = SessionsSummary.model_validate_json(path.read_text(encoding="utf-8"))
+        status: Status = summary.status
+        rate = summary.task_completion_rate
+        return RunEntry(folder, rel, "sessions", summary.name, _parse_time(summary.started_at) or
+                        _file_time(folder, _MARKERS), status, _gate_word(summary.exit_code, status),
+                        errored=summary.errored, total=summary.sessions, exit_code=summary.exit_code,
+                        detail=f"{summary.sessions} sessions" + (f", task completion {rate:.0%}" if rate is not None
+                                                                 else ""))
+    status = _unfinished(_last_write(folder))
+    with (folder / RESULTS_NAME).open(encoding="utf-8", errors="replace") as fh:
+        count = sum(1 for line in fh if line.strip())
+    return RunEntry(folder, rel, "sessions", folder.name, _file_time(folder, _MARKERS), status,
+                    _gate_word(None, status), total=count, detail=f"{count} sessions so far, no summary yet")
+
+
+# --- trends ------------------------------------------------------------------------------------------------
+
+
+def trends(entries: list[RunEntry], last: int = 8) -> list[Trend]:
+    """Per suite (and model, and sample selection), the pass rate of its last `last` completed runs, oldest first.
+    Runs in flight, stopped or aborted are left out (their pass rate is over the samples that happened to finish),
+    and a run over part of the dataset (-n, --tag, --sample-id, --shard) is a series of its own: a trend must
+    compare like with like."""
+    series: dict[tuple[str, str, str], list[TrendPoint]] = {}
+    for entry in sorted(entries, key=lambda e: (e.started, e.rel)):
+        if entry.status != "completed":
+            continue
+        if entry.kind == "models":
+            for line in entry.per_model:
+                if line.pass_rate is not None and line.gate in ("PASSED", "FAILED"):
+                    series.setdefault((entry.suite, line.model, entry.subset), []).append(
+                        TrendPoint(f"{entry.rel}/{line.folder}", entry.started, line.pass_rate, line.gate))
+        elif entry.kind == "run" and entry.pass_rate is not None and entry.gate in ("PASSED", "FAILED"):
+            model = entry.models[0] if entry.models else ""
+            series.setdefault((entry.suite, model, entry.subset), []).append(
+                TrendPoint(entry.rel, entry.started, entry.pass_rate, entry.gate))
+    found = [Trend(suite, model, len(points), points[-last:], subset)
+             for (suite, model, subset), points in series.items()]
+    return sorted(found, key=lambda t: (t.suite, t.model, t.subset))
+
+
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float]) -> str:
+    """Pass rates (0..1) as block characters: the level is the rate itself, not scaled to the series, so 90%
+    → 95% does not look like a leap."""
+    return "".join(SPARKS[min(int(v * len(SPARKS)), len(SPARKS) - 1)] for v in values)

@@ -1,0 +1,140 @@
+"""`evals view`: the history of a results folder and every run's report, served on this machine only.
+
+The standard library's http.server on 127.0.0.1 (nothing to install; nobody else on the network can read the
+runs). Every request scans the folder again, so a run that starts or ends shows at the next reload, and a page
+of a run in flight reloads itself. Only runs the scan finds are served: an address never becomes a path.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from evals_cli.errors import ConfigError
+from evals_cli.history.runs import RunEntry, read_run, scan_runs, trends
+
+HOST = "127.0.0.1"
+
+
+def _lookup(root: Path, rel: str) -> RunEntry | None:
+    """The run (or the model of a run over several models) named `rel`, as the scan finds it."""
+    for entry in scan_runs(root):
+        if entry.rel == rel:
+            return entry
+        for line in entry.per_model:
+            if f"{entry.rel}/{line.folder}" == rel:
+                return read_run(entry.path / line.folder, root)
+    return None
+
+
+class HistoryServer:
+    """Serves `root` on 127.0.0.1:`port` (0: a free port; `url` says which). `serve_forever()` until
+    `shutdown()` (from another thread) or Ctrl-C (`serve_until_interrupted`)."""
+
+    def __init__(self, root: Path, port: int = 0) -> None:
+        if not root.is_dir():
+            raise ConfigError(f"{root}: no such folder; give the folder your runs are written to (default: results)")
+        self.root = root
+        handler = _handler(root)
+        try:
+            self.httpd = _Server((HOST, port), handler)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"--port {port}: already in use on {HOST}; choose another port, or --port 0 for "
+                                  "any free one") from None
+            raise ConfigError(f"--port {port}: cannot listen on {HOST} ({exc.strerror or exc})") from None
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.httpd.server_address[1]}/"
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever(poll_interval=0.1)
+
+    def serve_until_interrupted(self) -> None:
+        """Serve in this thread until Ctrl-C; the port is closed on the way out."""
+        try:
+            self.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.httpd.server_close()
+
+    def start(self) -> HistoryServer:
+        """Serve from a thread of its own (tests, Python callers); `shutdown()` stops it."""
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+    def shutdown(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+def _handler(root: Path) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "evals-view"
+
+        def log_message(self, *args: Any) -> None:  # the terminal shows where to look, not every request
+            pass
+
+        def do_GET(self) -> None:
+            path = unquote(urlsplit(self.path).path)
+            try:
+                if path in ("/", "/index.html"):
+                    from evals_cli.history.pages import history_page
+
+                    entries = scan_runs(root)
+                    self._send(200, history_page(entries, trends(entries), str(root)))
+                elif path == "/runs.json":
+                    entries = scan_runs(root)
+                    self._send(200, json.dumps([e.as_json() for e in entries], indent=2), "application/json")
+                elif path.startswith("/run/"):
+                    self._run(path[len("/run/"):].strip("/"))
+                else:
+                    self._send(404, _not_found(path))
+            except Exception as exc:  # one page failing must not stop the viewer
+                self._send(500, f"<!doctype html><p>could not render {_esc(path)}: {_esc(type(exc).__name__)}: "
+                                f"{_esc(str(exc))}</p><p><a href='/'>all runs</a></p>")
+
+        def _run(self, rel: str) -> None:
+            from evals_cli.history.pages import run_page
+
+            entry = _lookup(root, rel or ".")
+            if entry is None:
+                self._send(404, _not_found(f"/run/{rel}/"))
+                return
+            self._send(200, run_page(entry, entry.path, entry.rel))
+
+        def _send(self, status: int, body: str, kind: str = "text/html; charset=utf-8") -> None:
+            data = body.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Cache-Control", "no-store")  # a run in flight changes between two loads
+            self.end_headers()
+            try:
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    return Handler
+
+
+def _esc(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+def _not_found(path: str) -> str:
+    return (f"<!doctype html><title>not found</title><p>{_esc(path)}: no such run under this folder (it may have "
+            "been moved or deleted).</p><p><a href='/'>all runs</a></p>")
