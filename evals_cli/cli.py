@@ -482,6 +482,60 @@ def compare(
 
 @app.command()
 @_guard
+def label(
+    run_path: Annotated[Path, typer.Argument(metavar="RUN", help="A finished run (its folder or results.jsonl).")],
+    labels: Annotated[Path | None, typer.Option("--labels", help="The labels file to append to (default RUN/labels.jsonl); labelling resumes where it stopped.")] = None,
+    grader: Annotated[str | None, typer.Option("--grader", help="Only this judge grader's items.")] = None,
+    only: Annotated[tuple[str, Path] | None, typer.Option("--only", metavar="disagreements-of FILE", help="Only the items on which the labels in FILE disagree with the judge.")] = None,
+    sample: Annotated[int | None, typer.Option("--sample", min=1, help="A random subset of N items (the same --seed draws the same items).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the --sample draw.")] = 0,
+) -> None:
+    """Label the judged items of a run by keyboard (p pass, f fail, s skip, b back, n note, q quit), to calibrate its judge."""
+    from evals_cli.calibration.labeller import ONLY_KINDS, run_labeller
+
+    if only is not None and only[0] not in ONLY_KINDS:
+        raise ConfigError(f"--only {only[0]}: choose {', '.join(ONLY_KINDS)} FILE")
+    run_labeller(run_path, labels_path=labels, grader=grader, disagreements_of=only[1] if only else None,
+                 sample=sample, seed=seed)
+
+
+@app.command()
+@_guard
+def calibrate(
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN [RUN_B]", help="A finished run; with two, their judges are compared.")],
+    labels: Annotated[Path, typer.Option("--labels", help="The labels file (from evals label, or the HTML report).")],
+    grader: Annotated[str | None, typer.Option("--grader", help="Only this judge grader.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Measure a run's judge against your labels (tpr, tnr, kappa) and correct its pass rate; with two runs, compare their judges."""
+    import json
+
+    from evals_cli.display.console import make_console
+
+    if len(runs) > 2:
+        raise ConfigError(f"evals calibrate takes one run, or two to compare their judges, not {len(runs)}")
+    if len(runs) == 2:
+        from evals_cli.calibration.compare import compare_judges
+        from evals_cli.calibration.render import render_judges
+
+        comparison = compare_judges(runs[0], runs[1], labels, grader)
+        if as_json:
+            print(json.dumps(comparison.as_json(), indent=2))
+        else:
+            make_console().print(render_judges(comparison))
+        return
+    from evals_cli.calibration.calibrate import calibrate_run
+    from evals_cli.calibration.render import render_calibration
+
+    report = calibrate_run(runs[0], labels, grader)
+    if as_json:
+        print(json.dumps(report.as_json(), indent=2))
+    else:
+        make_console().print(render_calibration(report))
+
+
+@app.command()
+@_guard
 def analyze(
     path: Annotated[Path, typer.Argument(help="Session file: JSONL, or JSON (one session or a list).")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Output folder (default results/analyze-<file>-<time>).")] = None,

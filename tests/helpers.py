@@ -76,7 +76,7 @@ def _cli_env(env: dict[str, str] | None) -> dict[str, str | None]:
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-            timeout: float = 120) -> CliResult:
+            timeout: float = 120, input: str | None = None) -> CliResult:  # input: stdin, not a terminal
     """The `evals` command run in this process through Typer's runner: the same exit code, stdout and stderr a
     user sees, without paying for an interpreter start per call. Tests where the process itself matters
     (signals, a killed run, `os._exit`, import costs) use `run_cli_process`. `timeout` is kept for that
@@ -88,7 +88,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
     previous = Path.cwd()
     os.chdir(cwd or ROOT)
     try:
-        result = CliRunner().invoke(app, list(args), env=_cli_env(env), catch_exceptions=True)
+        result = CliRunner().invoke(app, list(args), env=_cli_env(env), catch_exceptions=True, input=input)
     finally:
         os.chdir(previous)
     if result.exception is not None and not isinstance(result.exception, SystemExit):

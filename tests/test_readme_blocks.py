@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from evals_cli.calibration.labels import parse_label
+from evals_cli.models.calibration import JudgeCalibration
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import JudgeSpec
@@ -86,6 +88,20 @@ def is_grade(value: Any) -> bool:
     return isinstance(value, dict) and "score" in value and "rationale" in value
 
 
+def is_label(value: Any) -> bool:
+    """A line of a labels file (`evals label`, "Measuring the judge")."""
+    return isinstance(value, dict) and {"sample_id", "grader", "label"} <= set(value)
+
+
+CALIBRATION_KEYS = {"n", "tp", "fp", "fn", "tn", "tpr", "tnr", "kappa", "observed_pass_rate", "corrected_pass_rate", "ci"}
+
+
+def is_calibration(value: Any) -> bool:
+    """What `evals calibrate --json` prints: every judge with the figures issue 27 names."""
+    return isinstance(value, dict) and isinstance(value.get("graders"), dict) and all(
+        isinstance(g, dict) and CALIBRATION_KEYS <= set(g) for g in value["graders"].values())
+
+
 def readme_rows() -> list[dict[str, Any]]:
     return [v for b in checked_blocks() if b.lang in ("json", "jsonl") for v in json_values(b) if is_row(v)]
 
@@ -101,6 +117,8 @@ def project(tmp: Path) -> Path:
     shutil.copytree(ROOT / "rubrics", tmp / "rubrics")
     suites = tmp / "suites"
     suites.mkdir()
+    for labels in (ROOT / "suites").glob("*.labels.jsonl"):  # a judge's `calibration:` names one
+        shutil.copy(labels, suites / labels.name)
     for block in readme_blocks():
         header = block.text.split("\n", 1)[0]
         named = re.match(r"#\s+([\w./-]+\.py)\b", header) if block.lang == "python" else None
@@ -153,6 +171,11 @@ def test_every_yaml_and_json_block_is_valid(block: Block, tmp_path: Path) -> Non
                 Sample.model_validate(value)
             elif is_grade(value):
                 Grade.model_validate(value)
+            elif is_label(value):
+                assert parse_label(value, block.label)[1] == []
+            elif is_calibration(value):
+                for figures in value["graders"].values():
+                    JudgeCalibration.model_validate(figures)
             else:
                 pytest.fail(f"{block.label}: neither a dataset row nor a grade: teach this test what it is, or mark it "
                             "<!-- not-validated: reason -->")

@@ -333,6 +333,13 @@ def footer(summary: RunSummary) -> Text:
             parts.append(f"{agreement.unreliable} grade(s) flagged unreliable (spread > max_spread)")
         if parts:
             lines.append(f"judge {name}: " + "; ".join(parts) + "\n")
+    if summary.calibration:  # judges with `calibration:` labels: the raw pass rate beside the corrected one
+        from evals_cli.calibration.render import corrected_line
+
+        for name, calibration in summary.calibration.items():
+            lines.append(corrected_line(name, calibration) + "\n")
+            for warning in calibration.warnings:
+                lines.append(f"warning: {warning}\n", style="yellow")
     rel = summary.reliability
     if rel is not None:
         lines.append(f"reliability over {rel.repeats} repeats: pass@{rel.repeats} {_fmt(rel.pass_at_k)}, "

@@ -23,6 +23,7 @@ from evals_cli.display.state_diff import ChangeView, describe_changes, describe_
 from evals_cli.exporters.base import EXPORTERS, FinishedRun
 from evals_cli.exporters.common import case_name, failed_labels, fmt_score, model_calls, prepare, tool_runs, unique
 from evals_cli.exporters.html_charts import BarChart, Histogram, histogram, score_bars
+from evals_cli.exporters.html_labels import LABEL_SCRIPT, LABEL_STYLE, label_items
 from evals_cli.exporters.html_sessions_template import SESSIONS_TEMPLATE
 from evals_cli.exporters.html_template import SCRIPT, STYLE, TEMPLATE
 from evals_cli.gate import OPS, SYMBOLS
@@ -175,10 +176,15 @@ class SampleView:
     turn_grades: dict[int, list[tuple[str, TurnGrade, str]]] = field(default_factory=dict)
     changes: list[ChangeView] = field(default_factory=list)
     diverged_at: int | None = None  # --replay-user: the turn the conversation left the recorded path
+    labels: dict[tuple[str, int | None], str] = field(default_factory=dict)  # judged items: (grader, turn) -> data
 
     @property
     def grade_css(self) -> dict[str, str]:
         return {g.name: g.css for g in self.grades}
+
+    def label_item(self, grader: str, turn: int | None = None) -> str | None:
+        """The data of the judged item a label button stands for (None: no judge verdict there)."""
+        return self.labels.get((grader, turn))
 
 
 def _status(result: SampleResult) -> tuple[str, str]:
@@ -212,7 +218,8 @@ def grade_class(name: str, score: float | None, result: SampleResult, rule: Pass
     return "good" if rule.passes(score) else "mid"
 
 
-def sample_view(index: int, result: SampleResult, rule: PassRule | None = None) -> SampleView:
+def sample_view(index: int, result: SampleResult, rule: PassRule | None = None,
+                labels: dict[tuple[str, int | None], str] | None = None) -> SampleView:
     status, status_text = _status(result)
     blamed = {f.grader for f in result.failed_by if f.grader}
     grades = [GradeView(name, grade, fmt_score(grade.score), grade_class(name, grade.score, result, rule),
@@ -236,7 +243,7 @@ def sample_view(index: int, result: SampleResult, rule: PassRule | None = None) 
                       tools=tool_runs(result.tools_called), steps=model_calls(result), tokens=usage, grades=grades,
                       failed_by=failed_labels(result), tool_calls=len(result.tools_called), turn_grades=turn_grades,
                       changes=describe_changes(result.trajectory.state_changes),
-                      diverged_at=diverged_turn(result.trajectory))
+                      diverged_at=diverged_turn(result.trajectory), labels=labels or {})
 
 
 @dataclass
@@ -255,6 +262,7 @@ class ReportView:
     conversation: list[str] = field(default_factory=list)  # goals met, turns to success, replay-user divergence
     noun: str = "samples"
     statuses: list[tuple[str, str]] = field(default_factory=lambda: list(SAMPLE_STATUSES))
+    labelled_items: int = 0  # judge verdicts a person can label here (the "download labels" button)
 
 
 def _conversation_notes(items: list[SampleResult]) -> list[str]:
@@ -283,9 +291,12 @@ def report_view(results: Iterable[SampleResult], summary: RunSummary, title: str
     histograms.append(histogram("weighted score", [r.score for r in items if r.error is None]))
     graded = summary.passed + summary.failed
     rule = pass_rule(items, summary, run_dir)
+    labels = label_items(items, run_dir, (rule.op, rule.value) if rule is not None else None)
     return ReportView(
         summary=summary, title=title or f"{summary.suite} — evals report", graders=graders,
-        weights=gate.weights if gate else {}, samples=[sample_view(i, r, rule) for i, r in enumerate(items, 1)],
+        weights=gate.weights if gate else {},
+        samples=[sample_view(i, r, rule, labels.get((r.sample_id, r.repeat))) for i, r in enumerate(items, 1)],
+        labelled_items=sum(len(found) for found in labels.values()),
         bars=score_bars(aggregates, threshold), histograms=histograms, notes=list(notes),
         conversation=_conversation_notes(items),
         pass_rate=f"{summary.passed / graded:.0%}" if graded else "—",
@@ -313,7 +324,7 @@ def render_html(results: Iterable[SampleResult], summary: RunSummary, *, title: 
     """
     view = report_view(results, summary, title, notes, run_dir)
     template = _environment().from_string(TEMPLATE)
-    return template.render(v=view, s=view.summary, style=STYLE, script=SCRIPT)
+    return template.render(v=view, s=view.summary, style=STYLE + LABEL_STYLE, script=SCRIPT + LABEL_SCRIPT)
 
 
 def write_html(results: Iterable[SampleResult], summary: RunSummary, path: Path | str, *, title: str | None = None,

@@ -7,6 +7,8 @@ The template is rendered with autoescape on; only STYLE and SCRIPT (ours, consta
 
 from __future__ import annotations
 
+from evals_cli.exporters.html_labels import DOWNLOAD, LABEL_MACRO
+
 STYLE = """
 :root { --fg:#1f2328; --muted:#59636e; --bg:#ffffff; --panel:#f6f8fa; --line:#d1d9e0; --good:#1a7f37;
   --mid:#9a6700; --bad:#cf222e; --err:#8250df; --avg:#3b6fc4; --acc:#2f9e5b; --user:#eef4ff; --asst:#f3f3f3; }
@@ -224,6 +226,7 @@ CONTROLS = """<div class="controls needs-js" hidden>
   {% if v.noun == "samples" %}
   <button type="button" id="expand-tools" aria-pressed="false">expand all tool calls</button>
   {% endif %}
+  {{ download_labels }}
 </div>
 """
 
@@ -291,6 +294,7 @@ PAGE_FOOT = """<p id="no-match" class="muted" hidden>No {{ v.noun }} match the f
 """
 
 TEMPLATE = """{{ page_head }}
+{{ label_macro }}
   <h1>{{ s.suite }}</h1>
   <p class="meta">evals-cli report · started {{ s.started_at or "—" }} · {{ "%.1f"|format(s.duration_s) }} s ·
     status {{ s.status }}</p>
@@ -461,7 +465,8 @@ TEMPLATE = """{{ page_head }}
       {% for gv in sv.grades %}
       {% set gd = gv.grade %}
         <tr data-grader="{{ gv.name }}"{% if gv.fails_sample %} class="fails-sample"{% endif %}><td>{{ gv.name }}
-          {%- if gv.fails_sample %} <span class="chip bad">fails the sample</span>{% endif %}</td>
+          {%- if gv.fails_sample %} <span class="chip bad">fails the sample</span>{% endif %}
+          {{- label_buttons(sv.label_item(gv.name)) }}</td>
           <td class="num {{ 'muted' if not gd.applicable else gv.css }}">{{ gv.score_text if gd.applicable else "n/a" }}
             {%- if gd.turns_total %} ({{ gd.turns_passed }}/{{ gd.turns_total }} turns){% endif %}</td>
           <td><details class="why">
@@ -544,6 +549,7 @@ TEMPLATE = """{{ page_head }}
     <div class="turn" data-turn="{{ tn }}">
       <div class="turn-head">Turn {{ tn }}
         {%- for name, tg, tcss in tgs %}<span class="chip {{ tcss }}">{{ name }} {{ tg.score|score }}</span>
+        {{- label_buttons(sv.label_item(name, tn - 1)) }}
         {%- endfor %}</div>
       {% if turn.user is not none %}
       <div class="msg user"><div class="role">user
@@ -609,7 +615,8 @@ TEMPLATE = """{{ page_head }}
 # both reports (this page and html_sessions_template.py's) share the filter bar (the script filters the table
 # and the conversations below it together)
 _PARTS = {"{{ controls }}": CONTROLS, "{{ page_head }}\n": PAGE_HEAD, "{{ run_notes }}\n": RUN_NOTES,
-          "{{ histograms }}\n": HISTOGRAMS, "{{ page_foot }}\n": PAGE_FOOT}
+          "{{ histograms }}\n": HISTOGRAMS, "{{ page_foot }}\n": PAGE_FOOT,
+          "{{ download_labels }}": DOWNLOAD, "{{ label_macro }}\n": LABEL_MACRO}  # html_labels.py: labelling
 
 
 def assemble(page: str) -> str:

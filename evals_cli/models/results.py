@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from evals_cli.models.base import Record
+from evals_cli.models.calibration import JudgeCalibration
 from evals_cli.models.trajectory import Trajectory, Usage
 
 SCHEMA_VERSION = 2
@@ -340,6 +341,8 @@ class RunSummary(SummaryBase):
         default_factory=dict, description="Per role (agent, judge, user), over the run: tokens, seconds, calls, cost.")
     reliability: Reliability | None = None
     judge_agreement: dict[str, JudgeAgreement] = Field(default_factory=dict)
+    calibration: dict[str, JudgeCalibration] = Field(
+        default_factory=dict, description="Judges with `calibration:` labels: the pass rate corrected for their errors.")
     grades_total: int = 0
     grades_missing: int = Field(default=0, description="Grades with score None (grader or judge errors).")
     cost: float | None = Field(default=None, description="Spend in the pricing table's currency.")

@@ -46,4 +46,5 @@ def fingerprint(suite: SuiteSpec, dataset: Path) -> Fingerprint:
     for grader in data["graders"].values():
         grader.pop("api_key", None)
         grader.pop("base_url", None)
+        grader.pop("calibration", None)  # labels to correct a pass rate with: the results mean the same
     return Fingerprint(suite=_digest(data), dataset=file_digest(dataset))

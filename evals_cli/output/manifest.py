@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evals_cli.errors import ConfigError, EvalsError
+from evals_cli.models.calibration import JudgeRecord
 from evals_cli.models.results import MatrixSummary
 from evals_cli.output.files import read_versioned
 from evals_cli.output.fingerprint import Fingerprint
@@ -67,6 +68,7 @@ class Manifest(BaseModel):
     shard: str | None = None
     model: str | None = None  # the agent's model: which column of a run over several models this folder is
     started_with: StartedWith | None = None  # None in the run.json of older versions
+    judges: dict[str, JudgeRecord] = Field(default_factory=dict)  # each judge's pass mark and fingerprint (labels)
 
 
 def is_matrix(folder: Path) -> bool:

@@ -18,16 +18,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from evals_cli.calibration.calibrate import calibrated
+from evals_cli.calibration.items import judged_items
+from evals_cli.calibration.judges import judge_records
 from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.secrets import Redactor
 from evals_cli.errors import ConfigError, RunAborted
 from evals_cli.graders.grading import grade_sample
+from evals_cli.models.calibration import JudgeCalibration
 from evals_cli.models.results import CacheCount, CacheUse, Coverage, ErrorInfo, Grade, RoleUse, SampleResult
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.exit_codes import exit_code_for, progress
-from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir
+from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir, read_results
 from evals_cli.output.fingerprint import fingerprint
 from evals_cli.output.manifest import Manifest, folder_error, write_manifest
 from evals_cli.output.summary import Accumulator
@@ -106,6 +110,7 @@ class Execution:
                 suite=self.p.suite.name, fingerprint=self.fingerprint, gate=self.p.suite.gate.model_dump(),
                 graders=list(self.p.graders), repeats=self.p.repeats, shard=self.p.options.shard,
                 model=self.p.agent.model, started_with=self.started_with,
+                judges=judge_records(self.p.graders, self.p.gate),
                 pricing={m: (p.input, p.output) for m, p in self.p.suite.pricing.items()}))
         try:
             self.writer = ResultsWriter(self.output_dir, self.redact)
@@ -178,6 +183,8 @@ class Execution:
             summary.status = "aborted"  # never a verdict over fewer samples than were planned, without a word
             summary.abort_reason = f"only {progress(summary)} finished, for no recorded reason"
         summary.exit_code = exit_code_for(summary, self.p.options.max_error_rate)
+        if summary.status == "completed":
+            summary.calibration = self._calibrations()
         try:
             self.writer.write_summary(summary)
         except OSError as exc:
@@ -194,6 +201,21 @@ class Execution:
             # repeated as an "error" on stderr it read as a second, different problem
             self.messages.append(summary.abort_reason)
         return RunOutcome(summary, self.output_dir, summary.exit_code, self.messages)
+
+    def _calibrations(self) -> dict[str, JudgeCalibration]:
+        """Judges whose suite names `calibration:` labels: their pass rate over this run's judged items (read back
+        from the results file, resumed ones included) corrected for the errors the labels measured."""
+        wanted = {name: found for name, grader in self.p.graders.items()
+                  if (found := getattr(grader, "calibration", None)) is not None}
+        if not wanted:
+            return {}
+        records = judge_records(self.p.graders, self.p.gate)
+        try:
+            items = judged_items(read_results(self.writer.path), records, None)
+        except (OSError, ConfigError) as exc:
+            self.messages.append(f"no calibrated pass rate: cannot read back {self.writer.path} ({exc})")
+            return {}
+        return {name: calibrated(name, records[name], labels, path, items) for name, (path, labels) in wanted.items()}
 
     def _cache_use(self) -> CacheUse | None:
         cache = self.p.pool.cache

@@ -9,10 +9,12 @@ plain text. A judge that fails yields score None with the reason, never 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from evals_cli.calibration.labels import Label, calibration_labels
 from evals_cli.endpoints.resolve import Endpoint, resolve_judge
 from evals_cli.graders.agreement import combine, spread
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
@@ -74,6 +76,10 @@ class ModelJudgeSpec(GraderBase):
     system_prompt: str | None = Field(
         default=None, description="Text the judge's system message starts with (role framing, as in letta-evals); "
         "the fence and verdict format instructions follow it.")
+    calibration: str | None = Field(
+        default=None, description="A labels file (relative to the suite) from an earlier run of this grader and "
+        "rubric (`evals label`): every run then prints, beside the judge's pass rate, the rate corrected for the "
+        "judge's errors against those labels and its 95% interval, and writes them to summary.json.")
     provider: Literal["openai", "anthropic", "google"] | None = Field(
         default=None, description="Whose model `model` names (letta-evals): when no judge base URL is set "
         "anywhere, the judge is that provider's OpenAI-compatible endpoint, with its usual key variable.")
@@ -192,6 +198,11 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
                               else spec.scale)
         self.rubric_text = load_rubric(spec.rubric, spec.prompt, ctx.base_dir)
         self.rubric_dirs = [ctx.base_dir / d for d in spec.rubric_dirs]
+        # the labels are read (and refused, naming the line) before any model call, not when the run ends
+        self.calibration: tuple[Path, list[Label]] | None = None
+        if spec.calibration is not None:
+            path = ctx.base_dir / spec.calibration
+            self.calibration = (path, calibration_labels(path, name, "calibration"))  # the loader names the grader
 
     @property
     def endpoint(self) -> Endpoint | None:

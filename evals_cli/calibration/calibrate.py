@@ -1,0 +1,240 @@
+"""A judge measured against a person's labels: `evals calibrate RUN --labels FILE`, and the corrected pass rate a
+run prints when its judge grader names `calibration: FILE`.
+
+Each label is matched with the run's judged item of the same key; the judge's verdict on it (pass at the grader's
+pass mark) against the person's label gives the confusion counts, tpr, tnr and kappa. The judge's pass rate over
+every judged item of the run, labelled or not, is then corrected for those rates (stats.rogan_gladen).
+
+A label that names no item of the run is bad input (exit 2, naming its line): an unknown sample, repeat, grader or
+turn, or a label given to another answer than the run's (its `item` digest differs). A labels file none of whose
+samples is in the run is said to be another run's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evals_cli.calibration.items import ItemKey, JudgedItem, JudgedRun, load_judged_run
+from evals_cli.calibration.judges import fingerprint_of
+from evals_cli.calibration.labels import Label, LabelFile, read_labels
+from evals_cli.calibration.stats import CHANCE, Confusion, corrected_interval, rogan_gladen
+from evals_cli.errors import ConfigError
+from evals_cli.models.calibration import JudgeCalibration, JudgeRecord
+
+FEW = 20  # fewer labels than this of either class: tpr or tnr rests on too few items to trust
+SHOWN = 10  # bad lines named in one message
+
+
+@dataclass
+class Disagreement:
+    item: JudgedItem
+    label: Label
+
+
+@dataclass
+class GraderReport:
+    """One judge grader measured: the figures (`calibration`, what --json prints) and the items it got wrong."""
+
+    name: str
+    calibration: JudgeCalibration
+    disagreements: list[Disagreement] = field(default_factory=list)
+    record: JudgeRecord | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        data = self.calibration.model_dump(exclude={"labels"})
+        data["disagreements"] = [
+            {"sample_id": d.item.key.sample_id, "repeat": d.item.key.repeat, "turn": d.item.key.turn,
+             "label": d.label.label, "judge": d.item.verdict(), "score": d.item.score, "reason": d.item.reason,
+             "note": d.label.note} for d in self.disagreements]
+        return data
+
+
+@dataclass
+class CalibrationReport:
+    run: Path
+    labels: Path
+    graders: dict[str, GraderReport]
+    notes: list[str] = field(default_factory=list)  # duplicates, and the run's own warnings
+
+    def as_json(self) -> dict[str, Any]:
+        return {"graders": {name: report.as_json() for name, report in self.graders.items()}, "notes": self.notes}
+
+
+def measure(pairs: list[tuple[bool, bool]], passed: int, judged: int) -> JudgeCalibration:
+    """The figures of one judge: `pairs` are (judge passed, person passed) over the labelled items; `passed` of the
+    run's `judged` items passed the judge. A figure that is undefined is None, and the correction is refused (with
+    the reason) rather than made up."""
+    confusion = Confusion.of(pairs)
+    out = JudgeCalibration(n=confusion.n, tp=confusion.tp, fp=confusion.fp, fn=confusion.fn, tn=confusion.tn,
+                           tpr=confusion.tpr, tnr=confusion.tnr, kappa=confusion.kappa, judged=judged,
+                           observed_pass_rate=passed / judged if judged else None)
+    pos, neg = confusion.positives, confusion.negatives
+    if pos < FEW or neg < FEW:
+        short = "either class" if pos < FEW and neg < FEW else ("pass" if pos < FEW else "fail")
+        out.warnings.append(f"few labels: {pos} item{'s' if pos != 1 else ''} labelled pass and {neg} labelled fail "
+                            f"(fewer than {FEW} of {short}): tpr and tnr rest on too few items to trust; label 50-100 "
+                            "judged items")
+    tpr, tnr, observed = out.tpr, out.tnr, out.observed_pass_rate
+    if tpr is None or tnr is None:
+        missing = "pass" if tpr is None else "fail"
+        out.refused = (f"no item is labelled {missing}, so {'tpr' if tpr is None else 'tnr'} is undefined and the pass "
+                       "rate cannot be corrected; label items of both kinds")
+        return out
+    if observed is None:
+        out.refused = "the run has no judged item with a verdict to correct"
+        return out
+    corrected = rogan_gladen(observed, tpr, tnr)
+    if corrected is None:
+        out.refused = (f"{CHANCE} (tpr {tpr:.2f} + tnr {tnr:.2f} = {tpr + tnr:.2f} ≤ 1): its pass rate cannot be "
+                       "corrected")
+        return out
+    out.corrected_pass_rate = corrected
+    interval = corrected_interval(confusion, passed, judged)
+    if interval.low is None or interval.high is None:
+        out.warnings.append(f"no interval for the corrected pass rate: {interval.why}")
+    else:
+        out.ci = [interval.low, interval.high]
+    return out
+
+
+def leniency(c: JudgeCalibration) -> list[str]:
+    """The judge's mistakes in words: how lenient (passes items the person failed) and how strict."""
+    lines = []
+    for wrong, total, verb, yours in ((c.fp, c.tn + c.fp, "passes", "failed"), (c.fn, c.tp + c.fn, "fails", "passed")):
+        if total:
+            lines.append(f"{verb} {wrong} of the {total} item{'s' if total != 1 else ''} you {yours}")
+    return lines
+
+
+def _turn_problem(label: Label, turns: list[int | None], where: str, run: Path) -> str:
+    key = f"sample {label.sample_id}" + (f" repeat {label.repeat}" if label.repeat else "")
+    if turns == [None]:
+        return (f"{where}: turn: {label.turn}, but {label.grader} judges the whole conversation of {key} in {run}; "
+                "give turn null")
+    shown = ", ".join(str(t) for t in turns if t is not None)
+    if label.turn is None:
+        return (f"{where}: turn: null, but {label.grader} judges {key} turn by turn in {run}; give the 0-based turn "
+                f"or reply (judged: {shown})")
+    return f"{where}: turn: {label.turn}: {label.grader} judged no such turn or reply of {key} in {run} (judged: {shown})"
+
+
+def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tuple[list[tuple[JudgedItem, Label]],
+                                                                                   list[str]]:
+    """(item, label) for every label, and notes. ConfigError naming each label that names nothing in the run; with
+    `check_items`, also each label given to another answer than the run's."""
+    items = run.by_key()
+    per_sample: dict[tuple[str, int, str], list[int | None]] = {}
+    for key in items:
+        per_sample.setdefault((key.sample_id, key.repeat, key.grader), []).append(key.turn)
+    judges = run.graders
+    unknown_samples = [label for label in labels.labels if label.sample_id not in run.samples]
+    if unknown_samples and len(unknown_samples) == len(labels.labels):
+        raise ConfigError(f"{labels.path}: none of its {len(labels.labels)} labelled items is a sample of {run.path} "
+                          f"(e.g. line {unknown_samples[0].line}: sample {unknown_samples[0].sample_id}): a labels "
+                          f"file of another run; label this run with `evals label {run.path}`")
+    problems: list[str] = []
+    stale: list[int] = []
+    notes: list[str] = []
+    pairs: list[tuple[JudgedItem, Label]] = []
+    for label in labels.labels:
+        where = f"{labels.path}:{label.line}"
+        if label.sample_id not in run.samples:
+            problems.append(f"{where}: sample_id: {label.sample_id} is not a sample of {run.path}")
+            continue
+        if label.repeat not in run.samples[label.sample_id]:
+            have = ", ".join(str(r) for r in sorted(run.samples[label.sample_id]))
+            problems.append(f"{where}: repeat: {label.repeat}: sample {label.sample_id} has no such repeat in "
+                            f"{run.path} (repeats: {have})")
+            continue
+        if label.grader not in judges:
+            problems.append(f"{where}: grader: {label.grader} is not a judge grader of {run.path} (its judges: "
+                            f"{', '.join(judges)})")
+            continue
+        item = items.get(ItemKey(label.sample_id, label.repeat, label.grader, label.turn))
+        if item is None:
+            turns = per_sample.get((label.sample_id, label.repeat, label.grader))
+            if turns is None:  # the judge gave no verdict there (it failed): nothing to compare, not a bad label
+                notes.append(f"{where}: {label.grader} gave no verdict on sample {label.sample_id} in {run.path} (a "
+                             "judge error): this label is left out")
+            else:
+                problems.append(_turn_problem(label, turns, where, run.path))
+            continue
+        if check_items and label.item is not None and label.item != item.digest:
+            stale.append(label.line)
+            continue
+        pairs.append((item, label))
+    if stale:
+        shown = ", ".join(str(n) for n in stale[:SHOWN]) + (" ..." if len(stale) > SHOWN else "")
+        whose = "every label" if len(stale) == len(labels.labels) else f"{len(stale)} labels"
+        problems.append(f"{labels.path}: line {shown}: {whose} was given to another answer than {run.path}'s (the "
+                        "conversation or the graded text differs): labels of another run; label this run's items "
+                        f"with `evals label {run.path}`")
+    if problems:
+        more = len(problems) - 20
+        raise ConfigError(problems[:20] + ([f"{labels.path}: {more} more problems"] if more > 0 else []))
+    return pairs, notes
+
+
+def fingerprint_notes(labels: list[Label], record: JudgeRecord | None, grader: str, source: Path) -> list[str]:
+    """A warning when labels were given against another rubric, judge model or scale than the grader's now."""
+    current = fingerprint_of(record)
+    if current is None:
+        return []
+    seen: dict[tuple[str, ...], int] = {}
+    blind = 0
+    for label in labels:
+        if label.fingerprint is None:
+            blind += 1
+            continue
+        diff = tuple(label.fingerprint.differences(current))
+        if diff:
+            seen[diff] = seen.get(diff, 0) + 1
+    out = [f"{grader}: {count} label{'s' if count != 1 else ''} of {source} were given against another judge: "
+           f"{' and '.join(diff)} differ{'s' if len(diff) == 1 else ''}; its tpr and tnr may not hold for this one"
+           for diff, count in seen.items()]
+    if blind and blind == len(labels):
+        out.append(f"{grader}: the labels of {source} carry no fingerprint of the judge, so whether they were given "
+                   "against this rubric and judge model cannot be checked")
+    return out
+
+
+def calibrate_run(run_path: Path, labels_path: Path, grader: str | None = None) -> CalibrationReport:
+    """`evals calibrate RUN --labels FILE`: every judge grader the labels name, measured on the run."""
+    run = load_judged_run(run_path)
+    labels = read_labels(labels_path)
+    if grader is not None and grader not in run.graders:
+        raise ConfigError(f"--grader {grader}: not a judge grader of {run_path} (its judges: {', '.join(run.graders)})")
+    pairs, notes = match(run, labels)
+    reports: dict[str, GraderReport] = {}
+    for name in run.graders:
+        if grader is not None and name != grader:
+            continue
+        mine = [(item, label) for item, label in pairs if item.key.grader == name]
+        if not mine:
+            continue
+        everything = run.of(name)
+        calibration = measure([(item.passed, label.passed) for item, label in mine],
+                              sum(1 for item in everything if item.passed), len(everything))
+        calibration.warnings += fingerprint_notes([label for _, label in mine], run.judges.get(name), name,
+                                                  labels_path)
+        reports[name] = GraderReport(name, calibration, [Disagreement(item, label) for item, label in mine
+                                                         if item.passed != label.passed], run.judges.get(name))
+    if not reports:
+        raise ConfigError(f"{labels_path}: no label for {'the grader ' + grader if grader else 'any judge grader'} of "
+                          f"{run_path}")
+    return CalibrationReport(run_path, labels_path, reports, labels.notes + notes + run.warnings)
+
+
+def calibrated(grader: str, record: JudgeRecord, labels: list[Label], source: Path,
+               items: list[JudgedItem]) -> JudgeCalibration:
+    """A calibrated run's figures for one judge: the judge's verdicts on the labelled items are those the labels
+    recorded when they were given (its score read at this run's pass mark), the pass rate corrected is this run's."""
+    pairs = [(record.passes(label.score) if label.score is not None else label.judge == "pass", label.passed)
+             for label in labels]
+    mine = [item for item in items if item.key.grader == grader]
+    out = measure(pairs, sum(1 for item in mine if item.passed), len(mine))
+    out.labels = str(source)
+    out.warnings = fingerprint_notes(labels, record, grader, source) + out.warnings
+    return out

@@ -1,0 +1,148 @@
+"""The judge-calibration statistics against reference implementations: scikit-learn for the confusion counts, tpr,
+tnr and Cohen's kappa; scipy's bootstrap for the corrected pass rate's interval (two samples resampled
+independently) and for the paired interval of the difference in agreement. The runtime computes them in plain
+Python; these libraries are test-only oracles (the dev extra), imported in the tests that use them so that collecting
+the suite does not pay for them."""
+
+from __future__ import annotations
+
+import random
+import warnings
+
+import pytest
+
+from evals_cli.calibration.calibrate import measure
+from evals_cli.calibration.stats import (
+    Confusion,
+    corrected_interval,
+    paired_difference_interval,
+    rogan_gladen,
+)
+
+
+def labelled(seed: int, n: int, tpr: float, tnr: float, base: float = 0.5) -> list[tuple[bool, bool]]:
+    """(judge passed, person passed) pairs from a judge of the given rates."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        human = rng.random() < base
+        judge = rng.random() < (tpr if human else 1 - tnr)
+        pairs.append((judge, human))
+    return pairs
+
+
+@pytest.mark.parametrize("seed,n,tpr,tnr", [(1, 60, 0.9, 0.7), (2, 25, 0.6, 0.95), (3, 200, 0.5, 0.5),
+                                            (4, 11, 1.0, 0.0), (5, 80, 0.3, 0.9)])
+def test_counts_rates_and_kappa_match_sklearn(seed: int, n: int, tpr: float, tnr: float) -> None:
+    import numpy as np
+    from sklearn.metrics import cohen_kappa_score, confusion_matrix, recall_score
+
+    pairs = labelled(seed, n, tpr, tnr)
+    judge = [int(j) for j, _ in pairs]
+    human = [int(h) for _, h in pairs]
+    c = Confusion.of(pairs)
+    tn, fp, fn, tp = confusion_matrix(human, judge, labels=[0, 1]).ravel()
+    assert (c.tp, c.fp, c.fn, c.tn) == (tp, fp, fn, tn)
+    if c.positives:
+        assert c.tpr == pytest.approx(recall_score(human, judge, pos_label=1))
+    if c.negatives:
+        assert c.tnr == pytest.approx(recall_score(human, judge, pos_label=0))
+    expected = cohen_kappa_score(human, judge)
+    if np.isnan(expected):
+        assert c.kappa is None
+    else:
+        assert c.kappa == pytest.approx(expected)
+
+
+def test_kappa_undefined_when_both_gave_one_verdict_to_everything() -> None:
+    import numpy as np
+    from sklearn.metrics import cohen_kappa_score
+
+    c = Confusion.of([(True, True)] * 5)
+    assert c.kappa is None and c.tnr is None and c.tpr == 1.0
+    with warnings.catch_warnings():  # the oracle agrees: undefined (nan), not a number we may print
+        warnings.simplefilter("ignore")
+        assert np.isnan(cohen_kappa_score([1] * 5, [1] * 5))
+
+
+def test_rogan_gladen_corrects_clips_and_refuses_chance() -> None:
+    # a lenient judge (tnr 0.6) passing 70% of items: the true rate is lower
+    assert rogan_gladen(0.7, 0.9, 0.6) == pytest.approx((0.7 + 0.6 - 1) / (0.9 + 0.6 - 1))
+    assert rogan_gladen(0.7, 0.9, 0.6) == pytest.approx(0.6)
+    assert rogan_gladen(0.1, 0.9, 0.6) == 0.0  # below the judge's false-pass floor: clipped, never negative
+    assert rogan_gladen(0.99, 0.8, 0.95) == 1.0
+    assert rogan_gladen(0.5, 0.5, 0.5) is None  # tpr + tnr = 1: no better than chance
+    assert rogan_gladen(0.5, 0.3, 0.4) is None
+
+
+def test_corrected_interval_matches_scipy_bootstrap_over_both_samples() -> None:
+    """scipy resamples the labelled pairs and the run's verdicts independently, as ours does (ours draws the
+    confusion cells and the pass count, which is the same distribution); the percentile bounds agree within the
+    Monte Carlo error of the two bootstraps."""
+    import numpy as np
+    from scipy import stats as scipy_stats
+
+    pairs = labelled(7, 120, 0.85, 0.75)
+    run = [True] * 230 + [False] * 170
+    c = Confusion.of(pairs)
+    ours = corrected_interval(c, sum(run), len(run), resamples=4000)
+    codes = np.array([0 if j and h else 1 if j else 2 if h else 3 for j, h in pairs])
+
+    def corrected(cells: np.ndarray, verdicts: np.ndarray, axis: int = -1) -> np.ndarray:
+        tp = (cells == 0).sum(axis=axis)
+        fp = (cells == 1).sum(axis=axis)
+        fn = (cells == 2).sum(axis=axis)
+        tn = (cells == 3).sum(axis=axis)
+        tpr, tnr = tp / (tp + fn), tn / (tn + fp)
+        return np.clip((verdicts.mean(axis=axis) + tnr - 1) / (tpr + tnr - 1), 0, 1)
+
+    ref = scipy_stats.bootstrap((codes, np.array(run, dtype=float)), corrected, paired=False, vectorized=True,
+                                n_resamples=20000, method="percentile", random_state=np.random.default_rng(3))
+    assert ours.low == pytest.approx(ref.confidence_interval.low, abs=0.02)
+    assert ours.high == pytest.approx(ref.confidence_interval.high, abs=0.02)
+    point = rogan_gladen(230 / 400, c.tpr or 0, c.tnr or 0)
+    assert point is not None and ours.low < point < ours.high
+    assert corrected_interval(c, 230, 400, resamples=4000) == ours  # seeded: the same files, the same interval
+
+
+def test_interval_withheld_when_resamples_fall_to_chance() -> None:
+    c = Confusion(tp=2, fp=1, fn=1, tn=1)  # five labels: many resamples lose a class or reach chance
+    found = corrected_interval(c, 10, 20)
+    assert found.low is None and found.high is None and found.why and "label more items" in found.why
+
+
+def test_paired_difference_interval_matches_scipy() -> None:
+    import numpy as np
+    from scipy import stats as scipy_stats
+
+    rng = random.Random(11)
+    a = [rng.random() < 0.7 for _ in range(150)]
+    b = [rng.random() < 0.82 for _ in range(150)]
+    ours = paired_difference_interval(a, b, resamples=4000)
+    ref = scipy_stats.bootstrap((np.array(a, dtype=float), np.array(b, dtype=float)),
+                                lambda x, y, axis=-1: y.mean(axis=axis) - x.mean(axis=axis), paired=True,
+                                vectorized=True, n_resamples=20000, method="percentile",
+                                random_state=np.random.default_rng(5))
+    assert ours[0] == pytest.approx(ref.confidence_interval.low, abs=0.015)
+    assert ours[1] == pytest.approx(ref.confidence_interval.high, abs=0.015)
+
+
+def test_measure_refuses_chance_and_warns_on_few_labels() -> None:
+    chance = measure([(True, True), (False, True), (True, False), (False, False)], 5, 10)
+    assert chance.tpr == 0.5 and chance.tnr == 0.5 and chance.corrected_pass_rate is None and chance.ci is None
+    assert chance.refused is not None and "the judge is no better than chance" in chance.refused
+    assert any("2 items labelled pass and 2 labelled fail" in w for w in chance.warnings)
+
+    one_class = measure([(True, True), (False, True)], 3, 4)
+    assert one_class.tnr is None and one_class.corrected_pass_rate is None
+    assert one_class.refused is not None and "no item is labelled fail" in one_class.refused
+
+
+def test_measure_with_enough_labels_gives_rate_and_interval_without_warnings() -> None:
+    pairs = [(True, True)] * 36 + [(False, True)] * 4 + [(True, False)] * 6 + [(False, False)] * 24
+    c = measure(pairs, 300, 500)
+    assert (c.n, c.tp, c.fn, c.fp, c.tn) == (70, 36, 4, 6, 24)
+    assert c.tpr == pytest.approx(0.9) and c.tnr == pytest.approx(0.8)
+    assert c.corrected_pass_rate == pytest.approx((0.6 + 0.8 - 1) / (0.9 + 0.8 - 1))
+    assert c.ci is not None and c.ci[0] < c.corrected_pass_rate < c.ci[1]
+    assert c.warnings == [] and c.refused is None
