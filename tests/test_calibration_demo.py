@@ -38,5 +38,5 @@ def test_the_simulated_users_judges_cannot_be_corrected_with_their_labels(tmp_pa
     goal, replies = graders["goal"], graders["replies"]
     assert (goal["fp"], goal["tn"], goal["tpr"]) == (1, 3, None)  # no conversation met its goal
     assert goal["refused"].startswith("no item is labelled pass")
-    assert (replies["tp"], replies["fp"], replies["fn"], replies["tn"]) == (2, 8, 0, 0)  # it passed every reply
+    assert (replies["tp"], replies["fp"], replies["fn"], replies["tn"]) == (2, 9, 0, 0)  # it passed every reply
     assert replies["refused"].startswith("the judge is no better than chance")

@@ -21,6 +21,7 @@ from evals_cli.calibration.judges import fingerprint_of
 from evals_cli.calibration.labels import Label, LabelFile, read_labels
 from evals_cli.calibration.stats import CHANCE, Confusion, corrected_interval, rogan_gladen
 from evals_cli.errors import ConfigError
+from evals_cli.invocation import command
 from evals_cli.models.calibration import JudgeCalibration, JudgeRecord
 
 FEW = 20  # fewer labels than this of either class: tpr or tnr rests on too few items to trust
@@ -133,7 +134,7 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
     if unknown_samples and len(unknown_samples) == len(labels.labels):
         raise ConfigError(f"{labels.path}: none of its {len(labels.labels)} labelled items is a sample of {run.path} "
                           f"(e.g. line {unknown_samples[0].line}: sample {unknown_samples[0].sample_id}): a labels "
-                          f"file of another run; label this run with `evals label {run.path}`")
+                          f"file of another run; label this run with `{command('label', run.path)}`")
     problems: list[str] = []
     stale: list[int] = []
     notes: list[str] = []
@@ -170,7 +171,7 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
         whose = "every label" if len(stale) == len(labels.labels) else f"{len(stale)} labels"
         problems.append(f"{labels.path}: line {shown}: {whose} was given to another answer than {run.path}'s (the "
                         "conversation or the graded text differs): labels of another run; label this run's items "
-                        f"with `evals label {run.path}`")
+                        f"with `{command('label', run.path)}`")
     if problems:
         more = len(problems) - 20
         raise ConfigError(problems[:20] + ([f"{labels.path}: {more} more problems"] if more > 0 else []))

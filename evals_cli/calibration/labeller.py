@@ -29,6 +29,7 @@ from evals_cli.calibration.items import JudgedItem, JudgedRun, load_judged_run
 from evals_cli.calibration.judges import fingerprint_of
 from evals_cli.calibration.labels import LABELS_NAME, Label, append_label, read_labels
 from evals_cli.errors import ConfigError
+from evals_cli.invocation import command
 from evals_cli.models.trajectory import Turn
 
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
@@ -332,4 +333,4 @@ def _closing(session: Session, say: Callable[[str], None]) -> None:
         f"pass, {session.failed} fail, {session.skipped} skipped); {labelled} of {session.total} selected items are "
         f"labelled in {session.labels}")
     if session.labelled or session.done_before:
-        say(f"next: evals calibrate {session.run} --labels {session.labels}")
+        say(f"next: {command('calibrate', session.run, '--labels', session.labels)}")
