@@ -249,6 +249,8 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
     if problems:
         raise ConfigError(problems)
     spec._base_dir = path.resolve().parent
+    if target is not None and target.file is not None:  # its python agent lives beside it: may be loaded
+        spec._target_dir = target.file.resolve().parent
     return spec
 
 

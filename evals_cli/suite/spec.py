@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
-from pydantic import Discriminator, Field, Tag, field_validator
+from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator
 
 from evals_cli.graders.base import GRADERS
 from evals_cli.models.base import StrictModel, SuiteFile
@@ -148,6 +149,19 @@ class SuiteSpec(SuiteFile):
     max_cost: float | None = Field(
         default=None, gt=0, description="Stop scheduling new samples once the run has spent this much (needs pricing)."
     )
+    code_dirs: list[str] = Field(
+        default_factory=list, description="Folders, relative to the suite file, that custom code (extractors, "
+        "@grader functions, rewards, python agents) may be loaded from besides the suite's own; a custom file "
+        "anywhere else is refused."
+    )
+    # the folder of the --target file, set by the loader: a python agent that file names is relative to it
+    _target_dir: Path | None = PrivateAttr(default=None)
+
+    def code_roots(self, target: bool = False) -> list[Path]:
+        """The folders custom files may be loaded from: the suite's and its `code_dirs`; for the target (`target`),
+        also the folder of the --target file that named it."""
+        extra = [self._target_dir] if target and self._target_dir is not None else []
+        return [self.base_dir, *(self.resolve(d) for d in self.code_dirs), *extra]
 
     @field_validator("graders")
     @classmethod
