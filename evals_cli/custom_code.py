@@ -139,7 +139,6 @@ class _ExitGuard:
             raise ExitAttempt(how, code)
 
         guarded.__name__ = getattr(real, "__name__", how)
-        guarded.__evals_guarded__ = True  # type: ignore[attr-defined]
         return guarded
 
     def __enter__(self) -> _ExitGuard:
@@ -172,8 +171,9 @@ def _contained(exc: BaseException, where: str) -> CustomCodeError:
 
 def run_guarded(fn: Callable[..., Any], *args: Any, where: str, **kwargs: Any) -> Any:
     """fn(*args, **kwargs) in this thread, exits refused: SystemExit (an exit call included) and KeyboardInterrupt
-    raised inside it become CustomCodeError. For custom code called from custom code's own thread (a letta-evals
-    helper) and from `call`'s worker; the run's event loop never calls custom code directly."""
+    raised inside it become CustomCodeError; its time is not bounded. For `call`'s worker, for custom code called
+    from custom code (a letta-evals helper), and for the synchronous entry points kept for Python callers
+    (GradeContext.submission, Gate.judge_sample); a run goes through `call`."""
     with EXIT_GUARD:
         try:
             return fn(*args, **kwargs)
