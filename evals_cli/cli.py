@@ -88,10 +88,13 @@ def _guard(fn: Callable[..., None]) -> Callable[..., None]:
     """Our own errors become a message and an exit code; a bug shows its traceback only with EVALS_DEBUG=1."""
     import functools
 
+    from evals_cli.custom_code import EXIT_GUARD
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
-            return fn(*args, **kwargs)
+            with EXIT_GUARD:  # the suite's code cannot exit for us, even from a thread it left running
+                return fn(*args, **kwargs)
         except ConfigError as exc:
             _fail(exc.problems, exc.exit_code)
         except EvalsError as exc:
@@ -337,6 +340,7 @@ def validate(
     target: Annotated[Path | None, typer.Option("--target", help=TARGET_HELP)] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite), as for run.")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Agent model (overrides the suite), as for run; with --base-url alone, the endpoint's only model.")] = None,
+    import_code: Annotated[bool, typer.Option("--import-code", help="Also import the suite's Python files (custom extractors, graders, rewards, a python agent) to check their signatures, as run does; without it they are only read, never run.")] = False,
 ) -> None:
     """Check suites, every dataset row and every rubric without calling any model; exit 2 on problems."""
     from evals_cli.runner.dispatch import default_suite
@@ -346,7 +350,7 @@ def validate(
     override = TargetOverride(file=target, base_url=base_url, model=model)
     paths = list(suites or []) or [default_suite()]
     if len(paths) == 1:
-        report = validate_suite(paths[0], override)
+        report = validate_suite(paths[0], override, import_code=import_code)
         _notes(report.notes)
         if report.problems:
             _fail(report.problems, EXIT_INVALID)
@@ -358,7 +362,7 @@ def validate(
     failed = 0
     for path in paths:  # one line per suite; the problems of each on stderr, prefixed by its path
         try:
-            report = validate_suite(path, override)
+            report = validate_suite(path, override, import_code=import_code)
             problems = report.problems
             _notes(report.notes)
         except ConfigError as exc:

@@ -20,6 +20,7 @@ own business. `Gate` keeps the one-object API the runner, the summary and the ex
 
 from __future__ import annotations
 
+import contextvars
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping
@@ -27,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from evals_cli.models.results import ErrorInfo, FailedBy, GateResult, Grade, GraderAggregate, Reliability
+from evals_cli import custom_code
+from evals_cli.models.results import ErrorCategory, ErrorInfo, FailedBy, GateResult, Grade, GraderAggregate, Reliability
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import AnyGate, CustomRewardGate, LogicalGate, SimpleGate, WeightedAverageGate
 from evals_cli.models.trajectory import Trajectory
@@ -352,7 +354,21 @@ class _Logical(_Node[LogicalGate]):
 
 
 class RewardError(Exception):
-    """A custom reward could not score a sample: the sample has no verdict (an error), never a zero."""
+    """A custom reward could not score a sample: the sample has no verdict (an error), never a zero. `category`
+    custom_code when the function exited, was interrupted or ran out of time (evals_cli/custom_code.py)."""
+
+    def __init__(self, message: str, category: ErrorCategory = "grader") -> None:
+        super().__init__(message)
+        self.category = category
+
+
+_REWARD_INPUT: contextvars.ContextVar[tuple[Trajectory | None, Sample | None]] = contextvars.ContextVar(
+    "evals_reward_input", default=(None, None))
+"""The trajectory and sample a custom reward may read besides the grades, set by Gate.judge_sample for its own
+call: a context variable, since samples' verdicts are decided in threads of their own (Gate.ajudge_sample)."""
+
+_REWARD_FAILED: contextvars.ContextVar[str | None] = contextvars.ContextVar("evals_reward_failed", default=None)
+"""Why the custom reward has no score for this sample without calling it again (it ran out of time)."""
 
 
 @dataclass(frozen=True)
@@ -385,9 +401,6 @@ class _CustomReward(_Node[CustomRewardGate]):
         self.spec = spec
         self.active = active
         self.fn = fn
-        # set by Gate.judge_sample for the call it makes (synchronous: no other sample runs in between)
-        self.trajectory: Trajectory | None = None
-        self.sample: Sample | None = None
 
     @classmethod
     def weights_of(cls, spec: CustomRewardGate, active: list[str]) -> dict[str, float]:
@@ -420,9 +433,17 @@ class _CustomReward(_Node[CustomRewardGate]):
 
         if self.fn is None:
             raise RewardError(f"custom reward {self.spec.function} was not loaded (no suite folder to find it in)")
+        failed = _REWARD_FAILED.get()
+        if failed is not None:
+            raise RewardError(failed, "custom_code")
+        trajectory, sample = _REWARD_INPUT.get()
         try:
-            value = self.fn(RewardContext(grades=dict(grades), trajectory=self.trajectory, sample=self.sample))
+            value = custom_code.run_guarded(self.fn, RewardContext(grades=dict(grades), trajectory=trajectory,
+                                                                   sample=sample),
+                                            where=f"custom reward {self.spec.function}")
             score, _ = reward_score(value, self.spec.function)
+        except custom_code.CustomCodeError as exc:  # it exited or raised KeyboardInterrupt: this sample's error
+            raise RewardError(str(exc), "custom_code") from None
         except Exception as exc:  # the user's code: an error for this sample, never a crash or a zero
             text = str(exc) if isinstance(exc, TypeError | ValueError) and str(exc).startswith("reward ") \
                 else f"reward {self.spec.function} raised {type(exc).__name__}: {exc}"
@@ -571,17 +592,19 @@ class Gate:
             judge = any(getattr(self.specs.get(n), "kind", None) == "model_judge" or "judge" in grades[n].metadata
                         for n in missing)
             reasons = "; ".join(f"{n}: {grades[n].error or grades[n].rationale or 'no score'}" for n in missing)
+            custom = any(grades[n].metadata.get("custom_code") for n in missing)  # see graders/grading.py _safe
             return SampleVerdict(None, None, incomplete=ErrorInfo(
-                category="judge" if judge else "grader",
+                category="custom_code" if custom else "judge" if judge else "grader",
                 message=f"incomplete: no grade from {', '.join(missing)}, which the verdict needs ({reasons})"))
-        for node in self.rewards:
-            node.trajectory, node.sample = trajectory, sample
+        token = _REWARD_INPUT.set((trajectory, sample))
         try:
             score, passed = self.root.score_sample(grades, self.na_pass)
         except RewardError as exc:
             if failed_by or unknown:  # failed whatever the reward would say
                 return SampleVerdict(None, False, failed_by + unknown)
-            return SampleVerdict(None, None, incomplete=ErrorInfo(category="grader", message=f"incomplete: {exc}"))
+            return SampleVerdict(None, None, incomplete=ErrorInfo(category=exc.category, message=f"incomplete: {exc}"))
+        finally:
+            _REWARD_INPUT.reset(token)
         note = None
         if score is None and any(name in grades for name in self.weights):
             note, passed = self._nothing_weighed(grades, passed, bool(failed_by or unknown))
@@ -618,6 +641,25 @@ class Gate:
         if checked:
             return note + f"; decided by its required grader(s) {', '.join(checked)}", True
         return note + ", nor for any required grader: nothing was checked, no verdict", None
+
+    async def ajudge_sample(self, grades: dict[str, Grade], trajectory: Trajectory | None = None,
+                            sample: Sample | None = None) -> SampleVerdict:
+        """judge_sample for a run. With a custom reward, the verdict is decided under the custom-code guard: in a
+        thread of its own, off the event loop, so that a reward that hangs leaves SIGINT and SIGTERM working and
+        errors the sample (custom_code) when the sample's sample_timeout runs out, instead of holding the run."""
+        if not self.rewards:
+            return self.judge_sample(grades, trajectory, sample)
+        names = ", ".join(node.spec.function for node in self.rewards)
+        try:
+            verdict: SampleVerdict = await custom_code.call(self.judge_sample, grades, trajectory, sample,
+                                                            where=f"custom reward {names}")
+        except custom_code.CustomCodeError as exc:  # out of time: decided again, with the reward as failed
+            token = _REWARD_FAILED.set(str(exc))  # (a required grader under its threshold still fails the sample)
+            try:
+                return self.judge_sample(grades, trajectory, sample)
+            finally:
+                _REWARD_FAILED.reset(token)
+        return verdict
 
     def _unknown_tool(self, trajectory: Trajectory | None) -> list[FailedBy]:
         """The failure a call to a tool never offered earns (none with `unknown_tools: allow`)."""

@@ -32,18 +32,23 @@ def checked_suite(path: Path, override: TargetOverride | None = None, judging: R
     --model) reports, raised as one ConfigError listing every problem, so run never refuses less than validate
     and never lists fewer problems. `judging` (the run's options) brings --no-judge and --judge-*: a run that
     calls no judge, or names its judge on the command line, is not refused for a judge the suite leaves unset."""
-    report = validate_suite(path, override, judging)
+    report = validate_suite(path, override, judging, import_code=True)  # the run imports the suite's code anyway
     if report.problems:
         raise ConfigError(report.problems)
     assert isinstance(report.suite, SuiteSpec)
     return report.suite
 
 
-def validate_suite(path: Path, override: TargetOverride | None = None,
-                   judging: RunOptions | None = None) -> ValidationReport:
+def validate_suite(path: Path, override: TargetOverride | None = None, judging: RunOptions | None = None,
+                   import_code: bool = False) -> ValidationReport:
     """Every problem of a suite file, of either kind, found by the preparation a run goes through
     (`PreparedRun` / `PreparedSessions`) in its collecting mode: one path, no second list of checks. `judging`:
-    see `checked_suite`."""
+    see `checked_suite`.
+
+    The suite's own Python files (custom extractors, @grader functions, rewards, a python agent) are only read
+    unless `import_code` (`evals validate --import-code`): checking a suite written by someone else must not run
+    its code. Read, each must lie inside the suite's folder (or code_dirs), parse, and name its function;
+    imported, its signature is checked too, as a run checks it."""
     from evals_cli.suite.kind import suite_kind
     from evals_cli.suite.loader import load_suite
 
@@ -63,7 +68,7 @@ def validate_suite(path: Path, override: TargetOverride | None = None,
         suite = load_suite(path, override)
     except ConfigError as exc:
         report.problems.extend(exc.problems)
-        report.problems.extend(_salvage(path, report))
+        report.problems.extend(_salvage(path, report, import_code))
         return report
     report.suite = suite
     report.graders = list(suite.graders)
@@ -81,8 +86,13 @@ def validate_suite(path: Path, override: TargetOverride | None = None,
                          **judge)
     # build the target only where building checks something (a python agent's file: a bad path or signature)
     prepared = PreparedRun(suite, options, problems=report.problems, where=str(path),
-                           build_target=validate_builds(suite.target))
+                           build_target=validate_builds(suite.target), import_code=import_code)
     report.samples = prepared.rows
+    if prepared.code_read:
+        shown = ", ".join(dict.fromkeys(prepared.code_read))
+        report.notes.append(f"{path}: custom code read, not run: {shown} (each file is inside the suite's folder, "
+                            "parses and defines its function); evals validate --import-code imports it and checks "
+                            "the signatures too, as evals run does")
     report.notes += prepared.row_notes.notes()
     if prepared.simulated and prepared.user_endpoint is not None:  # resolved, not called: where users will come from
         endpoint = prepared.user_endpoint
@@ -100,10 +110,11 @@ def _tool_order_notes(path: Path, suite: SuiteSpec) -> list[str]:
             and (note := mode_change_note(getattr(spec, "mode", ""))) is not None]
 
 
-def _salvage(path: Path, report: ValidationReport) -> list[str]:
+def _salvage(path: Path, report: ValidationReport, import_code: bool = False) -> list[str]:
     """The suite is invalid, but its valid parts (graders, dataset) can still be checked: list it all at once."""
     from pydantic import TypeAdapter, ValidationError
 
+    from evals_cli import custom_code
     from evals_cli.datasets.reader import check_dataset
     from evals_cli.graders.base import GRADERS, GraderContext
     from evals_cli.suite.envvars import expand
@@ -121,13 +132,16 @@ def _salvage(path: Path, report: ValidationReport) -> list[str]:
     problems: list[str] = []
     adapter: TypeAdapter = TypeAdapter(GraderSpec)
     graders = data.get("graders")
+    dirs = data.get("code_dirs")
+    roots = [base, *(base / d for d in dirs if isinstance(d, str))] if isinstance(dirs, list) else [base]
     for name, raw in (graders.items() if isinstance(graders, dict) else []):
         try:
             spec = adapter.validate_python(raw)
         except ValidationError:
             continue  # already reported by the suite validation
         try:  # offline: no endpoint needed to check a judge's rubric
-            GRADERS[spec.kind].impl(name, spec, GraderContext(base, offline=True))
+            with custom_code.policy(roots, run=import_code):
+                GRADERS[spec.kind].impl(name, spec, GraderContext(base, offline=True))
         except (ValueError, OSError, TypeError) as exc:
             problems.append(f"{path}: graders.{name}: {exc}")
     from evals_cli.models.tools import ToolSpec

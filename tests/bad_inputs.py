@@ -38,6 +38,7 @@ class Case:
     files: dict[str, str | bytes]
     expect: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    validate_args: tuple[str, ...] = ()  # what `evals validate` needs besides the suite to see the problem
 
 
 def suite(old: str = "", new: str = "", extra: str = "") -> str:
@@ -149,7 +150,8 @@ CASES = [
          ["graders.answer", "not decorated with @evals_cli.grader"]),
     Case("custom-grader-import-error", {"suite.yaml": suite("function: contains", "function: g.py:f"),
                                         "g.py": "import not_a_module_anywhere\n", "data.jsonl": OK},
-         ["graders.answer", "g.py: importing failed", "ModuleNotFoundError"]),
+         ["graders.answer", "g.py: importing failed", "ModuleNotFoundError"],
+         validate_args=("--import-code",)),  # validate runs the suite's code only when asked
     Case("system-prompt-file-missing", {"suite.yaml": suite("  model: m", "  model: m\n  system_prompt_file: p.txt"),
                                         "data.jsonl": OK}, ["system_prompt_file", "p.txt not found"]),
     # --- environment ----------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def test_the_corpus_is_large() -> None:
 def test_validate_and_run_reject_with_a_precise_message(case: Case, tmp_path: Path) -> None:
     path = materialise(case, tmp_path)
     for command in ("validate", "run"):
-        result = run_cli(command, str(path), env=case.env)
+        result = run_cli(command, str(path), *(case.validate_args if command == "validate" else ()), env=case.env)
         output = result.stdout + result.stderr
         assert result.returncode == 2, f"{command}: exit {result.returncode}\n{output}"
         assert "Traceback" not in output

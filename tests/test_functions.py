@@ -248,7 +248,9 @@ def test_load_custom_function_in_a_subfolder_and_by_absolute_path(tmp_path: Path
     (tmp_path / "graders").mkdir()
     path = write_module(tmp_path / "graders", CUSTOM)
     assert load_function("graders/my_graders.py:counts_calls", tmp_path).__evals_wants_trajectory__
-    assert load_function(f"{path}:mentions_port", Path("/nonexistent")) is not None
+    assert load_function(f"{path}:mentions_port", tmp_path) is not None  # absolute, inside the suite's folder
+    with pytest.raises(ValueError, match="resolves outside the suite's folder"):  # code runs only from there
+        load_function(f"{path}:mentions_port", tmp_path / "elsewhere")
 
 
 def test_load_rejects_an_undecorated_function(tmp_path: Path) -> None:

@@ -180,7 +180,8 @@ def test_an_exit_captured_at_import_cannot_end_the_run_with_0(tmp_path: Path) ->
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_an_exit_at_import_time_is_exit_2_naming_the_callable(tmp_path: Path, command: str) -> None:
     path = _python_suite(tmp_path, _IMPORT_TIME_EXIT_AGENT)
-    args = [command, str(path)] + (["-o", str(tmp_path / "out")] if command == "run" else [])
+    # validate imports the suite's code only when asked (--import-code); without it the file is only read
+    args = [command, str(path)] + (["-o", str(tmp_path / "out")] if command == "run" else ["--import-code"])
     done = run_cli_process(*args, timeout=60)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "target.callable" in done.stderr and "os._exit(0)" in done.stderr

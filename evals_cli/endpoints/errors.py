@@ -44,6 +44,10 @@ def classify(exc: BaseException, endpoint: Endpoint) -> Classified:
 def _classify(exc: BaseException, endpoint: Endpoint) -> Classified:
     import openai
 
+    from evals_cli.custom_code import CustomCodeError
+
+    if isinstance(exc, CustomCodeError):  # the suite's own code exited, was interrupted or ran out of time
+        return Classified("custom_code", str(exc), False)
     where = endpoint.describe()
     role = endpoint.role.upper()
     miss = _cause(exc, ReplayMiss)

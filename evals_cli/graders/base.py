@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from evals_cli.graders.functions import bind_extractor
 from evals_cli.models.grader_specs.base import GraderBase
-from evals_cli.models.grader_specs.extractors import extract
+from evals_cli.models.grader_specs.extractors import extract, extract_guarded
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
@@ -46,7 +46,14 @@ class GradeContext:
     tools: dict[str, ToolSpec] = field(default_factory=dict)
 
     def submission(self, extractor: str, config: dict[str, Any]) -> str:
+        """The submission, extracted in this thread (a custom extractor's exits are refused, but its time is not
+        bounded); kinds prefer `asubmission`."""
         return extract(extractor, self.view, config)
+
+    async def asubmission(self, extractor: str, config: dict[str, Any]) -> str:
+        """The submission, a custom extractor run under the custom-code guard: off the event loop, exits refused,
+        its time counted against the sample's sample_timeout (see extract_guarded)."""
+        return await extract_guarded(extractor, self.view, config)
 
 
 @dataclass(frozen=True)

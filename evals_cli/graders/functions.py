@@ -7,10 +7,11 @@ import inspect
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from evals_cli import safe_regex
+from evals_cli import custom_code, safe_regex
 from evals_cli.models.grader_specs.extractors import CUSTOM_EXTRACTORS, is_custom_ref
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
@@ -34,19 +35,25 @@ def grader(func: GraderFn) -> GraderFn:
     halfway through a run. Custom graders are looked up by file and name (`load_function`), never through a
     global table, so they never shadow a built-in.
     """
-    params = list(inspect.signature(func).parameters.values())
+    positional = _grader_positional(list(inspect.signature(func).parameters.values()), func.__qualname__)
+    func.__evals_grader__ = True  # type: ignore[attr-defined]
+    func.__evals_wants_trajectory__ = positional == 3  # type: ignore[attr-defined]
+    return func
+
+
+def _grader_positional(params: list[inspect.Parameter], name: str) -> int:
+    """How many positional parameters a grading function takes (2 or 3); TypeError naming the shape otherwise.
+    Shared by the decorator and `evals validate`'s reading of a file it does not run."""
     positional = [p for p in params if p.kind in _POSITIONAL]
     required = [p for p in positional if p.default is inspect.Parameter.empty]
     required_kw = [p.name for p in params
                    if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty]
     if len(required) > 3 or len(positional) < 2 or len(positional) > 3 or required_kw:
         raise TypeError(
-            f"@grader {func.__qualname__}: expected parameters (sample, submission) or "
+            f"@grader {name}: expected parameters (sample, submission) or "
             f"(sample, submission, trajectory), got ({', '.join(p.name for p in params)})"
         )
-    func.__evals_grader__ = True  # type: ignore[attr-defined]
-    func.__evals_wants_trajectory__ = len(positional) == 3  # type: ignore[attr-defined]
-    return func
+    return len(positional)
 
 
 def to_grade(value: Any, where: str) -> Grade:
@@ -81,28 +88,60 @@ def load_function(ref: str, base_dir: Path) -> GraderFn:
                              "or 'path/to/file.py:func' for a custom grader")
         return BUILTINS[ref]
     fn, _ = load_object(ref, base_dir, "custom grader")
+    if isinstance(fn, NotImported):  # evals validate without --import-code: read, not run; graded never
+        static = fn.static
+        if static is not None:  # a plain def: its decorator and signature can be read
+            if "grader" not in {d.rpartition(".")[2] for d in static.decorators}:
+                raise ValueError(f"{ref} is not decorated with @evals_cli.grader")
+            _grader_positional(list(static.signature.parameters.values()), ref)
+        return _not_imported
     if not getattr(fn, "__evals_grader__", False):
         raise ValueError(f"{ref} is not decorated with @evals_cli.grader")
     return fn
 
 
+@dataclass(frozen=True)
+class NotImported:
+    """What `load_object` returns for a file it only read (`evals validate` without --import-code): the file is
+    inside the allowed folders, parses and names the function; `static` is the function's signature as read
+    (None when only running the file could tell it)."""
+
+    static: custom_code.StaticDef | None
+
+
+@grader
+def _not_imported(sample: Sample, submission: str) -> Grade:
+    """Stands in for a custom grader that was only read (never called: validate grades nothing)."""
+    raise RuntimeError("this custom grader was checked without being imported (evals validate)")
+
+
 def load_object(ref: str, base_dir: Path, what: str) -> tuple[Any, Path]:
     """(the object, its resolved file) named by 'path/to/file.py:name', relative to the suite's folder. The file
-    runs as code, once per process: only files the suite names are run."""
+    runs as code, once per process, under the custom-code guard (evals_cli/custom_code.py): only files the suite
+    names, inside its folder (or `code_dirs`), are run; exiting or interrupting at import is a load error. When
+    the policy forbids running code (`evals validate` without --import-code) the file is only read: (NotImported,
+    its file)."""
     file_part, _, func_name = ref.rpartition(":")
-    path = Path(file_part)
-    path = path if path.is_absolute() else base_dir / path
+    path = custom_code.locate(file_part, base_dir, what)
     if not path.is_file():
         raise ValueError(f"{what} file {file_part} not found (relative to the suite file)")
-    module_name = f"evals_custom_{abs(hash(str(path.resolve())))}"
+    if not custom_code.may_run():
+        return NotImported(custom_code.check_source(path, func_name, file_part, what)), path
+    module_name = f"evals_custom_{abs(hash(str(path)))}"
     module = sys.modules.get(module_name)
     if module is None:
         spec = importlib.util.spec_from_file_location(module_name, path)
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
+        custom_code.register_file(path)
         try:
-            _run_module(spec.loader, module)
+            loader = spec.loader
+            custom_code.import_guarded(lambda: _run_module(loader, module), f"{what} {file_part}")
+        except custom_code.CustomCodeError as exc:  # it exited or raised KeyboardInterrupt at import
+            del sys.modules[module_name]
+            raise ValueError(f"{file_part}: importing failed: it {exc.did} at import; custom code cannot end the "
+                             "run") from None
         except Exception as exc:  # the user's code: report, never crash
             del sys.modules[module_name]
             hint = ""
@@ -139,6 +178,10 @@ def _plain_function_params(fn: Any, name: str, shape: str) -> list[inspect.Param
     """The parameters of a custom extractor or reward, which must be a plain (not async, not a class) function
     whose signature can be read; ValueError naming it and the shape it must have otherwise. A decorated async
     function (`__wrapped__`) is async too."""
+    if isinstance(fn, custom_code.StaticDef):  # read from the file, not run (evals validate)
+        if fn.is_async:
+            raise ValueError(f"{name} is async; it must be a plain function: {shape}")
+        return list(fn.signature.parameters.values())
     if not callable(fn) or inspect.isclass(fn):
         raise ValueError(f"{name} is not a function; it must be {shape}")
     if inspect.iscoroutinefunction(getattr(fn, "__wrapped__", fn)) or inspect.iscoroutinefunction(fn):
@@ -171,6 +214,10 @@ def bind_extractor(spec: SpecT, base_dir: Path) -> SpecT:
     if not is_custom_ref(ref):
         return spec
     fn, path = load_object(ref, base_dir, "custom extractor")
+    if isinstance(fn, NotImported):  # only read (evals validate): nothing to bind, nothing will be extracted
+        if fn.static is not None:
+            extractor_params(fn.static, ref)
+        return spec
     takes = extractor_params(fn, ref)
     key = f"{path}:{ref.rpartition(':')[2]}"
 
@@ -192,7 +239,9 @@ def load_reward(ref: str, base_dir: Path) -> Callable[[Any], Any]:
     if not is_custom_ref(ref):
         raise ValueError(f"function '{ref}' must be 'path/to/file.py:function' (a .py file relative to the suite)")
     fn, _ = load_object(ref, base_dir, "custom reward")
-    params = _plain_function_params(fn, ref, REWARD_SHAPE)
+    if isinstance(fn, NotImported) and fn.static is None:  # only read, and only running it would tell more
+        return _reward_not_imported
+    params = _plain_function_params(fn.static if isinstance(fn, NotImported) else fn, ref, REWARD_SHAPE)
     positional = [p for p in params if p.kind in _POSITIONAL]
     required = [p for p in params if p.default is inspect.Parameter.empty
                 and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
@@ -201,7 +250,12 @@ def load_reward(ref: str, base_dir: Path) -> Callable[[Any], Any]:
             or (not positional and not varargs):
         raise ValueError(f"{ref} takes ({', '.join(p.name for p in params)}); it must take one argument: "
                          f"{REWARD_SHAPE}")
-    return fn
+    return _reward_not_imported if isinstance(fn, NotImported) else fn
+
+
+def _reward_not_imported(ctx: Any) -> Any:
+    """Stands in for a custom reward that was only read (never called: validate scores nothing)."""
+    raise RuntimeError("this custom reward was checked without being imported (evals validate)")
 
 
 def reward_score(value: Any, ref: str) -> tuple[float, str]:

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from evals_cli.custom_code import CustomCodeError
 from evals_cli.graders.base import GradeContext, Grader
 from evals_cli.models.results import Grade, TurnGrade
 from evals_cli.models.sample import Sample
@@ -22,6 +23,8 @@ async def _safe(grader: Grader, ctx: GradeContext) -> Grade:
     """A grader that raises never takes the run down: its grade is an error (score None)."""
     try:
         return await grader.grade(ctx)
+    except CustomCodeError as exc:  # the suite's own code exited, was interrupted or ran out of time: marked so
+        return Grade.failed(str(exc), custom_code=True)  # the sample's error says custom_code (Gate.judge_sample)
     except Exception as exc:
         return Grade.failed(f"grader raised {type(exc).__name__}: {exc}")
 
@@ -56,6 +59,7 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
         rationale += f"; {len(errors)} turn(s) could not be graded"
     metadata: dict[str, Any] = {"usage": _usage(grades), "turns_passed": passed, "turns_total": len(turns)}
     _judge_metadata(grades, metadata)
+    _custom_code_mark(grades, metadata)
     applicable = any(g.applicable for g in grades)
     if errors:
         # a turn without a grade leaves the sample's grade missing: the mean of the turns that were graded could
@@ -125,6 +129,7 @@ async def _grade_per_reply(grader: Grader, sample: Sample, trajectory: Trajector
                                submission=grade.submission or "", ground_truth=ctx.ground_truth))
     metadata: dict[str, Any] = {"scope": "reply", "min_share": needed, "usage": _usage(grades)}
     _judge_metadata(grades, metadata)
+    _custom_code_mark(grades, metadata)
     errors = [t for t, g in zip(turns, grades, strict=True) if g.score is None]
     checked = [t for t, g in zip(turns, grades, strict=True) if g.score is not None and g.applicable]
     failed = [t.turn for t in checked if t.score is not None and not rule(t.score)]
@@ -154,6 +159,12 @@ def _usage(grades: list[Grade]) -> dict[str, int]:
         for key in usage:
             usage[key] += g.metadata.get("usage", {}).get(key, 0)
     return usage
+
+
+def _custom_code_mark(grades: list[Grade], metadata: dict[str, Any]) -> None:
+    """A turn or reply whose custom code failed (see `_safe`) marks the whole grade, as that turn's error does."""
+    if any(g.metadata.get("custom_code") for g in grades if g.score is None):
+        metadata["custom_code"] = True
 
 
 def _judge_metadata(grades: list[Grade], metadata: dict[str, Any]) -> None:

@@ -17,10 +17,13 @@ SCHEMA_VERSION = 2
 ErrorCategory = Literal[
     "endpoint", "auth", "rate_limit", "timeout", "invalid_response", "tool_args", "grader", "judge", "replay", "internal",
     "user_simulator", "diverged",
+    "custom_code",
 ]
 """`user_simulator`: the simulated user could not be played (its endpoint failed, or it broke character twice).
 `diverged`: under `--replay-user ... --on-divergence stop`, the conversation left the recorded user's path and was
-stopped there, so it has no whole-conversation verdict (not the agent's failure, nor a judge's)."""
+stopped there, so it has no whole-conversation verdict (not the agent's failure, nor a judge's).
+`custom_code`: the suite's own code (a custom extractor, @grader, reward or python agent) exited, raised
+KeyboardInterrupt or SystemExit, or ran past sample_timeout (evals_cli/custom_code.py)."""
 
 Role = Literal["agent", "judge", "user"]
 """Who spent the tokens: the agent under test, the judges, the user simulator."""
@@ -133,7 +136,7 @@ class ErrorInfo(Record):
     @property
     def incomplete(self) -> bool:
         """The agent ran, but a grade the verdict needs is missing (see `Gate.judge_sample`)."""
-        return self.category in ("judge", "grader") and self.message.startswith("incomplete:")
+        return self.category in ("judge", "grader", "custom_code") and self.message.startswith("incomplete:")
 
 
 class FailedBy(Record):

@@ -21,6 +21,7 @@ from pathlib import Path
 from evals_cli.calibration.calibrate import calibrated
 from evals_cli.calibration.items import judged_items
 from evals_cli.calibration.judges import judge_records
+from evals_cli.custom_code import SAMPLE_DEADLINE
 from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.secrets import Redactor
@@ -397,6 +398,8 @@ class Execution:
         trajectory = Trajectory()
         SAMPLE_REPEAT.set(repeat)  # the simulated user's conversation: one per (sample, repeat)
         limit: float | None = getattr(self.p.suite.target, "sample_timeout", None)  # not every kind bounds one
+        # the suite's own code (custom extractors, graders, rewards) gets what is left of it (custom_code.py)
+        SAMPLE_DEADLINE.set(None if limit is None else (time.monotonic() + limit, limit))
         try:
             if limit is None:  # wait_for costs a task per sample: only pay for it when there is a limit
                 await self.p.target.run(sample, trajectory)
@@ -435,7 +438,7 @@ class Execution:
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
         # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
         # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest
-        verdict = self.p.gate.judge_sample(result.grades, trajectory, sample)
+        verdict = await self.p.gate.ajudge_sample(result.grades, trajectory, sample)
         result.score, result.passed, result.failed_by = verdict.score, verdict.passed, verdict.failed_by
         result.score_note = verdict.note
         if verdict.incomplete is not None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evals_cli import custom_code
 from evals_cli.datasets.reader import check_dataset, iter_samples, select_samples
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import NO_KEY, Endpoint
@@ -72,7 +73,7 @@ class PreparedRun:
     """
 
     def __init__(self, suite: SuiteSpec, options: RunOptions, *, problems: list[str] | None = None,
-                 where: str = "", build_target: bool = True) -> None:
+                 where: str = "", build_target: bool = True, import_code: bool = True) -> None:
         self.problems: list[str] = problems if problems is not None else []
         self._collecting = problems is not None
         options = resumed_options(options)  # a resumed run continues with the options it started with
@@ -94,24 +95,29 @@ class PreparedRun:
         except ConfigError as exc:
             self._problem(exc.problems)
         fallback = judge_fallback(self.suite.target, self._agent) if self._agent is not None else None
+        # custom code (a python agent, extractors, @grader functions, a reward) is loaded only from the suite's
+        # folders, and run only when `import_code` (evals validate only reads it unless --import-code)
+        self.code_read: list[str] = []  # the custom functions only read, not imported (file.py:function)
         try:
             prompt = read_system_prompt(suite)
             if build_target:
                 agent = self._agent or resolve_target_endpoint(self.suite.target, options.agent_overrides)
-                self._target = build_target_for(self.suite, agent, self.pool, prompt)
+                with custom_code.policy(suite.code_roots(target=True), run=import_code, read=self.code_read):
+                    self._target = build_target_for(self.suite, agent, self.pool, prompt)
         except ConfigError as exc:
             self._problem(exc.problems, located=True)
         self.graders: dict[str, Grader] = {}
-        try:
-            self.graders = build_graders(self.suite, None if self._collecting else self.pool, fallback,
-                                         no_judge=options.no_judge, judge_overrides=options.judge_overrides)
-        except ConfigError as exc:
-            self._problem(exc.problems, located=True)
-        try:  # a custom reward gate loads its function from the suite's folder and checks its signature
-            self.gate = Gate(suite.gate, self.graders, base_dir=suite.base_dir)
-        except ConfigError as exc:
-            self._problem(exc.problems, located=True)
-            self.gate = Gate(suite.gate, self.graders)
+        with custom_code.policy(suite.code_roots(), run=import_code, read=self.code_read):
+            try:
+                self.graders = build_graders(self.suite, None if self._collecting else self.pool, fallback,
+                                             no_judge=options.no_judge, judge_overrides=options.judge_overrides)
+            except ConfigError as exc:
+                self._problem(exc.problems, located=True)
+            try:  # a custom reward gate loads its function from the suite's folder and checks its signature
+                self.gate = Gate(suite.gate, self.graders, base_dir=suite.base_dir)
+            except ConfigError as exc:
+                self._problem(exc.problems, located=True)
+                self.gate = Gate(suite.gate, self.graders)
         # simulated users: the simulator's endpoint and prompt; a problem with them matters only once a row has a
         # `user:` block (the precheck counts them), so it is kept until then
         self.simulated = 0  # rows with a user: block among those selected (counted by the precheck)

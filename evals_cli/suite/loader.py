@@ -225,6 +225,15 @@ def _located(where: str, line_of: Callable[[Loc], int | None], path: Loc, messag
 def read_yaml_mapping(path: Path, what: str, expected: str) -> tuple[dict[str, Any], dict[Loc, int], list[str]]:
     """A YAML file that must be a mapping, with `${VAR}` expanded: (data, key lines, problems of missing
     variables, each at its line). Every file kind the CLI reads goes through here."""
+    data, lines, duplicates, env_problems = _read_mapping(path, what, expected)
+    line_of = line_finder(lines)
+    return data, lines, duplicates + [_located(str(path), line_of, p, msg) for p, msg in env_problems]
+
+
+def _read_mapping(path: Path, what: str, expected: str) -> tuple[dict[str, Any], dict[Loc, int], list[str],
+                                                                 list[tuple[Loc, str]]]:
+    """read_yaml_mapping with the variable and non-finite problems still at their key paths, so that a caller
+    replacing a block (the suite's target, by --target FILE) can drop the problems of what it replaced."""
     where = str(path)
     duplicates: list[str] = []
     data, lines = parse_yaml(read_text(path, what), where, duplicates)
@@ -233,8 +242,7 @@ def read_yaml_mapping(path: Path, what: str, expected: str) -> tuple[dict[str, A
     env_problems: list[tuple[Loc, str]] = []
     data = expand(data, (), env_problems)
     env_problems += [(p, NOT_FINITE) for p in non_finite_paths(data)]
-    line_of = line_finder(lines)
-    return data, lines, duplicates + [_located(where, line_of, p, msg) for p, msg in env_problems]
+    return data, lines, duplicates, env_problems
 
 
 def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteSpec:
@@ -243,9 +251,10 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
     caller that has one (`evals run`, `evals validate`, `evals_cli.run`)."""
     path = Path(path)
     where = str(path)
-    data, lines, problems = read_yaml_mapping(path, "suite file",
-                                              "a mapping of suite keys (name, dataset, target, graders, ...)")
+    data, lines, problems, env_problems = _read_mapping(path, "suite file",
+                                                        "a mapping of suite keys (name, dataset, target, graders, ...)")
     written_line_of = line_finder(lines)
+    written = len(problems)
     moves: list[tuple[Loc, Loc]] = []
     letta_target = False
     letta_file = letta_reason(data) is not None
@@ -253,7 +262,13 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
         translation = translate(data)
         data, moves, letta_target = translation.data, translation.moves, translation.letta_target
         problems += [_located(where, written_line_of, p, msg) for p, msg in translation.problems]
+    written_blocks = {key: data.get(key) for key in ("target", "judge")}
     problems += _apply_target(data, target, letta_target, where, written_line_of)
+    # a block the command line replaced whole (--target FILE's target, and its judge) is never read: its
+    # variables are not needed, and a missing one is no problem (issue 24, item 8)
+    replaced = {key for key, block in written_blocks.items() if key in data and data[key] is not block}
+    kept = [_located(where, written_line_of, p, msg) for p, msg in env_problems if not (p and p[0] in replaced)]
+    problems[written:written] = kept  # listed where they were: after duplicate keys, before the rest
     line_of = line_finder(remap_lines(lines, moves))
     problems += [_located(where, line_of, p, msg) for p, msg in _tool_name_problems(data)]
     problems += rename_fields([_located(where, line_of, p, msg) for p, msg in cross_check_raw(data)], where, moves)
@@ -266,6 +281,8 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
         raise ConfigError(problems)
     spec._base_dir = path.resolve().parent
     spec._letta_format = letta_file
+    if target is not None and target.file is not None:  # its python agent lives beside it: may be loaded
+        spec._target_dir = target.file.resolve().parent
     return spec
 
 

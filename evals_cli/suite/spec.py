@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator
@@ -148,6 +149,11 @@ class SuiteSpec(SuiteFile):
     max_cost: float | None = Field(
         default=None, gt=0, description="Stop scheduling new samples once the run has spent this much (needs pricing)."
     )
+    code_dirs: list[str] = Field(
+        default_factory=list, description="Folders, relative to the suite file, that custom code (extractors, "
+        "@grader functions, rewards, python agents) may be loaded from besides the suite's own; a custom file "
+        "anywhere else is refused."
+    )
     # set by the loader for a letta-evals suite file: its results keep letta-evals' counting where ours differs
     _letta_format: bool = PrivateAttr(default=False)
 
@@ -157,6 +163,14 @@ class SuiteSpec(SuiteFile):
         a turn as passed at a score of 1.0, as letta-evals counts `turns_passed`, so the numbers its users
         compare with letta-evals' mean the same."""
         return self._letta_format
+    # the folder of the --target file, set by the loader: a python agent that file names is relative to it
+    _target_dir: Path | None = PrivateAttr(default=None)
+
+    def code_roots(self, target: bool = False) -> list[Path]:
+        """The folders custom files may be loaded from: the suite's and its `code_dirs`; for the target (`target`),
+        also the folder of the --target file that named it."""
+        extra = [self._target_dir] if target and self._target_dir is not None else []
+        return [self.base_dir, *(self.resolve(d) for d in self.code_dirs), *extra]
 
     @field_validator("graders")
     @classmethod

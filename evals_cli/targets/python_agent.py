@@ -2,30 +2,25 @@
 tools. The harness drives no model here; it loads the function, hands it the sample and an AgentTools object,
 and records every tool call the function makes as one step of the trajectory, so the same graders apply.
 
-Async functions run on the event loop; sync ones run in a thread of their own, so a blocking agent never stalls
-the other samples (a dedicated daemon thread rather than the shared pool: samples never queue for a worker
-against their sample_timeout, and a hung agent cannot keep the process from exiting).
+Sync functions run in a thread of their own, so a blocking agent never stalls the other samples (a dedicated
+daemon thread rather than the shared pool: samples never queue for a worker against their sample_timeout, and a
+hung agent cannot keep the process from exiting).
 
-The agent runs in our process, so it could end the run: `os._exit(0)` would leave CI a success code with no
-table and no summary. While any agent code runs (an async agent's await, a sync agent's thread, until it
-returns even past its sample_timeout), `os._exit`, `posix._exit` and `sys.exit` raise `AgentExitAttempt`
-instead, a SystemExit that agents' `except Exception` does not swallow: the sample is recorded as errored and
-the run finishes. A forked child (a different pid) still exits for real. Isolating agents in a worker process
-would also stop `os.kill` and friends, at the price of pickling samples and tools across a pipe; an agent that
-wants to kill its evaluator can, what matters is that it cannot make the run look passed.
+The agent runs in our process, so it runs under the guard every custom function of a suite runs under
+(evals_cli/custom_code.py): `os._exit`, `posix._exit` and `sys.exit` raise instead of exiting (from its import
+on, from any thread it starts), and SystemExit or KeyboardInterrupt out of it is that sample's error (category
+custom_code), so it cannot make the run look passed or end it with no summary. A sync agent runs in a daemon
+thread of its own; an async one on the event loop kept for custom code, so even an async agent that blocks (never
+awaits) leaves the run's loop free: sample_timeout still cuts it off, and SIGINT or SIGTERM still stop the run.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import copy
 import hashlib
 import importlib.util
 import inspect
 import json
-import os
-import posix
 import sys
 import threading
 import time
@@ -37,6 +32,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from evals_cli import custom_code
+from evals_cli.custom_code import ExitAttempt
 from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Message, Sample
@@ -80,57 +77,8 @@ class PythonTarget(AgentPrompt):
         return value
 
 
-class AgentExitAttempt(SystemExit):
-    """The agent called os._exit, posix._exit or sys.exit: it may not end the run. A SystemExit so that the
-    agent's own `except Exception` does not swallow it; should it escape anyway, the process exits with 3 (the
-    run could not complete), never 0."""
-
-    def __init__(self, how: str, code: Any) -> None:
-        super().__init__(f"called {how}({code!r}); an agent cannot end the run")
-        self.code = 3
-
-
-class _ExitGuard:
-    """Replaces os._exit, posix._exit and sys.exit while agent code runs (counted: samples overlap), and puts
-    the originals back when the last one returns."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.active = 0
-        self.pid = 0
-        self.originals: dict[tuple[Any, str], Any] = {}
-
-    def _guarded(self, how: str, real: Callable[..., Any]) -> Callable[..., Any]:
-        def guarded(code: Any = 0) -> Any:
-            if os.getpid() != self.pid:  # a child the agent forked: its exit is its own
-                return real(code)
-            raise AgentExitAttempt(how, code)
-
-        guarded.__name__ = getattr(real, "__name__", how)
-        return guarded
-
-    def __enter__(self) -> _ExitGuard:
-        with self.lock:
-            if self.active == 0:
-                self.pid = os.getpid()
-                for owner, name, how in ((os, "_exit", "os._exit"), (posix, "_exit", "posix._exit"),
-                                         (sys, "exit", "sys.exit")):
-                    real = getattr(owner, name)
-                    self.originals[(owner, name)] = real
-                    setattr(owner, name, self._guarded(how, real))
-            self.active += 1
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with self.lock:
-            self.active -= 1
-            if self.active == 0:
-                for (owner, name), real in self.originals.items():
-                    setattr(owner, name, real)
-                self.originals.clear()
-
-
-EXIT_GUARD = _ExitGuard()
+AgentExitAttempt = ExitAttempt  # its name before one guard covered every kind of custom code
+EXIT_GUARD = custom_code.EXIT_GUARD
 
 
 class StepLimitReached(Exception):
@@ -244,21 +192,37 @@ def load_agent(ref: str, base_dir: Path) -> Callable[..., Any]:
     only the path the suite names is loaded (never a module search). Every mistake is a ConfigError naming
     target.callable, found before any sample runs."""
     file_part, _, name = ref.rpartition(":")
-    path = agent_path(ref, base_dir)
+    try:
+        path = custom_code.locate(file_part, base_dir, "python agent")  # inside the suite's folder, or code_dirs
+    except ValueError as exc:
+        raise ConfigError(f"target.callable: {exc}") from None
     if not path.is_file():
         raise ConfigError(f"target.callable: {file_part} not found (the path is relative to the suite file)")
+    if not custom_code.may_run():  # evals validate without --import-code: read, never run
+        try:
+            static = custom_code.check_source(path, name, file_part, "python agent")
+        except ValueError as exc:
+            raise ConfigError(f"target.callable: {exc}") from None
+        if static is not None:
+            _check_signature(static.signature, ref, name)
+        return _not_imported
     module_name = "evals_agent_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ConfigError(f"target.callable: {file_part} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # dataclasses and pickling inside the file look their module up here
+    custom_code.register_file(path)
+    loader = spec.loader
     try:
         # under the exit guard: module-level code may call os._exit(0), and `from os import _exit` must capture
         # the guarded function, not the real one, or the agent could end the run with 0 later
-        with EXIT_GUARD:
-            spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:  # the user's code: report it, never crash
+        custom_code.import_guarded(lambda: loader.exec_module(module), f"python agent {file_part}")
+    except custom_code.CustomCodeError as exc:
+        del sys.modules[module_name]
+        raise ConfigError(f"target.callable: importing {file_part} failed: it {exc.did} at import; custom code "
+                          "cannot end the run") from None
+    except Exception as exc:  # the user's code: report it, never crash
         del sys.modules[module_name]
         raise ConfigError(f"target.callable: importing {file_part} failed: {type(exc).__name__}: {exc}") from None
     fn = getattr(module, name, None)
@@ -273,12 +237,17 @@ def load_agent(ref: str, base_dir: Path) -> Callable[..., Any]:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # some callables have no introspectable signature: trust them
         return fn
+    _check_signature(signature, ref, name)
+    return fn
+
+
+def _check_signature(signature: inspect.Signature, ref: str, name: str) -> None:
+    """ConfigError unless the agent can be called as (sample, tools)."""
     try:
         signature.bind(None, None)
     except TypeError:
         raise ConfigError(f"target.callable: {ref} must take two arguments (sample, tools); its signature is "
                           f"{name}{signature}") from None
-    return fn
 
 
 def agent_path(ref: str, base_dir: Path) -> Path:
@@ -287,8 +256,9 @@ def agent_path(ref: str, base_dir: Path) -> Path:
     return (path if path.is_absolute() else base_dir / path).resolve()
 
 
-def _is_async(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+def _not_imported(sample: Sample, tools: AgentTools) -> str:
+    """Stands in for an agent file that was only read (evals validate without --import-code): never called."""
+    raise RuntimeError("this agent was checked without being imported (evals validate)")
 
 
 @dataclass(frozen=True)
@@ -311,7 +281,6 @@ class PythonAgent(Target):
     def __init__(self, spec: PythonTarget, ctx: TargetContext) -> None:
         super().__init__(spec, ctx)
         self.fn = load_agent(spec.callable, ctx.base_dir)
-        self.is_async = _is_async(self.fn)
         self.path = agent_path(spec.callable, ctx.base_dir)
 
     @classmethod
@@ -411,14 +380,10 @@ class PythonAgent(Target):
         return trajectory
 
     async def _call(self, sample: Sample, tools: AgentTools) -> Any:
-        with EXIT_GUARD:  # see the module docstring: an agent cannot end the run
-            if self.is_async:
-                result = await self.fn(sample, tools)
-            else:
-                result = await _in_thread(self.fn, sample, tools, name=f"evals-agent-{sample.id}")
-            if inspect.isawaitable(result):  # a sync wrapper (functools.partial, a lambda) around an async agent
-                result = await result
-            return result
+        # see the module docstring: an agent cannot end, hold or interrupt the run; its time is bounded by the
+        # runner's sample_timeout around the whole target run, so the guard does not bound it a second time
+        return await custom_code.call(self.fn, sample, tools, where=f"python agent {self.spec.callable}",
+                                      bounded=False, thread_name=f"evals-agent-{sample.id}")
 
     def _answers(self, result: Any, turns: int) -> list[str | None]:
         """The answer to each user turn: a str answers the last one, a list (per-turn samples) each of them."""
@@ -440,34 +405,9 @@ class PythonAgent(Target):
         openai = sys.modules.get("openai")
         if openai is not None and isinstance(exc, openai.APIError):
             return exc
-        if isinstance(exc, AgentExitAttempt):
-            return AgentError(f"{self.spec.callable} {exc}")
+        if isinstance(exc, custom_code.CustomCodeError):  # exited or interrupted: classified custom_code
+            return exc
         lines = [line for frame, line in traceback.walk_tb(exc.__traceback__)
                  if Path(frame.f_code.co_filename).resolve() == self.path]
         where = f" ({self.path.name} line {lines[-1]})" if lines else ""
         return AgentError(f"{self.spec.callable} raised {type(exc).__name__}: {exc}{where}")
-
-
-async def _in_thread(fn: Callable[..., Any], *args: Any, name: str) -> Any:
-    """fn(*args) in a new daemon thread, awaited; the caller's context variables go with it (as to_thread)."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def settle(value: Any, error: BaseException | None) -> None:
-        if not future.done():  # cancelled meanwhile (sample_timeout): nobody is waiting any more
-            future.set_exception(error) if error is not None else future.set_result(value)
-
-    def work() -> None:
-        try:
-            with EXIT_GUARD:  # held until the agent returns, even after a sample_timeout gave up on it
-                value, error = context.run(fn, *args), None
-        except BaseException as exc:  # handed to the awaiting task, which decides
-            value, error = None, exc
-        try:
-            loop.call_soon_threadsafe(settle, value, error)
-        except RuntimeError:  # the loop is closed: the run is over
-            pass
-
-    threading.Thread(target=work, name=name, daemon=True).start()
-    return await future

@@ -101,7 +101,7 @@ class GroundingGrader(Grader[GroundingSpec]):
             avoid = list(dict.fromkeys([*self.spec.must_not_say, *_values(ctx.sample, "must_not_say")]))
         except ValueError as exc:
             return Grade.failed(str(exc))
-        answer = ctx.submission(self.spec.extractor, self.spec.extractor_config)
+        answer = await ctx.asubmission(self.spec.extractor, self.spec.extractor_config)
         if not cite and not avoid:
             return Grade.not_applicable("no must_cite or must_not_say values: nothing to check", submission=answer)
         find = Finder(self.spec.case_sensitive, self.spec.whole_word)

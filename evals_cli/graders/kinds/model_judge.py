@@ -234,7 +234,7 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
         return []
 
     async def grade(self, ctx: GradeContext) -> Grade:
-        submission = ctx.submission(self.spec.extractor, self.spec.extractor_config)
+        submission = await ctx.asubmission(self.spec.extractor, self.spec.extractor_config)
         try:
             variables = rubric_variables(ctx.sample, ctx.trajectory, submission, ctx.ground_truth, ctx.turn)
             text = self.rubric_for(ctx.sample)

@@ -9,9 +9,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from evals_cli import safe_regex
+from evals_cli import custom_code, safe_regex
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
-from evals_cli.graders.functions import load_function, to_grade
+from evals_cli.graders.functions import BUILTINS, load_function, to_grade
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
@@ -58,12 +58,17 @@ class MatchGrader(Grader[MatchSpec]):
         return problems
 
     async def grade(self, ctx: GradeContext) -> Grade:
-        submission = ctx.submission(self.spec.extractor, self.spec.extractor_config)
+        submission = await ctx.asubmission(self.spec.extractor, self.spec.extractor_config)
         sample = ctx.sample.model_copy(update={"ground_truth": ctx.ground_truth})
         args = [sample, submission]
         if getattr(self.fn, "__evals_wants_trajectory__", False):
             args.append(ctx.view)
-        grade = to_grade(self.fn(*args, **self.kwargs), f"grader function {self.spec.function}")
+        if self.fn is BUILTINS.get(self.spec.function):
+            value = self.fn(*args, **self.kwargs)
+        else:  # a custom @grader: under the custom-code guard (off the loop, exits refused, time counted)
+            value = await custom_code.call(self.fn, *args, where=f"custom grader {self.spec.function}",
+                                           keywords=self.kwargs)
+        grade = to_grade(value, f"grader function {self.spec.function}")
         if grade.submission is None:
             grade.submission = submission
         return grade

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evals_cli import safe_regex
+from evals_cli import custom_code, safe_regex
 from evals_cli.models.trajectory import ToolCall, Trajectory
 from evals_cli.registry import Registry
 
@@ -97,14 +97,37 @@ def check_extractor(name: str, config: dict[str, Any]) -> None:
 
 
 def extract(name: str, trajectory: Trajectory, config: dict[str, Any]) -> str:
-    """The submission. A custom extractor that raises, or returns anything but text, raises here: the grader
-    then has no grade (an error), never a grade of an empty or made-up submission."""
+    """The submission, in this thread: what custom code calls (letta-evals' helpers name the built-ins); graders
+    call `extract_guarded`, which keeps a custom extractor off the run's event loop. A custom extractor that
+    raises, exits, or returns anything but text, raises here: the grader then has no grade (an error), never a
+    grade of an empty or made-up submission."""
     custom = CUSTOM_EXTRACTORS.get(name)
     if custom is None:
         return EXTRACTORS[name].impl.fn(trajectory, config)
     written, fn = custom
+    value = custom_code.run_guarded(fn, *_extractor_args(fn, trajectory, config), where=f"custom extractor {written}")
+    return _text(value, written)
+
+
+async def extract_guarded(name: str, trajectory: Trajectory, config: dict[str, Any]) -> str:
+    """The submission, for a grader: a built-in extractor inline, a custom one under the custom-code guard (a
+    thread of its own, exits refused, its time counted against the sample's sample_timeout: CustomCodeError past
+    it), so that no extractor can end, hold or stall the run."""
+    custom = CUSTOM_EXTRACTORS.get(name)
+    if custom is None:
+        return EXTRACTORS[name].impl.fn(trajectory, config)
+    written, fn = custom
+    value = await custom_code.call(fn, *_extractor_args(fn, trajectory, config), where=f"custom extractor {written}")
+    return _text(value, written)
+
+
+def _extractor_args(fn: Callable[..., Any], trajectory: Trajectory, config: dict[str, Any]) -> tuple[Any, ...]:
+    """letta-evals' three-argument extractors get agent_state None."""
     takes = getattr(fn, "__evals_extractor_params__", 2)
-    value = fn(trajectory, config, None) if takes == 3 else fn(trajectory, config)
+    return (trajectory, config, None) if takes == 3 else (trajectory, config)
+
+
+def _text(value: Any, written: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"extractor {written} returned {type(value).__name__}; an extractor returns the text to "
                         "grade (str)")
