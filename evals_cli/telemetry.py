@@ -75,7 +75,7 @@ class OtelTelemetry(Telemetry):
                                       "gen_ai.usage.input_tokens": result.usage.prompt_tokens,
                                       "gen_ai.usage.output_tokens": result.usage.completion_tokens}
         for name, grade in result.grades.items():
-            if grade.score is not None:
+            if grade.score is not None and grade.applicable:  # n/a is not a score (see Grade.applicable)
                 attributes[f"evals.grade.{name}"] = grade.score
         if result.score is not None:
             attributes["evals.score"] = result.score

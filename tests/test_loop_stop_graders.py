@@ -200,9 +200,13 @@ def test_selected_checks_and_mean() -> None:
     only = run(stop(checks=["max_steps"]), trajectory, needs("read_file"))
     assert list(only.metadata["checks"]) == ["max_steps"]
     mean = run(stop(combine="mean"), trajectory, needs("read_file"))
-    assert mean.score == pytest.approx(1 / 3)  # premature n/a 1, no_stop 0, max_steps 0
+    assert mean.score == 0.0  # premature n/a (left out, not a 1.0), no_stop 0, max_steps 0
     assert mean.metadata["failed"] == ["no_stop", "max_steps"]
     assert mean.rationale.startswith("failed no_stop, max_steps — no_stop: ")
+    done = traj(c("read_file", ENV), answer="localhost")  # premature 1, no_stop n/a, max_steps 1
+    half = traj(c("list_files", {}), answer="guess")  # premature 0, no_stop n/a, max_steps 1
+    assert run(stop(combine="mean"), done, needs("read_file")).score == 1.0
+    assert run(stop(combine="mean"), half, needs("read_file")).score == pytest.approx(1 / 2)
 
 
 def test_parallel_completion_step_and_calls_in_the_same_step() -> None:

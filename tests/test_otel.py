@@ -37,6 +37,7 @@ def test_spans_with_genai_attributes_and_grades(server: ScriptedServer, tmp_path
     sample = spans["sample a"]
     assert sample.parent.span_id == run.context.span_id
     assert sample.attributes["evals.grade.order"] == 1.0 and sample.attributes["evals.passed"] is True
+    assert "evals.grade.order" not in spans["sample b"].attributes  # no expected order: n/a, not a 1.0
     assert sample.attributes["gen_ai.usage.input_tokens"] == 40
     chats = [s for s in exporter.get_finished_spans() if s.name == "chat scripted"]
     assert len(chats) == 4  # two steps for each of the two samples

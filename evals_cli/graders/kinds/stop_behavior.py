@@ -188,13 +188,16 @@ class _Checks:
 
 @GRADERS.register("stop_behavior", spec=StopBehaviorSpec)
 class StopBehaviorGrader(Grader[StopBehaviorSpec]):
-    """The selected checks, each in metadata.checks; the grade is their min (or mean)."""
+    """The selected checks, each in metadata.checks; the grade is their min (or mean) over the checks that
+    applied."""
 
     async def grade(self, ctx: GradeContext) -> Grade:
         required = self.spec.required_tools if self.spec.required_tools is not None else ctx.sample.expected_tool_order
         checks = _Checks(self.spec, ctx, required)
         results = {name: getattr(checks, name)() for name in self.spec.checks}
-        scores = [c.score for c in results.values()]
+        # checks with nothing to look at drop out, as n/a grades do from every average: a mean over (0, n/a)
+        # is 0, not 0.5
+        scores = [c.score for c in results.values() if c.applicable] or [1.0]
         score = min(scores) if self.spec.combine == "min" else sum(scores) / len(scores)
         failed = [name for name, c in results.items() if c.score < 1.0]
         metadata = {"checks": {n: {"score": c.score, "rationale": c.rationale, "applicable": c.applicable}
