@@ -181,6 +181,9 @@ def test_a_per_turn_grade_is_the_mean_of_the_turns_checked(server: ScriptedServe
     answer = line["grades"]["answer"]
     assert answer["score"] == 0.0  # turn 1 had nothing to check; turn 2 was wrong: not (1 + 0) / 2
     assert "1 with nothing to check" in answer["rationale"]
+    # and it is not a passed turn either: "0/1 turns passed", not "1/2"
+    assert answer["rationale"].startswith("0/1 turns passed")
+    assert (answer["metadata"]["turns_passed"], answer["metadata"]["turns_checked"]) == (0, 1)
 
 
 def test_compare_pairs_only_checked_grades() -> None:

@@ -53,8 +53,11 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
                                submission=g.submission or "", ground_truth=ground_truth))
     scores = [t.score for t in turns if t.score is not None]
     errors = [t for t in turns if t.score is None]
-    passed = sum(1 for s in scores if passes(s))
-    rationale = f"{passed}/{len(turns)} turns passed"
+    # a turn with nothing to check neither passed nor failed: "1/1 turns passed; 1 with nothing to check", not 2/2
+    checked = [g.score for g in grades if g.score is not None and (g.applicable or na_pass)]
+    passed = sum(1 for s in checked if passes(s))
+    rationale = (f"{passed}/{len(checked) + len(errors)} turns passed" if checked or errors
+                 else f"nothing to check in any of the {len(turns)} turns")
     if errors:
         rationale += f"; {len(errors)} turn(s) could not be graded"
     metadata: dict[str, Any] = {"usage": _usage(grades), "turns_passed": passed, "turns_total": len(turns)}
@@ -68,11 +71,11 @@ async def _grade_per_turn(grader: Grader, sample: Sample, trajectory: Trajectory
         return Grade(score=None, rationale=rationale, per_turn_grades=turns, applicable=applicable,
                      error=f"{len(errors)} of {len(turns)} turn(s) could not be graded (first: turn {errors[0].turn + 1} of "
                            f"{len(turns)}: {first})", metadata=metadata)
-    counted = [g.score for g in grades if g.score is not None and (g.applicable or na_pass)]
-    skipped = len(scores) - len(counted)
+    skipped = len(scores) - len(checked)
     if skipped and applicable:
         rationale += f"; {skipped} with nothing to check (left out of the score)"
-    return Grade(score=_mean(counted) if applicable else _mean(scores), rationale=rationale, per_turn_grades=turns,
+    metadata["turns_checked"] = len(checked)
+    return Grade(score=_mean(checked) if applicable else _mean(scores), rationale=rationale, per_turn_grades=turns,
                  applicable=applicable, metadata=metadata)
 
 
