@@ -122,3 +122,38 @@ def test_naming_labels_leaves_the_suite_fingerprint_alone(server: ScriptedServer
     assert len(read_jsonl(earlier / "results.jsonl")) == 5
     saved = json.loads((earlier / "summary.json").read_text())["calibration"]["quality"]
     assert saved["judged"] == 6  # the resumed results count too
+
+
+def test_answers_with_nothing_to_judge_count_as_fails_in_both_rates(server: ScriptedServer, tmp_path: Path) -> None:
+    """A perfect judge on 2 good answers and 4 empty ones: the grader passes 2 of 6. The empty answers were failed
+    without asking the judge; left out, the observed and corrected rates both read 1.00 (found in review)."""
+    from tests.helpers import write_suite
+    from tests.scripted_server import agent_script, judge_score, text
+
+    rows = [{"id": f"s{i}", "input": f"q{i}?", "ground_truth": "x"} for i in range(6)]
+    server.script = agent_script({f"q{i}": [text("good answer" if i < 2 else "")] for i in range(6)},
+                                 judge=lambda body: judge_score(9, "fine"))
+    (tmp_path / "rubric.j2").write_text("Grade.\nAnswer: {{ submission }}\n", encoding="utf-8")
+    labels = [{"sample_id": f"p{i}", "grader": "quality", "label": "pass", "judge": "pass", "score": 0.9}
+              for i in range(25)]
+    labels += [{"sample_id": f"f{i}", "grader": "quality", "label": "fail", "judge": "fail", "score": 0.1}
+               for i in range(25)]
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(line) + "\n" for line in labels), encoding="utf-8")
+    suite = write_suite(tmp_path, rows, base_url=server.url, graders={
+        "quality": {"kind": "model_judge", "rubric": "rubric.j2", "calibration": "labels.jsonl"}})
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "run"))
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())["calibration"]["quality"]
+    assert (saved["judged"], saved["no_answer"]) == (2, 4)
+    assert saved["observed_pass_rate"] == pytest.approx(2 / 6)
+    assert saved["corrected_pass_rate"] == pytest.approx(2 / 6)  # tpr = tnr = 1: nothing to correct
+    assert saved["ci"] == pytest.approx([2 / 6, 2 / 6])
+    assert "as judged (2 items and 4 with no answer to judge (failed))" in result.stdout
+
+
+def test_measure_corrects_the_judged_share_only() -> None:
+    pairs = [(True, True)] * 20 + [(True, False)] * 5 + [(False, False)] * 15  # tpr 1, tnr 0.75
+    out = measure(pairs, passed=3, judged=6, no_answer=2)
+    assert out.observed_pass_rate == pytest.approx(3 / 8)
+    assert out.corrected_pass_rate == pytest.approx((0.5 + 0.75 - 1) / (1 + 0.75 - 1) * 6 / 8)
+    assert out.ci is not None and out.ci[1] <= 6 / 8 + 1e-9  # the certain fails bound it from above

@@ -63,14 +63,18 @@ class CalibrationReport:
         return {"graders": {name: report.as_json() for name, report in self.graders.items()}, "notes": self.notes}
 
 
-def measure(pairs: list[tuple[bool, bool]], passed: int, judged: int) -> JudgeCalibration:
+def measure(pairs: list[tuple[bool, bool]], passed: int, judged: int, no_answer: int = 0) -> JudgeCalibration:
     """The figures of one judge: `pairs` are (judge passed, person passed) over the labelled items; `passed` of the
-    run's `judged` items passed the judge. A figure that is undefined is None, and the correction is refused (with
-    the reason) rather than made up."""
+    run's `judged` items passed the judge, and `no_answer` more items failed with no answer to judge. Only the
+    judged share is corrected (no judge erred on the others); both rates are over all the grader's items, so the
+    certain fails pull them down as they pull down the grader's own pass rate. A figure that is undefined is
+    None, and the correction is refused (with the reason) rather than made up."""
     confusion = Confusion.of(pairs)
+    total = judged + no_answer
+    share = judged / total if total else 0.0  # of the grader's items, the judged ones (the rest are certain fails)
     out = JudgeCalibration(n=confusion.n, tp=confusion.tp, fp=confusion.fp, fn=confusion.fn, tn=confusion.tn,
                            tpr=confusion.tpr, tnr=confusion.tnr, kappa=confusion.kappa, judged=judged,
-                           observed_pass_rate=passed / judged if judged else None)
+                           no_answer=no_answer, observed_pass_rate=passed / total if total else None)
     pos, neg = confusion.positives, confusion.negatives
     if pos < FEW or neg < FEW:
         short = "either class" if pos < FEW and neg < FEW else ("pass" if pos < FEW else "fail")
@@ -86,17 +90,20 @@ def measure(pairs: list[tuple[bool, bool]], passed: int, judged: int) -> JudgeCa
     if observed is None:
         out.refused = "the run has no judged item with a verdict to correct"
         return out
-    corrected = rogan_gladen(observed, tpr, tnr)
+    corrected = rogan_gladen(passed / judged, tpr, tnr) if judged else 0.0
     if corrected is None:
         out.refused = (f"{CHANCE} (tpr {tpr:.2f} + tnr {tnr:.2f} = {tpr + tnr:.2f} ≤ 1): its pass rate cannot be "
                        "corrected")
         return out
-    out.corrected_pass_rate = corrected
+    out.corrected_pass_rate = corrected * share
+    if not judged:  # every item failed with no answer: certain, nothing to estimate
+        out.ci = [0.0, 0.0]
+        return out
     interval = corrected_interval(confusion, passed, judged)
     if interval.low is None or interval.high is None:
         out.warnings.append(f"no interval for the corrected pass rate: {interval.why}")
     else:
-        out.ci = [interval.low, interval.high]
+        out.ci = [interval.low * share, interval.high * share]
     return out
 
 
@@ -217,7 +224,7 @@ def calibrate_run(run_path: Path, labels_path: Path, grader: str | None = None) 
             continue
         everything = run.of(name)
         calibration = measure([(item.passed, label.passed) for item, label in mine],
-                              sum(1 for item in everything if item.passed), len(everything))
+                              sum(1 for item in everything if item.passed), len(everything), run.no_answer.get(name, 0))
         calibration.warnings += fingerprint_notes([label for _, label in mine], run.judges.get(name), name,
                                                   labels_path)
         reports[name] = GraderReport(name, calibration, [Disagreement(item, label) for item, label in mine
@@ -229,13 +236,13 @@ def calibrate_run(run_path: Path, labels_path: Path, grader: str | None = None) 
 
 
 def calibrated(grader: str, record: JudgeRecord, labels: list[Label], source: Path,
-               items: list[JudgedItem]) -> JudgeCalibration:
+               items: list[JudgedItem], no_answer: int = 0) -> JudgeCalibration:
     """A calibrated run's figures for one judge: the judge's verdicts on the labelled items are those the labels
     recorded when they were given (its score read at this run's pass mark), the pass rate corrected is this run's."""
     pairs = [(record.passes(label.score) if label.score is not None else label.judge == "pass", label.passed)
              for label in labels]
     mine = [item for item in items if item.key.grader == grader]
-    out = measure(pairs, sum(1 for item in mine if item.passed), len(mine))
+    out = measure(pairs, sum(1 for item in mine if item.passed), len(mine), no_answer)
     out.labels = str(source)
     out.warnings = fingerprint_notes(labels, record, grader, source) + out.warnings
     return out

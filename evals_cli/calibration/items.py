@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from evals_cli.errors import ConfigError
 from evals_cli.models.calibration import JudgeRecord
-from evals_cli.models.results import Grade, SampleResult
+from evals_cli.models.results import NO_ANSWER, Grade, SampleResult, TurnGrade
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.output.files import RESULTS_NAME, read_results, results_path
 from evals_cli.output.manifest import MANIFEST_NAME, MATRIX_NAME, Manifest, read_manifest
@@ -83,6 +83,7 @@ class JudgedRun:
     items: list[JudgedItem]
     judges: dict[str, JudgeRecord]
     errors: dict[str, int] = field(default_factory=dict)  # per grader: judged items without a verdict
+    no_answer: dict[str, int] = field(default_factory=dict)  # per grader: fails with no answer, never judged
     samples: dict[str, set[int]] = field(default_factory=dict)  # sample id -> repeats in the run
     warnings: list[str] = field(default_factory=list)
 
@@ -158,12 +159,27 @@ def _turns_asked(grade: Grade) -> set[int] | None:
     return {c["turn"] for c in calls if isinstance(c, dict) and isinstance(c.get("turn"), int)}
 
 
+def _no_answer(turn: TurnGrade) -> bool:
+    return turn.score == 0.0 and turn.rationale.startswith(NO_ANSWER)
+
+
 def judged_items(results: Iterable[SampleResult], judges: dict[str, JudgeRecord], fallback: JudgeRecord | None,
-                 errors: dict[str, int] | None = None) -> list[JudgedItem]:
-    """Every verdict of every judge grader in `results`, read at its pass mark (`judges`, else `fallback`)."""
+                 errors: dict[str, int] | None = None, no_answer: dict[str, int] | None = None) -> list[JudgedItem]:
+    """Every verdict of every judge grader in `results`, read at its pass mark (`judges`, else `fallback`).
+
+    `no_answer` counts, per judge grader, the items failed with no answer to judge: no judge saw them, so they
+    are not items to label, but they are the grader's fails, and a pass rate without them would be too high."""
     items: list[JudgedItem] = []
+    missed = no_answer if no_answer is not None else {}
     for result in results:
         for name, grade in result.grades.items():
+            if grade.metadata.get("no_answer") or (
+                    grade.per_turn_grades is not None and not is_judged(grade) and name in judges):
+                reached = [t for t in grade.per_turn_grades or [] if t.turn < len(result.trajectory.turns)]
+                count = sum(1 for t in reached if _no_answer(t)) if grade.per_turn_grades is not None else 1
+                if count:
+                    missed[name] = missed.get(name, 0) + count
+                continue
             if not is_judged(grade):
                 continue
             record = judges.get(name) or fallback
@@ -184,7 +200,9 @@ def judged_items(results: Iterable[SampleResult], judges: dict[str, JudgeRecord]
             failed = grade.metadata.get("replies_failed")
             for turn in turns:
                 if (asked is not None and turn.turn not in asked) or turn.turn >= len(result.trajectory.turns):
-                    continue  # never reached: the grader's 0, not the judge's
+                    if turn.turn < len(result.trajectory.turns) and _no_answer(turn):
+                        missed[name] = missed.get(name, 0) + 1
+                    continue  # never reached, or nothing to judge: the grader's 0, not the judge's
                 if turn.score is None:
                     if errors is not None:
                         errors[name] = errors.get(name, 0) + 1
@@ -224,11 +242,13 @@ def load_judged_run(run: Path) -> JudgedRun:
                         f"before it did): the gate's per-sample pass value ({fallback.op} {fallback.mark:g}) is used")
     errors: dict[str, int] = {}
     order = {name: i for i, name in enumerate(names)}  # one grader's items together, each in results order
-    items = sorted(judged_items(results, judges, fallback, errors), key=lambda item: order[item.key.grader])
+    no_answer: dict[str, int] = {}
+    items = sorted(judged_items(results, judges, fallback, errors, no_answer),
+                   key=lambda item: order[item.key.grader])
     samples: dict[str, set[int]] = {}
     for result in results:
         samples.setdefault(result.sample_id, set()).add(result.repeat)
     for name, count in errors.items():
         warnings.append(f"{name}: {count} judged item{'s' if count != 1 else ''} without a verdict (the judge failed) "
                         "left out: a judge error is not a failed item")
-    return JudgedRun(folder, items, {n: judges[n] for n in names if n in judges}, errors, samples, warnings)
+    return JudgedRun(folder, items, {n: judges[n] for n in names if n in judges}, errors, no_answer, samples, warnings)

@@ -27,7 +27,7 @@ def interval(ci: list[float] | tuple[float, float] | None) -> str:
 
 def corrected_line(name: str, c: JudgeCalibration) -> str:
     """One line for a run's footer: the judge's raw pass rate beside the corrected one and its interval."""
-    raw = f"judge {name}: pass rate {fmt(c.observed_pass_rate)} as judged ({c.judged} items)"
+    raw = f"judge {name}: pass rate {fmt(c.observed_pass_rate)} as judged ({_over(c)})"
     source = f" (calibrated on {c.n} labels of {Path(c.labels).name if c.labels else 'a labels file'}: tpr " \
              f"{fmt(c.tpr)}, tnr {fmt(c.tnr)})"
     if c.corrected_pass_rate is None:
@@ -57,6 +57,12 @@ def _matrix(g: GraderReport) -> Table:
     return table
 
 
+def _over(c: JudgeCalibration) -> str:
+    """What the rates are over: the judged items, and the fails no judge was asked about."""
+    judged = f"{c.judged} item{'s' if c.judged != 1 else ''}"
+    return f"{judged} and {c.no_answer} with no answer to judge (failed)" if c.no_answer else judged
+
+
 def _grader_lines(g: GraderReport) -> list[RenderableType]:
     c = g.calibration
     out: list[RenderableType] = [Text(f"{g.name}: your labels (rows) against the judge (columns)"), _matrix(g)]
@@ -65,11 +71,11 @@ def _grader_lines(g: GraderReport) -> list[RenderableType]:
         out.append(Text(f"{g.name}: the judge " + "; it ".join(words)))
     mark = f" (passes at {SYMBOLS.get(g.record.op, g.record.op)} {g.record.mark:g})" if g.record else ""
     if c.corrected_pass_rate is not None:
-        out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {c.judged} items{mark}; "
+        out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {_over(c)}{mark}; "
                         f"corrected for the judge's errors: {fmt(c.corrected_pass_rate)}, "
                         + (f"95% CI {interval(c.ci)}" if c.ci else "no interval (see the warning)")))
     else:
-        out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {c.judged} items{mark}; "
+        out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {_over(c)}{mark}; "
                         f"no corrected rate: {c.refused}", style="bold yellow"))
     if g.disagreements:
         count = len(g.disagreements)

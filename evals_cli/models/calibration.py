@@ -48,9 +48,13 @@ class JudgeCalibration(Record):
     tnr: float | None = Field(default=None, description="Of the items the person failed, the share the judge failed.")
     kappa: float | None = Field(default=None, description="Cohen's kappa between the judge and the person.")
     judged: int = Field(default=0, description="The run's judged items of this grader with a verdict.")
-    observed_pass_rate: float | None = Field(default=None, description="The judge's pass rate over all `judged`.")
+    no_answer: int = Field(default=0, description="The grader's items with no answer to judge: failed without asking "
+                           "the judge (so never labelled), and counted as fails in both pass rates.")
+    observed_pass_rate: float | None = Field(
+        default=None, description="The grader's pass rate over its `judged` items and its `no_answer` fails.")
     corrected_pass_rate: float | None = Field(
-        default=None, description="(observed + tnr - 1) / (tpr + tnr - 1), clipped to [0, 1]; None when refused.")
+        default=None, description="The judged items' pass rate corrected ((p + tnr - 1) / (tpr + tnr - 1), clipped to "
+        "[0, 1]), then the no-answer fails added as fails; None when refused.")
     ci: list[float] | None = Field(default=None, description="95% bootstrap interval of the corrected pass rate.")
     refused: str | None = Field(default=None, description="Why there is no corrected pass rate.")
     warnings: list[str] = Field(default_factory=list)

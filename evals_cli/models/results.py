@@ -47,6 +47,11 @@ class RoleUse(Record):
             self.cost = (self.cost or 0.0) + other.cost
 
 
+NO_ANSWER = "no answer to judge"
+"""How a judge grade of an empty or absent answer begins: failed without asking the judge (model_judge), and
+counted as such, never as a judged item, by calibration."""
+
+
 class TurnGrade(Record):
     """A grade for one user turn of a per-turn sample (letta-evals' PerTurnGrade). `turn` is 0-based."""
 

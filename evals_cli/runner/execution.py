@@ -211,12 +211,14 @@ class Execution:
         if not wanted:
             return {}
         records = judge_records(self.p.graders, self.p.gate)
+        no_answer: dict[str, int] = {}
         try:
-            items = judged_items(read_results(self.writer.path), records, None)
+            items = judged_items(read_results(self.writer.path), records, None, no_answer=no_answer)
         except (OSError, ConfigError) as exc:
             self.messages.append(f"no calibrated pass rate: cannot read back {self.writer.path} ({exc})")
             return {}
-        return {name: calibrated(name, records[name], labels, path, items) for name, (path, labels) in wanted.items()}
+        return {name: calibrated(name, records[name], labels, path, items, no_answer.get(name, 0))
+                for name, (path, labels) in wanted.items()}
 
     def _cache_use(self) -> CacheUse | None:
         cache = self.p.pool.cache

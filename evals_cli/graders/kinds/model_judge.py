@@ -33,7 +33,7 @@ from evals_cli.graders.scales import Scale
 from evals_cli.models.base import StrictModel
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.judge import Choice
-from evals_cli.models.results import Grade
+from evals_cli.models.results import NO_ANSWER, Grade
 from evals_cli.models.sample import Sample
 
 
@@ -104,7 +104,6 @@ class Verdict:
     fields: dict[str, Any] | None = None
 
 
-NO_ANSWER = "no answer to judge"
 NO_ANSWER_ENDINGS = {"max_steps": "it was cut off at the step limit (max_steps) before answering",
                      "empty_answer": "its final reply was empty (empty_answer)",
                      "unparsed_tool_call": "its last reply was a tool call written as text (unparsed_tool_call)"}
