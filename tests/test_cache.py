@@ -137,3 +137,23 @@ def test_several_models_share_one_cache_file(tmp_path: Path, server: ScriptedSer
         assert summary["cache"]["misses"] == 0 and summary["cache"]["hits"] == made // 2
     [row] = [line for line in second.stdout.splitlines() if "cache hits / misses" in line]
     assert row.split()[-6:] == [str(made // 2), "/", "0", str(made // 2), "/", "0"]
+
+
+def test_prompts_that_differ_only_in_credential_looking_text_keep_their_own_answers(
+        tmp_path: Path, server: ScriptedServer) -> None:
+    """Masked before hashing, both prompts had one key, and a rerun served sample b sample a's answer (a false
+    fail; found in review). The stored bodies stay masked."""
+    rows = [{"id": "a", "input": "Is Bearer aaaaaaaaaa1111111111 valid?", "ground_truth": "VALID"},
+            {"id": "b", "input": "Is Bearer bbbbbbbbbb2222222222 valid?", "ground_truth": "REVOKED"}]
+    server.script = agent_script({"aaaa": [text("VALID")], "bbbb": [text("REVOKED")]})
+    suite = write_suite(tmp_path, rows, base_url=server.url, concurrency=1,
+                        graders={"answer": {"kind": "match", "function": "contains"}})
+    cache = tmp_path / "cache.jsonl"
+    assert run_cli("run", str(suite), "-o", str(tmp_path / "r1"), "--cache", str(cache)).returncode == 0
+    before = len(server.requests)
+    again = run_cli("run", str(suite), "-o", str(tmp_path / "r2"), "--cache", str(cache), "--sample-id", "b")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(server.requests) == before  # served from the cache ...
+    [line] = read_jsonl(tmp_path / "r2" / "results.jsonl")
+    assert line["grades"]["answer"]["submission"] == "REVOKED"  # ... with its own answer
+    assert "aaaaaaaaaa1111111111" not in cache.read_text(encoding="utf-8")

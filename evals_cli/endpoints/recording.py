@@ -5,11 +5,12 @@ Secrets: headers are never stored, and the request and response bodies are store
 `Redactor` (every key, URL credential and header value the run knows, plus any string under a secret-looking
 key such as `auth_token` in `extra_body`): a recording is a file people commit and share.
 
-Keys: a request is keyed by a hash of its API path and the canonical JSON of its *masked* body (mask before
-hashing). Replay masks the body it would send the same way before hashing, so a recording made with one key
-replays with another key or none (CI without secrets), and the stored request is exactly what was hashed.
-The cost: two requests that differ only in a secret value share a key (they are served in recorded order),
-and a request whose text quotes the API key itself only matches when replay knows that key too."""
+Keys: a request is keyed by a hash of its API path and the canonical JSON of its body with the run's known
+secrets (keys, URL credentials, header values) and the values under secret-looking keys masked. Replay masks
+the body it would send the same way before hashing, so a recording made with one key replays with another key
+or none (CI without secrets). Credential-looking text the run does not know as its own (a prompt quoting a
+Bearer token) is masked where it is stored but not in the key, so two prompts that differ only there keep
+two keys. The cost: a request whose text quotes the API key itself only matches when replay knows that key."""
 
 from __future__ import annotations
 
@@ -38,13 +39,15 @@ def api_path(path: str) -> str:
 
 
 def body_key(method: str, path: str, body: Any, redact: Redactor | None = None) -> str:
-    """The recording key of a request: method, API path and the canonical JSON of its body, masked by `redact`
-    first when given (see the module docstring: recording and replay both mask before hashing)."""
+    """The recording key of a request: method, API path and the canonical JSON of its body, with the run's known
+    secrets and the values under secret-looking keys masked first when `redact` is given (see the module
+    docstring). The pattern layer is left out of the key: masked, two prompts quoting different tokens shared a
+    key, and a cache served one sample the other's answer."""
     if redact is not None and not isinstance(body, str) and redact.has_secret_values(body):
-        body = redact.value(body)  # rare: most requests hold no value under a secret-looking key
+        body = redact.value(body, patterns=False)  # rare: most requests hold no value under a secret-looking key
     canonical = body if isinstance(body, str) else json.dumps(body, sort_keys=True, separators=(",", ":"))
-    if redact is not None:  # known secrets and credential patterns, on the text in one pass (cheap)
-        canonical = redact(canonical)
+    if redact is not None:  # the run's known secrets, on the text in one pass (cheap)
+        canonical = redact.known(canonical)
     return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
 
 

@@ -143,12 +143,18 @@ class Redactor:
         self.secrets = sorted(known, key=len, reverse=True)  # longest first: a key inside a longer one
 
     def __call__(self, text: str) -> str:
+        return mask_patterns(self.known(text)) if isinstance(text, str) and text else text
+
+    def known(self, text: str) -> str:
+        """The secrets the run knows masked, without the pattern layer: what a recording key is hashed from, so
+        two requests that differ only in credential-looking text (a prompt quoting two different Bearer tokens)
+        keep different keys while a run key stays out of them."""
         if not isinstance(text, str) or not text:
             return text
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
-        return mask_patterns(text)
+        return text
 
     def has_secret_values(self, value: Any, _depth: int = 0) -> bool:
         """Whether a JSON-like value holds a string under a secret-looking key: a cheap walk over the keys
@@ -170,18 +176,18 @@ class Redactor:
                     return True
         return False
 
-    def value(self, value: Any, _depth: int = 0) -> Any:
-        """A copy of a JSON-like value with every string masked, and strings under secret-looking keys replaced
-        by the mask whole."""
+    def value(self, value: Any, _depth: int = 0, *, patterns: bool = True) -> Any:
+        """A copy of a JSON-like value with every string masked (`patterns`: the pattern layer too, see `known`),
+        and strings under secret-looking keys replaced by the mask whole."""
         if isinstance(value, str):
-            return self(value)
+            return self(value) if patterns else self.known(value)
         if _depth > 200:
             return value
         if isinstance(value, Mapping):
-            return {k: (MASK if isinstance(v, str) and v and is_secret_name(str(k)) else self.value(v, _depth + 1))
-                    for k, v in value.items()}
+            return {k: (MASK if isinstance(v, str) and v and is_secret_name(str(k))
+                        else self.value(v, _depth + 1, patterns=patterns)) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [self.value(v, _depth + 1) for v in value]
+            return [self.value(v, _depth + 1, patterns=patterns) for v in value]
         return value
 
 
