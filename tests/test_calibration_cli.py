@@ -329,3 +329,18 @@ def test_a_run_without_judge_grades_is_refused(server: ScriptedServer, tmp_path:
         no_traceback(result)
     missing = run_cli("label", str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "no results.jsonl" in missing.stderr
+
+
+def test_comparing_two_judges_refuses_labels_given_to_other_answers(server: ScriptedServer, tmp_path: Path) -> None:
+    """A single run refuses labels of another run; comparing two runs used them (kappa -1, exit 0; found in
+    review)."""
+    a = judged_run(server, tmp_path / "A")
+    b = judged_run(server, tmp_path / "B", rubric_text="Grade strictly.\nAnswer: {{ submission }}\n")
+    labels = [{"sample_id": s, "grader": "quality", "label": v, "item": "0123456789abcdef"}
+              for s, v in (("a1", "fail"), ("a2", "pass"), ("a3", "fail"), ("a4", "pass"))]
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps(line) + "\n" for line in labels), encoding="utf-8")
+    assert run_cli("calibrate", str(a), "--labels", str(other)).returncode == 2
+    pair = run_cli("calibrate", str(a), str(b), "--labels", str(other), "--json")
+    assert pair.returncode == 2, pair.stdout + pair.stderr
+    assert "given to another answer" in pair.stderr and "Traceback" not in pair.stderr

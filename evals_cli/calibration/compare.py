@@ -91,6 +91,16 @@ def compare_judges(run_a: Path, run_b: Path, labels_path: Path, grader: str | No
     for name in names:
         keys = [k for k in shared if k[2] == name]
         same = [k for k in keys if matched[0][k][0].digest == matched[1][k][0].digest]
+        # and the label was given to that same answer (as a single run checks): a labels file of a third run
+        # says nothing of these answers
+        foreign = [k for k in same if matched[0][k][1].item not in (None, matched[0][k][0].digest)]
+        if foreign and len(foreign) == len(same):
+            raise ConfigError(f"{labels_path}: every label of {name} was given to another answer than the one both "
+                              f"runs judged: labels of another run; label one of these runs with `evals label`")
+        if foreign:
+            notes.append(f"{name}: {len(foreign)} label{'s' if len(foreign) != 1 else ''} left out: given to another "
+                         "answer than the one both runs judged")
+        same = [k for k in same if k not in foreign]
         if not same:
             raise ConfigError(f"{name}: the agent's answers differ on every labelled item between {run_a} and {run_b}: "
                               "two judges compare only on the same answers (run both judges on one agent run, e.g. "
