@@ -32,6 +32,10 @@ class RunAborted(EvalsError):
     exit_code = EXIT_INCOMPLETE
 
 
+class NewerFormatError(ConfigError):
+    """A file written by a newer evals-cli: never read as today's format, whatever the reader would fall back to."""
+
+
 def refuse_newer(data: object, newest: int, where: str, what: str) -> None:
     """Refuse a file (or line) that a newer evals-cli wrote: read as today's format, its new fields would be
     dropped or misread in silence, and a verdict rebuilt from it could be false. Older versions are upgraded by
@@ -40,5 +44,5 @@ def refuse_newer(data: object, newest: int, where: str, what: str) -> None:
     if isinstance(found, str) and found.strip().isdigit():
         found = int(found)
     if isinstance(found, int) and not isinstance(found, bool) and found > newest:
-        raise ConfigError(f"{where}: {what} written by a newer evals-cli (schema_version {found}; this evals-cli "
+        raise NewerFormatError(f"{where}: {what} written by a newer evals-cli (schema_version {found}; this evals-cli "
                           f"reads up to {newest}); upgrade evals-cli to read it")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from evals_cli.display.state import RunState
-from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED
+from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError, NewerFormatError
 from evals_cli.gate import Gate
 from evals_cli.invocation import program
 from evals_cli.models.results import RunSummary
@@ -89,12 +89,15 @@ def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
 def _not_applicable(target: Path) -> str:
     """How the run counts n/a grades (its gate's `not_applicable`, from run.json), so that the aggregates of a
     killed run are recomputed as the run would have computed them."""
-    from evals_cli.output.manifest import MANIFEST_NAME
+    from evals_cli.output.manifest import MANIFEST_NAME, read_manifest
 
+    if not (results_path(target).parent / MANIFEST_NAME).is_file():
+        return "exclude"
     try:
-        manifest = json.loads((results_path(target).parent / MANIFEST_NAME).read_text(encoding="utf-8"))
-        value = manifest["gate"]["not_applicable"]
-    except (OSError, ValueError, KeyError, TypeError):
+        value = read_manifest(results_path(target).parent).gate.get("not_applicable")
+    except NewerFormatError:
+        raise
+    except ConfigError:  # unreadable: the default, as for a run without run.json
         return "exclude"
     return value if value in ("exclude", "pass") else "exclude"
 

@@ -54,6 +54,10 @@ def run(server: ScriptedServer, tmp_path: Path) -> tuple[Path, Path, Path]:
     ("results.jsonl", _bump_lines, 2, lambda s, o, r: ("report", str(o))),
     ("summary.json", _bump_json, 2, lambda s, o, r: ("report", str(o))),
     ("run.json", _bump_json, 1, lambda s, o, r: ("run", str(s), "--resume", str(o))),
+    ("results.jsonl", _bump_lines, 2, lambda s, o, r: ("run", str(s), "--rerun-failed", str(o), "-o",
+                                                       str(o.parent / "rerun"))),
+    ("summary.json", _bump_json, 2, lambda s, o, r: ("run", str(s), "--rerun-failed", str(o), "-o",
+                                                      str(o.parent / "rerun"))),
     ("rec.jsonl", _bump_lines, 1, lambda s, o, r: ("run", str(s), "-o", str(o.parent / "again"), "--replay", str(r))),
 ])
 def test_a_newer_file_is_refused(run: tuple[Path, Path, Path], name: str, bump: Callable[[Path], None], newest: int,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from evals_cli.errors import ConfigError
-from evals_cli.models.results import SampleResult
+from evals_cli.errors import ConfigError, refuse_newer
+from evals_cli.models.results import SCHEMA_VERSION, SampleResult
 from evals_cli.output.files import RESULTS_NAME, results_path
 from evals_cli.output.fingerprint import Fingerprint
 from evals_cli.output.manifest import MANIFEST_NAME, Manifest, StartedWith, folder_error, read_manifest
@@ -61,7 +61,9 @@ def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool, now: Star
         if not line.strip():
             continue
         try:
-            result = SampleResult.model_validate(json.loads(line))
+            data = json.loads(line)
+            refuse_newer(data, SCHEMA_VERSION, f"{path}:{number}", "results line")
+            result = SampleResult.model_validate(data)
         except (ValueError, ValidationError):
             if number == len(lines):
                 state.repaired = f"{path}:{number}: torn last line removed (the run was killed while writing)"
@@ -135,6 +137,7 @@ def unfinished_run(directory: Path, results: int, samples: int) -> Unfinished | 
     if summary_path.is_file():
         try:
             summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            refuse_newer(summary, SCHEMA_VERSION, str(summary_path), "summary")
             cov = summary.get("coverage") or {}
             expected, total = cov.get("expected_results"), int(summary.get("total", results))
             status = str(summary.get("status") or "stopped")
@@ -193,6 +196,7 @@ def failed_samples(target: Path) -> FailedSamples:
                     continue
                 try:
                     row = json.loads(line)
+                    refuse_newer(row, SCHEMA_VERSION, f"{path}:{number}", "results line")
                     sample_id = str(row["sample_id"])
                 except (ValueError, KeyError, TypeError):
                     if fh.readline() == "":  # the last line, torn by a kill: the results before it stand
