@@ -146,3 +146,13 @@ def test_measure_with_enough_labels_gives_rate_and_interval_without_warnings() -
     assert c.corrected_pass_rate == pytest.approx((0.6 + 0.8 - 1) / (0.9 + 0.8 - 1))
     assert c.ci is not None and c.ci[0] < c.corrected_pass_rate < c.ci[1]
     assert c.warnings == [] and c.refused is None
+
+
+def test_a_pass_mark_must_be_finite() -> None:
+    """A NaN mark in a hostile run.json read every item as a fail (found in review)."""
+    from pydantic import ValidationError
+
+    from evals_cli.models.calibration import JudgeRecord
+
+    with pytest.raises(ValidationError):
+        JudgeRecord(mark=float("nan"))

@@ -203,3 +203,37 @@ def test_a_merged_run_over_several_models_is_finished_and_keeps_its_endpoints(tm
     [entry] = [e for e in scan_runs(root) if e.rel == "merged"]
     assert (entry.status, entry.gate, entry.exit_code) == ("completed", "PASSED", 0)
     assert [(m.model, m.pass_rate) for m in entry.per_model] == [("a", 1.0), ("b", 1.0)]
+
+
+def test_the_viewer_serves_nothing_outside_its_folder_nor_to_another_host(results: Path) -> None:
+    """A matrix.json naming `../../outside` made the viewer serve a run outside the root, and any Host header was
+    answered (a DNS-rebinding page could read every prompt and answer; found in review)."""
+    import http.client
+
+    outside = results.parent / "outside"
+    shutil.copytree(results / "r2", outside)
+    matrix_path = results / "nested" / "m" / "matrix.json"
+    matrix = json.loads(matrix_path.read_text(encoding="utf-8"))
+    matrix["models"][0]["folder"] = "../../../outside"
+    matrix_path.write_text(json.dumps(matrix), encoding="utf-8")
+    server = HistoryServer(results, 0).start()
+    try:
+        host, port = server.url.split("//")[1].rstrip("/").split(":")
+        for path, headers, expected in [("/run/nested/m/../../../outside/", {}, 404),
+                                        ("/runs.json", {"Host": f"attacker.example:{port}"}, 403),
+                                        ("/runs.json", {"Host": f"localhost:{port}"}, 200)]:
+            connection = http.client.HTTPConnection(host, int(port), timeout=10)
+            connection.putrequest("GET", path, skip_host=bool(headers))
+            for name, value in headers.items():
+                connection.putheader(name, value)
+            connection.endheaders()
+            assert connection.getresponse().status == expected, (path, headers)
+            connection.close()
+    finally:
+        server.shutdown()
+
+
+def test_a_run_whose_summary_is_unreadable_is_not_in_flight(results: Path) -> None:
+    (results / "r2" / "summary.json").write_text("[]", encoding="utf-8")
+    [entry] = [e for e in scan_runs(results) if e.rel == "r2"]
+    assert entry.status == "stopped" and not entry.in_flight and "summary.json is unreadable" in entry.detail

@@ -196,7 +196,7 @@ def _gate_word(exit_code: int | None, status: str) -> GateWord:
 
 
 def _live_run(folder: Path, rel: str) -> RunEntry:
-    from evals_cli.output.files import read_summary
+    from evals_cli.output.files import SUMMARY_NAME, read_summary
 
     model = None
     if (folder / MANIFEST_NAME).is_file():
@@ -215,11 +215,15 @@ def _live_run(folder: Path, rel: str) -> RunEntry:
     suite = read_manifest(folder).suite if (folder / MANIFEST_NAME).is_file() else folder.name
     entry = RunEntry(folder, rel, "run", suite, _file_time(folder, _MARKERS), _unfinished(_last_write(folder)),
                      "running", models=[model] if model else [])
-    entry.gate = _gate_word(None, entry.status)
     _count_results(entry, folder)
-    entry.detail = (f"{entry.total} results so far, no summary yet" if entry.in_flight else
-                    f"no summary.json: stopped after {entry.total} results; resume it with evals run SUITE "
-                    f"--resume {folder}")
+    if (folder / SUMMARY_NAME).is_file():  # there, but not a summary: no verdict, and not "in flight" either
+        entry.status = "stopped"
+        entry.detail = f"summary.json is unreadable (after {entry.total} results): no verdict"
+    else:
+        entry.detail = (f"{entry.total} results so far, no summary yet" if entry.in_flight else
+                        f"no summary.json: stopped after {entry.total} results; resume it with evals run SUITE "
+                        f"--resume {folder}")
+    entry.gate = _gate_word(None, entry.status)
     return entry
 
 

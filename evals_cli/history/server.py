@@ -27,8 +27,10 @@ def _lookup(root: Path, rel: str) -> RunEntry | None:
         if entry.rel == rel:
             return entry
         for line in entry.per_model:
-            if f"{entry.rel}/{line.folder}" == rel:
-                return read_run(entry.path / line.folder, root)
+            folder = (entry.path / line.folder).resolve()
+            # matrix.json names the folder: one that leads out of the root (`../..`) is never served
+            if f"{entry.rel}/{line.folder}" == rel and folder.is_relative_to(root.resolve()):
+                return read_run(folder, root)
     return None
 
 
@@ -86,7 +88,17 @@ def _handler(root: Path) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:  # the terminal shows where to look, not every request
             pass
 
+        def _local_host(self) -> bool:
+            """The Host header names this machine: a web page elsewhere that rebinds its own name to 127.0.0.1
+            (DNS rebinding) sends its own name, and must not read the runs' prompts and answers."""
+            host = (self.headers.get("Host") or "").strip().lower()
+            name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
+            return name in ("127.0.0.1", "localhost", "[::1]")
+
         def do_GET(self) -> None:
+            if not self._local_host():
+                self._send(403, "evals view answers only requests addressed to 127.0.0.1 or localhost", "text/plain")
+                return
             path = unquote(urlsplit(self.path).path)
             try:
                 if path in ("/", "/index.html"):

@@ -21,7 +21,8 @@ class JudgeRecord(Record):
 
     scope: Literal["conversation", "reply"] = "conversation"
     op: MarkOp = Field(default="gte", description="How a judged item's score meets `mark`.")
-    mark: float = Field(description="A judged item (a sample, a turn or a reply) passes at score `op` mark.")
+    mark: float = Field(allow_inf_nan=False,
+                        description="A judged item (a sample, a turn or a reply) passes at score `op` mark.")
     rubric: str = Field(default="", description="Digest of the grader's rubric text.")
     model: str = Field(default="", description="The judge model (several, joined by ', ', for a panel).")
     scale: str = Field(default="", description="The verdict scale, as the suite names it.")
