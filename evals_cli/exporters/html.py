@@ -23,8 +23,7 @@ from evals_cli.display.state_diff import ChangeView, describe_changes, describe_
 from evals_cli.exporters.base import EXPORTERS, FinishedRun
 from evals_cli.exporters.common import case_name, failed_labels, fmt_score, model_calls, prepare, tool_runs, unique
 from evals_cli.exporters.html_charts import BarChart, Histogram, histogram, score_bars
-from evals_cli.exporters.html_sessions_template import SESSIONS_TEMPLATE
-from evals_cli.exporters.html_template import SCRIPT, STYLE, TEMPLATE
+from evals_cli.exporters.html_pages import environment
 from evals_cli.gate import OPS, SYMBOLS
 from evals_cli.models.results import Grade, RunSummary, SampleResult, TurnGrade
 from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
@@ -295,7 +294,7 @@ def report_view(results: Iterable[SampleResult], summary: RunSummary, title: str
 
 
 def _environment() -> Environment:
-    env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env = environment()
     env.filters["score"] = fmt_score
     env.filters["pretty"] = pretty
     env.globals["score_class"] = score_class
@@ -312,8 +311,7 @@ def render_html(results: Iterable[SampleResult], summary: RunSummary, *, title: 
     `run_dir`, the run's folder, gives the gate's per-sample pass rule (its run.json) when there is one.
     """
     view = report_view(results, summary, title, notes, run_dir)
-    template = _environment().from_string(TEMPLATE)
-    return template.render(v=view, s=view.summary, style=STYLE, script=SCRIPT)
+    return _environment().get_template("run.html.j2").render(v=view, s=view.summary)
 
 
 def write_html(results: Iterable[SampleResult], summary: RunSummary, path: Path | str, *, title: str | None = None,
@@ -422,7 +420,7 @@ def render_sessions_html(analyses: Iterable[SessionAnalysis], summary: SessionsS
     env = _environment()
     env.globals["score_class"] = session_class
     env.globals["drift_class"] = drift_class
-    return env.from_string(SESSIONS_TEMPLATE).render(v=view, s=view.summary, style=STYLE, script=SCRIPT)
+    return env.get_template("sessions.html.j2").render(v=view, s=view.summary)
 
 
 def write_sessions_html(analyses: Iterable[SessionAnalysis], summary: SessionsSummary, path: Path | str, *,
