@@ -5,18 +5,17 @@ open, presses "expand all tool calls") and checks what is then on screen: which 
 are visible, the text of the section that opened, and the page's layout compared by structure (bounding
 boxes of the key elements: stacked in order, not overlapping, hidden ones taking no room), never by pixels.
 
-The DevTools client is the standard library's: an HTTP GET for the page's websocket address and a minimal
-RFC 6455 websocket (text frames, client masking). The tests skip only when /usr/bin/chromium is absent.
+The DevTools protocol is spoken over a websocket-client connection (a maintained library, in the dev extra): an
+HTTP GET for the page's websocket address, then one JSON message per command. The tests skip only when
+/usr/bin/chromium is absent.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import threading
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import websocket
 
 from evals_cli.exporters import write_html
 from evals_cli.exporters.html import write_sessions_html
@@ -44,68 +44,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CHROMIUM.exists() and sh
                                                    reason="/usr/bin/chromium is not installed")]
 
 
-# --- a minimal DevTools client ------------------------------------------------------------------------------
-
-class WebSocket:
-    """Just enough of RFC 6455 for the DevTools protocol: masked text frames out, text frames in."""
-
-    def __init__(self, url: str, timeout: float = 30) -> None:
-        found = re.match(r"ws://([^/:]+):(\d+)(/.*)", url)
-        assert found, url
-        host, port, path = found.group(1), int(found.group(2)), found.group(3)
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
-                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
-                          .encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = self.sock.recv(4096)
-            assert chunk, "DevTools closed the connection during the handshake"
-            head += chunk
-        assert head.split(b"\r\n", 1)[0].split()[1] == b"101", head[:200]
-        self.buffer = head.split(b"\r\n\r\n", 1)[1]
-
-    def send(self, text: str) -> None:
-        data = text.encode()
-        size = len(data)
-        header = bytearray([0x81])
-        if size < 126:
-            header.append(0x80 | size)
-        elif size < 1 << 16:
-            header += bytes([0x80 | 126]) + struct.pack(">H", size)
-        else:
-            header += bytes([0x80 | 127]) + struct.pack(">Q", size)
-        mask = os.urandom(4)
-        self.sock.sendall(bytes(header) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
-
-    def _read(self, n: int) -> bytes:
-        while len(self.buffer) < n:
-            chunk = self.sock.recv(1 << 16)
-            assert chunk, "DevTools closed the connection"
-            self.buffer += chunk
-        out, self.buffer = self.buffer[:n], self.buffer[n:]
-        return out
-
-    def receive(self) -> str:
-        message = b""
-        while True:
-            first, second = self._read(2)
-            size = second & 0x7F
-            if size == 126:
-                size = struct.unpack(">H", self._read(2))[0]
-            elif size == 127:
-                size = struct.unpack(">Q", self._read(8))[0]
-            payload = self._read(size)
-            if first & 0x0F == 0x9:  # ping: the browser never sends one to a client, but answer it anyway
-                continue
-            message += payload
-            if first & 0x80:
-                return message.decode("utf-8", errors="replace")
-
-    def close(self) -> None:
-        self.sock.close()
-
+# --- a DevTools client (websocket-client carries the protocol's messages) -----------------------------------
 
 class Browser:
     """One headless Chromium and one page in it; `call` sends a DevTools command and waits for its answer."""
@@ -128,7 +67,7 @@ class Browser:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as response:
             targets = json.loads(response.read())
         page = next(t for t in targets if t.get("type") == "page")
-        self.ws = WebSocket(page["webSocketDebuggerUrl"])
+        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30, suppress_origin=True)
         self.next_id = 0
         self.call("Page.enable")
         self.call("Runtime.enable")
@@ -137,7 +76,7 @@ class Browser:
         self.next_id += 1
         self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
         while True:
-            message = json.loads(self.ws.receive())
+            message = json.loads(self.ws.recv())
             if message.get("id") == self.next_id:
                 assert "error" not in message, message
                 return dict(message.get("result") or {})
