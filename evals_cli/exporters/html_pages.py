@@ -8,10 +8,14 @@ written report refers to nothing outside itself and opens offline, in a CI artif
 
 from __future__ import annotations
 
+import json
 from functools import cache
+from typing import Any
 
 from jinja2 import Environment, PackageLoader
 from markupsafe import Markup
+
+from evals_cli.exporters.common import fmt_score
 
 TEMPLATES = "templates"
 
@@ -25,12 +29,25 @@ def asset(name: str) -> Markup:
     return Markup(source)
 
 
+def pretty(value: Any) -> str:
+    """JSON for people (indented, unicode kept); a plain string stays as it is."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
 def environment() -> Environment:
-    """A fresh environment over the shipped templates (callers add their own filters and globals)."""
+    """A fresh environment over the shipped templates, with the filters every page uses (`score`, `pretty`);
+    callers add their own globals (how a page colours a score)."""
     env = Environment(loader=PackageLoader("evals_cli.exporters", TEMPLATES), autoescape=True, trim_blocks=True,
                       lstrip_blocks=True)
     env.globals["asset"] = asset
+    env.filters["score"] = fmt_score
+    env.filters["pretty"] = pretty
     return env
 
 
-__all__ = ["asset", "environment"]
+__all__ = ["asset", "environment", "pretty"]
