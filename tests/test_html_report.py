@@ -226,9 +226,9 @@ def test_a_passing_score_is_coloured_as_passing() -> None:
     results = threshold_run()
     markup = render_html(results, make_summary(results))
     # 0.65 passes the 0.6 rule: green (a fixed 0.5 split made it amber); 0.15 and 0.5 fail it: red
-    assert '<td class="num good" data-sort="0.65">0.65</td>' in markup
-    assert '<td class="num bad" data-sort="0.15">0.15</td>' in markup
-    assert '<td class="num bad" data-sort="0.5">0.50</td>' in markup
+    assert '<td class="num good" data-sort="0.65" data-label="score">0.65</td>' in markup
+    assert '<td class="num bad" data-sort="0.15" data-label="score">0.15</td>' in markup
+    assert '<td class="num bad" data-sort="0.5" data-label="score">0.50</td>' in markup
     no_gate = make_summary(results).model_copy(update={"gate": None})
     for r in results:
         r.failed_by = []

@@ -47,7 +47,7 @@ def reasons_for(result: SampleResult) -> list[str]:
                 reasons.append(_one_line(f"{name} {_score(score)}: {grade.rationale}".rstrip(": ")))
         else:
             reasons.append(_one_line(f"{failure.label}: {failure.reason}".rstrip(": ")))
-    return reasons or ["failed"]
+    return list(dict.fromkeys(reasons)) or ["failed"]  # a grader both required and weighted is named once
 
 
 def _failed_replies(grade: Grade, most: int = 3) -> str:

@@ -270,9 +270,10 @@ class Reasons:
     them all, so one cause is said once. At most MAX_REASON_ROWS entries, then how to see every reason whole
     (`evals report RUN --why full`) and the command that opens the full report."""
 
-    def __init__(self, state: RunState, run_dir: Path | str | None) -> None:
+    def __init__(self, state: RunState, run_dir: Path | str | None, who: str | None = None) -> None:
         self.state = state
         self.run = str(run_dir) if run_dir is not None else "RUN"
+        self.who = who  # a model of a run over several: named in the heading
 
     def said(self) -> list[str]:
         """Every reason these lines say, so the lines after them (abort, gate) need not say it again."""
@@ -287,8 +288,8 @@ class Reasons:
         width = options.max_width
         report = command("report", self.run, "--html", "report.html")
         errored = sum(1 for row in rows if row.error is not None and row.passes == 0)
-        yield Text(f"why {total} sample{'s' if total != 1 else ''} did not pass"
-                   + (f" ({errored} errored)" if errored else "") + ":", style="bold")
+        yield Text(f"why {total} sample{'s' if total != 1 else ''}" + (f" of {self.who}" if self.who else "")
+                   + " did not pass" + (f" ({errored} errored)" if errored else "") + ":", style="bold")
         groups = reason_groups(rows)
         shown = groups[:MAX_REASON_ROWS]
         singles = [g.rows[0].sample_id for g in shown if len(g.rows) == 1]
@@ -439,7 +440,7 @@ def footer(summary: RunSummary, said: Iterable[str] = ()) -> Text:
     cause = summary.abort_reason
     if summary.status != "completed" or cause:
         above = next((reason for reason in said if cause and cause in reason), None)
-        told = f"the {_kind(above)} above" if above is not None else cause or ""
+        told = f"the {reason_kind(above)} above" if above is not None else cause or ""
         lines.append(f"Run {summary.status}: {told}\n", style="bold yellow")
     gate = summary.gate
     if gate is not None:
@@ -451,7 +452,7 @@ def footer(summary: RunSummary, said: Iterable[str] = ()) -> Text:
     return lines
 
 
-def _kind(reason: str) -> str:
+def reason_kind(reason: str) -> str:
     """'endpoint error' of 'endpoint error: cannot reach ...': how the abort line points at a reason above."""
     head = reason.split(":", 1)[0]
     return head if head.endswith("error") and len(head) < 40 else "error"

@@ -19,6 +19,7 @@ from typing import Any
 
 from jinja2 import Environment
 
+from evals_cli.display.state import reasons_for
 from evals_cli.display.state_diff import ChangeView, describe_changes, describe_effect
 from evals_cli.exporters.base import EXPORTERS, FinishedRun
 from evals_cli.exporters.common import case_name, failed_labels, fmt_score, model_calls, prepare, tool_runs, unique
@@ -164,6 +165,7 @@ class SampleView:
     turn_grades: dict[int, list[tuple[str, TurnGrade, str]]] = field(default_factory=dict)
     changes: list[ChangeView] = field(default_factory=list)
     diverged_at: int | None = None  # --replay-user: the turn the conversation left the recorded path
+    reason: str = ""  # why it failed or errored, first and shortest: as under the terminal's table
 
     @property
     def grade_css(self) -> dict[str, str]:
@@ -225,7 +227,7 @@ def sample_view(index: int, result: SampleResult, rule: PassRule | None = None) 
                       tools=tool_runs(result.tools_called), steps=model_calls(result), tokens=usage, grades=grades,
                       failed_by=failed_labels(result), tool_calls=len(result.tools_called), turn_grades=turn_grades,
                       changes=describe_changes(result.trajectory.state_changes),
-                      diverged_at=diverged_turn(result.trajectory))
+                      diverged_at=diverged_turn(result.trajectory), reason="; ".join(reasons_for(result)))
 
 
 @dataclass

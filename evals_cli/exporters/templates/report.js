@@ -3,6 +3,10 @@
   var root = document.documentElement;
   window.addEventListener("error", function (e) { root.setAttribute("data-js-error", String(e.message)); });
   var table = document.getElementById("samples");
+  if (!table || !document.getElementById("filter")) {  /* a page without the filter bar (many models): no sorting */
+    root.setAttribute("data-report-ready", "1");
+    return;
+  }
   var tbody = table.tBodies[0];
   var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
   var rows = function () { return Array.prototype.slice.call(tbody.rows); };
