@@ -315,3 +315,109 @@ def test_sessions_report_filters_and_expands(browser: Browser, tmp_path: Path) -
     [anchor] = browser.visible(CONVERSATIONS, "id")
     text = browser.js(f"document.getElementById('{anchor}').innerText")
     assert "Turn 1" in text and "rdm (0.90)" in text and "planner" in text
+
+
+# --- the layout follows the window (issue 29 item 5) --------------------------------------------------------
+
+def at_width(browser: Browser, width: int) -> None:
+    browser.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=False)
+
+
+@pytest.fixture
+def window(browser: Browser) -> Iterator[Browser]:
+    """The browser, its window size put back afterwards (the other tests read a 1280 px window)."""
+    try:
+        yield browser
+    finally:
+        browser.call("Emulation.clearDeviceMetricsOverride")
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The simulated-users suite replayed from its recording of a real model: five graders, long sample ids,
+    every sample failing, judge reasoning: a wide table with long reasons."""
+    from tests.helpers import run_cli
+
+    out = tmp_path_factory.mktemp("simulated") / "run"
+    assert run_cli("run", str(ROOT / "suites" / "simulated_users.yaml"), "--replay",
+                   str(ROOT / "suites" / "simulated_users.recording.jsonl"), "-o", str(out)).returncode == 1
+    assert run_cli("report", str(out), "--html", str(out.parent / "report.html")).returncode == 0
+    return out.parent / "report.html"
+
+
+NO_SIDEWAYS = "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+
+
+def test_at_1400_px_the_samples_table_does_not_scroll_sideways(window: Browser, simulated: Path) -> None:
+    at_width(window, 1400)
+    window.open(simulated.as_uri())
+    assert window.js(NO_SIDEWAYS)
+    table = window.js("""(() => { const t = document.getElementById('samples'), box = t.parentElement;
+        return {table: t.getBoundingClientRect().width, box: box.clientWidth, scroll: box.scrollWidth}; })()""")
+    assert table["scroll"] <= table["box"] and table["table"] <= table["box"] + 1, table
+    heads = window.boxes("#samples thead th")
+    assert len(heads) == 14 and max(h["x"] + h["width"] for h in heads) <= 1400  # every column on screen
+    assert window.visible(ROWS, "data-sample") == ["ask-for-order-id", "corrects-the-agent", "impatient-user",
+                                                   "scripted-then-simulated"]
+
+
+def test_at_390_px_every_reason_is_on_screen(window: Browser, simulated: Path) -> None:
+    at_width(window, 390)
+    window.open(simulated.as_uri())
+    assert window.js(NO_SIDEWAYS)
+    width = window.js("document.documentElement.clientWidth")
+    results = window.js("""Array.from(document.querySelectorAll('#samples td.result')).map(td => {
+        const r = td.getBoundingClientRect(), why = td.querySelector('.why-short');
+        return {left: r.left, right: r.right, height: r.height, why: why ? why.innerText : ''}; })""")
+    assert len(results) == 4
+    for cell in results:  # the result and why it failed, on screen, not past the right edge
+        assert 0 <= cell["left"] and cell["right"] <= width and cell["height"] > 0, cell
+        assert cell["why"].startswith("calls 0.00: 0/1 expected calls matched"), cell
+    # one card per sample, every value labelled (the header row is gone)
+    assert window.js("getComputedStyle(document.querySelector('#samples td.result'), '::before').content") == '"result"'
+    assert window.js("getComputedStyle(document.querySelector('#samples thead')).display") == "none"
+    assert window.js("document.getElementById('s-4').open")  # a failed sample's conversation starts open:
+    # each grade's reason under its grader, on screen
+    cells = window.js("""Array.from(document.querySelectorAll('#s-4 table.grades tbody tr')).map(tr => {
+        const why = tr.cells[2].getBoundingClientRect();
+        return {grader: tr.dataset.grader, left: why.left, right: why.right, height: why.height}; })""")
+    assert [c["grader"] for c in cells] == ["goal", "replies", "calls", "forbidden_tools", "final_state"]
+    assert all(0 <= c["left"] and c["right"] <= width and c["height"] > 0 for c in cells), cells
+    window.click("#s-4 tr[data-grader=goal] details.why > summary")
+    assert "The user asked for the order ID" in window.js("document.querySelector('#s-4 tr[data-grader=goal]').innerText")
+    assert window.js(NO_SIDEWAYS)
+
+
+def test_the_sessions_and_models_pages_follow_the_window(window: Browser, tmp_path: Path) -> None:
+    from evals_cli.matrix_report import load_matrix, write_matrix_html
+    from evals_cli.sessions.cli import analyze_command
+    from tests.helpers import run_cli
+
+    assert analyze_command(ROOT / "datasets" / "multi_agent_sessions.jsonl", tmp_path / "sessions", quiet=True) == 0
+    view = load_sessions(tmp_path / "sessions")
+    sessions = write_sessions_html(view.analyses, view.summary, tmp_path / "sessions.html").as_uri()
+    models = tmp_path / "models"
+    run_cli("run", str(ROOT / "suites" / "demo.yaml"), "--replay", str(ROOT / "suites" / "demo.recording.jsonl"),
+            "-o", str(models), "--model", "qwen2.5-coder-1.5b-instruct", "--model", "unrecorded")
+    page = tmp_path / "models.html"
+    write_matrix_html(load_matrix(models), page)
+    answers = "#sample-1 .model-answer"
+    for width in (1400, 390):
+        at_width(window, width)
+        window.open(sessions + "#s-7")  # the hallucinated answer, opened from its link
+        assert window.js(NO_SIDEWAYS), width
+        turn = window.js("document.querySelector('#s-7 .turn').innerText")
+        assert "refund RF-9999" in turn and "hallucination" in turn and '"amount": 34.99' in turn
+        window.open(page.as_uri())
+        assert window.js(NO_SIDEWAYS), width
+        boxes = window.boxes(answers)
+        assert len(boxes) == 2
+        if width == 1400:  # the two models' answers side by side
+            assert boxes[0]["y"] == boxes[1]["y"] and boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"]
+        else:  # one above the other, each as wide as the screen allows
+            assert boxes[0]["y"] + boxes[0]["height"] <= boxes[1]["y"] and boxes[1]["width"] > 300
+    window.click("#m-1 a.full-report")  # the model's own full report, written beside the page
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not window.js("location.pathname").endswith("-qwen2.5-coder-1.5b-instruct.html"):
+        time.sleep(0.05)
+    assert window.js("location.pathname").endswith("models-qwen2.5-coder-1.5b-instruct.html")
