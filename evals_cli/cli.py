@@ -399,9 +399,13 @@ def _validated(path: Path, samples: int, graders: list[str]) -> str:
 def report(
     run_path: Annotated[Path, typer.Argument(metavar="RUN", help="A results.jsonl or a run folder.")],
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")] = None,
+    why: Annotated[str, typer.Option("--why", metavar="short|full|all", help="Reasons under the table: short (cut to fit, the default), full (every reason of every failed sample whole: judge reasoning, goal judgements), all (every sample, passing ones too, every grade's reason).")] = "short",
 ) -> None:
     """Re-render the table of a finished (or killed) run from its results; --html writes a report file. Every
     kind of run: `evals run` (live or on a recorded_sessions suite), `evals analyze`, `evals merge`."""
+    if why not in ("short", "full", "all"):
+        raise ConfigError(f"--why {why}: choose short (cut to fit), full (every reason of the failed samples whole) "
+                          "or all (every sample's reasons, passing ones too)")
     from evals_cli.display.console import make_console
     from evals_cli.output.manifest import is_matrix
     from evals_cli.report import run_kind
@@ -424,7 +428,13 @@ def report(
         from evals_cli.report import load_run
 
         state, summary, warnings = load_run(run_path)
-        console.print(render_run(state, summary, run_path))
+        whole = None
+        if why != "short":
+            from evals_cli.display.why import WholeReasons
+            from evals_cli.output.files import read_results
+
+            whole = WholeReasons(read_results(run_path), "full" if why == "full" else "all")
+        console.print(render_run(state, summary, run_path, whole))
         _conversation_notes(console, state)
     for warning in warnings:
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)

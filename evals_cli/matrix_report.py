@@ -6,12 +6,14 @@ left matrix.json saying so, and a model resumed on its own since then has a newe
 
 from __future__ import annotations
 
-import html
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals_cli.display.matrix import MatrixView, ModelColumn, SampleMarks, metric_rows, passed_by
+from evals_cli.display.matrix import MatrixView, ModelColumn, SampleMarks, gate_word, metric_rows, passed_by
+from evals_cli.display.state import RunState, reasons_for
 from evals_cli.errors import EXIT_INTERRUPTED, ConfigError
-from evals_cli.models.results import MatrixSummary
+from evals_cli.exporters.common import fmt_score, tool_runs
+from evals_cli.models.results import MatrixSummary, SampleResult
 from evals_cli.output.files import RESULTS_NAME, read_results
 from evals_cli.output.manifest import MATRIX_NAME, read_matrix
 from evals_cli.output.summary import combined_exit, combined_verdict
@@ -33,9 +35,12 @@ def load_matrix(top: Path) -> MatrixView:
             warnings.append(f"{run.model}: {folder} holds no results (the run stopped before this model started)")
         _, summary, notes = load_run(folder)
         warnings += [f"{run.model}: {note}" for note in notes]
-        column = ModelColumn(run.model, run.folder, summary, endpoint=run.base_url)
+        column = ModelColumn(run.model, run.folder, summary, endpoint=run.base_url,
+                             state=RunState(list(summary.graders), repeats=summary.reliability.repeats
+                                            if summary.reliability else 1))
         if (folder / RESULTS_NAME).is_file():
             for result in read_results(folder, []):
+                column.state.add(result)  # type: ignore[union-attr]
                 marks = column.samples.setdefault(result.sample_id, SampleMarks())
                 marks.runs += 1
                 marks.passed += bool(result.error is None and result.passed)
@@ -56,46 +61,146 @@ def load_matrix(top: Path) -> MatrixView:
                       "aborted" if "aborted" in statuses else "completed")
     if rebuilt.status == "completed":
         rebuilt.abort_reason = None
-    return MatrixView(rebuilt, columns, list(order), warnings)
+    return MatrixView(rebuilt, columns, list(order), warnings, top)
 
 
-def matrix_html(view: MatrixView) -> str:
-    """A self-contained page: the table of numbers, the per-sample table, the combined verdict."""
-    e = html.escape
-    names = [c.model for c in view.columns]
-    head = "".join(f"<th>{e(n)}</th>" for n in names)
-    numbers = "".join(f"<tr><th>{e(label)}</th>{''.join(f'<td>{e(c)}</td>' for c in cells)}</tr>"
-                      for label, cells in metric_rows(view))
-    sample_rows = []
+MAX_RUNS_SHOWN = 3  # repeats of one sample shown per model on the page; the rest are counted
+
+
+@dataclass
+class ModelAnswer:
+    """One run of one sample by one model, as the page puts it beside the other models' runs."""
+
+    status: str  # passed, failed, errored, ungraded
+    status_text: str
+    score: str
+    answer: str
+    tools: list[str]
+    reasons: list[str]
+    repeat: int
+    anchor: str  # the sample's anchor in the model's full report (`#s-N`)
+
+
+@dataclass
+class SampleRow:
+    sample_id: str
+    anchor: str
+    question: str
+    cells: list[list[ModelAnswer]]  # per model, in column order: its runs of this sample
+    more: list[int]  # per model: runs past MAX_RUNS_SHOWN
+    marks: list[tuple[str, str]]  # per model: (css, pass/fail/error mark)
+    passed_by: str
+
+
+@dataclass
+class ModelSection:
+    """One model: its verdict, where its full report is, and each failing sample with its failing graders."""
+
+    column: ModelColumn
+    anchor: str
+    href: str | None
+    verdict: str
+    verdict_css: str
+    failing: list[tuple[str, str, list[str]]]  # (sample name, anchor of the sample row, reasons)
+    hidden: int = 0
+
+
+@dataclass
+class MatrixPage:
+    view: MatrixView
+    title: str
+    models: list[ModelSection]
+    numbers: list[tuple[str, list[str]]]
+    samples: list[SampleRow]
+    notes: list[str] = field(default_factory=list)
+
+
+def _status(result: SampleResult) -> tuple[str, str]:
+    if result.error is not None:
+        return "errored", f"error: {result.error.category}"
+    if result.passed is None:
+        return "ungraded", "not graded"
+    if result.passed:
+        return "passed", "pass"
+    labels = list(dict.fromkeys(f.label for f in result.failed_by))
+    return "failed", "fail" + (f": {', '.join(labels)}" if labels else "")
+
+
+def _answers(view: MatrixView) -> tuple[dict[str, list[list[ModelAnswer]]], dict[str, str]]:
+    """sample id -> per model, its runs (read back from each model's folder, in the order its report lists them);
+    and sample id -> what the user asked first."""
+    found: dict[str, list[list[ModelAnswer]]] = {sid: [[] for _ in view.columns] for sid in view.sample_order}
+    questions: dict[str, str] = {}
+    if view.top is None:
+        return found, questions
+    for m, column in enumerate(view.columns):
+        folder = view.top / column.folder
+        if not (folder / RESULTS_NAME).is_file():
+            continue
+        for index, result in enumerate(read_results(folder, []), 1):
+            status, text = _status(result)
+            runs = found.setdefault(result.sample_id, [[] for _ in view.columns])[m]
+            runs.append(ModelAnswer(status=status, status_text=text, score=fmt_score(result.score),
+                                    answer=result.trajectory.final_answer or "", tools=tool_runs(result.tools_called),
+                                    reasons=reasons_for(result), repeat=result.repeat, anchor=f"s-{index}"))
+            if not questions.get(result.sample_id):
+                questions[result.sample_id] = _question(result)
+    return found, questions
+
+
+def _question(result: SampleResult) -> str:
+    turns = result.trajectory.turns
+    first = next((t.user for t in turns if t.user), None)
+    return first or result.input
+
+
+def matrix_page(view: MatrixView, links: dict[str, str] | None = None) -> MatrixPage:
+    """What the page shows; `links`: model folder -> the href of that model's full report."""
+    answers, questions = _answers(view)
+    sections = []
+    for m, column in enumerate(view.columns, 1):
+        summary = column.summary
+        failing: list[tuple[str, str, list[str]]] = []
+        state = column.state
+        rows = state.failing_rows if state is not None else []
+        for row in rows:
+            failing.append((row.sample_id, _anchor(view, row.sample_id), row.reasons or [f"error: {row.error}"]))
+        word = gate_word(summary)
+        css = {"PASSED": "pass", "FAILED": "fail"}.get(word, "unknown")
+        verdict = summary.gate.message if summary.gate is not None else f"gate {word}"
+        hidden = state.failing_count - len(rows) if state is not None else 0
+        sections.append(ModelSection(column, f"m-{m}", (links or {}).get(column.folder), verdict, css, failing,
+                                     hidden))
+    samples = []
     for sample_id in view.sample_order:
-        cells = "".join(f"<td class='{_css(m)}'>{e(m.mark().plain)}</td>"
-                        for m in (c.samples.get(sample_id, SampleMarks()) for c in view.columns))
-        sample_rows.append(f"<tr><th>{e(sample_id)}</th>{cells}<td>{e(passed_by(view, sample_id))}</td></tr>")
-    gate = view.matrix.gate
-    verdict = e(gate.message) if gate is not None else "no gate"
-    folders = "".join(f"<li>{e(c.model)}: <code>{e(c.folder)}/</code></li>" for c in view.columns)
-    notes = "".join(f"<li>{e(w)}</li>" for w in view.warnings)
-    title = e(f"{view.matrix.suite}: {len(names)} models")
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-th, td {{ border: 1px solid #ccc; padding: .3em .7em; text-align: right; }}
-th:first-child {{ text-align: left; }}
-td.pass {{ background: #e6f4ea; }} td.fail {{ background: #fce8e6; }} td.error {{ background: #fef7e0; }}
-.verdict {{ font-weight: bold; }}
-</style></head><body>
-<h1>{title} side by side</h1>
-<p class="verdict">{verdict}</p>
-<table id="models"><thead><tr><th></th>{head}</tr></thead><tbody>{numbers}</tbody></table>
-<h2>Per sample: which models passed</h2>
-<table id="samples"><thead><tr><th>sample</th>{head}<th>passed by</th></tr></thead>
-<tbody>{''.join(sample_rows)}</tbody></table>
-<h2>Folders</h2><ul>{folders}</ul>
-{f'<h2>Notes</h2><ul>{notes}</ul>' if notes else ''}
-</body></html>
-"""
+        cells = answers.get(sample_id, [[] for _ in view.columns])
+        marks = []
+        for c in view.columns:
+            marks_of = c.samples.get(sample_id, SampleMarks())
+            marks.append((_css(marks_of), marks_of.mark().plain))
+        samples.append(SampleRow(sample_id, _anchor(view, sample_id), questions.get(sample_id, ""),
+                                 [runs[:MAX_RUNS_SHOWN] for runs in cells],
+                                 [max(len(runs) - MAX_RUNS_SHOWN, 0) for runs in cells], marks,
+                                 passed_by(view, sample_id)))
+    return MatrixPage(view=view, title=f"{view.matrix.suite}: {len(view.columns)} models", models=sections,
+                      numbers=metric_rows(view), samples=samples, notes=list(view.warnings))
+
+
+def _anchor(view: MatrixView, sample_id: str) -> str:
+    try:
+        return f"sample-{view.sample_order.index(sample_id) + 1}"
+    except ValueError:
+        return ""
+
+
+def matrix_html(view: MatrixView, links: dict[str, str] | None = None) -> str:
+    """A self-contained page: the combined verdict; the table of numbers; per model its verdict, a link to its
+    full report (`links`: model folder -> href) and each failing sample with its failing graders and their
+    reasons; then per sample the models' answers side by side."""
+    from evals_cli.exporters.html_pages import environment
+
+    page = matrix_page(view, links)
+    return environment().get_template("matrix.html.j2").render(p=page, v=page, m=view.matrix)
 
 
 def _css(marks: SampleMarks) -> str:
@@ -106,13 +211,36 @@ def _css(marks: SampleMarks) -> str:
     return "pass" if marks.all_passed else "fail"
 
 
-def write_matrix_html(view: MatrixView, path: Path) -> None:
+def model_report_path(path: Path, column: ModelColumn) -> Path:
+    """Where `write_matrix_html` puts a model's full report: beside the page, named after it and the model."""
+    return path.with_name(f"{path.stem}-{column.folder}{path.suffix or '.html'}")
+
+
+def write_matrix_html(view: MatrixView, path: Path) -> list[Path]:
+    """The side-by-side page at `path`, and beside it each model's full report (the one `evals report
+    RUN/MODEL --html` writes), linked from the page; every file self-contained. Returns the files written."""
+    from evals_cli.exporters.html import write_html
+    from evals_cli.report import load_run
+
+    written = []
+    links: dict[str, str] = {}
     try:
         if path.parent != Path(""):
             path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(matrix_html(view), encoding="utf-8")
+        for column in view.columns:
+            folder = (view.top or Path(".")) / column.folder
+            if view.top is None or not (folder / RESULTS_NAME).is_file():
+                continue
+            _, summary, notes = load_run(folder)
+            target = model_report_path(path, column)
+            write_html(read_results(folder), summary, target, title=f"{view.matrix.suite} · {column.model}",
+                       notes=notes, run_dir=folder)
+            links[column.folder] = target.name
+            written.append(target)
+        path.write_text(matrix_html(view, links), encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"--html {path}: cannot write ({exc.strerror or type(exc).__name__})") from None
+    return [path, *written]
 
 
-__all__ = ["MatrixSummary", "load_matrix", "matrix_html", "write_matrix_html"]
+__all__ = ["MatrixSummary", "load_matrix", "matrix_html", "matrix_page", "model_report_path", "write_matrix_html"]

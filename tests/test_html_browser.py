@@ -5,18 +5,17 @@ open, presses "expand all tool calls") and checks what is then on screen: which 
 are visible, the text of the section that opened, and the page's layout compared by structure (bounding
 boxes of the key elements: stacked in order, not overlapping, hidden ones taking no room), never by pixels.
 
-The DevTools client is the standard library's: an HTTP GET for the page's websocket address and a minimal
-RFC 6455 websocket (text frames, client masking). The tests skip only when /usr/bin/chromium is absent.
+The DevTools protocol is spoken over a websocket-client connection (a maintained library, in the dev extra): an
+HTTP GET for the page's websocket address, then one JSON message per command. The tests skip only when
+/usr/bin/chromium is absent.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import threading
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import websocket
 
 from evals_cli.exporters import write_html
 from evals_cli.exporters.html import write_sessions_html
@@ -44,68 +44,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CHROMIUM.exists() and sh
                                                    reason="/usr/bin/chromium is not installed")]
 
 
-# --- a minimal DevTools client ------------------------------------------------------------------------------
-
-class WebSocket:
-    """Just enough of RFC 6455 for the DevTools protocol: masked text frames out, text frames in."""
-
-    def __init__(self, url: str, timeout: float = 30) -> None:
-        found = re.match(r"ws://([^/:]+):(\d+)(/.*)", url)
-        assert found, url
-        host, port, path = found.group(1), int(found.group(2)), found.group(3)
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
-                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
-                          .encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = self.sock.recv(4096)
-            assert chunk, "DevTools closed the connection during the handshake"
-            head += chunk
-        assert head.split(b"\r\n", 1)[0].split()[1] == b"101", head[:200]
-        self.buffer = head.split(b"\r\n\r\n", 1)[1]
-
-    def send(self, text: str) -> None:
-        data = text.encode()
-        size = len(data)
-        header = bytearray([0x81])
-        if size < 126:
-            header.append(0x80 | size)
-        elif size < 1 << 16:
-            header += bytes([0x80 | 126]) + struct.pack(">H", size)
-        else:
-            header += bytes([0x80 | 127]) + struct.pack(">Q", size)
-        mask = os.urandom(4)
-        self.sock.sendall(bytes(header) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
-
-    def _read(self, n: int) -> bytes:
-        while len(self.buffer) < n:
-            chunk = self.sock.recv(1 << 16)
-            assert chunk, "DevTools closed the connection"
-            self.buffer += chunk
-        out, self.buffer = self.buffer[:n], self.buffer[n:]
-        return out
-
-    def receive(self) -> str:
-        message = b""
-        while True:
-            first, second = self._read(2)
-            size = second & 0x7F
-            if size == 126:
-                size = struct.unpack(">H", self._read(2))[0]
-            elif size == 127:
-                size = struct.unpack(">Q", self._read(8))[0]
-            payload = self._read(size)
-            if first & 0x0F == 0x9:  # ping: the browser never sends one to a client, but answer it anyway
-                continue
-            message += payload
-            if first & 0x80:
-                return message.decode("utf-8", errors="replace")
-
-    def close(self) -> None:
-        self.sock.close()
-
+# --- a DevTools client (websocket-client carries the protocol's messages) -----------------------------------
 
 class Browser:
     """One headless Chromium and one page in it; `call` sends a DevTools command and waits for its answer."""
@@ -128,7 +67,7 @@ class Browser:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as response:
             targets = json.loads(response.read())
         page = next(t for t in targets if t.get("type") == "page")
-        self.ws = WebSocket(page["webSocketDebuggerUrl"])
+        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30, suppress_origin=True)
         self.next_id = 0
         self.call("Page.enable")
         self.call("Runtime.enable")
@@ -137,7 +76,7 @@ class Browser:
         self.next_id += 1
         self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
         while True:
-            message = json.loads(self.ws.receive())
+            message = json.loads(self.ws.recv())
             if message.get("id") == self.next_id:
                 assert "error" not in message, message
                 return dict(message.get("result") or {})
@@ -376,3 +315,109 @@ def test_sessions_report_filters_and_expands(browser: Browser, tmp_path: Path) -
     [anchor] = browser.visible(CONVERSATIONS, "id")
     text = browser.js(f"document.getElementById('{anchor}').innerText")
     assert "Turn 1" in text and "rdm (0.90)" in text and "planner" in text
+
+
+# --- the layout follows the window (issue 29 item 5) --------------------------------------------------------
+
+def at_width(browser: Browser, width: int) -> None:
+    browser.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=False)
+
+
+@pytest.fixture
+def window(browser: Browser) -> Iterator[Browser]:
+    """The browser, its window size put back afterwards (the other tests read a 1280 px window)."""
+    try:
+        yield browser
+    finally:
+        browser.call("Emulation.clearDeviceMetricsOverride")
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The simulated-users suite replayed from its recording of a real model: five graders, long sample ids,
+    every sample failing, judge reasoning: a wide table with long reasons."""
+    from tests.helpers import run_cli
+
+    out = tmp_path_factory.mktemp("simulated") / "run"
+    assert run_cli("run", str(ROOT / "suites" / "simulated_users.yaml"), "--replay",
+                   str(ROOT / "suites" / "simulated_users.recording.jsonl"), "-o", str(out)).returncode == 1
+    assert run_cli("report", str(out), "--html", str(out.parent / "report.html")).returncode == 0
+    return out.parent / "report.html"
+
+
+NO_SIDEWAYS = "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+
+
+def test_at_1400_px_the_samples_table_does_not_scroll_sideways(window: Browser, simulated: Path) -> None:
+    at_width(window, 1400)
+    window.open(simulated.as_uri())
+    assert window.js(NO_SIDEWAYS)
+    table = window.js("""(() => { const t = document.getElementById('samples'), box = t.parentElement;
+        return {table: t.getBoundingClientRect().width, box: box.clientWidth, scroll: box.scrollWidth}; })()""")
+    assert table["scroll"] <= table["box"] and table["table"] <= table["box"] + 1, table
+    heads = window.boxes("#samples thead th")
+    assert len(heads) == 14 and max(h["x"] + h["width"] for h in heads) <= 1400  # every column on screen
+    assert window.visible(ROWS, "data-sample") == ["ask-for-order-id", "corrects-the-agent", "impatient-user",
+                                                   "scripted-then-simulated"]
+
+
+def test_at_390_px_every_reason_is_on_screen(window: Browser, simulated: Path) -> None:
+    at_width(window, 390)
+    window.open(simulated.as_uri())
+    assert window.js(NO_SIDEWAYS)
+    width = window.js("document.documentElement.clientWidth")
+    results = window.js("""Array.from(document.querySelectorAll('#samples td.result')).map(td => {
+        const r = td.getBoundingClientRect(), why = td.querySelector('.why-short');
+        return {left: r.left, right: r.right, height: r.height, why: why ? why.innerText : ''}; })""")
+    assert len(results) == 4
+    for cell in results:  # the result and why it failed, on screen, not past the right edge
+        assert 0 <= cell["left"] and cell["right"] <= width and cell["height"] > 0, cell
+        assert cell["why"].startswith("calls 0.00: 0/1 expected calls matched"), cell
+    # one card per sample, every value labelled (the header row is gone)
+    assert window.js("getComputedStyle(document.querySelector('#samples td.result'), '::before').content") == '"result"'
+    assert window.js("getComputedStyle(document.querySelector('#samples thead')).display") == "none"
+    assert window.js("document.getElementById('s-4').open")  # a failed sample's conversation starts open:
+    # each grade's reason under its grader, on screen
+    cells = window.js("""Array.from(document.querySelectorAll('#s-4 table.grades tbody tr')).map(tr => {
+        const why = tr.cells[2].getBoundingClientRect();
+        return {grader: tr.dataset.grader, left: why.left, right: why.right, height: why.height}; })""")
+    assert [c["grader"] for c in cells] == ["goal", "replies", "calls", "forbidden_tools", "final_state"]
+    assert all(0 <= c["left"] and c["right"] <= width and c["height"] > 0 for c in cells), cells
+    window.click("#s-4 tr[data-grader=goal] details.why > summary")
+    assert "The user asked for the order ID" in window.js("document.querySelector('#s-4 tr[data-grader=goal]').innerText")
+    assert window.js(NO_SIDEWAYS)
+
+
+def test_the_sessions_and_models_pages_follow_the_window(window: Browser, tmp_path: Path) -> None:
+    from evals_cli.matrix_report import load_matrix, write_matrix_html
+    from evals_cli.sessions.cli import analyze_command
+    from tests.helpers import run_cli
+
+    assert analyze_command(ROOT / "datasets" / "multi_agent_sessions.jsonl", tmp_path / "sessions", quiet=True) == 0
+    view = load_sessions(tmp_path / "sessions")
+    sessions = write_sessions_html(view.analyses, view.summary, tmp_path / "sessions.html").as_uri()
+    models = tmp_path / "models"
+    run_cli("run", str(ROOT / "suites" / "demo.yaml"), "--replay", str(ROOT / "suites" / "demo.recording.jsonl"),
+            "-o", str(models), "--model", "qwen2.5-coder-1.5b-instruct", "--model", "unrecorded")
+    page = tmp_path / "models.html"
+    write_matrix_html(load_matrix(models), page)
+    answers = "#sample-1 .model-answer"
+    for width in (1400, 390):
+        at_width(window, width)
+        window.open(sessions + "#s-7")  # the hallucinated answer, opened from its link
+        assert window.js(NO_SIDEWAYS), width
+        turn = window.js("document.querySelector('#s-7 .turn').innerText")
+        assert "refund RF-9999" in turn and "hallucination" in turn and '"amount": 34.99' in turn
+        window.open(page.as_uri())
+        assert window.js(NO_SIDEWAYS), width
+        boxes = window.boxes(answers)
+        assert len(boxes) == 2
+        if width == 1400:  # the two models' answers side by side
+            assert boxes[0]["y"] == boxes[1]["y"] and boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"]
+        else:  # one above the other, each as wide as the screen allows
+            assert boxes[0]["y"] + boxes[0]["height"] <= boxes[1]["y"] and boxes[1]["width"] > 300
+    window.click("#m-1 a.full-report")  # the model's own full report, written beside the page
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not window.js("location.pathname").endswith("-qwen2.5-coder-1.5b-instruct.html"):
+        time.sleep(0.05)
+    assert window.js("location.pathname").endswith("models-qwen2.5-coder-1.5b-instruct.html")

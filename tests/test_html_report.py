@@ -226,9 +226,9 @@ def test_a_passing_score_is_coloured_as_passing() -> None:
     results = threshold_run()
     markup = render_html(results, make_summary(results))
     # 0.65 passes the 0.6 rule: green (a fixed 0.5 split made it amber); 0.15 and 0.5 fail it: red
-    assert '<td class="num good" data-sort="0.65">0.65</td>' in markup
-    assert '<td class="num bad" data-sort="0.15">0.15</td>' in markup
-    assert '<td class="num bad" data-sort="0.5">0.50</td>' in markup
+    assert '<td class="num good" data-sort="0.65" data-label="score">0.65</td>' in markup
+    assert '<td class="num bad" data-sort="0.15" data-label="score">0.15</td>' in markup
+    assert '<td class="num bad" data-sort="0.5" data-label="score">0.50</td>' in markup
     no_gate = make_summary(results).model_copy(update={"gate": None})
     for r in results:
         r.failed_by = []
@@ -329,3 +329,26 @@ def test_text_columns_sort_naturally_and_a_sample_link_opens_it(tmp_path: Path) 
     opened = dump_dom(tmp_path, html.as_uri() + "#s-1")
     [first] = [a for a in opened.find("details", class_="sample") if a["id"] == "s-1"]
     assert "open" in first  # passed samples start closed; the link opens it
+
+
+# --- the pages are template files ---------------------------------------------------------------------------
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "evals_cli" / "exporters" / "templates"
+
+
+def test_the_pages_styles_and_script_are_template_files_shipped_as_package_data() -> None:
+    """Edited as HTML, CSS and JS (not Python strings), shipped in the wheel, inlined whole into every report."""
+    import fnmatch
+    import tomllib
+
+    names = {p.name for p in TEMPLATES.iterdir() if p.is_file()}
+    assert {"run.html.j2", "sessions.html.j2", "report.css", "report.js"} <= names
+    config = tomllib.loads((TEMPLATES.parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = config["tool"]["setuptools"]["package-data"]["evals_cli"]
+    for name in names:  # every template is package data: an installed evals-cli can render its reports
+        assert any(fnmatch.fnmatch(f"exporters/templates/{name}", glob) for glob in globs), name
+    markup = render_html(sample_run(), make_summary(sample_run()))
+    for asset in ("report.css", "report.js"):  # inlined as written: the report needs nothing beside it
+        assert (TEMPLATES / asset).read_text(encoding="utf-8").strip() in markup
+    python = "".join(p.read_text(encoding="utf-8") for p in TEMPLATES.parent.glob("*.py"))
+    assert "<!DOCTYPE" not in python and "getElementById" not in python and "--fg:" not in python

@@ -129,7 +129,9 @@ def test_errored_samples_past_the_rate_give_no_verdict(server: ScriptedServer, t
     assert result.returncode == 3, result.stderr
     assert_no_verdict(result.stdout)  # the two survivors score 1.000 >= 0.75: that is not a verdict
     expected = "Gate not evaluated: run aborted after 5 of 5 samples (3/5 samples errored, more than --max-error-rate 0.2)"
-    assert expected in result.stdout
+    # the terminal says the cause on the abort line and does not repeat it on the gate line (issue 29 item 4)
+    assert "Run aborted: 3/5 samples errored, more than --max-error-rate 0.2\n" \
+        "Gate not evaluated: run aborted after 5 of 5 samples\n" in result.stdout
     assert "3/5 samples errored" in result.stderr
     assert f"to retry the errored samples: evals run {suite} --resume {out} --retry-errors" in result.stderr
 
@@ -144,7 +146,8 @@ def test_errored_samples_past_the_rate_give_no_verdict(server: ScriptedServer, t
 
     report = run_cli("report", str(out))
     assert_no_verdict(report.stdout)
-    assert expected in report.stdout
+    assert "Gate not evaluated: run aborted after 5 of 5 samples\n" in report.stdout
+    assert report.stdout.count("3/5 samples errored, more than --max-error-rate 0.2") == 1
 
 
 def test_missing_grades_past_the_rate_give_no_verdict(server: ScriptedServer, tmp_path: Path) -> None:

@@ -69,7 +69,7 @@ def test_replay_miss_shows_its_message_in_the_terminal(tmp_path: Path) -> None:
 
 
 def test_the_list_is_capped_at_20_and_points_at_the_report(server: ScriptedServer, tmp_path: Path) -> None:
-    rows = [{"id": f"s{i:02d}", "input": f"q{i}", "ground_truth": "never"} for i in range(25)]
+    rows = [{"id": f"s{i:02d}", "input": f"q{i}", "ground_truth": f"never{i}"} for i in range(25)]  # 25 reasons
     server.script = lambda path, body: text("something else")
     suite = write_suite(tmp_path, rows, base_url=server.url, graders={"answer": {"kind": "tool",
                                                                                   "function": "contains"}})

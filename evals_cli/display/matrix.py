@@ -6,12 +6,15 @@ show the same thing."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from evals_cli.display.state import RunState
+from evals_cli.display.table import Reasons, reason_kind
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_PASSED
 from evals_cli.models.results import MatrixSummary, RunSummary
 
@@ -49,6 +52,7 @@ class ModelColumn:
     summary: RunSummary
     samples: dict[str, SampleMarks] = field(default_factory=dict)
     endpoint: str | None = None  # the base URL it ran on, credentials masked (matrix.json)
+    state: RunState | None = None  # its results folded as `evals report` folds a run: why each sample failed
 
 
 @dataclass
@@ -57,6 +61,7 @@ class MatrixView:
     columns: list[ModelColumn]
     sample_order: list[str]
     warnings: list[str] = field(default_factory=list)
+    top: Path | None = None  # the run's folder (matrix.json), each model's folder under it
 
 
 def _pct(value: float | None) -> str:
@@ -146,9 +151,19 @@ def render_matrix(view: MatrixView, run_dir: str | None = None, reasons: bool = 
     if gate is not None:
         parts.append(Text(gate.message, style=_gate_style("PASSED" if gate.passed else
                                                             "FAILED" if gate.passed is False else "")))
+    said: dict[str, list[str]] = {}
+    for column in view.columns:  # why each model's samples did not pass, its causes grouped, said once
+        if column.state is not None and column.state.failing_count:
+            folder: Path | str = (Path(run_dir) if run_dir is not None else Path("RUN")) / column.folder
+            why = Reasons(column.state, folder, who=column.model)
+            said[column.model] = why.said()
+            parts.append(why)
     for column in view.columns if reasons else []:
-        if column.summary.abort_reason and column.summary.exit_code not in (EXIT_PASSED, EXIT_GATE_FAILED):
-            parts.append(Text(f"{column.model}: {column.summary.abort_reason}", style="yellow"))
+        cause = column.summary.abort_reason
+        if cause and column.summary.exit_code not in (EXIT_PASSED, EXIT_GATE_FAILED):
+            above = next((r for r in said.get(column.model, []) if cause in r), None)
+            told = f"no verdict: the {reason_kind(above)} above" if above is not None else cause
+            parts.append(Text(f"{column.model}: {told}", style="yellow"))
     if run_dir is not None:
         parts.append(Text(f"model folders: {run_dir}/{{{','.join(c.folder for c in view.columns)}}}"))
     return Group(*parts)

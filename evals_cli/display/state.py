@@ -47,7 +47,7 @@ def reasons_for(result: SampleResult) -> list[str]:
                 reasons.append(_one_line(f"{name} {_score(score)}: {grade.rationale}".rstrip(": ")))
         else:
             reasons.append(_one_line(f"{failure.label}: {failure.reason}".rstrip(": ")))
-    return reasons or ["failed"]
+    return list(dict.fromkeys(reasons)) or ["failed"]  # a grader both required and weighted is named once
 
 
 def _failed_replies(grade: Grade, most: int = 3) -> str:
@@ -132,6 +132,8 @@ class Row:
     failed_by: list[str] = field(default_factory=list)
     stop_reason: str = "completed"
     reasons: list[str] = field(default_factory=list)  # why it failed or errored (see reasons_for)
+    # distinct reasons past MAX_REASONS: counted under the table, shown whole by `evals report RUN --why full`
+    more_reasons: set[str] = field(default_factory=set)
 
     @property
     def failing(self) -> bool:
@@ -244,8 +246,12 @@ class RunState:
             if failure.label not in row.failed_by:
                 row.failed_by.append(failure.label)
         for reason in reasons_for(result):
-            if reason not in row.reasons and len(row.reasons) < MAX_REASONS:
+            if reason in row.reasons:
+                continue
+            if len(row.reasons) < MAX_REASONS:
                 row.reasons.append(reason)
+            else:
+                row.more_reasons.add(reason)
         for name, grade in result.grades.items():
             cell = row.cells.setdefault(name, Cell())
             cell.unreliable += int(bool(grade.metadata.get("unreliable")))

@@ -7,6 +7,7 @@ would fold a sample id or a tool name, the samples are shown as one block each i
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich import box
@@ -18,6 +19,7 @@ from rich.text import Text
 
 from evals_cli.display.state import Cell, Row, RunState
 from evals_cli.display.state_diff import describe_changes
+from evals_cli.display.why import WholeReasons
 from evals_cli.invocation import command
 from evals_cli.models.results import CacheUse, RunSummary
 
@@ -208,13 +210,75 @@ def wrap(text: str, width: int, max_lines: int = 2) -> list[str]:
     return lines
 
 
-class Reasons:
-    """Under the table: one line per failed or errored sample saying why (the failing graders with their
-    rationale, or the error), at most MAX_REASON_ROWS, then the command that opens the full report."""
+MAX_GROUP_IDS = 6  # sample ids named in one group's line; the rest are counted
 
-    def __init__(self, state: RunState, run_dir: Path | str | None) -> None:
+
+@dataclass
+class ReasonGroup:
+    """Failing samples that failed for exactly the same reasons: one cause, said once with every sample it hit
+    (an unreachable endpoint is one problem, not one per sample)."""
+
+    rows: list[Row]
+    reasons: list[str]
+
+    @property
+    def errored(self) -> bool:
+        return all(row.error is not None and row.passes == 0 for row in self.rows)
+
+    @property
+    def more(self) -> int:
+        """Reasons past the kept ones (see RunState): `--why full` shows them."""
+        return max(len(row.more_reasons) for row in self.rows)
+
+    def ids(self) -> str:
+        names = [row.sample_id for row in self.rows]
+        shown = ", ".join(names[:MAX_GROUP_IDS])
+        return shown + (f" and {len(names) - MAX_GROUP_IDS} more" if len(names) > MAX_GROUP_IDS else "")
+
+
+def row_reasons(row: Row) -> list[str]:
+    return row.reasons or [f"error: {row.error}" if row.error else "failed"]
+
+
+def reason_groups(rows: Iterable[Row]) -> list[ReasonGroup]:
+    """The failing rows grouped by identical reasons, in the order each group's first sample came."""
+    groups: dict[tuple[str, ...], ReasonGroup] = {}
+    for row in rows:
+        reasons = row_reasons(row)
+        key = (*reasons, "+" * len(row.more_reasons), "error" if row.error is not None and row.passes == 0 else "")
+        if key in groups:
+            groups[key].rows.append(row)
+        else:
+            groups[key] = ReasonGroup([row], reasons)
+    return list(groups.values())
+
+
+def wrap_with_tail(text: str, tail: str, width: int, max_lines: int) -> tuple[list[str], bool]:
+    """`text` then `tail` (a list of sample ids) in about `max_lines` lines of `width`, the tail never cut: when
+    both do not fit, the text gets all but one line (shortened at a word boundary) and the tail the next ones.
+    Also whether the text was cut."""
+    whole = wrap(f"{text} {tail}", width, max_lines=1_000)
+    if len(whole) <= max_lines:
+        return whole, False
+    lines = wrap(text, width, max_lines=max(max_lines - 1, 1))
+    return lines + wrap(tail, width, max_lines=1_000), lines[-1].endswith("…") and not text.endswith("…")
+
+
+class Reasons:
+    """Under the table: why each failed or errored sample did not pass (the failing graders with their rationale,
+    or the error), each reason on its own line; samples that failed for the same reasons are one line naming
+    them all, so one cause is said once. At most MAX_REASON_ROWS entries, then how to see every reason whole
+    (`evals report RUN --why full`) and the command that opens the full report."""
+
+    def __init__(self, state: RunState, run_dir: Path | str | None, who: str | None = None) -> None:
         self.state = state
         self.run = str(run_dir) if run_dir is not None else "RUN"
+        self.who = who  # a model of a run over several: named in the heading
+
+    def said(self) -> list[str]:
+        """Every reason these lines say, so the lines after them (abort, gate) need not say it again."""
+        return [reason for group in reason_groups(self.state.failing_rows)[:MAX_REASON_ROWS]
+                for reason in group.reasons]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         rows = self.state.failing_rows
@@ -224,27 +288,46 @@ class Reasons:
         width = options.max_width
         report = command("report", self.run, "--html", "report.html")
         errored = sum(1 for row in rows if row.error is not None and row.passes == 0)
-        yield Text(f"why {total} sample{'s' if total != 1 else ''} did not pass"
-                   + (f" ({errored} errored)" if errored else "") + ":", style="bold")
-        shown = rows[:MAX_REASON_ROWS]
+        yield Text(f"why {total} sample{'s' if total != 1 else ''}" + (f" of {self.who}" if self.who else "")
+                   + " did not pass" + (f" ({errored} errored)" if errored else "") + ":", style="bold")
+        groups = reason_groups(rows)
+        shown = groups[:MAX_REASON_ROWS]
+        singles = [g.rows[0].sample_id for g in shown if len(g.rows) == 1]
         # ids line up in a column as wide as the longest that still leaves room for the reason; longer ones
         # take what they need (never cut)
-        fitting = [cell_len(row.sample_id) for row in shown if cell_len(row.sample_id) <= width - 44]
-        pad = max(fitting, default=0)
-        for row in shown:
-            reason = "; ".join(row.reasons) or (f"error: {row.error}" if row.error else "failed")
-            style = "yellow" if row.error is not None and row.passes == 0 else "red"
+        pad = max((cell_len(i) for i in singles if cell_len(i) <= width - 44), default=0)
+        lines = 2 if width >= 120 else 3
+        cut = False
+        for group in shown:
+            style = "yellow" if group.errored else "red"
+            more = f" (+{group.more} more)" if group.more else ""
+            if len(group.rows) > 1:
+                text = f"{len(group.rows)} samples: " + "; ".join(group.reasons) + more
+                wrapped, was_cut = wrap_with_tail(text, f"({group.ids()})", width - 4, lines + 1)
+                cut = cut or was_cut or bool(group.more)
+                for i, part in enumerate(wrapped):
+                    yield Text("  " if i == 0 else "    ", style=style).append(part)
+                continue
+            row = group.rows[0]
             head = f"  {row.sample_id}" + " " * max(pad - cell_len(row.sample_id), 0) + "  "
             indent = cell_len(head)
             if width - indent < 40:  # a long id (or a narrow console): the id alone, whole, the reason under it
                 yield Text(f"  {row.sample_id}")
                 head, indent = "      ", 6
-            for i, part in enumerate(wrap(reason, width - indent, max_lines=2 if width >= 120 else 3)):
-                line = Text(head if i == 0 else " " * indent)
-                line.append(part, style=style)
-                yield line
-        if total > len(shown):
-            yield Text(fit(f"  … and {total - len(shown)} more: see {report}", width), style="dim")
+            for n, reason in enumerate(group.reasons):
+                text = reason + (more if n == len(group.reasons) - 1 else "")
+                parts = wrap(text, width - indent, max_lines=lines)
+                cut = cut or parts[-1].endswith("…") and not text.endswith("…")
+                for i, part in enumerate(parts):
+                    line = Text(head if i == 0 and n == 0 else " " * indent)
+                    line.append(part, style=style)
+                    yield line
+            cut = cut or bool(group.more)
+        hidden = total - sum(len(g.rows) for g in shown)
+        if hidden > 0:
+            yield Text(fit(f"  … and {hidden} more: see {report}", width), style="dim")
+        if cut:
+            yield Text(f"every reason whole: {command('report', self.run, '--why', 'full')}")
         yield Text(f"full report: {report}")
         yield Text("")
 
@@ -308,7 +391,9 @@ def aggregates_table(summary: RunSummary, tight: bool = False) -> Table:
     return table
 
 
-def footer(summary: RunSummary) -> Text:
+def footer(summary: RunSummary, said: Iterable[str] = ()) -> Text:
+    """The counts, tokens, cost and time, then why the run stopped and the gate verdict. `said`: the reasons
+    printed above (see Reasons.said); a cause they already gave is referred to, not printed again."""
     lines = Text()
     what = f"{summary.total} samples"
     if summary.reliability is not None and summary.reliability.repeats > 1:  # a count of runs, not of samples
@@ -359,13 +444,25 @@ def footer(summary: RunSummary) -> Text:
     lines.append(tokens + f"   time: {summary.duration_s:.1f}s\n")
     if summary.cache is not None:
         lines.append(cache_line(summary.cache) + "\n")
-    if summary.status != "completed" or summary.abort_reason:
-        lines.append(f"Run {summary.status}: {summary.abort_reason or ''}\n", style="bold yellow")
+    cause = summary.abort_reason
+    if summary.status != "completed" or cause:
+        above = next((reason for reason in said if cause and cause in reason), None)
+        told = f"the {reason_kind(above)} above" if above is not None else cause or ""
+        lines.append(f"Run {summary.status}: {told}\n", style="bold yellow")
     gate = summary.gate
     if gate is not None:
         style = "bold green" if gate.passed else ("bold red" if gate.passed is False else "bold yellow")
-        lines.append(gate.message, style=style)
+        message = gate.message
+        if cause and message.endswith(f" ({cause})"):  # the line above said (or pointed at) the cause
+            message = message[: -len(cause) - 3]
+        lines.append(message, style=style)
     return lines
+
+
+def reason_kind(reason: str) -> str:
+    """'endpoint error' of 'endpoint error: cannot reach ...': how the abort line points at a reason above."""
+    head = reason.split(":", 1)[0]
+    return head if head.endswith("error") and len(head) < 40 else "error"
 
 
 def cache_line(cache: CacheUse) -> str:
@@ -376,12 +473,16 @@ def cache_line(cache: CacheUse) -> str:
             f"(and were added to {cache.file}); tokens and cost count the cached answers too")
 
 
-def render_run(state: RunState, summary: RunSummary, run_dir: Path | str | None = None) -> RenderableType:
+def render_run(state: RunState, summary: RunSummary, run_dir: Path | str | None = None,
+               why: WholeReasons | None = None) -> RenderableType:
     """The samples, why the failing ones failed, the graders, the footer. `run_dir` names the run in the
-    command that opens the full report (`evals report RUN --html report.html`)."""
+    command that opens the full report (`evals report RUN --html report.html`); `why` (`evals report --why
+    full|all`) prints every reason whole in place of the lines cut to fit."""
+    reasons: Reasons | WholeReasons = why if why is not None else Reasons(state, run_dir)
+    said = reasons.said()
     if summary.made_no_call():  # no model answered: a row per sample with nothing in it says nothing
         note = Text(f"{summary.suite}: no model answered: all {summary.total} samples errored before any reply "
                     "(the reasons below say why)", style="bold yellow")
-        return Group(note, Reasons(state, run_dir), footer(summary))
-    return Group(SamplesView(state, f"{summary.suite}"), Reasons(state, run_dir), StateDiffs(state, run_dir),
-                 AggregatesView(summary), footer(summary))
+        return Group(note, reasons, footer(summary, said))
+    return Group(SamplesView(state, f"{summary.suite}"), reasons, StateDiffs(state, run_dir),
+                 AggregatesView(summary), footer(summary, said))

@@ -19,16 +19,16 @@ from typing import Any
 
 from jinja2 import Environment
 
+from evals_cli.display.state import reasons_for
 from evals_cli.display.state_diff import ChangeView, describe_changes, describe_effect
 from evals_cli.exporters.base import EXPORTERS, FinishedRun
 from evals_cli.exporters.common import case_name, failed_labels, fmt_score, model_calls, prepare, tool_runs, unique
 from evals_cli.exporters.html_charts import BarChart, Histogram, histogram, score_bars
-from evals_cli.exporters.html_labels import LABEL_SCRIPT, LABEL_STYLE, label_items
-from evals_cli.exporters.html_sessions_template import SESSIONS_TEMPLATE
-from evals_cli.exporters.html_template import SCRIPT, STYLE, TEMPLATE
+from evals_cli.exporters.html_labels import label_items
+from evals_cli.exporters.html_pages import environment
+from evals_cli.exporters.html_sessions import render_sessions_html, write_sessions_html
 from evals_cli.gate import OPS, SYMBOLS
 from evals_cli.models.results import Grade, RunSummary, SampleResult, TurnGrade
-from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
 from evals_cli.simulation.replay_user import diverged_turn
 
 OPEN_PROBLEMS = 25  # failed/errored conversations start expanded when there are at most this many
@@ -101,16 +101,6 @@ def score_class(score: float | None, rule: PassRule | None = None) -> str:
     return "good" if score >= 0.999 else ("bad" if score < 0.5 else "mid")
 
 
-def pretty(value: Any) -> str:
-    """JSON for people (indented, unicode kept); a plain string stays as it is."""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
-
-
 @dataclass
 class JudgeCall:
     """What the results line keeps of a judge call: the model, the verdicts (raw answer, reason, step-down mode),
@@ -177,6 +167,7 @@ class SampleView:
     changes: list[ChangeView] = field(default_factory=list)
     diverged_at: int | None = None  # --replay-user: the turn the conversation left the recorded path
     labels: dict[tuple[str, int | None], str] = field(default_factory=dict)  # judged items: (grader, turn) -> data
+    reason: str = ""  # why it failed or errored, first and shortest: as under the terminal's table
 
     @property
     def grade_css(self) -> dict[str, str]:
@@ -243,7 +234,8 @@ def sample_view(index: int, result: SampleResult, rule: PassRule | None = None,
                       tools=tool_runs(result.tools_called), steps=model_calls(result), tokens=usage, grades=grades,
                       failed_by=failed_labels(result), tool_calls=len(result.tools_called), turn_grades=turn_grades,
                       changes=describe_changes(result.trajectory.state_changes),
-                      diverged_at=diverged_turn(result.trajectory), labels=labels or {})
+                      diverged_at=diverged_turn(result.trajectory), labels=labels or {},
+                      reason="; ".join(reasons_for(result)))
 
 
 @dataclass
@@ -306,9 +298,7 @@ def report_view(results: Iterable[SampleResult], summary: RunSummary, title: str
 
 
 def _environment() -> Environment:
-    env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters["score"] = fmt_score
-    env.filters["pretty"] = pretty
+    env = environment()
     env.globals["score_class"] = score_class
     env.globals["describe_effect"] = describe_effect
     return env
@@ -323,8 +313,7 @@ def render_html(results: Iterable[SampleResult], summary: RunSummary, *, title: 
     `run_dir`, the run's folder, gives the gate's per-sample pass rule (its run.json) when there is one.
     """
     view = report_view(results, summary, title, notes, run_dir)
-    template = _environment().from_string(TEMPLATE)
-    return template.render(v=view, s=view.summary, style=STYLE + LABEL_STYLE, script=SCRIPT + LABEL_SCRIPT)
+    return _environment().get_template("run.html.j2").render(v=view, s=view.summary)
 
 
 def write_html(results: Iterable[SampleResult], summary: RunSummary, path: Path | str, *, title: str | None = None,
@@ -341,103 +330,4 @@ def export_html(run: FinishedRun, path: Path) -> Path:
     return write_html(run.results(), run.summary, path, run_dir=run.run_dir)
 
 
-# --- sessions runs (`evals analyze`, `evals run` on a recorded_sessions suite) ----------------------------------
-
-SESSION_STATUSES = [("clean", "no problem found"), ("problems", "with problems"), ("errored", "errored")]
-
-
-@dataclass
-class SessionView:
-    index: int
-    anchor: str
-    name: str
-    analysis: SessionAnalysis
-    status: str
-    status_text: str
-    problems: list[str]
-
-    @property
-    def badge(self) -> str:
-        """The sample report's badge colours: clean green, with problems red, errored purple."""
-        return {"clean": "passed", "errored": "errored"}.get(self.status, "failed")
-
-
-def _session_problems(a: SessionAnalysis) -> list[str]:
-    """What a person should look at in a session, in words (the session has no pass/fail of its own)."""
-    found = [f"turn {t.turn_index + 1}: {t.detection_type}" for t in a.turn_results if t.is_bad]
-    if a.task_completion is False:
-        found.append("task not completed")
-    found += [f"{n} {sev} tool violation{'s' if n > 1 else ''}" for sev, n in sorted(a.tool_validation.by_severity.items())]
-    c = a.coordination
-    found += [f"{len(items)} {what}" for items, what in ((c.redundant_calls, "redundant call(s)"),
-                                                         (c.lost_handoffs, "lost handoff(s)"),
-                                                         (c.out_of_role_calls, "out-of-role call(s)")) if items]
-    if a.judge.errors:
-        found.append(f"{len(a.judge.errors)} judge call(s) without a verdict")
-    return found
-
-
-def session_view(index: int, analysis: SessionAnalysis) -> SessionView:
-    if analysis.error:
-        status, text, problems = "errored", "error", [analysis.error]
-    else:
-        problems = _session_problems(analysis)
-        status = "problems" if problems else "clean"
-        text = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}" if problems else "no problem found"
-    return SessionView(index=index, anchor=f"s-{index}", name=analysis.session_id, analysis=analysis,
-                       status=status, status_text=text, problems=problems)
-
-
-@dataclass
-class SessionsReportView:
-    summary: SessionsSummary
-    title: str
-    sessions: list[SessionView]
-    notes: list[str]
-    histograms: list[Histogram]
-    noun: str = "sessions"
-    statuses: list[tuple[str, str]] = field(default_factory=lambda: list(SESSION_STATUSES))
-
-
-def sessions_report_view(analyses: Iterable[SessionAnalysis], summary: SessionsSummary, title: str | None = None,
-                         notes: Iterable[str] = ()) -> SessionsReportView:
-    items = list(analyses)
-    ok = [a for a in items if not a.error]
-    histograms = [histogram(label, [getattr(a, key) for a in ok])
-                  for key, label in (("overall_score", "overall score"), ("conversation_score", "conversation"),
-                                     ("tool_use_score", "tool use"), ("coordination_score", "coordination"))]
-    return SessionsReportView(summary=summary, title=title or f"{summary.name} — sessions report",
-                              sessions=[session_view(i, a) for i, a in enumerate(items, 1)], notes=list(notes),
-                              histograms=histograms)
-
-
-def session_class(score: float | None, low_is_good: bool = False) -> str:
-    """A sessions score coloured as the terminal view colours it (green from 0.8, amber from 0.5, red below)."""
-    if score is None:
-        return "muted"
-    value = 1 - score if low_is_good else score
-    return "good" if value >= 0.8 else ("mid" if value >= 0.5 else "bad")
-
-
-def drift_class(score: float | None) -> str:
-    """Intent drift: lower is better."""
-    return session_class(score, low_is_good=True)
-
-
-def render_sessions_html(analyses: Iterable[SessionAnalysis], summary: SessionsSummary, *, title: str | None = None,
-                         notes: Iterable[str] = ()) -> str:
-    """The report of a sessions run (`evals analyze`, `evals run` on a recorded_sessions suite) as one HTML string:
-    the gate and its checks, the per-agent means, a sortable, filterable table of sessions, and per session its
-    turns (detections, interactions with their scores), agents, coordination, tool violations and findings."""
-    view = sessions_report_view(analyses, summary, title, notes)
-    env = _environment()
-    env.globals["score_class"] = session_class
-    env.globals["drift_class"] = drift_class
-    return env.from_string(SESSIONS_TEMPLATE).render(v=view, s=view.summary, style=STYLE, script=SCRIPT)
-
-
-def write_sessions_html(analyses: Iterable[SessionAnalysis], summary: SessionsSummary, path: Path | str, *,
-                        title: str | None = None, notes: Iterable[str] = ()) -> Path:
-    out = prepare(path)
-    out.write_text(render_sessions_html(analyses, summary, title=title, notes=notes), encoding="utf-8")
-    return out
+__all__ = ["export_html", "render_html", "render_sessions_html", "write_html", "write_sessions_html"]
