@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import posixpath
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -13,6 +14,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 
 from evals_cli.models.base import StrictModel
 from evals_cli.models.grader_specs.fields import ArgMatch
+from evals_cli.registry import Registry
 
 
 def normal_path(path: str) -> str:
@@ -70,41 +72,30 @@ def record_key(value: Any) -> str:
 
 @dataclass(frozen=True)
 class EffectInfo:
-    """What one effect reads from a call and does: shown by `evals list tools` and the README."""
+    """One effect kind: what it reads from a call and does (shown by `evals list effects` and the README), and
+    `apply`, the function doing it: `(world, spec, arguments) -> (result text, trajectory Effect)`, raising
+    evals_cli.environment.effects.EffectError for a call that cannot have its effect. It satisfies the public
+    `evals_cli.Effect` protocol."""
 
     arguments: tuple[str, ...]  # the effect settings naming tool parameters (path, content, directory, key, fields)
     required: tuple[str, ...]  # those the tool must declare
     mutating: bool
     records: bool  # acts on a records collection (the mapping's value names it)
     summary: str
+    apply: Callable[[Any, EffectSpec, dict[str, Any]], tuple[str, Any]] | None = None
 
 
-EFFECTS: dict[str, EffectInfo] = {
-    "files.read": EffectInfo(("path",), ("path",), False, False, "the file's text; error when it does not exist"),
-    "files.write": EffectInfo(("path", "content"), ("path", "content"), True, False,
-                              "creates or replaces the file; 'Wrote N characters to PATH'"),
-    "files.append": EffectInfo(("path", "content"), ("path", "content"), True, False,
-                               "adds to the end of the file (created when missing); 'Appended N characters to PATH'"),
-    "files.list": EffectInfo(("directory",), (), False, False,
-                             "every file under the folder (all files without one), one path a line"),
-    "files.delete": EffectInfo(("path",), ("path",), True, False, "removes the file; 'Deleted PATH'"),
-    "files.exists": EffectInfo(("path",), ("path",), False, False, "'true' or 'false'"),
-    "records.get": EffectInfo(("key",), ("key",), False, True, "the record as JSON; error when no record has the id"),
-    "records.list": EffectInfo((), (), False, True, "every record of the collection, a JSON array"),
-    "records.search": EffectInfo(("fields",), (), False, True,
-                                 "the records whose fields match the call's arguments, a JSON array"),
-    "records.create": EffectInfo(("key", "fields"), (), True, True,
-                                 "adds a record from the arguments (and `set`); the new record as JSON"),
-    "records.update": EffectInfo(("key", "fields"), ("key",), True, True,
-                                 "sets `set` (and `fields` from the arguments) on the record; the record as JSON"),
-    "records.delete": EffectInfo(("key",), ("key",), True, True, "removes the record; 'Deleted COLLECTION/ID'"),
-}
+EFFECTS: Registry[EffectInfo] = Registry("effect", "evals_cli.environment.effects")
+"""Every effect kind, by name (`files.read`): the built-ins register in evals_cli/environment/effects.py (a
+string here, imported on the first lookup: the models layer never imports the environment), a plug-in's with
+`evals_cli.environment.effects.effect`."""
+
 
 DEFAULT_ARGUMENT = {"path": "path", "content": "content", "directory": "directory", "key": "id"}
 
 
 def unknown_effect(name: str) -> str:
-    hint = difflib.get_close_matches(name, list(EFFECTS), n=1, cutoff=0.6)
+    hint = difflib.get_close_matches(name, EFFECTS.kinds(), n=1, cutoff=0.6)
     did = f"; did you mean '{hint[0]}'?" if hint else ""
     return f"unknown effect '{name}'{did} (effects: {', '.join(EFFECTS)})"
 
@@ -157,7 +148,7 @@ class EffectSpec(StrictModel):
 
     @model_validator(mode="after")
     def _collection(self) -> EffectSpec:
-        info = EFFECTS[self.op]
+        info = EFFECTS[self.op].impl
         if info.records and not self.collection:
             raise ValueError(f"{self.op} acts on a records collection: write {{{self.op}: COLLECTION, key: ...}}")
         if not info.records and self.collection is not None:
@@ -173,7 +164,7 @@ class EffectSpec(StrictModel):
 
     @property
     def info(self) -> EffectInfo:
-        return EFFECTS[self.op]
+        return EFFECTS[self.op].impl
 
     def parameters_read(self) -> dict[str, str]:
         """Effect setting -> tool parameter, for the settings this effect reads (`fields` expanded)."""

@@ -8,6 +8,11 @@ player (`--replay-user`) wraps one and answers from an earlier run while the con
 
 A run builds one player per (sample, repeat) through a `UserPlayerFactory`, which reaches the targets as
 `TargetContext.user_player`: a repeat is an independent conversation with a player of its own.
+
+Who plays is a user-player kind (`user_simulator: {player: KIND}`, default `simulated`): a registered function
+that builds the run's factory from the run's `SimulatorSettings` (the simulator's endpoint, client pool, spec and
+template; the endpoint is None for a kind other than `simulated` when none resolves). A plug-in adds one with
+`@USER_PLAYERS.register("acme_user")`, so a custom user simulator needs no edit to evals-cli.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any, Protocol
 from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import UserSpec
 from evals_cli.models.trajectory import EndReason, Turn, Usage, UserSource
+from evals_cli.registry import Registry
 
 
 class UserSimulatorError(Exception):
@@ -86,3 +92,12 @@ class UserPlayer(Protocol):
 
 UserPlayerFactory = Callable[[Sample, int], UserPlayer]
 """Builds the player of one (sample, repeat); the sample's `user:` block already has the suite's defaults."""
+
+
+PlayerKind = Callable[[Any], UserPlayerFactory]
+"""A user-player kind: builds the run's UserPlayerFactory from its SimulatorSettings (simulation/simulator.py)."""
+
+USER_PLAYERS: Registry[PlayerKind] = Registry("user player", "evals_cli.simulation.simulator")
+"""Every user-player kind; `simulated` (a model plays the user) registers in simulation/simulator.py."""
+
+DEFAULT_PLAYER = "simulated"

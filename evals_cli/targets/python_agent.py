@@ -52,7 +52,8 @@ class PythonTarget(AgentPrompt):
 
     kind: Literal["python"] = "python"
     callable: str = Field(
-        description="path/to/agent.py:function, the path relative to the suite file. The function takes "
+        description="path/to/agent.py:function, the path relative to the suite file (or package.module:function, "
+        "from an installed module). The function takes "
         "(sample, tools) and returns the final answer text (a list of texts, one per user message, for per-turn "
         "samples); a sync function runs in a thread of its own."
     )
@@ -71,9 +72,10 @@ class PythonTarget(AgentPrompt):
     def _file_and_function(cls, value: str) -> str:
         file_part, sep, function = value.rpartition(":")
         if not sep or not file_part or not function.isidentifier():
-            raise ValueError(f"expected path/to/agent.py:function, got {value!r}")
-        if PurePath(file_part).suffix != ".py":
-            raise ValueError(f"expected a .py file before ':function', got {file_part!r}")
+            raise ValueError(f"expected path/to/agent.py:function (or package.module:function), got {value!r}")
+        if PurePath(file_part).suffix != ".py" and not custom_code.is_module_ref(value):
+            raise ValueError(f"expected a .py file (or an installed module's dotted name) before ':function', got "
+                             f"{file_part!r}")
         return value
 
 
@@ -192,6 +194,8 @@ def load_agent(ref: str, base_dir: Path) -> Callable[..., Any]:
     only the path the suite names is loaded (never a module search). Every mistake is a ConfigError naming
     target.callable, found before any sample runs."""
     file_part, _, name = ref.rpartition(":")
+    if custom_code.is_module_ref(ref):  # an installed module: not confined, imported under the same guard
+        return _load_module_agent(ref, name)
     try:
         path = custom_code.locate(file_part, base_dir, "python agent")  # inside the suite's folder, or code_dirs
     except ValueError as exc:
@@ -241,6 +245,28 @@ def load_agent(ref: str, base_dir: Path) -> Callable[..., Any]:
     return fn
 
 
+def _load_module_agent(ref: str, name: str) -> Callable[..., Any]:
+    """The agent `package.module:function` names, from an installed module (evals validate without
+    --import-code: found and read, not imported); ConfigError naming target.callable otherwise."""
+    try:
+        if not custom_code.may_run():
+            static = custom_code.check_module(ref, "python agent")
+            if static is not None:
+                _check_signature(static.signature, ref, name)
+            return _not_imported
+        fn = custom_code.import_module_guarded(ref, "python agent")
+    except ValueError as exc:
+        raise ConfigError(f"target.callable: {exc}") from None
+    if not callable(fn):
+        raise ConfigError(f"target.callable: {ref} is not callable (it is {type(fn).__name__})")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return fn
+    _check_signature(signature, ref, name)
+    return fn
+
+
 def _check_signature(signature: inspect.Signature, ref: str, name: str) -> None:
     """ConfigError unless the agent can be called as (sample, tools)."""
     try:
@@ -251,7 +277,11 @@ def _check_signature(signature: inspect.Signature, ref: str, name: str) -> None:
 
 
 def agent_path(ref: str, base_dir: Path) -> Path:
-    """The agent file of `path/to/agent.py:function`, the path relative to the suite's folder."""
+    """The agent file of `path/to/agent.py:function`, the path relative to the suite's folder (of
+    `package.module:function`: the module's file, where it has one)."""
+    if custom_code.is_module_ref(ref):
+        found = custom_code.find_module(ref.rpartition(":")[0])
+        return Path(found.origin).resolve() if found is not None and found.origin else Path(ref)
     path = Path(ref.rpartition(":")[0]).expanduser()
     return (path if path.is_absolute() else base_dir / path).resolve()
 
