@@ -275,9 +275,7 @@ def records_delete(world: World, spec: EffectSpec, args: dict[str, Any]) -> tupl
 def run_effect(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, bool, Effect]:
     """(result text, is_error, effect) of one call; a failed effect changes nothing and says why."""
     try:
-        apply = EFFECTS[spec.op].impl.apply
-        assert apply is not None, f"effect {spec.op} registered without a function"
-        result, done = apply(world, spec, args)
+        result, done = EFFECTS[spec.op].impl.apply(world, spec, args)
     except EffectError as exc:
         return f"Error: {exc}", True, Effect(op=spec.op, target=exc.target, error=str(exc))
     if not done.changed:  # a read, or a write of the same text: the call's result already holds what the agent

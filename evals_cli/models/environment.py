@@ -8,7 +8,7 @@ import posixpath
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -70,6 +70,39 @@ def record_key(value: Any) -> str:
     return str(value)
 
 
+@runtime_checkable
+class Effect(Protocol):
+    """What a stateful tool does to the world (public: `evals_cli.Effect`): one effect kind, registered in
+    `EFFECTS` under the name a tool's `effect:` gives (`files.read`). `apply(world, spec, arguments)` acts on
+    the sample's own world (`world.files`: path -> text, `world.records`: collection -> id -> record) as the
+    tool call's arguments say (`spec`, the tool's EffectSpec, names the parameters), and returns the text the
+    agent reads back and the trajectory's record of what it did (evals_cli.models.trajectory.Effect); it raises
+    evals_cli.environment.effects.EffectError, changing nothing, when the call cannot have its effect. The
+    attributes say what `evals list effects` shows and what `evals validate` checks: the EffectSpec settings
+    naming tool parameters it reads (`arguments`), those the tool must declare (`required`), whether it can
+    change the world (`mutating`: stop_behavior counts such calls) and acts on a records collection
+    (`records`)."""
+
+    @property
+    def arguments(self) -> tuple[str, ...]: ...
+
+    @property
+    def required(self) -> tuple[str, ...]: ...
+
+    @property
+    def mutating(self) -> bool: ...
+
+    @property
+    def records(self) -> bool: ...
+
+    @property
+    def summary(self) -> str: ...
+
+    def apply(self, world: Any, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Any]:
+        """(result text, trajectory Effect) of one call; EffectError when it cannot have its effect."""
+        ...
+
+
 @dataclass(frozen=True)
 class EffectInfo:
     """One effect kind: what it reads from a call and does (shown by `evals list effects` and the README), and
@@ -82,10 +115,10 @@ class EffectInfo:
     mutating: bool
     records: bool  # acts on a records collection (the mapping's value names it)
     summary: str
-    apply: Callable[[Any, EffectSpec, dict[str, Any]], tuple[str, Any]] | None = None
+    apply: Callable[[Any, EffectSpec, dict[str, Any]], tuple[str, Any]]
 
 
-EFFECTS: Registry[EffectInfo] = Registry("effect", "evals_cli.environment.effects")
+EFFECTS: Registry[Effect] = Registry("effect", "evals_cli.environment.effects")
 """Every effect kind, by name (`files.read`): the built-ins register in evals_cli/environment/effects.py (a
 string here, imported on the first lookup: the models layer never imports the environment), a plug-in's with
 `evals_cli.environment.effects.effect`."""
@@ -163,7 +196,7 @@ class EffectSpec(StrictModel):
         return self
 
     @property
-    def info(self) -> EffectInfo:
+    def info(self) -> Effect:
         return EFFECTS[self.op].impl
 
     def parameters_read(self) -> dict[str, str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import UserSpec
@@ -81,8 +81,10 @@ class UserMove:
     diverged_at: int | None = None
 
 
+@runtime_checkable
 class UserPlayer(Protocol):
-    """Plays the user of one conversation (one sample, one repeat)."""
+    """Plays the user of one conversation (one sample, one repeat): the next user message (public:
+    `evals_cli.UserPlayer`). The simulated user, the replaying one and a plug-in's (`USER_PLAYERS`) all are."""
 
     async def next_message(self, view: ConversationView) -> UserMove:
         """The next user message, or the end of the conversation; raise UserSimulatorError when the user

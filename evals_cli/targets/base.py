@@ -18,22 +18,39 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint, resolve_agent
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
-from evals_cli.models.trajectory import Trajectory
+from evals_cli.models.trajectory import Trajectory, Turn
 from evals_cli.registry import Registry
 
 if TYPE_CHECKING:
     from evals_cli.simulation.player import UserPlayer, UserPlayerFactory
+    from evals_cli.tools.mock import MockToolbox
 
 
 SAMPLE_REPEAT: ContextVar[int] = ContextVar("SAMPLE_REPEAT", default=0)
 """Which repeat of its sample the runner is running (set per sample, in the worker's context): a simulated user
 is built per (sample, repeat) without every target kind's `run` having to take the repeat."""
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """One agent turn, in the target's wire format (public: `evals_cli.Agent`). Every target kind that runs an
+    agent implements it (openai_chat, openai_responses, python), and the drivers of a conversation (scripted
+    turns, per-turn rows, a simulated user) call it once per user message: the conversation so far, in the
+    kind's own message format, ends with that message; the agent answers it, calling the mocked tools through
+    `toolbox` (its calls and answer recorded as steps of `turn`, its reply appended to `conversation`), and
+    returns True when it answered, False when it hit `max_steps` first (the sample then stops, stop_reason
+    max_steps). It raises on errors (the sample errors; never scored as a zero)."""
+
+    async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
+                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+        """Answer the conversation's last user message; False when the step bound cut the turn off."""
+        ...
 
 
 class SampleFailed(Exception):

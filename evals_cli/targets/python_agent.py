@@ -98,11 +98,12 @@ class ToolSession:
     """One sample's tool calls, recorded into its trajectory as they happen: one step per call, in the turn the
     agent is on. Thread-safe, because a sync agent calls from its own thread and may fan out to more."""
 
-    def __init__(self, toolbox: MockToolbox, trajectory: Trajectory, max_steps: int) -> None:
+    def __init__(self, toolbox: MockToolbox, trajectory: Trajectory, max_steps: int, turn_offset: int = 0) -> None:
         self.toolbox = toolbox
         self.trajectory = trajectory
         self.max_steps = max_steps
         self.turn = 0
+        self.turn_offset = turn_offset  # the conversation's index of trajectory.turns[0] (one turn at a time)
         self.closed = False
         self.limit_hit = False
         self.lock = threading.Lock()
@@ -122,11 +123,12 @@ class ToolSession:
                 raise RuntimeError("the sample is over (it finished, failed or ran past sample_timeout); this tool "
                                    "call was not recorded")
             turn = self.trajectory.turns[self.turn]
+            index = self.turn + self.turn_offset
             if len(turn.steps) >= self.max_steps:
                 self.limit_hit = True
-                raise StepLimitReached(f"max_steps: {self.max_steps} tool calls in turn {self.turn + 1}")
+                raise StepLimitReached(f"max_steps: {self.max_steps} tool calls in turn {index + 1}")
             wall, latency = self.since_last()
-            record = self.toolbox.call(f"call_{self.turn}_{len(turn.steps)}", name, cap(raw_arguments))
+            record = self.toolbox.call(f"call_{index}_{len(turn.steps)}", name, cap(raw_arguments))
             turn.steps.append(Step(tool_calls=[record], finish_reason="tool_calls", started=wall, latency_s=latency))
             return record.result
 
@@ -365,31 +367,14 @@ class PythonAgent(Target):
         """A simulated-user conversation: the agent function is called once per user message, with a sample
         holding that message as `input` and the conversation so far as pre-filled `messages` (the mid-conversation
         shape it already handles); it returns that turn's answer (a str). Its tool calls go into that turn."""
-        session = ToolSession(toolbox, trajectory, sample.max_steps or self.spec.max_steps)
-        tools = AgentTools(session, toolbox.schemas(), self.system_prompt)
         history = [dict(m) for m in trajectory.prefilled]
+        schemas = toolbox.schemas()
+        max_steps = sample.max_steps or self.spec.max_steps
 
         async def agent_turn(turn_index: int, turn: Turn) -> bool:
-            session.turn = turn_index
             if turn.user is not None:
                 history.append({"role": "user", "content": turn.user})
-            asked = sample.model_copy(update={"input": history[-1].get("content") or "",
-                                              "messages": [Message.model_validate(m) for m in history[:-1]] or None})
-            session.since_last()
-            try:
-                result = await self._call(asked, tools)
-            except (Exception, SystemExit) as exc:
-                if session.limit_hit:
-                    return False
-                raise self._cause(exc) from None
-            if not isinstance(result, str):
-                raise AgentError(f"{self.spec.callable} returned {type(result).__name__} in a simulated-user "
-                                 "conversation; return this turn's answer as a str")
-            wall, latency = session.since_last()
-            turn.steps.append(Step(content=cap(clean_text(result)), finish_reason="stop", started=wall,
-                                   latency_s=latency))
-            history.append({"role": "assistant", "content": result})
-            return not session.limit_hit
+            return await self.run_turn(sample, turn_index, turn, history, toolbox, schemas, max_steps)
 
         try:
             answered = await converse(sample, trajectory, player, agent_turn, repeat)
@@ -400,7 +385,6 @@ class PythonAgent(Target):
             trajectory.stop_reason = "error"
             raise SampleFailed(exc, trajectory) from exc
         finally:
-            session.close()
             trajectory.state_changes = toolbox.state_changes()
         if not answered:
             trajectory.stop_reason = "max_steps"
@@ -408,6 +392,33 @@ class PythonAgent(Target):
         last = trajectory.turns[-1].answer if trajectory.turns else None
         trajectory.stop_reason = answer_stop_reason(last, toolbox.tools)
         return trajectory
+
+    async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
+                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+        """One agent turn (the `evals_cli.Agent` interface): the function is called with a sample holding the
+        conversation's last message as `input` and the ones before it as pre-filled `messages` (the
+        mid-conversation shape it already handles), and returns this turn's answer (a str), appended to
+        `conversation`. Its tool calls go into `turn`; False when it hit `max_steps`."""
+        session = ToolSession(toolbox, Trajectory(turns=[turn]), max_steps, turn_offset=turn_index)
+        tools = AgentTools(session, schemas, self.system_prompt)
+        asked = sample.model_copy(update={"input": conversation[-1].get("content") or "" if conversation else "",
+                                          "messages": [Message.model_validate(m) for m in conversation[:-1]] or None})
+        try:
+            result = await self._call(asked, tools)
+        except (Exception, SystemExit) as exc:
+            if session.limit_hit:
+                return False
+            raise self._cause(exc) from None
+        finally:
+            session.close()  # a stray thread's later calls raise instead of landing in another turn
+        if not isinstance(result, str):
+            raise AgentError(f"{self.spec.callable} returned {type(result).__name__} in a conversation turn; "
+                             "return this turn's answer as a str")
+        wall, latency = session.since_last()
+        turn.steps.append(Step(content=cap(clean_text(result)), finish_reason="stop", started=wall,
+                               latency_s=latency))
+        conversation.append({"role": "assistant", "content": result})
+        return not session.limit_hit
 
     async def _call(self, sample: Sample, tools: AgentTools) -> Any:
         # see the module docstring: an agent cannot end, hold or interrupt the run; its time is bounded by the
