@@ -4,7 +4,6 @@ every dataset row, every rubric against every sample. Streaming, so a huge datas
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -187,9 +186,7 @@ class PreparedRun:
 
             self.replayed = load_recorded_run(wrap)
             factory = ReplayingPlayers(factory, self.replayed, self.options.on_divergence or "continue")
-        self.user_players = factory
-        if self._target is not None:
-            self._target.ctx = replace(self._target.ctx, user_player=factory)
+        self.user_players = factory  # handed to every Episode by the runner (never patched into the target)
 
     @property
     def agent(self) -> Endpoint:

@@ -1,13 +1,14 @@
 """The seam between the conversation loop and whoever plays the user.
 
-The loop (evals_cli/simulation/loop.py, called by every target kind) asks a `UserPlayer` for the next user
-message, giving it a `ConversationView`: the sample, its (merged) `user:` block and the conversation so far. The
-player answers with a `UserMove`: a message to send, or the end of the conversation. The simulated player
-(simulation/simulator.py) sends the row's scripted opening first and then asks the simulator model; a replaying
-player (`--replay-user`) wraps one and answers from an earlier run while the conversation stays on its path.
+The loop (evals_cli/simulation/loop.py, run by every simulated-user Episode: evals_cli/targets/episode.py) asks a
+`UserPlayer` for the next user message, giving it a `ConversationView`: the sample, its (merged) `user:` block and
+the conversation so far. The player answers with a `UserMove`: a message to send, or the end of the conversation.
+The simulated player (simulation/simulator.py) sends the row's scripted opening first and then asks the simulator
+model; a replaying player (`--replay-user`) wraps one and answers from an earlier run while the conversation stays
+on its path.
 
-A run builds one player per (sample, repeat) through a `UserPlayerFactory`, which reaches the targets as
-`TargetContext.user_player`: a repeat is an independent conversation with a player of its own.
+A run builds one player per (sample, repeat) through a `UserPlayerFactory`, which the runner hands to each
+Episode with its repeat: a repeat is an independent conversation with a player of its own.
 
 Who plays is a user-player kind (`user_simulator: {player: KIND}`, default `simulated`): a registered function
 that builds the run's factory from the run's `SimulatorSettings` (the simulator's endpoint, client pool, spec and

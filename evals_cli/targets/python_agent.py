@@ -38,9 +38,8 @@ from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Message, Sample
 from evals_cli.models.target_specs import AgentPrompt
-from evals_cli.models.trajectory import Step, Trajectory, Turn
-from evals_cli.simulation.loop import AgentFailed, converse
-from evals_cli.targets.base import SAMPLE_REPEAT, TARGETS, SampleFailed, Target, TargetContext
+from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
+from evals_cli.targets.base import TARGETS, SampleFailed, Target, TargetContext
 from evals_cli.targets.common import answer_stop_reason, initial_messages
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox, merge_tools
@@ -322,19 +321,36 @@ class PythonAgent(Target):
         return PythonAgentEndpoint(role="agent", base_url=None, api_key=NO_KEY, model=spec.callable,
                                    timeout=spec.sample_timeout or 120.0, max_retries=0)
 
+    runs_whole_samples = True  # a scripted sample is one call with every user message (see AgentTools.next_turn)
+
     async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
-                  repeat: int | None = None) -> Trajectory:
+                  repeat: int = 0) -> Trajectory:
+        from evals_cli.targets.episode import Episode
+
+        return await Episode(self, sample, repeat, self.ctx.user_player, trajectory or Trajectory()).run()
+
+    def open_toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
         toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment)  # this run's own world
-        trajectory = trajectory if trajectory is not None else Trajectory()
+        return toolbox, toolbox.schemas()
+
+    def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
+        """A simulated-user conversation's history, chat-shaped: the function gets it as pre-filled `messages`."""
         trajectory.prefilled = initial_messages(sample, self.system_prompt)
-        repeat = SAMPLE_REPEAT.get() if repeat is None else repeat
-        player = self.user_player(sample, repeat)
-        if player is not None:
-            return await self._converse(sample, trajectory, toolbox, player, repeat)
+        return [dict(m) for m in trajectory.prefilled]
+
+    def stop_reason(self, trajectory: Trajectory, toolbox: MockToolbox) -> StopReason:
+        last = trajectory.turns[-1].answer if trajectory.turns else None
+        return answer_stop_reason(last, toolbox.tools)
+
+    async def run_whole_sample(self, sample: Sample, trajectory: Trajectory, toolbox: MockToolbox,
+                               schemas: list[dict[str, Any]]) -> Trajectory:
+        """A scripted sample: the function is called once, with every user turn (`tools.next_turn()` moves its
+        calls on to the next one), and returns the last answer (a str) or one per user message (a list)."""
+        trajectory.prefilled = initial_messages(sample, self.system_prompt)
         users: list[str | None] = [*sample.user_turns] or [None]
         trajectory.turns.extend(Turn(user=user) for user in users)
         session = ToolSession(toolbox, trajectory, sample.max_steps or self.spec.max_steps)
-        tools = AgentTools(session, toolbox.schemas(), self.system_prompt)
+        tools = AgentTools(session, schemas, self.system_prompt)
         try:
             result = await self._call(sample, tools)
         except (Exception, SystemExit) as exc:
@@ -360,37 +376,6 @@ class PythonAgent(Target):
             trajectory.stop_reason = "max_steps"
         else:  # an empty answer or a tool call written as text is not a completed turn, whatever the target
             trajectory.stop_reason = answer_stop_reason(answers[-1], toolbox.tools)
-        return trajectory
-
-    async def _converse(self, sample: Sample, trajectory: Trajectory, toolbox: MockToolbox, player: Any,
-                        repeat: int) -> Trajectory:
-        """A simulated-user conversation: the agent function is called once per user message, with a sample
-        holding that message as `input` and the conversation so far as pre-filled `messages` (the mid-conversation
-        shape it already handles); it returns that turn's answer (a str). Its tool calls go into that turn."""
-        history = [dict(m) for m in trajectory.prefilled]
-        schemas = toolbox.schemas()
-        max_steps = sample.max_steps or self.spec.max_steps
-
-        async def agent_turn(turn_index: int, turn: Turn) -> bool:
-            if turn.user is not None:
-                history.append({"role": "user", "content": turn.user})
-            return await self.run_turn(sample, turn_index, turn, history, toolbox, schemas, max_steps)
-
-        try:
-            answered = await converse(sample, trajectory, player, agent_turn, repeat)
-        except AgentFailed as exc:
-            trajectory.stop_reason = "error"
-            raise SampleFailed(exc.cause, trajectory) from None
-        except Exception as exc:
-            trajectory.stop_reason = "error"
-            raise SampleFailed(exc, trajectory) from exc
-        finally:
-            trajectory.state_changes = toolbox.state_changes()
-        if not answered:
-            trajectory.stop_reason = "max_steps"
-            return trajectory
-        last = trajectory.turns[-1].answer if trajectory.turns else None
-        trajectory.stop_reason = answer_stop_reason(last, toolbox.tools)
         return trajectory
 
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
