@@ -4,6 +4,7 @@ server), `evals_cli.run` takes either kind of suite, and `RunOptions` refuses wh
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,94 @@ def test_agent_options_on_a_sessions_suite_are_config_errors(tmp_path: Path) -> 
 def test_the_public_names_are_importable_and_lazy() -> None:
     for name in evals_cli.__all__:
         assert getattr(evals_cli, name) is not None, name
+
+
+# --- the four interfaces outside code implements ------------------------------------------------------------
+
+def test_the_four_interfaces_are_exported_and_documented() -> None:
+    for name in ("Agent", "UserPlayer", "Effect", "Grader"):
+        assert name in evals_cli.__all__
+        interface = getattr(evals_cli, name)
+        assert interface.__doc__ and f"evals_cli.{name}" in interface.__doc__, name
+        assert f"`{name}`" in README.split("## Python API", 1)[1].split("\n## ", 1)[0], name
+
+
+def test_every_built_in_kind_satisfies_its_interface() -> None:
+    from evals_cli.graders.base import GRADERS
+    from evals_cli.models.environment import EFFECTS
+    from evals_cli.simulation.replay_user import ReplayingUser
+    from evals_cli.simulation.simulator import SimulatedUser
+    from evals_cli.targets.base import TARGETS
+
+    for kind in ("openai_chat", "openai_responses", "python"):
+        assert issubclass(TARGETS[kind].impl, evals_cli.Agent), kind
+    assert all(issubclass(entry.impl, evals_cli.Grader) for entry in GRADERS.entries())
+    assert all(isinstance(entry.impl, evals_cli.Effect) for entry in EFFECTS.entries())
+    assert issubclass(SimulatedUser, evals_cli.UserPlayer) and issubclass(ReplayingUser, evals_cli.UserPlayer)
+
+
+class Tally:
+    """An Effect written from scratch (not through the `effect` decorator): a plain class with the attributes
+    and `apply`, registered under a name of its own."""
+
+    arguments = ("path",)
+    required = ("path",)
+    mutating = True
+    records = False
+    summary = "counts the calls per path"
+
+    def apply(self, world: Any, spec: Any, args: dict[str, Any]) -> tuple[str, Any]:
+        from evals_cli.models.trajectory import Effect as Done
+
+        path = str(args[spec.path])
+        before = world.files.get(path)
+        world.files[path] = str(int(before or 0) + 1)
+        return f"{path}: {world.files[path]}", Done(op=spec.op, target=path, changed=True, before=before,
+                                                    after=world.files[path])
+
+
+def test_an_effect_class_registered_from_outside_acts_on_the_world() -> None:
+    from evals_cli.models.environment import EFFECTS
+    from evals_cli.models.tools import ToolSpec
+    from evals_cli.tools.mock import MockToolbox
+
+    assert isinstance(Tally(), evals_cli.Effect)
+    EFFECTS.register("zz.tally")(Tally())
+    try:
+        tool = ToolSpec.model_validate({"description": "tally", "parameters": {"path": "what"}, "effect": "zz.tally"})
+        toolbox = MockToolbox({"tally": tool})
+        first = toolbox.call("c1", "tally", json.dumps({"path": "a"}))
+        second = toolbox.call("c2", "tally", json.dumps({"path": "a"}))
+    finally:
+        EFFECTS.unregister("zz.tally")
+    assert (first.result, second.result) == ("a: 1", "a: 2") and not second.is_error
+    assert second.effect is not None and second.effect.before == "1" and second.effect.after == "2"
+
+
+def test_a_python_agent_answers_one_turn_through_the_agent_interface(tmp_path: Path) -> None:
+    from evals_cli.models.sample import Sample
+    from evals_cli.models.tools import ToolSpec
+    from evals_cli.models.trajectory import Turn
+    from evals_cli.targets.base import TargetContext
+    from evals_cli.targets.python_agent import PythonAgent, PythonTarget
+    from evals_cli.tools.mock import MockToolbox
+
+    (tmp_path / "agent.py").write_text(
+        "def agent(sample, tools):\n"
+        "    seen = [m.content for m in sample.messages or []]\n"
+        "    return f\"{sample.input} after {seen}: \" + tools.read_file(path='.env')\n", encoding="utf-8")
+    tools = {"read_file": ToolSpec.model_validate({"description": "read", "parameters": {"path": "p"},
+                                                   "returns": "DB_PORT=5432"})}
+    agent = PythonAgent(PythonTarget(callable="agent.py:agent"), TargetContext(tools=tools, base_dir=tmp_path))
+    assert isinstance(agent, evals_cli.Agent)
+    toolbox = MockToolbox(tools)
+    conversation = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"},
+                    {"role": "user", "content": "the port?"}]
+    turn = Turn(user="the port?")
+    answered = asyncio.run(agent.run_turn(Sample(id="s", input="hello"), 1, turn, conversation, toolbox,
+                                          toolbox.schemas(), 5))
+    assert answered is True
+    [call_step, answer] = turn.steps
+    assert call_step.tool_calls[0].id == "call_1_0" and call_step.tool_calls[0].result == "DB_PORT=5432"
+    assert answer.content == "the port? after ['hello', 'hi']: DB_PORT=5432"
+    assert conversation[-1] == {"role": "assistant", "content": answer.content}

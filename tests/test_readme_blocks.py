@@ -31,7 +31,7 @@ from evals_cli.validate import validate_suite
 from tests.helpers import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-NOT_VALIDATED = 0  # blocks marked `<!-- not-validated: reason -->`; change it with the mark
+NOT_VALIDATED = 1  # blocks marked `<!-- not-validated: reason -->`; change it with the mark
 FENCE = re.compile(r"^```([\w-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 MARK = re.compile(r"<!--\s*not-validated:\s*(\S.*?)\s*-->\s*\Z", re.S)
 CHECKED = ("yaml", "yml", "json", "jsonl")

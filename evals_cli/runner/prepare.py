@@ -4,7 +4,6 @@ every dataset row, every rubric against every sample. Streaming, so a huge datas
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -154,12 +153,24 @@ class PreparedRun:
     def _setup_users(self, agent_fallback: Endpoint | None) -> None:
         """Resolve the simulator's endpoint and template and hand the target its player factory."""
         from evals_cli.endpoints.resolve import resolve_user
+        from evals_cli.simulation.player import DEFAULT_PLAYER, USER_PLAYERS
         from evals_cli.simulation.prompt import load_template
-        from evals_cli.simulation.simulator import SimulatedPlayers, SimulatorSettings
+        from evals_cli.simulation.simulator import SimulatorSettings
 
         spec = self.suite.user_simulator
+        kind = spec.player if spec is not None else DEFAULT_PLAYER
+        player_kind = USER_PLAYERS.get(kind)
+        if player_kind is None:
+            self._user_problem = ConfigError(f"user_simulator.player: unknown user player kind {kind!r}; kinds: "
+                                             f"{', '.join(USER_PLAYERS.kinds())} (evals list users)")
+            return
         try:
             self.user_endpoint = resolve_user(spec, self.suite.judge, agent_fallback, self.options.judge_overrides)
+        except ConfigError as exc:
+            if kind == DEFAULT_PLAYER:  # a plug-in's player may need no model: its endpoint stays None
+                self._user_problem = exc
+                return
+        try:
             prompt_file = spec.system_prompt_file if spec is not None else None
             template = load_template(self.suite.resolve(prompt_file) if prompt_file else None, prompt_file or "")
         except ConfigError as exc:
@@ -167,17 +178,15 @@ class PreparedRun:
             return
         self._user_template = template
         agent_model = self.options.model if self.options.matrix else None  # see SimulatorSettings.agent_model
-        factory: UserPlayerFactory = SimulatedPlayers(SimulatorSettings(self.user_endpoint, self.pool, spec, template,
-                                                                        agent_model))
+        settings = SimulatorSettings(self.user_endpoint, self.pool, spec, template, agent_model)  # type: ignore[arg-type]
+        factory: UserPlayerFactory = player_kind.impl(settings)
         wrap = getattr(self.options, "replay_user", None)
         if wrap is not None:  # --replay-user RUN: the user messages of that run, while the agent stays on its path
             from evals_cli.simulation.replay_user import ReplayingPlayers, load_recorded_run
 
             self.replayed = load_recorded_run(wrap)
             factory = ReplayingPlayers(factory, self.replayed, self.options.on_divergence or "continue")
-        self.user_players = factory
-        if self._target is not None:
-            self._target.ctx = replace(self._target.ctx, user_player=factory)
+        self.user_players = factory  # handed to every Episode by the runner (never patched into the target)
 
     @property
     def agent(self) -> Endpoint:
