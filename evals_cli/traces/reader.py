@@ -8,7 +8,9 @@ error (ConfigError, exit 2), with every problem listed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from evals_cli.errors import ConfigError
 from evals_cli.traces.conversations import Conversation, build_conversations
@@ -56,3 +58,16 @@ def read_traces(paths: list[Path] | Path, *, max_problems: int = 50) -> TraceSet
                 "OTLP/JSON: one ExportTraceServiceRequest per line, with GenAI or OpenInference LLM spans)")
         raise ConfigError([head, *problems])
     return TraceSet(conversations, problems, files)
+
+
+def dataset_rows(path: Path) -> list[dict[str, Any]]:
+    """A trace file as dataset rows, for a traces suite that names no dataset: one per conversation (id = the
+    conversation id, input = its user messages), in start order. A conversation that cannot be graded is a row
+    too, so that it shows as an errored sample with its reason."""
+    rows = []
+    for conversation in read_traces(path).conversations:
+        users = [t.user for t in conversation.trajectory.turns if t.user]
+        started = datetime.fromtimestamp(conversation.started, UTC).isoformat(timespec="seconds")
+        rows.append({"id": conversation.id, "input": users or "(the traced conversation)",
+                     "metadata": {"trace": {"where": conversation.where, "started": started}}})
+    return rows
