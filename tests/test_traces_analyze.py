@@ -39,6 +39,7 @@ def test_format_otlp_is_auto_detected_and_can_be_forced(tmp_path: Path) -> None:
     auto = run_cli("analyze", str(trace), "-o", str(tmp_path / "a"), "--no-judge", "-q")
     forced = run_cli("analyze", str(trace), "-o", str(tmp_path / "b"), "--no-judge", "-q", "--format", "otlp")
     assert auto.returncode == forced.returncode == 0
+    assert auto.stdout.startswith("Gate PASSED") and "traced conversations read" not in auto.stderr  # -q
     assert (tmp_path / "a" / "traced_sessions.jsonl").is_file()
     # a session file forced as traces: exit 2, each line named, no traceback
     sessions = tmp_path / "sessions.jsonl"

@@ -181,3 +181,19 @@ def test_hex_and_base64_ids_and_ancestor_ids(tmp_path: Path) -> None:
     (conversation,) = read_traces(path).conversations
     assert conversation.id == "conv-9" and conversation.notes == []
     assert conversation.trajectory.final_answer == "hello"
+
+
+def test_a_trimmed_history_still_starts_a_new_turn(tmp_path: Path) -> None:
+    """An application that sends only the latest messages (a sliding window) still has two turns."""
+    def user(text: str) -> dict[str, Any]:
+        return {"role": "user", "parts": [{"type": "text", "content": text}]}
+
+    def said(text: str) -> dict[str, Any]:
+        return {"role": "assistant", "parts": [{"type": "text", "content": text}]}
+
+    path = tmp_path / "window.jsonl"
+    first, second = _chat("1" * 16, [user("hi")], [said("hello")], 10**18), \
+        _chat("2" * 16, [user("bye")], [said("goodbye")], 10**18 + 5 * 10**9)
+    path.write_text(_request([first, second]), encoding="utf-8")
+    (conversation,) = read_traces(path).conversations
+    assert [(t.user, t.answer) for t in conversation.trajectory.turns] == [("hi", "hello"), ("bye", "goodbye")]

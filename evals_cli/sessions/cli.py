@@ -73,7 +73,7 @@ def analyze_command(path: Path, output: Path | None = None, *, judge_model: str 
     try:
         sessions_file = path.resolve()
         if input_format == "otlp" or (input_format == "auto" and is_trace_input(path)):
-            output, sessions_file = traced_sessions(path, output)
+            output, sessions_file = traced_sessions(path, output, quiet=quiet)
         elif input_format not in ("auto", "sessions"):
             raise ConfigError(f"--format takes auto, sessions or otlp, not {input_format!r}")
         suite = SessionsSuiteSpec(name=f"analyze-{path.stem}", dataset=str(sessions_file), concurrency=concurrency,
@@ -96,10 +96,10 @@ def is_trace_input(path: Path) -> bool:
     return path.is_dir() or looks_like_otlp(path)
 
 
-def traced_sessions(path: Path, output: Path | None) -> tuple[Path, Path]:
+def traced_sessions(path: Path, output: Path | None, *, quiet: bool = False) -> tuple[Path, Path]:
     """Read the trace file(s) (ConfigError when nothing can be read), write their complete conversations as a
     session file into the run folder (kept: what was analysed, masked and capped) and say on stderr what could
-    not be read or rebuilt. Returns (the run folder, the session file)."""
+    not be read or rebuilt (`quiet`: the warnings only). Returns (the run folder, the session file)."""
     from evals_cli.display.console import make_console
     from evals_cli.output.files import default_output_dir
     from evals_cli.output.manifest import make_run_folder
@@ -115,7 +115,8 @@ def traced_sessions(path: Path, output: Path | None) -> tuple[Path, Path]:
             fh.write(to_session(conversation).model_dump_json() + "\n")
     err = make_console(stderr=True)
     read = f"{len(traces.complete)} of {len(traces.conversations)} traced conversations read from {path}"
-    err.print(read, markup=False, highlight=False, soft_wrap=True)
+    if not quiet:
+        err.print(read, markup=False, highlight=False, soft_wrap=True)
     for note in traces.notes():
         err.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
     return output, sessions_file

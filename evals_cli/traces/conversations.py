@@ -183,8 +183,13 @@ class _Builder:
         if nested:
             return
         users = [m for m in inputs if m.role == "user"]
-        for message in users[self.users_seen:]:
-            self._turn(message.content if message.content is not None else "")
+        if len(users) > self.users_seen:
+            for message in users[self.users_seen:]:
+                self._turn(message.content if message.content is not None else "")
+        elif users and self.turns and self.clean.text(users[-1].content) != self.turns[-1].user:
+            # the application trimmed the history it sends (a sliding window): a different last user message
+            # is a new turn all the same
+            self._turn(users[-1].content if users[-1].content is not None else "")
         self.users_seen = max(self.users_seen, len(users))
 
     def _step(self, call: ModelCall, agent: str, offered: list[dict[str, Any]] | None) -> Step:
