@@ -119,6 +119,8 @@ def project(tmp: Path) -> Path:
     suites.mkdir()
     for labels in (ROOT / "suites").glob("*.labels.jsonl"):  # a judge's `calibration:` names one
         shutil.copy(labels, suites / labels.name)
+    for traces in (ROOT / "suites").glob("*.otlp.jsonl"):  # a traces target names one
+        shutil.copy(traces, suites / traces.name)
     for block in readme_blocks():
         header = block.text.split("\n", 1)[0]
         named = re.match(r"#\s+([\w./-]+\.py)\b", header) if block.lang == "python" else None

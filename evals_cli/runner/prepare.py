@@ -52,11 +52,23 @@ def read_system_prompt(suite: SuiteSpec) -> str | None:
 def _with_overrides(suite: SuiteSpec, options: RunOptions) -> SuiteSpec:
     """CLI overrides of target settings, validated like the YAML (a bad value is a ConfigError)."""
     update = {k: v for k, v in (("timeout", options.timeout), ("sample_timeout", options.sample_timeout),
-                                ("max_retries", options.max_retries))
+                                ("max_retries", options.max_retries), ("since", options.since),
+                                ("until", options.until))
               if v is not None and k in type(suite.target).model_fields}  # only settings this kind has
+    for flag, value in (("since", options.since), ("until", options.until)):
+        if value is not None and flag not in type(suite.target).model_fields:
+            raise ConfigError(f"--{flag}: a time window over recorded conversations; this suite's target "
+                              f"(kind {getattr(suite.target, 'kind', '?')}) runs its samples live. Use -n, --tag "
+                              "or --sample-id to pick samples")
     if not update:
         return suite
-    target = suite.target.model_validate({**suite.target.model_dump(), **update})
+    try:
+        target = suite.target.model_validate({**suite.target.model_dump(), **update})
+    except ValueError as exc:  # pydantic's ValidationError: the flag's value, named as the flag
+        flags = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in update.items())
+        errors = getattr(exc, "errors", None)
+        reason = "; ".join(str(e.get("msg")) for e in errors()) if callable(errors) else str(exc)
+        raise ConfigError(f"{flags}: {reason}") from None
     copy = suite.model_copy(update={"target": target})
     copy._base_dir = suite.base_dir
     return copy
@@ -281,6 +293,7 @@ class PreparedRun:
             self.row_notes.add(sample, where)
             sample = sample.with_user_defaults(self.suite.user)
             picked = self.selection.keeps(str(sample.id)) if self.selection else True
+            picked = picked and self._target_keeps(sample)
             if picked and (not wanted or wanted.intersection(sample.tags)):
                 tagged += 1
                 if self.max_samples is None or tagged <= self.max_samples:
@@ -294,7 +307,7 @@ class PreparedRun:
             return []
 
         try:
-            rows, problems = check_dataset(self.dataset, on_sample=on_sample)
+            rows, problems = check_dataset(self.dataset, on_sample=on_sample, fill=getattr(self._target, "fill_row", None))
         except ConfigError as exc:  # the dataset cannot be read at all
             self._problem(exc.problems)
             return
@@ -323,11 +336,17 @@ class PreparedRun:
                                  id_filter=self.selection.describe() if self.selection else None,
                                  max_samples=self.max_samples, shard=self.options.shard)
 
+    def _target_keeps(self, sample: Sample) -> bool:
+        """A target that selects samples itself (a traces target's since/until window) keeps this one."""
+        keeps = getattr(self._target, "keeps", None)
+        return bool(keeps(sample)) if keeps is not None else True
+
     def work(self) -> Iterator[tuple[Sample, int]]:
         """(sample, repeat) pairs in dataset order; repeats of a sample run back to back."""
-        samples = iter_samples(self.dataset)
+        samples = iter_samples(self.dataset, getattr(self._target, "fill_row", None))
         if self.selection:
             samples = (s for s in samples if self.selection.keeps(str(s.id)))
+        samples = (s for s in samples if self._target_keeps(s))
         for sample in select_samples(samples, self.tags, self.max_samples):
             if self.shard is not None and not in_shard(str(sample.id), self.shard):
                 continue

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
-from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator
+from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
 from evals_cli.graders.base import GRADERS
 from evals_cli.models.base import StrictModel, SuiteFile
@@ -133,7 +133,8 @@ class SuiteSpec(SuiteFile):
 
     name: str = Field(description="Suite name, used in output folder names.")
     description: str | None = Field(default=None, description="Free text.")
-    dataset: str = Field(description="JSONL dataset (or tutorial JSON array), relative to the suite file.")
+    dataset: str = Field(description="JSONL dataset (or tutorial JSON array), relative to the suite file. A "
+                         "traces target may leave it out: every traced conversation is then a sample.")
     max_samples: int | None = Field(default=None, ge=1, description="Run at most this many samples.")
     sample_tags: list[str] | None = Field(default=None, description="Run only samples carrying one of these tags.")
     concurrency: int = Field(default=4, ge=1, description="Samples in flight at once.")
@@ -181,6 +182,18 @@ class SuiteSpec(SuiteFile):
         also the folder of the --target file that named it."""
         extra = [self._target_dir] if target and self._target_dir is not None else []
         return [self.base_dir, *(self.resolve(d) for d in self.code_dirs), *extra]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dataset_from_target(cls, data: Any) -> Any:
+        """A target kind whose samples are its own records (traces) names the dataset when the suite does not."""
+        if isinstance(data, dict) and "dataset" not in data and isinstance(data.get("target"), dict):
+            entry = TARGETS.get(str(data["target"].get("kind") or ""))
+            default = getattr(entry.impl, "default_dataset", None) if entry is not None else None
+            dataset = default(data["target"]) if default is not None else None
+            if dataset is not None:
+                data = {**data, "dataset": dataset}
+        return data
 
     @field_validator("graders")
     @classmethod
