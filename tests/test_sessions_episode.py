@@ -119,3 +119,41 @@ def test_a_score_that_does_not_apply_is_not_a_zero() -> None:
     assert not reasoning.applicable
     missing = grade({"kind": "session_score", "level": "agent", "agent": "nobody"}, "refund-clean")
     assert not missing.applicable
+
+
+def test_evals_run_on_recorded_sessions_writes_the_results_of_every_run(tmp_path: Path) -> None:
+    """Sample results, a RunSummary, the common gate with the session gate's verdict, and JUnit like any run."""
+    from evals_cli.gate import OPS
+    from evals_cli.models.results import RunSummary
+    from evals_cli.sessions.common import analysis_of
+    from tests.helpers import run_cli
+
+    out, junit = tmp_path / "out", tmp_path / "junit.xml"
+    done = run_cli("run", "suites/multi_agent.yaml", "--no-judge", "-o", str(out), "--junit", str(junit))
+    assert done.returncode == 1, done.stdout + done.stderr  # seven sessions are broken on purpose
+    lines = [SampleResult.model_validate_json(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r.sample_id for r in lines] == list(SESSIONS)
+    summary = RunSummary.model_validate_json((out / "summary.json").read_text())
+    assert summary.total == 8 and summary.exit_code == 1 and summary.gate is not None and not summary.gate.passed
+    analyses = [analysis_of(r) for r in lines]
+    overall = [a.overall_score for a in analyses if a is not None and a.overall_score is not None]
+    assert len(overall) == 8
+    mean = sum(overall) / len(overall)  # the session gate's own check: mean overall_score >= 0.8 (the suite's)
+    assert not OPS["gte"](mean, 0.8) and f"overall avg_score = {mean:.3f} not ≥ 0.8" in summary.gate.message
+    clean = next(r for r in lines if r.sample_id == "refund-clean")
+    assert clean.passed and clean.trajectory.final_answer == SESSIONS["refund-clean"].turns[-1].final_response
+    broken = next(r for r in lines if r.sample_id == "refund-unauthorized-tool")
+    assert broken.grades["unauthorized_tool"].score == 0.0 and not broken.passed
+    assert junit.read_text().count("<testcase") == 8
+
+
+def test_the_session_gate_becomes_the_common_gate() -> None:
+    from evals_cli.sessions.common import gate_spec
+    from evals_cli.sessions.spec import SessionGateSpec
+
+    one = gate_spec(SessionGateSpec(min_overall_score=0.7))
+    assert one.kind == "simple" and one.metric_key == "overall" and one.value == 0.7  # type: ignore[union-attr]
+    every = gate_spec(SessionGateSpec(min_overall_score=None, min_task_completion_rate=0.9, min_agent_score=0.5))
+    assert every.kind == "logical"
+    assert [(g.metric_key, g.aggregation, g.value) for g in every.gates] == [  # type: ignore[union-attr]
+        ("task_completion", "avg_score", 0.9), ("lowest_agent", "min", 0.5)]
