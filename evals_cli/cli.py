@@ -199,17 +199,31 @@ def run(
                               "supported; export each model's folder afterwards, or run one --model (--export "
                               "html=PATH writes the side-by-side report)")
         raise typer.Exit(_run_models(prepared, suite, quiet, exports.get("html")))
-    if not isinstance(prepared, PreparedRun):  # recorded sessions: no agent, its own view
-        from evals_cli.sessions.cli import report as report_sessions
-        from evals_cli.sessions.runner import SessionsOutcome
-
-        if exports:
-            raise ConfigError("--export, --junit and --task-results apply to live agents; a recorded_sessions suite "
-                              "has none")
-        outcome = asyncio.run(execute_prepared(prepared))
-        assert isinstance(outcome, SessionsOutcome)
-        raise typer.Exit(report_sessions(outcome, quiet=quiet))
+    if not isinstance(prepared, PreparedRun):  # recorded sessions: no agent; the results of every run
+        raise typer.Exit(_run_recorded(asyncio.run(execute_prepared(prepared)), quiet, exports))
     raise typer.Exit(_run_live(prepared, suite, quiet, exports))
+
+
+def _run_recorded(outcome: Any, quiet: bool, exports: dict[str, Path]) -> int:
+    """A recorded-sessions run, finished: its saved results shown and exported as `evals report` would."""
+    from evals_cli.display.console import make_console
+    from evals_cli.display.table import render_run
+    from evals_cli.report import load_run
+
+    console, err = make_console(), make_console(stderr=True)
+    state, summary, _ = load_run(outcome.output_dir)
+    if quiet:
+        console.print(summary.gate.message if summary.gate else "no gate", markup=False)
+    else:
+        console.print(render_run(state, summary, outcome.output_dir))
+        console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
+    for message in outcome.messages:
+        err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    if exports:
+        from evals_cli.exporters import export_run
+
+        export_run(outcome.output_dir, summary, exports=exports)
+    return int(outcome.exit_code)
 
 
 def _exports(values: list[str] | None, junit: Path | None, task_results: Path | None) -> dict[str, Path]:

@@ -52,7 +52,7 @@ def test_run_takes_a_recorded_sessions_suite(tmp_path: Path) -> None:
     """Before: AttributeError ('RecordedSessionsTarget' object has no attribute 'model') from the live runner."""
     outcome = evals_cli.run(ROOT / "suites" / "multi_agent.yaml", RunOptions(no_judge=True, output=tmp_path / "out"))
     assert outcome.exit_code == 1  # seven of the eight sessions are broken on purpose: the gate fails
-    assert outcome.summary.sessions == 8 and outcome.summary.gate is not None
+    assert outcome.summary.total == 8 and outcome.summary.gate is not None
     assert (tmp_path / "out" / "summary.json").is_file()
     # what the CLI prints for the same suite comes from the same call
     result = run_cli("run", "suites/multi_agent.yaml", "--no-judge", "-q", "-o", str(tmp_path / "cli"))
@@ -62,7 +62,7 @@ def test_run_takes_a_recorded_sessions_suite(tmp_path: Path) -> None:
 def test_arun_is_the_same_call_for_async_code(tmp_path: Path) -> None:
     options = RunOptions(no_judge=True, max_samples=1, output=tmp_path / "out")
     outcome = asyncio.run(evals_cli.arun(ROOT / "suites" / "multi_agent.yaml", options))
-    assert outcome.exit_code == 0 and outcome.summary.sessions == 1  # only refund-clean, which passes
+    assert outcome.exit_code == 0 and outcome.summary.total == 1  # only refund-clean, which passes
 
 
 def test_run_takes_a_loaded_suite_and_calls_back(server: ScriptedServer, tmp_path: Path) -> None:
