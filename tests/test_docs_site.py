@@ -5,10 +5,12 @@ whose strict build fails on a link to a missing page or heading."""
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -93,3 +95,60 @@ def test_make_docs_builds_the_site_and_fails_on_a_broken_anchor(tmp_path: Path) 
     broken = subprocess.run(_docs_recipe(), shell=True, cwd=copy, capture_output=True, text=True, timeout=120)
     assert broken.returncode != 0
     assert "#no-such-heading" in broken.stdout + broken.stderr
+
+
+SHELL = ("bash", "sh", "shell")
+ENDS = {"|", "||", "&&", ">", ">>", ";"}
+
+
+def _shell_lines() -> list[tuple[str, list[str]]]:
+    """Each command of every shell block of the README and docs/, comments cut, as its words."""
+    from tests.test_readme_blocks import all_blocks
+
+    found = []
+    for block in all_blocks():
+        if block.lang in SHELL:
+            for line in block.text.splitlines():
+                code = re.split(r"\s#", " " + line, maxsplit=1)[0].strip()
+                if code:
+                    words = shlex.split(code)
+                    cut = next((i for i, w in enumerate(words) if w in ENDS), len(words))
+                    found.append((f"{block.label}: {code}", words[:cut]))
+    return found
+
+
+def test_every_shell_example_runs_a_real_command_with_real_options() -> None:
+    """What the README and the pages tell a user to type exists: `make` targets in the Makefile, `evals`
+    subcommands with the options (and choices) each one takes, and the repository files they name."""
+    import typer.main
+
+    from evals_cli.cli import app
+
+    commands: Any = typer.main.get_command(app)  # a group of typer's own click: read by attribute
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    lines = _shell_lines()
+    assert sum(1 for _, words in lines if words[:1] == ["make"]) >= 10
+    checked = 0
+    for where, words in lines:
+        if words[0] == "make":
+            for target in words[1:]:
+                assert re.search(rf"^{re.escape(target)}:", makefile, flags=re.M), f"{where}: no make target {target}"
+            continue
+        if Path(words[0]).name != "evals":
+            continue
+        command = commands.commands.get(words[1])
+        assert command is not None, f"{where}: evals has no command {words[1]!r}"
+        options = {opt: param for param in command.params if param.param_type_name == "option"
+                   for opt in (*param.opts, *param.secondary_opts)}
+        for i, word in enumerate(words[2:], start=2):
+            if word.startswith("-"):
+                name, _, value = word.partition("=")
+                assert name in options, f"{where}: `evals {words[1]}` has no option {name}"
+                choices = getattr(getattr(options[name], "type", None), "choices", None)
+                if choices and not options[name].is_flag:
+                    given = value or words[i + 1]
+                    assert given in choices, f"{where}: {name} takes {list(choices)}, not {given!r}"
+            elif re.match(r"(suites|datasets|examples)/", word):
+                assert (ROOT / word).exists(), f"{where}: {word} is not in the repository"
+        checked += 1
+    assert checked >= 30
