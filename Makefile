@@ -124,6 +124,12 @@ record-demo: $(VENV)/.installed
 clean:
 	rm -rf $(VENV) $(LATEST) results .pytest_cache
 
+## The documentation site: docs/ built by mkdocs-material into site/ (gitignored). --strict with mkdocs.yml's
+## validation settings fails the build on any link to a missing page or anchor.
+.PHONY: docs
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # not --quiet: it hides the warnings --strict counts
+
 ## Side-by-side benchmark against a bare openai-client loop (see bench/run.py; scenario d takes a while).
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py

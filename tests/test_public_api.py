@@ -13,15 +13,14 @@ import pytest
 
 import evals_cli
 from evals_cli import ConfigError, RunOptions, RunOutcome, RunSummary, SampleResult
+from tests.docs_pages import page
 from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-
 
 def readme_example() -> str:
-    """The ```python block of the README's "Python API" section."""
-    section = README.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    """The ```python block of the "Python API" page (docs/python-api.md, moved out of the README)."""
+    section = page("python-api.md")
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     assert len(blocks) == 1, "the Python API section shows one example"
     return blocks[0]
@@ -108,7 +107,7 @@ def test_the_four_interfaces_are_exported_and_documented() -> None:
         assert name in evals_cli.__all__
         interface = getattr(evals_cli, name)
         assert interface.__doc__ and f"evals_cli.{name}" in interface.__doc__, name
-        assert f"`{name}`" in README.split("## Python API", 1)[1].split("\n## ", 1)[0], name
+        assert f"`{name}`" in page("python-api.md"), name
 
 
 def test_every_built_in_kind_satisfies_its_interface() -> None:
