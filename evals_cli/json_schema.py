@@ -104,11 +104,31 @@ def _validator(schema: dict[str, Any]) -> Validator:
         from jsonschema.validators import validator_for
 
         strict = strict_schema(schema)
-        found = validator_for(strict, default=Draft202012Validator)(strict)
+        found = _bounded(validator_for(strict, default=Draft202012Validator))(strict)
         if len(_VALIDATORS) >= _MAX_CACHED:
             _VALIDATORS.pop(next(iter(_VALIDATORS)))
         _VALIDATORS[key] = found
     return found
+
+
+_BOUNDED: dict[Any, Any] = {}
+
+
+def _bounded(cls: Any) -> Any:
+    """`cls` with `pattern` matched by safe_regex: the pattern is the suite's, the text the model's, and a
+    pattern that backtracks for ever must cost a grade error, never a hung run."""
+    if cls not in _BOUNDED:
+        from jsonschema.exceptions import ValidationError
+        from jsonschema.validators import extend
+
+        from evals_cli import safe_regex
+
+        def pattern(validator: Any, wanted: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+            if validator.is_type(instance, "string") and not safe_regex.search(wanted, instance):
+                yield ValidationError(f"{instance!r} does not match {wanted!r}")
+
+        _BOUNDED[cls] = extend(cls, {"pattern": pattern})
+    return _BOUNDED[cls]
 
 
 # --- arguments against a schema ------------------------------------------------------------------------------
@@ -123,13 +143,15 @@ def check_value(value: Any, schema: Any, path: str = "") -> list[Problem]:
     from jsonschema.exceptions import UnknownType
     from referencing.exceptions import Unresolvable
 
+    from evals_cli.safe_regex import RegexError
+
     try:
         errors = list(_validator(schema).iter_errors(value))
     except UnknownType as exc:
         raise SchemaUnusable(f"the schema names the type {exc.type!r}, which JSON Schema does not have") from None
     except Unresolvable as exc:
         raise SchemaUnusable(f"a $ref of the schema points nowhere ({getattr(exc, 'ref', '')})") from None
-    except re.error as exc:
+    except (re.error, RegexError) as exc:
         raise SchemaUnusable(f"a pattern of the schema is not a regular expression ({exc})") from None
     except (TypeError, AttributeError) as exc:  # a keyword of the wrong shape, such as `required: true`
         raise SchemaUnusable(f"the schema cannot be evaluated ({type(exc).__name__}: {exc})") from None
@@ -224,13 +246,15 @@ def _type_fitting(composed: ValidationError) -> list[ValidationError]:
 
 def _invented(error: ValidationError, where: str, order: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], Problem]]:
     """One hallucinated parameter per key the object's schema does not declare."""
+    from evals_cli import safe_regex
+
     instance, schema = error.instance, error.schema
     declared = schema.get("properties") if isinstance(schema, dict) else None
     props = declared if isinstance(declared, dict) else {}
     patterns = (schema.get("patternProperties") or {}) if isinstance(schema, dict) else {}
     known = ", ".join(props) or "none"
     for position, key in enumerate(instance if isinstance(instance, dict) else {}):
-        if key in props or any(re.search(p, key) for p in patterns):
+        if key in props or any(safe_regex.search(p, key) for p in patterns):
             continue
         yield (*order, position), ("hallucinated_parameter", f"{_join(where, key)} is not a parameter (known: {known})")
 

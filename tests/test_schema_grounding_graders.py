@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -336,3 +337,14 @@ def test_check_sample_reports_bad_values_before_the_run() -> None:
     assert problem.startswith("sample 's1': metadata.must_cite must be a string or a list of strings")
     assert problem.endswith("needed by grader grounding (grounding)")
     assert ground().check_sample(Sample(input="q", metadata={"must_cite": ["a"]})) == []
+
+
+def test_a_backtracking_pattern_is_a_grade_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALS_REGEX_TIMEOUT", "0.2")
+    tools = {"lookup": ToolSpec(parameters={"type": "object", "properties": {
+        "id": {"type": "string", "pattern": "(a|aa)+$"}}})}
+    started = time.monotonic()
+    grades = asyncio.run(grade_sample({"schema": schema()}, Sample(input="q"),
+                                      traj(c("lookup", {"id": "a" * 60 + "!"})), lambda score: score >= 1, tools))
+    assert time.monotonic() - started < 5
+    assert grades["schema"].score is None and "(a|aa)+$" in (grades["schema"].error or "")
