@@ -77,6 +77,12 @@ class PreparedRun:
         self._collecting = problems is not None
         options = resumed_options(options)  # a resumed run continues with the options it started with
         self._where = where
+        try:  # EVALS_* bounds and the EVAL_* endpoints: a bad value stops the run before it starts
+            from evals_cli.settings import check
+
+            check()
+        except ConfigError as exc:
+            self._problem(exc.problems)
         crossed = suite.cross_check()
         if crossed:
             self._problem([f"{'.'.join(map(str, path))}: {message}" for path, message in crossed])
