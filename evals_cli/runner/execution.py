@@ -61,7 +61,7 @@ class Execution:
         self._flight: dict[asyncio.Task[None], InFlight] = {}
         self.resumed = 0  # results kept from an earlier run (--resume): counted at once, not at this run's pace
         options = prepared.options
-        self.fingerprint = fingerprint(prepared.suite, prepared.dataset)
+        self.fingerprint = fingerprint(prepared.suite, prepared.dataset, prepared.dataset_digest)
         self.started_with = prepared.started_with()
         self.resume = None
         if options.resume is not None:
@@ -96,6 +96,7 @@ class Execution:
     # --- the run --------------------------------------------------------------------------------------
 
     async def run(self) -> RunOutcome:
+        self.p.dataset_unchanged()  # rows read back from the file must be the rows the precheck checked
         await self._check_simulator()
         started = time.time()
         started_at = datetime.now(UTC).isoformat(timespec="seconds")

@@ -107,7 +107,7 @@ def _resumed_models(matrix: MatrixSummary, options: RunOptions) -> list[str]:
 class PreparedModels:
     """A suite checked once, and a `PreparedRun` per model (its agent endpoint resolved with that model): nothing
     left to fail but the endpoints. Only the first model's preparation reads the whole dataset; the others take
-    its counts (the rows, filters and shard are the same for every model)."""
+    its counts and the rows it kept (the rows, filters and shard are the same for every model)."""
 
     def __init__(self, suite: SuiteSpec, options: RunOptions, models: list[str]) -> None:
         _refuse_single_only(options)
@@ -137,6 +137,7 @@ class PreparedModels:
                 first = prepared
             elif options.precheck:
                 prepared.rows, prepared.row_notes = first.rows, first.row_notes
+                prepared.selected = first.selected  # the rows the first one's precheck kept: read once for all
                 prepared.expected = first.expected
                 prepared.coverage = first.coverage.model_copy(deep=True) if first.coverage else None
             self.runs[model] = prepared
