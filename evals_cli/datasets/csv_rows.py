@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +48,15 @@ PROMPTFOO_META = "__metadata:"
 _BAD_BYTES = range(0xDC80, 0xDD00)  # surrogateescape's stand-ins for bytes that are not UTF-8
 
 
-def _lines(path: Path) -> Iterator[str]:
-    """The file's lines as text; bytes that are not UTF-8 become surrogateescape stand-ins, found per record."""
+def _lines(path: Path, seen: Callable[[bytes, int], None] | None = None) -> Iterator[str]:
+    """The file's lines as text; bytes that are not UTF-8 become surrogateescape stand-ins, found per record.
+    `seen(raw bytes, offset)` hears every line as read (see datasets/jsonl.py)."""
+    offset = 0
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, 1):
+            if seen is not None:
+                seen(raw, offset)
+                offset += len(raw)
             if number == 1 and raw.startswith(BOM):
                 raw = raw[len(BOM):]
             yield raw.decode("utf-8", errors="surrogateescape")
@@ -168,9 +173,9 @@ def _row(header: list[str], cells: list[str], where: str) -> tuple[dict[str, Any
     return row, None
 
 
-def iter_csv(path: Path) -> Iterator[Record]:
+def iter_csv(path: Path, seen: Callable[[bytes, int], None] | None = None) -> Iterator[Record]:
     """Every data record of a CSV file as a row dict, or the problem that kept it from being one."""
-    lines = _lines(path)
+    lines = _lines(path, seen)
     reader = csv.reader(lines, strict=True)
     header: list[str] | None = None
     record = 0

@@ -8,12 +8,12 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from evals_cli.json_schema import JSON_TYPES, schema_problem
 from evals_cli.models.base import StrictModel
 from evals_cli.models.environment import EffectSpec
 
 JsonValue = Any
 
-JSON_TYPES = ["object", "string", "integer", "number", "boolean", "array", "null"]
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -29,20 +29,6 @@ def tool_name_problem(name: object) -> str | None:
     bad = sorted({c for c in text if not re.fullmatch(r"[A-Za-z0-9_-]", c)})
     shown = ", ".join(repr(c) for c in bad[:5])
     return f"tool name '{text[:60]}' has characters endpoints reject ({shown}); use only letters, digits, _ and -"
-
-
-def schema_problem(schema: dict[str, Any]) -> str | None:
-    """Why `schema` is not a valid JSON Schema (checked against the 2020-12 meta-schema), naming where, or None.
-    jsonschema is imported here only: most suites never need it, and `evals --help` stays fast."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import best_match
-
-    error = best_match(Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema))
-    if error is None:
-        return None
-    at = ".".join(str(p) for p in error.absolute_path)
-    message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
-    return f"parameters{'.' + at if at else ''}: not a valid JSON Schema: {message}"
 
 
 NO_RESULT = ("has no return configured: give it returns (returns: \"\" for an empty answer), cases, sequence, "

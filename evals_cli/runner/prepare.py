@@ -1,5 +1,6 @@
 """Everything that can fail before the first model call is checked here: suite, endpoints, graders,
-every dataset row, every rubric against every sample. Streaming, so a huge dataset costs no memory."""
+every dataset row, every rubric against every sample. Streaming, so a huge dataset costs no memory; the rows
+the run will run are kept by that same read (datasets/selected.py), so the run does not read the file again."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals_cli import custom_code
-from evals_cli.datasets.reader import check_dataset, iter_samples, select_samples
+from evals_cli.datasets.reader import RowFill, Span, check_dataset, iter_samples, select_samples
+from evals_cli.datasets.selected import SelectedRows
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError
@@ -89,6 +91,12 @@ class PreparedRun:
         self._collecting = problems is not None
         options = resumed_options(options)  # a resumed run continues with the options it started with
         self._where = where
+        try:  # EVALS_* bounds and the EVAL_* endpoints: a bad value stops the run before it starts
+            from evals_cli.settings import check
+
+            check()
+        except ConfigError as exc:
+            self._problem(exc.problems)
         crossed = suite.cross_check()
         if crossed:
             self._problem([f"{'.'.join(map(str, path))}: {message}" for path, message in crossed])
@@ -159,6 +167,8 @@ class PreparedRun:
         self.row_notes = RowNotes()  # deprecated row spellings seen by the precheck (evals validate says them)
         self.expected: int | None = None
         self.coverage: Coverage | None = None  # rows, tag filter, -n, shard: counted by the precheck
+        # the rows the run will run, kept by the precheck (it reads the dataset; the run then reads it no more)
+        self.selected: SelectedRows | None = None
         if options.precheck:
             self._precheck()
 
@@ -286,12 +296,13 @@ class PreparedRun:
         # a run checks the rows it will run; validate (collecting) checks every row whatever the options
         wanted = set() if self._collecting else set(self.tags or [])
         selected = tagged = limited = 0
+        keep = SelectedRows(self.dataset, self._fill) if not self._collecting and self.dataset.is_file() else None
 
-        def on_sample(sample: Sample, where: str) -> list[str]:
-            # counted in the order `work` drops rows (tag and id filters, then -n, then shard), so "N of M" is exact
+        def on_row(row: Sample, where: str, span: Span | None) -> list[str]:
+            # counted in the order rows are dropped (tag and id filters, then -n, then shard), so "N of M" is exact
             nonlocal selected, tagged, limited
-            self.row_notes.add(sample, where)
-            sample = sample.with_user_defaults(self.suite.user)
+            self.row_notes.add(row, where)
+            sample = row.with_user_defaults(self.suite.user)
             picked = self.selection.keeps(str(sample.id)) if self.selection else True
             picked = picked and self._target_keeps(sample)
             if picked and (not wanted or wanted.intersection(sample.tags)):
@@ -303,11 +314,14 @@ class PreparedRun:
                         self.simulated += sample.user is not None
                         if self.replayed is not None and sample.user is not None and not self._collecting:
                             self._simulated_ids.append(str(sample.id))
+                        if keep is not None:
+                            keep.add(row, span)
                 return checker(sample.with_environment(self.suite.environment), where)
             return []
 
         try:
-            rows, problems = check_dataset(self.dataset, on_sample=on_sample, fill=getattr(self._target, "fill_row", None))
+            rows, problems = check_dataset(self.dataset, on_row=on_row, seen=keep.seen if keep else None,
+                                           fill=self._fill)
         except ConfigError as exc:  # the dataset cannot be read at all
             self._problem(exc.problems)
             return
@@ -331,25 +345,50 @@ class PreparedRun:
             self._problem([f"{self.dataset}: no sample matches {' and '.join(what) or 'the options'}"])
             return
         self.expected = selected * self.repeats
+        self.selected = keep
         self.coverage = Coverage(dataset_rows=rows, tagged=tagged, limited=limited, selected=selected,
                                  expected_results=self.expected, tags=sorted(wanted),
                                  id_filter=self.selection.describe() if self.selection else None,
                                  max_samples=self.max_samples, shard=self.options.shard)
+
+    @property
+    def _fill(self) -> RowFill | None:
+        """What the target adds to each row before it is checked (a traces target fills `input`)."""
+        return getattr(self._target, "fill_row", None)
 
     def _target_keeps(self, sample: Sample) -> bool:
         """A target that selects samples itself (a traces target's since/until window) keeps this one."""
         keeps = getattr(self._target, "keeps", None)
         return bool(keeps(sample)) if keeps is not None else True
 
-    def work(self) -> Iterator[tuple[Sample, int]]:
-        """(sample, repeat) pairs in dataset order; repeats of a sample run back to back."""
-        samples = iter_samples(self.dataset, getattr(self._target, "fill_row", None))
+    @property
+    def dataset_digest(self) -> str | None:
+        """The dataset's digest from the precheck's read (None without a precheck: read it for the digest)."""
+        return self.selected.digest if self.selected is not None else None
+
+    def dataset_unchanged(self) -> None:
+        """ConfigError when the rows will be read back from a dataset file that changed since the precheck."""
+        if self.selected is not None and not self.selected.kept:
+            self.selected.unchanged()
+
+    def _samples(self) -> Iterator[Sample]:
+        """The selected samples in dataset order: those the precheck kept (or read back by their place in the
+        file), else the file read again with the same filters (no precheck, or a large CSV/JSON array)."""
+        kept = self.selected.rows() if self.selected is not None else None
+        if kept is not None:
+            yield from kept
+            return
+        samples = iter_samples(self.dataset, self._fill)
         if self.selection:
             samples = (s for s in samples if self.selection.keeps(str(s.id)))
         samples = (s for s in samples if self._target_keeps(s))
         for sample in select_samples(samples, self.tags, self.max_samples):
-            if self.shard is not None and not in_shard(str(sample.id), self.shard):
-                continue
+            if self.shard is None or in_shard(str(sample.id), self.shard):
+                yield sample
+
+    def work(self) -> Iterator[tuple[Sample, int]]:
+        """(sample, repeat) pairs in dataset order; repeats of a sample run back to back."""
+        for sample in self._samples():
             sample = sample.with_environment(self.suite.environment)  # targets and graders see the merged world
             sample = sample.with_user_defaults(self.suite.user)  # and the user: block with the suite's defaults
             if self.options.matrix and sample.agent_model is not None:  # each column asks its own model
