@@ -28,7 +28,9 @@ from evals_cli.models.trajectory import Trajectory
 from evals_cli.registry import Registry
 
 if TYPE_CHECKING:
+    from evals_cli.mcp.hub import McpHub
     from evals_cli.simulation.player import UserPlayer, UserPlayerFactory
+    from evals_cli.tools.mock import EpisodeServers
 
 
 SAMPLE_REPEAT: ContextVar[int] = ContextVar("SAMPLE_REPEAT", default=0)
@@ -59,6 +61,14 @@ class TargetContext:
     #: Builds the user player of one (sample, repeat) for rows with a `user:` block (the simulated user, or a
     #: replaying one with --replay-user); None: the run has no simulated samples.
     user_player: UserPlayerFactory | None = None
+    #: The run's MCP servers (evals_cli/mcp); None: the suite names none. Each (sample, repeat) gets its episode.
+    mcp: McpHub | None = None
+
+    def episode_servers(self, sample: Sample, repeat: int | None = None) -> EpisodeServers | None:
+        """The MCP servers' side of one (sample, repeat), for its toolbox (None without servers)."""
+        if self.mcp is None:
+            return None
+        return self.mcp.episode(str(sample.id), SAMPLE_REPEAT.get() if repeat is None else repeat)
 
 
 class Target:

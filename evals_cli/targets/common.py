@@ -93,7 +93,8 @@ class ToolLoopTarget(Target):
 
     def _toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
         """A new toolbox per call, hence per (sample, repeat): its world is that run's alone."""
-        toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment)
+        toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment,
+                              self.ctx.episode_servers(sample))
         if sample.tools:
             return toolbox, self.tool_schemas(toolbox)
         if self._suite_schemas is None:  # the suite's tools: the same schemas for every sample, built once

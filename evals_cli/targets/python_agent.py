@@ -292,10 +292,11 @@ class PythonAgent(Target):
 
     async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
                   repeat: int | None = None) -> Trajectory:
-        toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment)  # this run's own world
         trajectory = trajectory if trajectory is not None else Trajectory()
         trajectory.prefilled = initial_messages(sample, self.system_prompt)
         repeat = SAMPLE_REPEAT.get() if repeat is None else repeat
+        toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment,  # this run's own world
+                              self.ctx.episode_servers(sample, repeat))
         player = self.user_player(sample, repeat)
         if player is not None:
             return await self._converse(sample, trajectory, toolbox, player, repeat)
