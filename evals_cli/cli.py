@@ -761,10 +761,23 @@ LISTABLE = ("graders", "extractors", "targets", "gates", "effects", "users", "se
 @_guard
 def list_kinds(
     what: Annotated[str | None, typer.Argument(metavar="WHAT", help="graders, extractors, targets, gates, effects, users "
-                                                                        "or settings (default: all seven).")] = None,
+                                                                        "or settings (default: all seven); or tools SUITE.")] = None,
+    suite: Annotated[Path | None, typer.Argument(metavar="SUITE", help="With `tools`: the suite whose tools to list.")] = None,
+    target_file: Annotated[Path | None, typer.Option("--target", help="With `tools`: a --target file, as for evals run.")] = None,
+    replay: Annotated[Path | None, typer.Option("--replay", help="With `tools`: read the MCP servers' tool lists from this recording instead of starting them.")] = None,
 ) -> None:
-    """List every registered grader, extractor, target and gate kind, the simulated-user options, from the schemas, and the environment variables read (settings)."""
+    """List every registered grader, extractor, target and gate kind, the simulated-user options, from the schemas,
+    and the environment variables read (settings); `evals list tools SUITE` lists the tools the suite's agent will
+    see and where each comes from (its MCP servers are started to list theirs)."""
     import shutil
+
+    if what == "tools" or suite is not None:
+        if what != "tools" or suite is None:
+            raise ConfigError("give the suite whose tools to list: evals list tools SUITE")
+        from evals_cli.mcp.listing import offered_tools, render
+
+        sys.stdout.write(render(offered_tools(suite, target_file, replay), max(60, shutil.get_terminal_size((100, 24)).columns)) + "\n")
+        return
 
     if what is not None and what not in LISTABLE:
         import difflib

@@ -137,6 +137,7 @@ class Execution:
                 self.writer.close()
             except OSError:  # the flush of a line that could not be written: already reported by _save
                 pass
+            self.p.close_servers()  # MCP servers: stopped on the run's end, Ctrl-C, SIGTERM and errors alike
             await self.p.pool.aclose()
         for failed in failures:  # a worker that died must not make its samples vanish from the counts
             if isinstance(failed, Exception):  # an interrupted match (a BaseException) is the interrupt's doing

@@ -30,6 +30,7 @@ from evals_cli.targets.factory import build_target as build_target_for
 from evals_cli.targets.factory import judge_fallback, resolve_target_endpoint
 
 if TYPE_CHECKING:
+    from evals_cli.mcp.hub import McpHub
     from evals_cli.output.manifest import StartedWith
     from evals_cli.simulation.player import UserPlayerFactory
     from evals_cli.simulation.replay_user import RecordedRun
@@ -102,6 +103,15 @@ class PreparedRun:
             self._problem([f"{'.'.join(map(str, path))}: {message}" for path, message in crossed])
         self.suite = _with_overrides(suite, options)
         self.options = options
+        self.mcp: McpHub | None = None  # the run's MCP servers, started here (a run), never by validate
+        try:
+            self._init(suite, options, problems, build_target, import_code)
+        except BaseException:
+            self.close_servers()
+            raise
+
+    def _init(self, suite: SuiteSpec, options: RunOptions, problems: list[str] | None, build_target: bool,
+              import_code: bool) -> None:
         self.dataset: Path = suite.resolve(suite.dataset)
         self.concurrency = options.concurrency or suite.concurrency
         # one limit per server for every model call (agent and judges alike): the run's concurrency
@@ -109,6 +119,8 @@ class PreparedRun:
                                cache=None if problems is not None else options.cache)
         self._agent: Endpoint | None = None
         self._target: Target | None = None
+        if suite.mcp_servers and not self._collecting:
+            self._open_servers()
         try:
             self._agent = resolve_target_endpoint(self.suite.target, options.agent_overrides)
         except ConfigError as exc:
@@ -117,12 +129,14 @@ class PreparedRun:
         # custom code (a python agent, extractors, @grader functions, a reward) is loaded only from the suite's
         # folders, and run only when `import_code` (evals validate only reads it unless --import-code)
         self.code_read: list[str] = []  # the custom functions only read, not imported (file.py:function)
+        with custom_code.policy(suite.code_roots(), run=import_code, read=self.code_read):
+            self._load_tool_functions()
         try:
             prompt = read_system_prompt(suite)
             if build_target:
                 agent = self._agent or resolve_target_endpoint(self.suite.target, options.agent_overrides)
                 with custom_code.policy(suite.code_roots(target=True), run=import_code, read=self.code_read):
-                    self._target = build_target_for(self.suite, agent, self.pool, prompt)
+                    self._target = build_target_for(self.suite, agent, self.pool, prompt, self.mcp)
         except ConfigError as exc:
             self._problem(exc.problems, located=True)
         self.graders: dict[str, Grader] = {}
@@ -171,6 +185,39 @@ class PreparedRun:
         self.selected: SelectedRows | None = None
         if options.precheck:
             self._precheck()
+
+    def _open_servers(self) -> None:
+        """Start the suite's MCP servers (or read them from --replay) and offer their tools: the suite seen by
+        the target and the graders from here on has the servers' tools in `tools`."""
+        from evals_cli.mcp.hub import McpHub
+
+        self.mcp = McpHub(self.suite.mcp_servers, self.suite.tools, base_dir=self.suite.base_dir,
+                          record=self.options.record, replay=self.options.replay, redact=self.pool.redactor)
+        served = self.mcp.tools()
+        copy = self.suite.model_copy(update={"tools": served})
+        copy._base_dir, copy._target_dir = self.suite.base_dir, self.suite._target_dir
+        copy._letta_format = self.suite.letta_format
+        self.suite = copy
+
+    def _load_tool_functions(self) -> None:
+        """Tools with logic (`python:`): each function loaded once, from the suite's folders, under the custom-code
+        policy (evals validate only reads the file unless --import-code); a problem names the tool."""
+        from evals_cli.tools.logic import load_tool_function
+
+        problems = []
+        for name, spec in self.suite.tools.items():
+            if spec.python is not None:
+                try:
+                    spec._logic = load_tool_function(spec.python, self.suite.base_dir)
+                except (ValueError, ConfigError, custom_code.CustomCodeError) as exc:
+                    problems.append(f"tools.{name}.python: {exc}")
+        if problems:
+            self._problem(problems, located=True)
+
+    def close_servers(self) -> None:
+        """Stop the MCP servers (the run is over, or never started); idempotent."""
+        if self.mcp is not None:
+            self.mcp.close()
 
     def _setup_users(self, agent_fallback: Endpoint | None) -> None:
         """Resolve the simulator's endpoint and template and hand the target its player factory."""
@@ -240,6 +287,10 @@ class PreparedRun:
                           if isinstance(e, Endpoint)]
         found = {s for e in endpoints for s in e.secrets()}
         found.update(spec_secrets(self.suite.model_dump(mode="json")))
+        if self.suite.mcp_servers:
+            from evals_cli.mcp.hub import mcp_secrets
+
+            found.update(mcp_secrets(self.suite.mcp_servers))
         return sorted(s for s in found if s and s != NO_KEY)
 
     def endpoints(self) -> dict[str, str]:
