@@ -96,7 +96,9 @@ def write_suite(folder: Path, url: str, concurrency: int = 4) -> Path:
                    "max_retries": 0, "timeout": 10, "max_steps": 5},
         "tools": TOOLS,
         "graders": {"answer": {"kind": "tool", "function": "contains"}, "forbidden": {"kind": "forbidden_tools"}},
-        "gate": {"kind": "weighted_average", "aggregation": "avg_score", "op": "gte", "value": 0.8},
+        # n/a is left out of the averages: `forbidden` averages 0.00 over the 4 samples that had forbidden tools,
+        # so the weighted average is (0.78 + 0) / 2; the capture is of a run whose gate passes
+        "gate": {"kind": "weighted_average", "aggregation": "avg_score", "op": "gte", "value": 0.3},
     }
     path = folder / "suite.yaml"
     path.write_text(yaml.safe_dump(suite, sort_keys=False), encoding="utf-8")
@@ -129,7 +131,8 @@ def ci_log_problems(log: str, ids: Iterable[str], tools: Iterable[str], columns:
         problems.append("ANSI codes or carriage returns")
     problems += [f"trailing spaces: {line!r}" for line in lines if line != line.rstrip()]
     # the progress lines, the results path and the footer's long sentences are not table lines
-    table = [line for line in lines if not line.startswith(("progress: ", "results: ", "Run ", "full report"))]
+    table = [line for line in lines
+             if not line.startswith(("progress: ", "results: ", "Run ", "full report", "every reason whole"))]
     problems += [f"wider than {columns}: {line!r}" for line in table if len(line) > columns]
     for word in [*ids, *tools]:
         if not any(re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", line) for line in lines):

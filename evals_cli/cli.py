@@ -234,7 +234,7 @@ def _run_recorded(outcome: Any, quiet: bool, exports: dict[str, Path]) -> int:
     if quiet:
         console.print(summary.gate.message if summary.gate else "no gate", markup=False)
     else:
-        console.print(render_run(state, summary, outcome.output_dir))
+        console.print(render_run(state, summary, outcome.output_dir), crop=False)  # commands stay whole
         console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
     for message in outcome.messages:
         err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
@@ -285,7 +285,7 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
     if quiet:
         console.print(summary.gate.message if summary.gate else "no gate", markup=False)
     else:
-        console.print(render_run(state, summary, outcome.output_dir))
+        console.print(render_run(state, summary, outcome.output_dir), crop=False)  # commands stay whole
         _conversation_notes(console, state)
         console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
     for message in outcome.messages:
@@ -469,7 +469,7 @@ def report(
             from evals_cli.output.files import read_results
 
             whole = WholeReasons(read_results(run_path), "full" if why == "full" else "all")
-        console.print(render_run(state, summary, run_path, whole))
+        console.print(render_run(state, summary, run_path, whole), crop=False)
         _conversation_notes(console, state)
     for warning in warnings:
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
@@ -666,7 +666,7 @@ def merge(
     summary, warnings = merge_runs(runs, output, max_error_rate)
     state, _, _ = load_run(output)
     console = make_console()
-    console.print(render_run(state, summary, output))
+    console.print(render_run(state, summary, output), crop=False)
     console.print(f"merged {len(runs)} runs into {output}", markup=False, highlight=False, soft_wrap=True)
     for warning in warnings:
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)

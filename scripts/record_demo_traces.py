@@ -46,7 +46,7 @@ def main() -> int:
     from evals_cli.endpoints.secrets import Redactor
     from evals_cli.runner.dispatch import run
     from evals_cli.runner.options import RunOptions
-    from evals_cli.targets.openai_chat import OpenAIChat
+    from evals_cli.targets.episode import Episode
     from evals_cli.tools.mock import MockToolbox
     from tests.fixtures.traces.record import otlp_json_lines
     from tests.scripted_server import Reply, ScriptedServer
@@ -57,15 +57,15 @@ def main() -> int:
     OpenAIInstrumentor().instrument(tracer_provider=provider)
     tracer = provider.get_tracer("demo-agent")
 
-    agent_run = OpenAIChat.run
+    agent_run = Episode.run
     tool_call = MockToolbox.call
 
-    async def traced_run(self: OpenAIChat, sample: Any, *args: Any, **kwargs: Any) -> Any:
-        definitions = [t["function"] | {"type": "function"} for t in MockToolbox(self.tools, None).schemas()]
+    async def traced_run(self: Episode) -> Any:  # one episode per sample: the agent's invocation span
+        definitions = [t["function"] | {"type": "function"} for t in MockToolbox(self.target.tools, None).schemas()]
         attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "demo",
-                      "gen_ai.conversation.id": str(sample.id), "gen_ai.tool.definitions": json.dumps(definitions)}
+                      "gen_ai.conversation.id": str(self.sample.id), "gen_ai.tool.definitions": json.dumps(definitions)}
         with tracer.start_as_current_span("invoke_agent demo", attributes=attributes):
-            return await agent_run(self, sample, *args, **kwargs)
+            return await agent_run(self)
 
     def traced_call(self: MockToolbox, call_id: str, name: str, raw_arguments: str) -> Any:
         attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
@@ -77,7 +77,7 @@ def main() -> int:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, "tool error"))
             return record
 
-    OpenAIChat.run = traced_run  # type: ignore[method-assign]
+    Episode.run = traced_run  # type: ignore[method-assign]
     MockToolbox.call = traced_call  # type: ignore[method-assign]
     recording = Recording(ROOT / "suites" / "demo.recording.jsonl")
 
@@ -94,7 +94,7 @@ def main() -> int:
                                                        concurrency=1))
     finally:
         server.stop()
-        OpenAIChat.run = agent_run  # type: ignore[method-assign]
+        Episode.run = agent_run  # type: ignore[method-assign]
         MockToolbox.call = tool_call  # type: ignore[method-assign]
         import shutil
 

@@ -107,6 +107,19 @@ def run_cli_process(*args: str, env: dict[str, str] | None = None, cwd: Path | N
                           env=full_env, cwd=cwd or ROOT, timeout=timeout)
 
 
+def process_program() -> str:
+    """What `evals` prints as its own name when started as `python -m evals_cli` (run_cli_process, start_run),
+    so that a test compares a printed command with what a user pasting it would run (evals_cli/invocation.py)."""
+    from evals_cli.invocation import command
+
+    argv = sys.argv
+    sys.argv = [str(ROOT / "evals_cli" / "__main__.py")]
+    try:
+        return command()
+    finally:
+        sys.argv = argv
+
+
 def start_run(suite: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
     """`evals run` started in a real subprocess and left running, for tests that signal or kill it."""
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}

@@ -15,7 +15,7 @@ from rich.console import Console
 from evals_cli.display.live import LiveProgress
 from evals_cli.display.state import RunState
 from evals_cli.models.results import SampleResult
-from tests.helpers import ROOT
+from tests.helpers import ROOT, process_program
 from tests.scripted_server import ScriptedServer
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -77,6 +77,8 @@ def test_the_ci_log_capture(tmp_path: Path, columns: int) -> None:
     assert len(progress) >= 10 and progress[-1].startswith("progress: 30/30 (100%)")
     assert lines.index(progress[-1]) < lines.index("terminal-captures")  # all progress before the table
     table = lines[lines.index("terminal-captures"):]
-    assert max(len(line) for line in table if not line.startswith(("results: ", "Run "))) <= columns
+    # every line fits, but the commands to paste, which stay whole on one line
+    commands = ("results: ", "Run ", "full report: ", "every reason whole: ")
+    assert max(len(line) for line in table if not line.startswith(commands)) <= columns
     assert "why 13 samples did not pass (3 errored):" in lines
-    assert "full report: evals report results/ci --html report.html" in lines
+    assert f"full report: {process_program()} report results/ci --html report.html" in lines

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import read_jsonl, run_cli, wait_for_lines, write_suite
+from tests.helpers import process_program, read_jsonl, run_cli, wait_for_lines, write_suite
 from tests.helpers import start_run as start
 from tests.scripted_server import Reply, ScriptedServer, agent_script, text
 
@@ -65,7 +65,7 @@ def test_sigterm_run_reports_gate_not_evaluated_everywhere(server: ScriptedServe
     assert_no_verdict(stdout)
     assert f"Gate not evaluated: interrupted after {done} of {N} samples" in stdout
     assert f"ran {done} of {N} samples: interrupted after {done} of {N}" in stdout
-    assert f"evals run {suite} --resume {out}" in stderr  # the command that finishes the run
+    assert f"{process_program()} run {suite} --resume {out}" in stderr  # the command that finishes the run
 
     props = junit_props(junit)
     assert props["gate.passed"] == "null" and props["status"] == "interrupted"

@@ -20,7 +20,7 @@ from rich.console import Console
 from evals_cli.display.live import LiveProgress, clock, stopping_message
 from evals_cli.display.state import RunState
 from evals_cli.models.results import ErrorInfo, SampleResult
-from tests.helpers import read_jsonl, wait_for_lines, write_suite
+from tests.helpers import process_program, read_jsonl, wait_for_lines, write_suite
 from tests.helpers import start_run as start
 from tests.scripted_server import Reply, ScriptedServer, call, steps_since_user, text
 
@@ -168,6 +168,6 @@ def test_ctrl_c_is_acknowledged_at_once_told_once_and_ends_with_the_resume_comma
     assert everything.count("stopped by SIGINT") == 1, everything  # told once (the footer), not twice
     assert "error: stopped by" not in stderr
     lines = [line for line in stderr.splitlines() if line.strip()]
-    assert lines[-1] == f"to finish the run: evals run {suite} --resume {out}"
+    assert lines[-1] == f"to finish the run: {process_program()} run {suite} --resume {out}"
     assert len(read_jsonl(out / "results.jsonl")) < 24
     assert "(Ctrl-C again to abandon them)" in first and first.split()[3] in ("2", "3")  # the slow ones

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
+from tests.helpers import ROOT, process_program, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, text
 
 GRADERS = {"answer": {"kind": "tool", "function": "contains"}}
@@ -143,7 +143,7 @@ def test_disk_full_mid_run_says_what_was_saved_and_resume_completes(suite: Path,
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert_clean(proc.stderr)
     assert f"could not write {out / 'results.jsonl'}" in proc.stderr
-    assert f"to finish the run: evals run {suite} --resume {out}" in proc.stderr
+    assert f"to finish the run: {process_program()} run {suite} --resume {out}" in proc.stderr
     summary = json.loads((out / "summary.json").read_text())
     saved = summary["total"]
     assert 0 < saved < N and summary["status"] == "aborted" and summary["gate"]["passed"] is None

@@ -326,9 +326,11 @@ class Reasons:
         hidden = total - sum(len(g.rows) for g in shown)
         if hidden > 0:
             yield Text(fit(f"  … and {hidden} more: see {report}", width), style="dim")
+        # commands stay on one line whatever the width, so that they run when pasted (a fold breaks them)
         if cut:
-            yield Text(f"every reason whole: {command('report', self.run, '--why', 'full')}")
-        yield Text(f"full report: {report}")
+            yield Text(f"every reason whole: {command('report', self.run, '--why', 'full')}", no_wrap=True,
+                       overflow="ignore")
+        yield Text(f"full report: {report}", no_wrap=True, overflow="ignore")
         yield Text("")
 
 
