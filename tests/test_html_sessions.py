@@ -4,6 +4,7 @@ pinned to the turn they concern, each kind explained in one line, and turn badge
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -200,3 +201,18 @@ def test_an_overruled_detection_leaves_the_turn_good_and_says_so(server: Scripte
     assert turn["chips"] == ["good", "muted"] and turn["findings"] == ["ccm"]
     said = turn_text(turn)
     assert "overruled by the judge" in said and "the answer looked fine to me" in said and KINDS["overruled"] in said
+
+
+def test_a_recorded_sessions_run_explains_its_detectors_beside_the_conversations(tmp_path: Path) -> None:
+    """`evals run` on a recorded_sessions suite writes the common report (the conversations as trajectories, the
+    detectors as graders with a grade per turn); each detector it graded is explained in one line there too."""
+    out = tmp_path / "run"
+    done = run_cli("run", str(ROOT / "suites" / "multi_agent.yaml"), "--no-judge", "-o", str(out),
+                   "--export", f"html={tmp_path / 'run.html'}")
+    assert done.returncode == 1, done.stdout + done.stderr
+    page = (tmp_path / "run.html").read_text(encoding="utf-8")
+    text = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+    legend = text.split("What the findings mean", 1)[1][:2000]
+    for kind in ("ccm", "rdm", "hallucination"):
+        assert f"{kind} {KINDS[kind]}" in legend, kind
+    assert "RF-9999" in text  # the hallucinated refund id, in the conversation it was said in

@@ -26,7 +26,7 @@ from evals_cli.exporters.common import case_name, failed_labels, fmt_score, mode
 from evals_cli.exporters.html_charts import BarChart, Histogram, histogram, score_bars
 from evals_cli.exporters.html_labels import label_items
 from evals_cli.exporters.html_pages import environment
-from evals_cli.exporters.html_sessions import render_sessions_html, write_sessions_html
+from evals_cli.exporters.html_sessions import KINDS, render_sessions_html, write_sessions_html
 from evals_cli.gate import OPS, SYMBOLS
 from evals_cli.models.results import Grade, RunSummary, SampleResult, TurnGrade
 from evals_cli.simulation.replay_user import diverged_turn
@@ -255,6 +255,15 @@ class ReportView:
     noun: str = "samples"
     statuses: list[tuple[str, str]] = field(default_factory=lambda: list(SAMPLE_STATUSES))
     labelled_items: int = 0  # judge verdicts a person can label here (the "download labels" button)
+    findings: dict[str, str] = field(default_factory=dict)  # recorded sessions: each detector graded, explained
+
+
+def _findings(items: list[SampleResult]) -> dict[str, str]:
+    """The recorded-session detectors among the grades (session_detector), each with what it means in one line,
+    as the sessions report explains them."""
+    seen = dict.fromkeys(str(g.metadata["detector"]) for r in items for g in r.grades.values()
+                         if g.metadata.get("detector"))
+    return {name: KINDS.get(name, KINDS.get(name.upper(), "")) for name in seen}
 
 
 def _conversation_notes(items: list[SampleResult]) -> list[str]:
@@ -290,7 +299,7 @@ def report_view(results: Iterable[SampleResult], summary: RunSummary, title: str
         samples=[sample_view(i, r, rule, labels.get((r.sample_id, r.repeat))) for i, r in enumerate(items, 1)],
         labelled_items=sum(len(found) for found in labels.values()),
         bars=score_bars(aggregates, threshold), histograms=histograms, notes=list(notes),
-        conversation=_conversation_notes(items),
+        conversation=_conversation_notes(items), findings=_findings(items),
         pass_rate=f"{summary.passed / graded:.0%}" if graded else "—",
         open_problems=sum(1 for r in items if r.error is not None or r.passed is False) <= OPEN_PROBLEMS,
         rule=rule,

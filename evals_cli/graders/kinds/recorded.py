@@ -86,6 +86,7 @@ class SessionDetectorGrader(Grader[SessionDetectorSpec]):
         flagged = [g for g in per_turn if g.score == 0.0]
         why = "; ".join(f"turn {g.turn + 1}: {g.rationale}" for g in flagged)
         return Grade(score=1 - len(flagged) / len(per_turn), per_turn_grades=per_turn,
+                     metadata={"detector": self.spec.detector},
                      rationale=f"{self.spec.detector}: {len(flagged)}/{plural(len(per_turn), 'turn')} flagged"
                                + (f" ({why})" if why else ""))
 
@@ -97,7 +98,8 @@ class SessionDetectorGrader(Grader[SessionDetectorSpec]):
         found = [v for v in validation.violations if v.kind == wanted]
         bad = {(v.turn_index, v.agent_id, v.step_index) for v in found}
         shown = "; ".join(f"turn {v.turn_index + 1} · {v.agent_id} · {v.tool}: {v.detail}" for v in found[:5])
-        return Grade(score=1 - len(bad) / validation.calls, metadata={"violations": len(found)},
+        return Grade(score=1 - len(bad) / validation.calls,
+                     metadata={"detector": self.spec.detector, "violations": len(found)},
                      rationale=f"{self.spec.detector}: {len(bad)}/{plural(validation.calls, 'call')} "
                                + (f"({shown})" if shown else "clean"))
 
