@@ -146,15 +146,16 @@ def targets(rows: list[dict], replays: list[dict]) -> list[str]:
     out = []
     for r in rows:
         if r["scenario"].startswith("a ") and r["scenario"].endswith("c=32"):
-            out.append(f"wall time, scenario a, c=32: {r['ratio'][0]:.2f}x bare (target <= 1.2x) "
-                       f"{'PASS' if r['ratio'][0] <= 1.2 else 'MISS'}")
+            out.append(f"wall time, scenario a, c=32: {r['ratio'][0]:.2f}x bare (target <= 1.10x) "
+                       f"{'PASS' if r['ratio'][0] <= 1.10 else 'MISS'}")
         if r["scenario"].startswith("a "):
             out.append(f"CPU per sample, {r['scenario']}: {r['ratio'][1]:.2f}x bare (target <= 1.3x) "
                        f"{'PASS' if r['ratio'][1] <= 1.3 else 'MISS'}")
     for r in replays:
         if r["scenario"].startswith("c"):
-            out.append(f"replay throughput, scenario c: {r['samples_per_s']:,.0f} samples/s (target >= 1,000) "
-                       f"{'PASS' if r['samples_per_s'] >= 1000 else 'MISS'}")
+            out.append(f"replay throughput, scenario c: {r['samples_per_s']:,.0f} samples/s (target >= 6,000) "
+                       f"{'PASS' if r['samples_per_s'] >= 6000 else 'MISS'}; by CPU time "
+                       f"{1000 / r['cpu_per_sample_ms']:,.0f} samples/s")
     rss = [r["rss_mb"] for r in replays]
     if replays:
         worst = max(rss + [x for r in rows for x in (r["evals"][2],)])
@@ -175,11 +176,13 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=200)
     parser.add_argument("--replay-n", type=int, default=10_000)
     parser.add_argument("--big-n", type=int, default=1_000_000)
+    parser.add_argument("--concurrencies", default="1,8,32", help="scenario a's concurrencies (comma-separated)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the harness, measures nothing")
     args = parser.parse_args()
     if args.smoke:
         args.n, args.replay_n, args.big_n, args.reps, args.latency_ms = 6, 30, 60, 1, 5.0
     chosen = set(args.scenarios.split(","))
+    load_before = os.getloadavg()  # a shared machine: the figures mean little without it
     rows: list[dict] = []
     replays: list[dict] = []
     server = Server(args.latency_ms)
@@ -188,7 +191,7 @@ def main() -> None:
             tmp = Path(tmp_name)
             if "a" in chosen:
                 # a smoke run checks the harness, so one concurrency (the one the targets read) does
-                for c in (32,) if args.smoke else (1, 8, 32):
+                for c in (32,) if args.smoke else [int(x) for x in args.concurrencies.split(",")]:
                     rows.append(side_by_side("a", server.url, tmp, args.n, c, args.reps, two_step=False))
             if "b" in chosen:
                 rows.append(side_by_side("b 2-step", server.url, tmp, args.n, 32, args.reps, two_step=True))
@@ -199,7 +202,8 @@ def main() -> None:
                 replays.append(replay_scenario(tmp, server.url, args.big_n, 1, "d replay big"))
     finally:
         server.stop()
-    print(f"machine: {os.cpu_count()} cores; server latency {args.latency_ms:g} ms; medians of {args.reps} "
+    print(f"machine: {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (before: "
+          f"{' '.join(f'{x:.2f}' for x in load_before)}); server latency {args.latency_ms:g} ms; medians of {args.reps} "
           "alternating runs")
     print_table(rows, replays)
     print()
