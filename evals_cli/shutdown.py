@@ -29,8 +29,10 @@ def exit_now(code: int) -> None:
     Nothing is lost: what the run writes (results lines, recordings) is flushed line by line and closed by the
     run itself; stdout and stderr are flushed here; atexit handlers (logging, an OpenTelemetry exporter, ones the
     suite's code registered) run as at any exit. When a non-daemon thread is still running (only a caller's own
-    thread can be: ours are daemons), the ordinary exit waits for it, so that path is kept."""
-    if any(t is not threading.main_thread() and not t.daemon and t.is_alive() for t in threading.enumerate()):
+    thread can be: ours are daemons), the ordinary exit waits for it, so that path is kept; so it is under a
+    profiler or a tracer (`python -m cProfile -m evals_cli`), which writes what it found after `main` returns."""
+    if sys.getprofile() is not None or sys.gettrace() is not None or any(
+            t is not threading.main_thread() and not t.daemon and t.is_alive() for t in threading.enumerate()):
         sys.exit(code)
     try:
         atexit._run_exitfuncs()

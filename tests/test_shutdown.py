@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.helpers import ROOT
 
@@ -42,3 +43,11 @@ def test_a_callers_running_thread_is_waited_for() -> None:
                       "print('thread finished', flush=True))).start()", "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip().endswith("thread finished")
+
+
+def test_a_profiler_still_gets_its_report(tmp_path: Path) -> None:
+    out = tmp_path / "evals.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "evals_cli", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert out.stat().st_size > 0
