@@ -8,7 +8,7 @@ LOCK     := requirements.lock
 DEV_LOCK := requirements-dev.lock
 UV_VERSION := 0.13.9
 
-.PHONY: demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated validate lint record-demo bench clean
+.PHONY: demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated validate lint record-demo bench clean eval-traces record-demo-traces
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -105,12 +105,30 @@ eval-environment: $(VENV)/.installed
 eval-simulated: $(VENV)/.installed
 	$(EVALS) run suites/simulated_users.yaml --replay suites/simulated_users.recording.jsonl || [ $$? -eq 1 ]
 
+## Production traces, graded: the demo agent's conversations as OpenTelemetry recorded them (suites/demo.traces.otlp.jsonl),
+## graded by suites/traces.yaml with the demo's graders (no agent called; 3 of 4 fail, exit 1, which is what the
+## traces show), then the recorded-sessions analysis of the same file; exit 2 or 3 still fails the target.
+eval-traces: $(VENV)/.installed
+	$(EVALS) run suites/traces.yaml || [ $$? -eq 1 ]
+	$(EVALS) analyze suites/demo.traces.otlp.jsonl --no-judge || [ $$? -eq 1 ]
+
+## Re-record those traces: the demo suite's agent loop under the openai instrumentation, against the demo recording
+## served on 127.0.0.1 (needs the dev install: the instrumentation is a dev dependency).
+record-demo-traces: $(VENV)/.installed-dev
+	$(BIN)/python scripts/record_demo_traces.py
+
 record-demo: $(VENV)/.installed
 	rm -f suites/demo.recording.jsonl
 	$(EVALS) run suites/demo.yaml --record suites/demo.recording.jsonl
 
 clean:
 	rm -rf $(VENV) $(LATEST) results .pytest_cache
+
+## The documentation site: docs/ built by mkdocs-material into site/ (gitignored). --strict with mkdocs.yml's
+## validation settings fails the build on any link to a missing page or anchor.
+.PHONY: docs
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # not --quiet: it hides the warnings --strict counts
 
 ## Side-by-side benchmark against a bare openai-client loop (see bench/run.py; scenario d takes a while).
 bench: $(VENV)/.installed-dev

@@ -84,6 +84,12 @@ def _doc(obj: Any) -> str:
     return " ".join(text.split("\n\n")[0].split())
 
 
+def _from(entry: Any) -> str:
+    """' (plug-in from PACKAGE)' for a kind an installed package registered; '' for evals-cli's own."""
+    package = getattr(entry, "package", None)
+    return f" (plug-in from {package})" if package else ""
+
+
 def _grader_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
     from evals_cli.graders.base import GRADERS
     from evals_cli.models.grader_specs import GraderBase
@@ -103,23 +109,23 @@ def _grader_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
         description = _doc(spec) or _doc(entry.impl)
         if old_names:
             description += f" (formerly {', '.join(old_names)})"
-        kinds.append((entry.kind, description, options))
+        kinds.append((entry.kind, description + _from(entry), options))
     return f"`kind:` of an entry under graders:. Every kind also takes {common}; see `evals list extractors`.", kinds
 
 
 def _extractor_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
     from evals_cli.models.grader_specs.extractors import EXTRACTORS
 
-    kinds = [(ext.name, ext.description,
-              [(option, "required" if option in ext.required else "optional", text)
-               for option, text in ext.options.items()]) for ext in (e.impl for e in EXTRACTORS.entries())]
+    kinds = [(e.impl.name, e.impl.description + _from(e),
+              [(option, "required" if option in e.impl.required else "optional", text)
+               for option, text in e.impl.options.items()]) for e in EXTRACTORS.entries()]
     return "`extractor:` of a grader (what it grades); options go in `extractor_config:`.", kinds
 
 
 def _target_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
     from evals_cli.targets.base import TARGETS
 
-    kinds = [(e.kind, _doc(e.spec) or _doc(e.impl), _model_options(e.spec) if e.spec else [])
+    kinds = [(e.kind, (_doc(e.spec) or _doc(e.impl)) + _from(e), _model_options(e.spec) if e.spec else [])
              for e in sorted(TARGETS.entries(), key=lambda e: e.kind)]
     return ("`kind:` of the suite's target: (or of a --target file). letta-evals targets (agent, letta_agent, "
             "letta_code) are read but cannot run: give one of these with --target."), kinds
@@ -128,7 +134,7 @@ def _target_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
 def _gate_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
     from evals_cli.gate import GATES, PERCENTILES, RUN_LEVEL
 
-    kinds = [(e.kind, _doc(e.spec), _model_options(e.spec) if e.spec else []) for e in GATES.entries()]
+    kinds = [(e.kind, _doc(e.spec) + _from(e), _model_options(e.spec) if e.spec else []) for e in GATES.entries()]
     return (f"`kind:` of the suite's gate: (default weighted_average). Percentiles ({', '.join(PERCENTILES)}) "
             f"interpolate between ranks; {' and '.join(RUN_LEVEL)} are over whole samples repeated with "
             "--repeats; pass_rate is the share of samples whose own verdict passed (required graders "
@@ -140,7 +146,8 @@ def _effect_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
 
     fields = EffectSpec.model_fields
     kinds = []
-    for op, info in EFFECTS.items():
+    for entry in EFFECTS.entries():
+        op, info = entry.kind, entry.impl
         options: list[Option] = []
         if info.records:
             options.append((op, "collection, required", "The records collection of the environment it acts on."))
@@ -153,7 +160,7 @@ def _effect_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
         if op in ("records.create", "records.update"):
             options.append(("set", "dict = {}", fields["set"].description or ""))
         mutating = "changes the world" if info.mutating else "reads only"
-        kinds.append((op, f"{info.summary} ({mutating}).", options))
+        kinds.append((op, f"{info.summary} ({mutating}).{_from(entry)}", options))
     return ("`effect:` of a mocked tool: it acts on the sample's `environment:` (files, records). Write "
             "`effect: files.read`, or a mapping naming the collection and the tool parameters that hold the path, "
             "content, key...: `{records.update: orders, key: order_id, set: {status: refunded}}`. Failures answer "
@@ -162,11 +169,13 @@ def _effect_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
 
 def _user_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
     from evals_cli.models.simulated_user import STOP_TOKEN, UserSimulatorSpec, UserSpec
+    from evals_cli.simulation.player import USER_PLAYERS
 
     kinds = [("user:", "A dataset row's simulated user; the suite's `user:` block gives defaults to every row that "
                        "has one (the row's keys win, knows is merged fact by fact). The row's `success:` says what "
                        "success means, for goal-completion judges.", _model_options(UserSpec)),
              ("user_simulator:", _doc(UserSimulatorSpec), _model_options(UserSimulatorSpec, skip=("kind", "models")))]
+    kinds += [(f"player: {e.kind}", _doc(e.impl) + _from(e), []) for e in USER_PLAYERS.entries()]
     return (f"Simulated users: a row with a `user:` block is a conversation with a model playing the user, until "
             f"the user ends it ({STOP_TOKEN} or the end_conversation tool; their last words are sent and "
             "answered first), max_turns, max_seconds, the agent's step bound or an error; the trajectory's "

@@ -154,6 +154,8 @@ def run(
     replay_user: Annotated[Path | None, typer.Option("--replay-user", metavar="RUN", help="Replay the user messages of a finished run with simulated users (its folder or results.jsonl) while the agent stays on the recorded path; compare two agent versions with the same user.")] = None,
     on_divergence: Annotated[str | None, typer.Option("--on-divergence", metavar="continue|stop", help="With --replay-user, when the agent's turn differs from the recorded one: continue (default: the user simulator takes over) or stop (the conversation ends, marked diverged).")] = None,
     otel: Annotated[bool, typer.Option("--otel", help="Export OpenTelemetry spans (OTLP; needs the \\[otel] extra). Also on when OTEL_EXPORTER_OTLP_ENDPOINT is set.")] = False,
+    since: Annotated[str | None, typer.Option("--since", metavar="WHEN", help="A traces target: only conversations that started at or after WHEN (ISO 8601 date or date-time, UTC unless it names a zone).")] = None,
+    until: Annotated[str | None, typer.Option("--until", metavar="WHEN", help="A traces target: only conversations that started before WHEN.")] = None,
 ) -> None:
     """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
     import asyncio
@@ -180,7 +182,7 @@ def run(
                          judge_api_key=judge_api_key, timeout=timeout, sample_timeout=sample_timeout,
                          max_retries=max_retries, resume=resume,
                          retry_errors=retry_errors, grace_s=grace, shard=shard, otel=otel,
-                         replay_user=replay_user, on_divergence=on_divergence,
+                         replay_user=replay_user, on_divergence=on_divergence, since=since, until=until,
                          **{k: v for k, v in (("max_error_rate", max_error_rate), ("gate", gate)) if v is not None})
     exports = _exports(export, junit, task_results)  # a typo in a format must not cost a whole run
     try:
@@ -197,17 +199,31 @@ def run(
                               "supported; export each model's folder afterwards, or run one --model (--export "
                               "html=PATH writes the side-by-side report)")
         raise typer.Exit(_run_models(prepared, suite, quiet, exports.get("html")))
-    if not isinstance(prepared, PreparedRun):  # recorded sessions: no agent, its own view
-        from evals_cli.sessions.cli import report as report_sessions
-        from evals_cli.sessions.runner import SessionsOutcome
-
-        if exports:
-            raise ConfigError("--export, --junit and --task-results apply to live agents; a recorded_sessions suite "
-                              "has none")
-        outcome = asyncio.run(execute_prepared(prepared))
-        assert isinstance(outcome, SessionsOutcome)
-        raise typer.Exit(report_sessions(outcome, quiet=quiet))
+    if not isinstance(prepared, PreparedRun):  # recorded sessions: no agent; the results of every run
+        raise typer.Exit(_run_recorded(asyncio.run(execute_prepared(prepared)), quiet, exports))
     raise typer.Exit(_run_live(prepared, suite, quiet, exports))
+
+
+def _run_recorded(outcome: Any, quiet: bool, exports: dict[str, Path]) -> int:
+    """A recorded-sessions run, finished: its saved results shown and exported as `evals report` would."""
+    from evals_cli.display.console import make_console
+    from evals_cli.display.table import render_run
+    from evals_cli.report import load_run
+
+    console, err = make_console(), make_console(stderr=True)
+    state, summary, _ = load_run(outcome.output_dir)
+    if quiet:
+        console.print(summary.gate.message if summary.gate else "no gate", markup=False)
+    else:
+        console.print(render_run(state, summary, outcome.output_dir))
+        console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
+    for message in outcome.messages:
+        err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    if exports:
+        from evals_cli.exporters import export_run
+
+        export_run(outcome.output_dir, summary, exports=exports)
+    return int(outcome.exit_code)
 
 
 def _exports(values: list[str] | None, junit: Path | None, task_results: Path | None) -> dict[str, Path]:
@@ -555,7 +571,7 @@ def calibrate(
 @app.command()
 @_guard
 def analyze(
-    path: Annotated[Path, typer.Argument(help="Session file: JSONL, or JSON (one session or a list).")],
+    path: Annotated[Path, typer.Argument(help="Session file: JSONL, or JSON (one session or a list); or OpenTelemetry trace file(s): OTLP/JSON, a file or a folder.")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Output folder (default results/analyze-<file>-<time>).")] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model (else EVAL_JUDGE_MODEL; none: deterministic only).")] = None,
     judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (else EVAL_JUDGE_BASE_URL).")] = None,
@@ -572,8 +588,11 @@ def analyze(
                                                 "off: deterministic detections are final.")] = "on",
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report here "
                                               "(= evals report OUTPUT --html PATH afterwards).")] = None,
+    input_format: Annotated[str, typer.Option("--format", metavar="auto|sessions|otlp", help="What PATH holds: "
+                                              "auto (default: a folder or an OTLP/JSON first line is traces), "
+                                              "sessions, or otlp (OpenTelemetry traces).")] = "auto",
 ) -> None:
-    """Analyse recorded multi-agent sessions at session, turn and agent level; exit with the gate's code."""
+    """Analyse recorded multi-agent sessions (or traced conversations) at session, turn and agent level; exit with the gate's code."""
     from evals_cli.sessions.cli import analyze_command
 
     if judge_confirms not in ("on", "off"):
@@ -585,7 +604,8 @@ def analyze(
         output = made = default_output_dir(f"analyze-{path.stem}")
     code = analyze_command(path, output, judge_model=judge_model, judge_base_url=judge_base_url,
                            judge_api_key=judge_api_key, no_judge=no_judge, json_out=json_out, quiet=quiet, concurrency=concurrency,
-                           record=record, replay=replay, judge_confirms=judge_confirms == "on")
+                           record=record, replay=replay, judge_confirms=judge_confirms == "on",
+                           input_format=input_format)
     if html is not None and output is not None:
         from evals_cli.output.files import RESULTS_NAME
 

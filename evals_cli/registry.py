@@ -12,6 +12,12 @@ The registry imports every module of the package the first time a kind is looked
 kind never means editing an import list, a union or an if/elif elsewhere (the suite's grader and target unions
 are built from the registries: evals_cli/suite/spec.py). Discovery is lazy so that commands which need no kinds
 (`evals --help`) do not pay for importing them.
+
+Installed packages add kinds the same way: every entry point of the group `evals_cli` names a module (`acme_evals
+= "acme_evals.plugin"` under `[project.entry-points.evals_cli]`), and the first lookup in any registry imports
+those modules (`load_plugins`), whose decorators then register their kinds beside the built-in ones, each entry
+remembering the package it came from (`evals list` shows it). A plug-in that fails to import is a `PluginError`
+(exit 2) naming the entry point and its package, for every lookup, never a traceback.
 """
 
 from __future__ import annotations
@@ -22,7 +28,93 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from evals_cli.errors import ConfigError
+
 T = TypeVar("T")
+
+PLUGIN_GROUP = "evals_cli"
+
+
+class PluginError(ConfigError):
+    """An installed plug-in (an entry point of the group `evals_cli`) could not be imported: exit 2, naming the
+    entry point and the package that declares it, and what to do (fix the package, or uninstall it)."""
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One entry point of the group `evals_cli`: its name, the module it names and the package declaring it."""
+
+    name: str
+    value: str
+    package: str
+
+
+class _Plugins:
+    """The installed plug-ins, imported once per process on the first lookup in any registry."""
+
+    def __init__(self) -> None:
+        self.loaded: list[Plugin] = []
+        self.loading: str | None = None  # the package whose module is being imported (its kinds name it)
+        self.error: PluginError | None = None
+        self.done = False
+
+    def load(self) -> None:
+        if self.error is not None:
+            raise self.error
+        if self.done:
+            return
+        self.done = True  # first: a plug-in module that looks a kind up while imported must not recurse
+        from importlib.metadata import entry_points
+
+        for point in sorted(entry_points(group=PLUGIN_GROUP), key=lambda p: (p.name, p.value)):
+            package = point.dist.name if point.dist is not None else "an unknown package"
+            plugin = Plugin(point.name, point.value, package)
+            self.loading = package
+            try:
+                _import_plugin(point)
+            except PluginError as exc:
+                self.error = exc
+                raise
+            except Exception as exc:  # the plug-in's code: report it, never crash
+                self.error = PluginError(
+                    f"plug-in {point.name} = {point.value!r} (entry point of group {PLUGIN_GROUP!r}, package "
+                    f"{package}) failed to import: {type(exc).__name__}: {exc}; fix the package, or uninstall it "
+                    f"(pip uninstall {package})")
+                raise self.error from None
+            finally:
+                self.loading = None
+            self.loaded.append(plugin)
+
+
+def _import_plugin(point: Any) -> None:
+    """Import the entry point's module (and its attribute, if it names one) under the custom-code guard: a plug-in
+    runs in our process like a suite's own code, so exiting at import is a load error, not the end of the run."""
+    import importlib.util
+
+    from evals_cli import custom_code
+
+    def load() -> None:
+        found = importlib.util.find_spec(point.module)
+        if found is not None and found.origin:  # its frames count as custom code's for the exit guard
+            custom_code.register_file(found.origin)
+        point.load()
+
+    package = point.dist.name if point.dist is not None else "an unknown package"
+    try:
+        custom_code.import_guarded(load, f"plug-in {point.name} ({package})")
+    except custom_code.CustomCodeError as exc:
+        raise PluginError(f"plug-in {point.name} = {point.value!r} (package {package}) {exc.did} at import; "
+                          f"custom code cannot end the run: fix the package, or uninstall it "
+                          f"(pip uninstall {package})") from None
+
+
+PLUGINS = _Plugins()
+
+
+def load_plugins() -> list[Plugin]:
+    """Import every installed plug-in once (PluginError when one fails, on every call); the plug-ins loaded."""
+    PLUGINS.load()
+    return list(PLUGINS.loaded)
 
 
 @dataclass(frozen=True)
@@ -33,6 +125,7 @@ class Entry(Generic[T]):
     impl: T
     spec: type[Any] | None
     module: str
+    package: str | None = None  # the installed package (distribution) of a plug-in kind; None: evals-cli's own
 
 
 class Registry(Generic[T]):
@@ -43,29 +136,38 @@ class Registry(Generic[T]):
         self.package = package
         self._entries: dict[str, Entry[T]] = {}
         self._discovered = package is None
+        self.version = 0  # bumped by every (un)registration: the suite's unions are rebuilt when it moved
 
-    def register(self, kind: str, *, spec: type[Any] | None = None) -> Callable[[T], T]:
-        """Decorator: make `kind` available. Two modules claiming one kind is a bug caught at import."""
+    def register(self, kind: str, *, spec: type[Any] | None = None, module: str | None = None) -> Callable[[T], T]:
+        """Decorator: make `kind` available. Two modules claiming one kind is a bug caught at import. `module`:
+        the registering module, where `impl` is an instance whose `__module__` names its class's module."""
 
         def add(impl: T) -> T:
-            module = getattr(impl, "__module__", "?")
+            module_name: str = module or getattr(impl, "__module__", None) or "?"
             existing = self._entries.get(kind)
-            if existing is not None and existing.module != module:
-                raise RuntimeError(f"{self.family} kind {kind!r} registered twice: by {existing.module} and {module}")
-            self._entries[kind] = Entry(kind, impl, spec, module)
+            if existing is not None and existing.module != module_name:
+                raise RuntimeError(f"{self.family} kind {kind!r} registered twice: by {existing.module} and "
+                                   f"{module_name}")
+            package = PLUGINS.loading if existing is None else existing.package
+            self._entries[kind] = Entry(kind, impl, spec, module_name, package)
+            self.version += 1
             return impl
 
         return add
 
     def discover(self) -> None:
-        """Import every module of the family's package once; each registers its kinds as it is imported."""
-        if self._discovered:
-            return
+        """Import every module of the family's package once (a plain module: that module), then the installed
+        plug-ins; each registers its kinds as it is imported."""
+        if not self._discovered:
+            self._discover_package()
+        load_plugins()
+
+    def _discover_package(self) -> None:
         self._discovered = True  # first: a kind module that looks a kind up while imported must not recurse
         assert self.package is not None
         try:
             package = importlib.import_module(self.package)
-            for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+            for info in sorted(pkgutil.iter_modules(getattr(package, "__path__", [])), key=lambda i: i.name):
                 if not info.name.startswith("_"):
                     importlib.import_module(f"{self.package}.{info.name}")
         except BaseException:
@@ -74,7 +176,8 @@ class Registry(Generic[T]):
 
     def unregister(self, kind: str) -> None:
         """Forget a kind (a test that registered a probe kind cleans up after itself)."""
-        self._entries.pop(kind, None)
+        if self._entries.pop(kind, None) is not None:
+            self.version += 1
 
     def get(self, kind: str) -> Entry[T] | None:
         self.discover()

@@ -117,9 +117,9 @@ def _salvage(path: Path, report: ValidationReport, import_code: bool = False) ->
     from evals_cli import custom_code
     from evals_cli.datasets.reader import check_dataset
     from evals_cli.graders.base import GRADERS, GraderContext
+    from evals_cli.suite import spec as suite_spec
     from evals_cli.suite.envvars import expand
     from evals_cli.suite.loader import parse_yaml, read_text
-    from evals_cli.suite.spec import GraderSpec
 
     try:
         data, _ = parse_yaml(read_text(path, "suite file"), str(path))
@@ -130,7 +130,8 @@ def _salvage(path: Path, report: ValidationReport, import_code: bool = False) ->
     data = expand(data, (), [])
     base = path.resolve().parent
     problems: list[str] = []
-    adapter: TypeAdapter = TypeAdapter(GraderSpec)
+    suite_spec.refresh()  # a grader kind registered since the suite's unions were built counts here too
+    adapter: TypeAdapter = TypeAdapter(suite_spec.GraderSpec)
     graders = data.get("graders")
     dirs = data.get("code_dirs")
     roots = [base, *(base / d for d in dirs if isinstance(d, str))] if isinstance(dirs, list) else [base]

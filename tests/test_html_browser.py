@@ -384,7 +384,8 @@ def test_at_390_px_every_reason_is_on_screen(window: Browser, simulated: Path) -
     assert [c["grader"] for c in cells] == ["goal", "replies", "calls", "forbidden_tools", "final_state"]
     assert all(0 <= c["left"] and c["right"] <= width and c["height"] > 0 for c in cells), cells
     window.click("#s-4 tr[data-grader=goal] details.why > summary")
-    assert "The user asked for the status of order 50001" in window.js("document.querySelector('#s-4 tr[data-grader=goal]').innerText")
+    goal = window.js("document.querySelector('#s-4 tr[data-grader=goal]').innerText")
+    assert "The user asked for the status of order 50001" in goal
     assert window.js(NO_SIDEWAYS)
 
 

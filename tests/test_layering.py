@@ -135,6 +135,11 @@ FORBIDDEN = [
     ("evals_cli.sessions", "evals_cli.cli"),
     ("evals_cli.graders", "evals_cli.runner"),
     ("evals_cli.targets", "evals_cli.runner"),
+    # the trace reader is self-contained: the traces target, the dataset reader and `evals analyze` build on it
+    ("evals_cli.traces", "evals_cli.targets"),
+    ("evals_cli.traces", "evals_cli.runner"),
+    ("evals_cli.traces", "evals_cli.datasets"),
+    ("evals_cli.traces", "evals_cli.cli"),
 ]
 
 

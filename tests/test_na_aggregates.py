@@ -220,9 +220,9 @@ def test_the_environment_suites_graders_table_counts_only_checked_samples(tmp_pa
 def test_the_readmes_worked_example_runs_as_written(server: ScriptedServer, tmp_path: Path) -> None:
     import yaml
 
-    from tests.helpers import ROOT
+    from tests.docs_pages import page
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = page("gates-and-errors.md")  # the worked example of "Gates and errors"
     [block] = [b for b in re.findall(r"```yaml\n(.*?)```", readme, flags=re.S) if "not_applicable: exclude" in b]
     gate = yaml.safe_load(block)["gate"]
     table = readme[readme.index("| | `not_applicable: exclude` (default) | `not_applicable: pass` |"):]

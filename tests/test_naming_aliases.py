@@ -33,13 +33,14 @@ from evals_cli.suite.letta import translate
 from evals_cli.suite.loader import TargetOverride, load_suite
 from evals_cli.suite.spec import GraderSpec, deprecation_note, kind_aliases
 from evals_cli.validate import ValidationReport, validate_suite
+from tests.docs_pages import all_docs
 from tests.helpers import ROOT, run_cli, write_suite
 from tests.trajectory_builders import c, run, traj
 
 ALIASES = {"tool": "match", "tools_avoided": "forbidden_tools"}
 OPTIONS = {"tool": {"function": "contains"}, "tools_avoided": {"tools": ["rm"]}}
 _SPEC: TypeAdapter[Any] = TypeAdapter(GraderSpec)
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = all_docs()  # the README and the docs/ pages
 
 
 def test_the_aliases_are_discovered_from_the_registry() -> None:

@@ -4,6 +4,7 @@ server), `evals_cli.run` takes either kind of suite, and `RunOptions` refuses wh
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -12,15 +13,14 @@ import pytest
 
 import evals_cli
 from evals_cli import ConfigError, RunOptions, RunOutcome, RunSummary, SampleResult
+from tests.docs_pages import page
 from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-
 
 def readme_example() -> str:
-    """The ```python block of the README's "Python API" section."""
-    section = README.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    """The ```python block of the "Python API" page (docs/python-api.md, moved out of the README)."""
+    section = page("python-api.md")
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     assert len(blocks) == 1, "the Python API section shows one example"
     return blocks[0]
@@ -51,7 +51,7 @@ def test_run_takes_a_recorded_sessions_suite(tmp_path: Path) -> None:
     """Before: AttributeError ('RecordedSessionsTarget' object has no attribute 'model') from the live runner."""
     outcome = evals_cli.run(ROOT / "suites" / "multi_agent.yaml", RunOptions(no_judge=True, output=tmp_path / "out"))
     assert outcome.exit_code == 1  # seven of the eight sessions are broken on purpose: the gate fails
-    assert outcome.summary.sessions == 8 and outcome.summary.gate is not None
+    assert outcome.summary.total == 8 and outcome.summary.gate is not None
     assert (tmp_path / "out" / "summary.json").is_file()
     # what the CLI prints for the same suite comes from the same call
     result = run_cli("run", "suites/multi_agent.yaml", "--no-judge", "-q", "-o", str(tmp_path / "cli"))
@@ -61,7 +61,7 @@ def test_run_takes_a_recorded_sessions_suite(tmp_path: Path) -> None:
 def test_arun_is_the_same_call_for_async_code(tmp_path: Path) -> None:
     options = RunOptions(no_judge=True, max_samples=1, output=tmp_path / "out")
     outcome = asyncio.run(evals_cli.arun(ROOT / "suites" / "multi_agent.yaml", options))
-    assert outcome.exit_code == 0 and outcome.summary.sessions == 1  # only refund-clean, which passes
+    assert outcome.exit_code == 0 and outcome.summary.total == 1  # only refund-clean, which passes
 
 
 def test_run_takes_a_loaded_suite_and_calls_back(server: ScriptedServer, tmp_path: Path) -> None:
@@ -98,3 +98,94 @@ def test_agent_options_on_a_sessions_suite_are_config_errors(tmp_path: Path) -> 
 def test_the_public_names_are_importable_and_lazy() -> None:
     for name in evals_cli.__all__:
         assert getattr(evals_cli, name) is not None, name
+
+
+# --- the four interfaces outside code implements ------------------------------------------------------------
+
+def test_the_four_interfaces_are_exported_and_documented() -> None:
+    for name in ("Agent", "UserPlayer", "Effect", "Grader"):
+        assert name in evals_cli.__all__
+        interface = getattr(evals_cli, name)
+        assert interface.__doc__ and f"evals_cli.{name}" in interface.__doc__, name
+        assert f"`{name}`" in page("python-api.md"), name
+
+
+def test_every_built_in_kind_satisfies_its_interface() -> None:
+    from evals_cli.graders.base import GRADERS
+    from evals_cli.models.environment import EFFECTS
+    from evals_cli.simulation.replay_user import ReplayingUser
+    from evals_cli.simulation.simulator import SimulatedUser
+    from evals_cli.targets.base import TARGETS
+
+    for kind in ("openai_chat", "openai_responses", "python"):
+        assert issubclass(TARGETS[kind].impl, evals_cli.Agent), kind
+    assert all(issubclass(entry.impl, evals_cli.Grader) for entry in GRADERS.entries())
+    assert all(isinstance(entry.impl, evals_cli.Effect) for entry in EFFECTS.entries())
+    assert issubclass(SimulatedUser, evals_cli.UserPlayer) and issubclass(ReplayingUser, evals_cli.UserPlayer)
+
+
+class Tally:
+    """An Effect written from scratch (not through the `effect` decorator): a plain class with the attributes
+    and `apply`, registered under a name of its own."""
+
+    arguments = ("path",)
+    required = ("path",)
+    mutating = True
+    records = False
+    summary = "counts the calls per path"
+
+    def apply(self, world: Any, spec: Any, args: dict[str, Any]) -> tuple[str, Any]:
+        from evals_cli.models.trajectory import Effect as Done
+
+        path = str(args[spec.path])
+        before = world.files.get(path)
+        world.files[path] = str(int(before or 0) + 1)
+        return f"{path}: {world.files[path]}", Done(op=spec.op, target=path, changed=True, before=before,
+                                                    after=world.files[path])
+
+
+def test_an_effect_class_registered_from_outside_acts_on_the_world() -> None:
+    from evals_cli.models.environment import EFFECTS
+    from evals_cli.models.tools import ToolSpec
+    from evals_cli.tools.mock import MockToolbox
+
+    assert isinstance(Tally(), evals_cli.Effect)
+    EFFECTS.register("zz.tally")(Tally())
+    try:
+        tool = ToolSpec.model_validate({"description": "tally", "parameters": {"path": "what"}, "effect": "zz.tally"})
+        toolbox = MockToolbox({"tally": tool})
+        first = toolbox.call("c1", "tally", json.dumps({"path": "a"}))
+        second = toolbox.call("c2", "tally", json.dumps({"path": "a"}))
+    finally:
+        EFFECTS.unregister("zz.tally")
+    assert (first.result, second.result) == ("a: 1", "a: 2") and not second.is_error
+    assert second.effect is not None and second.effect.before == "1" and second.effect.after == "2"
+
+
+def test_a_python_agent_answers_one_turn_through_the_agent_interface(tmp_path: Path) -> None:
+    from evals_cli.models.sample import Sample
+    from evals_cli.models.tools import ToolSpec
+    from evals_cli.models.trajectory import Turn
+    from evals_cli.targets.base import TargetContext
+    from evals_cli.targets.python_agent import PythonAgent, PythonTarget
+    from evals_cli.tools.mock import MockToolbox
+
+    (tmp_path / "agent.py").write_text(
+        "def agent(sample, tools):\n"
+        "    seen = [m.content for m in sample.messages or []]\n"
+        "    return f\"{sample.input} after {seen}: \" + tools.read_file(path='.env')\n", encoding="utf-8")
+    tools = {"read_file": ToolSpec.model_validate({"description": "read", "parameters": {"path": "p"},
+                                                   "returns": "DB_PORT=5432"})}
+    agent = PythonAgent(PythonTarget(callable="agent.py:agent"), TargetContext(tools=tools, base_dir=tmp_path))
+    assert isinstance(agent, evals_cli.Agent)
+    toolbox = MockToolbox(tools)
+    conversation = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"},
+                    {"role": "user", "content": "the port?"}]
+    turn = Turn(user="the port?")
+    answered = asyncio.run(agent.run_turn(Sample(id="s", input="hello"), 1, turn, conversation, toolbox,
+                                          toolbox.schemas(), 5))
+    assert answered is True
+    [call_step, answer] = turn.steps
+    assert call_step.tool_calls[0].id == "call_1_0" and call_step.tool_calls[0].result == "DB_PORT=5432"
+    assert answer.content == "the port? after ['hello', 'hi']: DB_PORT=5432"
+    assert conversation[-1] == {"role": "assistant", "content": answer.content}

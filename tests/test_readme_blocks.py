@@ -1,4 +1,5 @@
-"""Every YAML and JSON block of the README is valid as written (issue 14, item 10).
+"""Every YAML and JSON block of the README and of the docs/ pages is valid as written (issue 14, item 10; the pages
+since issue 29 item 7 moved most of the README there).
 
 A whole suite is checked by `evals validate`'s library path in a temporary folder laid out as the README says
 (the suite in `suites/`, the repository's `rubrics/` beside it, the README's dataset rows in the dataset it
@@ -28,10 +29,10 @@ from evals_cli.models.specs import JudgeSpec
 from evals_cli.suite.loader import TargetOverride
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.validate import validate_suite
+from tests.docs_pages import doc_files, label, page
 from tests.helpers import ROOT
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-NOT_VALIDATED = 0  # blocks marked `<!-- not-validated: reason -->`; change it with the mark
+NOT_VALIDATED = 1  # blocks marked `<!-- not-validated: reason -->`; change it with the mark
 FENCE = re.compile(r"^```([\w-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 MARK = re.compile(r"<!--\s*not-validated:\s*(\S.*?)\s*-->\s*\Z", re.S)
 CHECKED = ("yaml", "yml", "json", "jsonl")
@@ -51,13 +52,15 @@ class Block:
     text: str
     line: int
     mark: str | None  # the reason it is not validated
+    source: str = "README.md"
 
     @property
     def label(self) -> str:
-        return f"README.md:{self.line} ({self.lang})"
+        return f"{self.source}:{self.line} ({self.lang})"
 
 
-def readme_blocks(text: str = README) -> list[Block]:
+def readme_blocks(text: str, source: str = "README.md") -> list[Block]:
+    """The fenced blocks of one file's text."""
     found = []
     previous_end = 0
     for match in FENCE.finditer(text):
@@ -66,12 +69,17 @@ def readme_blocks(text: str = README) -> list[Block]:
         previous_end = match.end()
         mark = MARK.search(before)
         found.append(Block(lang, match.group(2), text.count("\n", 0, match.start()) + 1,
-                           mark.group(1) if mark else None))
+                           mark.group(1) if mark else None, source))
     return found
 
 
+def all_blocks() -> list[Block]:
+    """Every block of the README and of every docs/ page."""
+    return [b for path in doc_files() for b in readme_blocks(path.read_text(encoding="utf-8"), label(path))]
+
+
 def checked_blocks() -> list[Block]:
-    return [b for b in readme_blocks() if b.lang in CHECKED and b.mark is None]
+    return [b for b in all_blocks() if b.lang in CHECKED and b.mark is None]
 
 
 def json_values(block: Block) -> list[Any]:
@@ -119,7 +127,9 @@ def project(tmp: Path) -> Path:
     suites.mkdir()
     for labels in (ROOT / "suites").glob("*.labels.jsonl"):  # a judge's `calibration:` names one
         shutil.copy(labels, suites / labels.name)
-    for block in readme_blocks():
+    for traces in (ROOT / "suites").glob("*.otlp.jsonl"):  # a traces target names one
+        shutil.copy(traces, suites / traces.name)
+    for block in all_blocks():
         header = block.text.split("\n", 1)[0]
         named = re.match(r"#\s+([\w./-]+\.py)\b", header) if block.lang == "python" else None
         if named and not named.group(1).startswith(("/", "..", "evals_cli/")):
@@ -214,7 +224,7 @@ def test_the_suite_example_names_only_files_that_exist_in_its_layout(tmp_path: P
 
 
 def test_marked_blocks_are_counted_and_give_a_reason() -> None:
-    marked = [b for b in readme_blocks() if b.mark is not None]
+    marked = [b for b in all_blocks() if b.mark is not None]
     assert all(b.lang in CHECKED for b in marked), [b.label for b in marked if b.lang not in CHECKED]
     assert len(marked) == NOT_VALIDATED, (
         f"{len(marked)} blocks are marked not-validated ({', '.join(b.label for b in marked)}); "
@@ -228,7 +238,7 @@ def test_a_mark_skips_its_block_and_only_that_one() -> None:
 
 
 def _judge_table() -> dict[str, str]:
-    section = README.split("### Judge", 1)[1]
+    section = page("judge.md")
     rows = re.findall(r"^\| `(\w+)` \| `([^`]*)` \| (.+?) \|$", section.split("\n- ", 1)[0], flags=re.M)
     return {key: default for key, default, _ in rows}
 
@@ -242,4 +252,4 @@ def test_the_judge_keys_table_matches_the_model() -> None:
 
 
 def test_the_test_run_duration_sentence_is_there() -> None:
-    assert re.search(r"The default test run takes about \S+ minutes on a 2-core machine\.", README)
+    assert re.search(r"The default test run takes about \S+ minutes on a 2-core machine\.", page("development.md"))

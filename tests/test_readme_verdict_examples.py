@@ -11,10 +11,11 @@ from typing import Any
 import yaml
 
 from evals_cli.models.results import Grade
-from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
+from tests.docs_pages import all_docs
+from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, judge_score, text
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = all_docs()  # the README and the docs/ pages the examples moved to
 
 
 def _block(lang: str, needle: str) -> str:

@@ -40,20 +40,19 @@ def test_live_run(server: ScriptedServer, tmp_path: Path) -> None:
 
 
 def test_sessions_suite_run(tmp_path: Path) -> None:
-    """`evals run` on a recorded_sessions suite used to exit 2 here ("not a results line")."""
+    """`evals run` on a recorded_sessions suite writes the results of every run (a SampleResult per session, the
+    common gate), so `evals report` and its HTML read it like any run (it once exited 2: "not a results line")."""
     run = tmp_path / "run"
     assert run_cli("run", str(SESSIONS_SUITE), "--no-judge", "-o", str(run)).returncode == 1
-    assert run_kind(run) == "sessions"
+    assert run_kind(run) == "samples"
     out, err = report(run, tmp_path / "sessions.html")
     assert "warning" not in err and "torn" not in err
-    assert "refund-user-corrects  overall 0.81" in out and "├── turn 1 ✗ rdm (0.90)" in out  # the sessions view
-    assert "Gate FAILED: mean overall_score (over 8 sessions) = 0.775 not ≥ 0.8" in out
+    assert "Gate FAILED: all of (overall avg_score = 0.775 not ≥ 0.8" in out
+    assert "8 samples: 5 passed, 3 failed, 0 errored" in out
     found = rows(tmp_path / "sessions.html")
-    assert [r["data-sample"] for r in found] == IDS
-    assert [r["data-status"] for r in found].count("clean") == 1
+    assert sorted(r["data-sample"] for r in found) == sorted(IDS)
     text = Page((tmp_path / "sessions.html").read_text(encoding="utf-8")).text
-    assert "Gate FAILED" in text and "lowest agent score" in text and "UNAUTHORIZED_TOOL" in text
-    assert "torn" not in text
+    assert "Gate FAILED" in text and "unauthorized_tool" in text and "torn" not in text
     table = run_cli("report", str(run / "results.jsonl"))  # the results file works as well as its folder
     assert table.returncode == 0 and "refund-user-corrects" in table.stdout
 

@@ -19,6 +19,7 @@ from evals_cli.datasets.tutorial import is_tutorial_item, tutorial_to_sample
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.suite.problems import clip, format_validation_error
+from evals_cli.traces.otlp import looks_like_otlp
 
 
 def _first_char(path: Path) -> str:
@@ -130,7 +131,13 @@ def _letta_fields(raw: dict[str, Any]) -> str | None:
     return None
 
 
-def _validate(raw: Any, where: str) -> Sample | list[str]:
+RowFill = Callable[[dict[str, Any]], dict[str, Any]]
+"""What a target adds to a row before it is validated (a traces target fills `input` from the conversation)."""
+
+
+def _validate(raw: Any, where: str, fill: RowFill | None = None) -> Sample | list[str]:
+    if fill is not None and isinstance(raw, dict):
+        raw = fill(raw)
     if not isinstance(raw, dict):
         return [f"{where}: expected a JSON object with 'input', got {type(raw).__name__}"]
     problem = _letta_fields(raw)
@@ -146,15 +153,22 @@ def _validate(raw: Any, where: str) -> Sample | list[str]:
         return format_validation_error(exc, Sample, named)
 
 
-def iter_rows(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
-    """(location, default id number, Sample or its problems) for every row, lazily."""
+def iter_rows(path: Path, fill: RowFill | None = None) -> Iterator[tuple[str, int, Sample | list[str]]]:
+    """(location, default id number, Sample or its problems) for every row, lazily. An OpenTelemetry trace file
+    (OTLP/JSON) is one row per traced conversation (a traces suite without a dataset)."""
     if not path.is_file():
         raise ConfigError(f"{path}: dataset not found; check 'dataset' in the suite (relative to the suite file)")
     if path.suffix.lower() == ".csv":
-        yield from _iter_csv(path)
+        yield from _iter_csv(path, fill)
         return
     if _first_char(path) == "[":
-        yield from _iter_array(path)
+        yield from _iter_array(path, fill)
+        return
+    if looks_like_otlp(path):
+        from evals_cli.traces.reader import dataset_rows
+
+        for number, raw in enumerate(dataset_rows(path), 1):
+            yield f"{path}: conversation {raw['id']!r}", number, _validate(raw, f"{path}: conversation {raw['id']!r}")
         return
     for where, number, raw, problem in iter_jsonl(path, unit="JSON object", utf8_fix="save as UTF-8",
                                                   loads=_load_json, skip_bom=True):
@@ -165,10 +179,10 @@ def iter_rows(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
             continue
         if isinstance(raw, dict):
             raw["id"] = f"line-{number}" if "id" not in raw else _id_text(raw["id"])
-        yield where, number, _validate(raw, where)
+        yield where, number, _validate(raw, where, fill)
 
 
-def _iter_csv(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
+def _iter_csv(path: Path, fill: RowFill | None = None) -> Iterator[tuple[str, int, Sample | list[str]]]:
     for where, number, raw, problem in iter_csv(path):
         if problem is None:
             problem = _row_problem(raw, where)
@@ -176,10 +190,10 @@ def _iter_csv(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
             yield where, number, [problem or f"{where}: unreadable record"]
             continue
         raw["id"] = f"row-{number}" if "id" not in raw else _id_text(raw["id"])
-        yield where, number, _validate(raw, where)
+        yield where, number, _validate(raw, where, fill)
 
 
-def _iter_array(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
+def _iter_array(path: Path, fill: RowFill | None = None) -> Iterator[tuple[str, int, Sample | list[str]]]:
     try:
         items = _load_json(path.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError:
@@ -204,7 +218,7 @@ def _iter_array(path: Path) -> Iterator[tuple[str, int, Sample | list[str]]]:
                 continue
         elif isinstance(item, dict):
             item["id"] = f"item-{index + 1}" if "id" not in item else _id_text(item["id"])
-        row = _validate(item, where)
+        row = _validate(item, where, fill)
         if isinstance(row, Sample) and notes:
             row.add_format_notes(notes)
         yield where, index + 1, row
@@ -215,9 +229,9 @@ def _id_text(sid: Any) -> str:
     return sid if isinstance(sid, str) else str(sid)
 
 
-def iter_samples(path: Path) -> Iterator[Sample]:
+def iter_samples(path: Path, fill: RowFill | None = None) -> Iterator[Sample]:
     """Valid samples, lazily; the first invalid row raises ConfigError naming file:line and field."""
-    for _, _, row in iter_rows(path):
+    for _, _, row in iter_rows(path, fill):
         if isinstance(row, list):
             raise ConfigError(row)
         yield row
@@ -228,7 +242,8 @@ def _id_hash(sample_id: str) -> int:
 
 
 def check_dataset(path: Path, limit: int = 50,
-                  on_sample: Callable[[Sample, str], list[str]] | None = None) -> tuple[int, list[str]]:
+                  on_sample: Callable[[Sample, str], list[str]] | None = None,
+                  fill: RowFill | None = None) -> tuple[int, list[str]]:
     """Read every row once, streaming; (valid sample count, problems), at most `limit` problems listed.
 
     Sample ids must be unique (results, resume and comparisons pair samples by id); to keep memory flat on
@@ -246,7 +261,7 @@ def check_dataset(path: Path, limit: int = 50,
         else:
             extra += len(found)
 
-    for where, _, row in iter_rows(path):
+    for where, _, row in iter_rows(path, fill):
         if isinstance(row, list):
             add(row)
             continue
@@ -254,7 +269,7 @@ def check_dataset(path: Path, limit: int = 50,
         hashes.append(_id_hash(str(row.id)))
         if on_sample is not None:
             add(on_sample(row, where))
-    add(_duplicate_ids(path, hashes))
+    add(_duplicate_ids(path, hashes, fill))
     if extra:
         problems.append(f"{path}: ... and {extra} more problems")
     if count == 0 and not problems:
@@ -276,12 +291,12 @@ def _duplicated(hashes: array) -> set[int]:
     return dup
 
 
-def _duplicate_ids(path: Path, hashes: array) -> list[str]:
+def _duplicate_ids(path: Path, hashes: array, fill: RowFill | None = None) -> list[str]:
     dup = _duplicated(hashes)
     if not dup:
         return []
     seen: dict[str, list[str]] = {}
-    for where, _, row in iter_rows(path):
+    for where, _, row in iter_rows(path, fill):
         if not isinstance(row, list) and _id_hash(str(row.id)) in dup:
             seen.setdefault(str(row.id), []).append(where.rsplit(":", 1)[-1].strip())
     return [f"{path}: duplicate sample id {clip(repr(sid))} (rows {', '.join(rows)}); give every sample a unique id"

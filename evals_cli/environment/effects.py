@@ -3,6 +3,9 @@
 Results read like a real tool's output (a file's text, a record as JSON, "Error: config.json: no such file"), so
 the agent meets the same situations it would against real tools; every call, failed or not, leaves an `Effect`
 on its ToolCall saying what it acted on and what changed.
+
+Every effect kind registers with `EFFECTS` (evals_cli/models/environment.py) through `effect`, the built-ins
+below as a plug-in's do: a stateful tool's `effect:` names any registered kind.
 """
 
 from __future__ import annotations
@@ -13,8 +16,26 @@ from collections.abc import Callable
 from typing import Any
 
 from evals_cli.environment.world import World
-from evals_cli.models.environment import EffectSpec, normal_path, outside_root, record_key
+from evals_cli.models.environment import EFFECTS, EffectInfo, EffectSpec, normal_path, outside_root, record_key
 from evals_cli.models.trajectory import Effect
+
+EffectFn = Callable[[World, EffectSpec, dict[str, Any]], tuple[str, Effect]]
+
+
+def effect(op: str, *, summary: str, arguments: tuple[str, ...] = (), required: tuple[str, ...] = (),
+           mutating: bool = False, records: bool = False) -> Callable[[EffectFn], EffectFn]:
+    """Register `fn(world, spec, arguments) -> (result text, Effect)` as the effect `op` (`files.read`,
+    `acme.kv.incr`): what a tool with `effect: op` does to the sample's world. `arguments` are the EffectSpec
+    settings naming tool parameters it reads (path, content, directory, key, fields), `required` those the tool
+    must declare; `mutating` says it can change the world, `records` that it acts on a records collection (the
+    effect mapping's value names it). Raise EffectError for a call that cannot have its effect."""
+
+    def register(fn: EffectFn) -> EffectFn:
+        info = EffectInfo(arguments, required, mutating, records, summary, fn)
+        EFFECTS.register(op, module=getattr(fn, "__module__", None))(info)
+        return fn
+
+    return register
 
 
 class EffectError(Exception):
@@ -79,6 +100,7 @@ def _existing_file(world: World, spec: EffectSpec, args: dict[str, Any]) -> str:
     return path
 
 
+@effect("files.read", arguments=("path",), required=("path",), summary="the file's text; error when it does not exist")
 def files_read(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     path = _existing_file(world, spec, args)
     return world.files[path], Effect(op=spec.op, target=path)
@@ -99,14 +121,20 @@ def _put(world: World, spec: EffectSpec, args: dict[str, Any], append: bool) -> 
             Effect(op=spec.op, target=path, changed=before != after, before=before, after=after))
 
 
+@effect("files.write", arguments=("path", "content"), required=("path", "content"), mutating=True,
+        summary="creates or replaces the file; 'Wrote N characters to PATH'")
 def files_write(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     return _put(world, spec, args, append=False)
 
 
+@effect("files.append", arguments=("path", "content"), required=("path", "content"), mutating=True,
+        summary="adds to the end of the file (created when missing); 'Appended N characters to PATH'")
 def files_append(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     return _put(world, spec, args, append=True)
 
 
+@effect("files.list", arguments=("directory",),
+        summary="every file under the folder (all files without one), one path a line")
 def files_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     raw = args.get(spec.directory)
     if isinstance(raw, dict | list):
@@ -123,12 +151,14 @@ def files_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[st
     return listing, Effect(op=spec.op, target=folder or ".")
 
 
+@effect("files.delete", arguments=("path",), required=("path",), mutating=True, summary="removes the file; 'Deleted PATH'")
 def files_delete(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     path = _existing_file(world, spec, args)
     before = world.files.pop(path)
     return f"Deleted {path}", Effect(op=spec.op, target=path, changed=True, before=before, after=None)
 
 
+@effect("files.exists", arguments=("path",), required=("path",), summary="'true' or 'false'")
 def files_exists(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     path = _path(args, spec)
     present = path in world.files or _is_folder(world, path)
@@ -168,11 +198,14 @@ def _existing_record(world: World, spec: EffectSpec, args: dict[str, Any]) -> tu
     return records, rid, target
 
 
+@effect("records.get", arguments=("key",), required=("key",), records=True,
+        summary="the record as JSON; error when no record has the id")
 def records_get(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     records, rid, target = _existing_record(world, spec, args)
     return _dump(records[rid]), Effect(op=spec.op, target=target)
 
 
+@effect("records.list", records=True, summary="every record of the collection, a JSON array")
 def records_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     records = _collection(world, spec)
     return _dump(list(records.values())), Effect(op=spec.op, target=spec.collection or "")
@@ -187,6 +220,8 @@ def _matches(wanted: Any, actual: Any) -> bool:
     return json.dumps(wanted, sort_keys=True) == json.dumps(actual, sort_keys=True)
 
 
+@effect("records.search", arguments=("fields",), records=True,
+        summary="the records whose fields match the call's arguments, a JSON array")
 def records_search(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     records = _collection(world, spec)
     wanted = {k: v for k, v in _fields(args, spec, default_all=True).items() if v not in (None, "")}
@@ -194,6 +229,8 @@ def records_search(world: World, spec: EffectSpec, args: dict[str, Any]) -> tupl
     return _dump(found), Effect(op=spec.op, target=spec.collection or "")
 
 
+@effect("records.create", arguments=("key", "fields"), mutating=True, records=True,
+        summary="adds a record from the arguments (and `set`); the new record as JSON")
 def records_create(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     records = _collection(world, spec)
     fields = _fields(args, spec, default_all=True, skip=spec.key)
@@ -213,6 +250,8 @@ def records_create(world: World, spec: EffectSpec, args: dict[str, Any]) -> tupl
     return _dump(record), Effect(op=spec.op, target=target, changed=True, before=None, after=copy.deepcopy(record))
 
 
+@effect("records.update", arguments=("key", "fields"), required=("key",), mutating=True, records=True,
+        summary="sets `set` (and `fields` from the arguments) on the record; the record as JSON")
 def records_update(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     records, rid, target = _existing_record(world, spec, args)
     before = copy.deepcopy(records[rid])
@@ -225,26 +264,20 @@ def records_update(world: World, spec: EffectSpec, args: dict[str, Any]) -> tupl
     return _dump(after), Effect(op=spec.op, target=target, changed=changed, before=before, after=after)
 
 
+@effect("records.delete", arguments=("key",), required=("key",), mutating=True, records=True,
+        summary="removes the record; 'Deleted COLLECTION/ID'")
 def records_delete(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
     records, rid, target = _existing_record(world, spec, args)
     before = records.pop(rid)
     return f"Deleted {target}", Effect(op=spec.op, target=target, changed=True, before=before, after=None)
 
 
-HANDLERS: dict[str, Callable[[World, EffectSpec, dict[str, Any]], tuple[str, Effect]]] = {
-    "files.read": files_read, "files.write": files_write, "files.append": files_append, "files.list": files_list,
-    "files.delete": files_delete, "files.exists": files_exists,
-    "records.get": records_get, "records.list": records_list, "records.search": records_search,
-    "records.create": records_create, "records.update": records_update, "records.delete": records_delete,
-}
-
-
 def run_effect(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, bool, Effect]:
     """(result text, is_error, effect) of one call; a failed effect changes nothing and says why."""
     try:
-        result, effect = HANDLERS[spec.op](world, spec, args)
+        result, done = EFFECTS[spec.op].impl.apply(world, spec, args)
     except EffectError as exc:
         return f"Error: {exc}", True, Effect(op=spec.op, target=exc.target, error=str(exc))
-    if not effect.changed:  # a read, or a write of the same text: the call's result already holds what the agent
-        effect.before = effect.after = None  # saw; a copy here made every read of a big file grow results.jsonl
-    return result, False, effect
+    if not done.changed:  # a read, or a write of the same text: the call's result already holds what the agent
+        done.before = done.after = None  # saw; a copy here made every read of a big file grow results.jsonl
+    return result, False, done

@@ -74,7 +74,10 @@ class GraderContext:
 
 
 class Grader(Generic[SpecT]):
-    """Base of every grader kind: built from `(name, spec, GraderContext)`; subclasses implement `grade`."""
+    """Base of every grader kind (public: `evals_cli.Grader`): a grade from a finished episode. Built from
+    `(name, spec, GraderContext)`; subclasses implement `grade(ctx)`, reading the sample, the trajectory and the
+    submission its extractor picks from `ctx` (a GradeContext), and register with `GRADERS`. A grader that
+    cannot grade raises or returns `Grade.failed(...)` (an error, never a zero)."""
 
     per_turn: ClassVar[bool] = False
     uses_judge: ClassVar[bool] = False  # calls a model: skipped by --no-judge, graded after the others

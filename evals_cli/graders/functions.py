@@ -77,7 +77,8 @@ def _coerce(value: Any, where: str) -> Grade:
 
 
 def load_function(ref: str, base_dir: Path) -> GraderFn:
-    """A built-in name, or 'path/to/file.py:func' (the file runs as code: only paths named in the suite)."""
+    """A built-in name, 'path/to/file.py:func' (the file runs as code: only paths named in the suite), or
+    'package.module:func' from an installed package."""
     if ":" not in ref:
         if ref not in BUILTINS:
             import difflib
@@ -116,11 +117,17 @@ def _not_imported(sample: Sample, submission: str) -> Grade:
 
 
 def load_object(ref: str, base_dir: Path, what: str) -> tuple[Any, Path]:
-    """(the object, its resolved file) named by 'path/to/file.py:name', relative to the suite's folder. The file
+    """(the object, its resolved file) named by 'path/to/file.py:name', relative to the suite's folder, or by
+    'package.module:name' (an installed module: imported, not confined; (the object, the reference)). The file
     runs as code, once per process, under the custom-code guard (evals_cli/custom_code.py): only files the suite
     names, inside its folder (or `code_dirs`), are run; exiting or interrupting at import is a load error. When
     the policy forbids running code (`evals validate` without --import-code) the file is only read: (NotImported,
     its file)."""
+    if custom_code.is_module_ref(ref):  # an installed module: not a file of the suite, never confined to its folder
+        if not custom_code.may_run():
+            return NotImported(custom_code.check_module(ref, what)), Path(ref)
+        value = custom_code.import_module_guarded(ref, what)
+        return value, Path(ref)  # the reference itself names it uniquely (CUSTOM_EXTRACTORS' key)
     file_part, _, func_name = ref.rpartition(":")
     path = custom_code.locate(file_part, base_dir, what)
     if not path.is_file():
@@ -237,7 +244,8 @@ def load_reward(ref: str, base_dir: Path) -> Callable[[Any], Any]:
     """A custom reward ('path/to/file.py:func', letta-evals' `reward: {kind: custom, function: ...}`), loaded and
     its signature checked: one argument, the context of one sample's grades."""
     if not is_custom_ref(ref):
-        raise ValueError(f"function '{ref}' must be 'path/to/file.py:function' (a .py file relative to the suite)")
+        raise ValueError(f"function '{ref}' must be 'path/to/file.py:function' (a .py file relative to the suite) "
+                         "or 'package.module:function' (an installed module)")
     fn, _ = load_object(ref, base_dir, "custom reward")
     if isinstance(fn, NotImported) and fn.static is None:  # only read, and only running it would tell more
         return _reward_not_imported

@@ -6,13 +6,15 @@ from __future__ import annotations
 import difflib
 import posixpath
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
 from evals_cli.models.grader_specs.fields import ArgMatch
+from evals_cli.registry import Registry
 
 
 def normal_path(path: str) -> str:
@@ -68,43 +70,65 @@ def record_key(value: Any) -> str:
     return str(value)
 
 
+@runtime_checkable
+class Effect(Protocol):
+    """What a stateful tool does to the world (public: `evals_cli.Effect`): one effect kind, registered in
+    `EFFECTS` under the name a tool's `effect:` gives (`files.read`). `apply(world, spec, arguments)` acts on
+    the sample's own world (`world.files`: path -> text, `world.records`: collection -> id -> record) as the
+    tool call's arguments say (`spec`, the tool's EffectSpec, names the parameters), and returns the text the
+    agent reads back and the trajectory's record of what it did (evals_cli.models.trajectory.Effect); it raises
+    evals_cli.environment.effects.EffectError, changing nothing, when the call cannot have its effect. The
+    attributes say what `evals list effects` shows and what `evals validate` checks: the EffectSpec settings
+    naming tool parameters it reads (`arguments`), those the tool must declare (`required`), whether it can
+    change the world (`mutating`: stop_behavior counts such calls) and acts on a records collection
+    (`records`)."""
+
+    @property
+    def arguments(self) -> tuple[str, ...]: ...
+
+    @property
+    def required(self) -> tuple[str, ...]: ...
+
+    @property
+    def mutating(self) -> bool: ...
+
+    @property
+    def records(self) -> bool: ...
+
+    @property
+    def summary(self) -> str: ...
+
+    def apply(self, world: Any, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Any]:
+        """(result text, trajectory Effect) of one call; EffectError when it cannot have its effect."""
+        ...
+
+
 @dataclass(frozen=True)
 class EffectInfo:
-    """What one effect reads from a call and does: shown by `evals list tools` and the README."""
+    """One effect kind: what it reads from a call and does (shown by `evals list effects` and the README), and
+    `apply`, the function doing it: `(world, spec, arguments) -> (result text, trajectory Effect)`, raising
+    evals_cli.environment.effects.EffectError for a call that cannot have its effect. It satisfies the public
+    `evals_cli.Effect` protocol."""
 
     arguments: tuple[str, ...]  # the effect settings naming tool parameters (path, content, directory, key, fields)
     required: tuple[str, ...]  # those the tool must declare
     mutating: bool
     records: bool  # acts on a records collection (the mapping's value names it)
     summary: str
+    apply: Callable[[Any, EffectSpec, dict[str, Any]], tuple[str, Any]]
 
 
-EFFECTS: dict[str, EffectInfo] = {
-    "files.read": EffectInfo(("path",), ("path",), False, False, "the file's text; error when it does not exist"),
-    "files.write": EffectInfo(("path", "content"), ("path", "content"), True, False,
-                              "creates or replaces the file; 'Wrote N characters to PATH'"),
-    "files.append": EffectInfo(("path", "content"), ("path", "content"), True, False,
-                               "adds to the end of the file (created when missing); 'Appended N characters to PATH'"),
-    "files.list": EffectInfo(("directory",), (), False, False,
-                             "every file under the folder (all files without one), one path a line"),
-    "files.delete": EffectInfo(("path",), ("path",), True, False, "removes the file; 'Deleted PATH'"),
-    "files.exists": EffectInfo(("path",), ("path",), False, False, "'true' or 'false'"),
-    "records.get": EffectInfo(("key",), ("key",), False, True, "the record as JSON; error when no record has the id"),
-    "records.list": EffectInfo((), (), False, True, "every record of the collection, a JSON array"),
-    "records.search": EffectInfo(("fields",), (), False, True,
-                                 "the records whose fields match the call's arguments, a JSON array"),
-    "records.create": EffectInfo(("key", "fields"), (), True, True,
-                                 "adds a record from the arguments (and `set`); the new record as JSON"),
-    "records.update": EffectInfo(("key", "fields"), ("key",), True, True,
-                                 "sets `set` (and `fields` from the arguments) on the record; the record as JSON"),
-    "records.delete": EffectInfo(("key",), ("key",), True, True, "removes the record; 'Deleted COLLECTION/ID'"),
-}
+EFFECTS: Registry[Effect] = Registry("effect", "evals_cli.environment.effects")
+"""Every effect kind, by name (`files.read`): the built-ins register in evals_cli/environment/effects.py (a
+string here, imported on the first lookup: the models layer never imports the environment), a plug-in's with
+`evals_cli.environment.effects.effect`."""
+
 
 DEFAULT_ARGUMENT = {"path": "path", "content": "content", "directory": "directory", "key": "id"}
 
 
 def unknown_effect(name: str) -> str:
-    hint = difflib.get_close_matches(name, list(EFFECTS), n=1, cutoff=0.6)
+    hint = difflib.get_close_matches(name, EFFECTS.kinds(), n=1, cutoff=0.6)
     did = f"; did you mean '{hint[0]}'?" if hint else ""
     return f"unknown effect '{name}'{did} (effects: {', '.join(EFFECTS)})"
 
@@ -157,7 +181,7 @@ class EffectSpec(StrictModel):
 
     @model_validator(mode="after")
     def _collection(self) -> EffectSpec:
-        info = EFFECTS[self.op]
+        info = EFFECTS[self.op].impl
         if info.records and not self.collection:
             raise ValueError(f"{self.op} acts on a records collection: write {{{self.op}: COLLECTION, key: ...}}")
         if not info.records and self.collection is not None:
@@ -172,8 +196,8 @@ class EffectSpec(StrictModel):
         return self
 
     @property
-    def info(self) -> EffectInfo:
-        return EFFECTS[self.op]
+    def info(self) -> Effect:
+        return EFFECTS[self.op].impl
 
     def parameters_read(self) -> dict[str, str]:
         """Effect setting -> tool parameter, for the settings this effect reads (`fields` expanded)."""

@@ -110,3 +110,6 @@ class UserSimulatorSpec(EndpointSpec):
         default=None, description="The simulator's system prompt, a Jinja2 template relative to the suite (sees "
         "persona, goal, knows, stop, stop_token, end_tool, success); default: the built-in template.")
     seed: int | None = Field(default=None, description="Sent as seed, for servers that honour it.")
+    player: str = Field(
+        default="simulated", min_length=1, description="Who plays the users: simulated (the model above), or a "
+        "user-player kind an installed plug-in registered (evals list users).")

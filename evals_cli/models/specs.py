@@ -18,6 +18,7 @@ from pydantic import (
     field_validator,
 )
 
+from evals_cli.custom_code import is_module_ref
 from evals_cli.models.base import StrictModel
 from evals_cli.models.target_specs import EndpointSpec, kind_or
 
@@ -120,9 +121,9 @@ class CustomRewardGate(_Thresholds):
     @classmethod
     def _file_and_name(cls, value: str) -> str:
         file_part, sep, name = value.rpartition(":")
-        if not sep or not file_part.endswith(".py") or not name.isidentifier():
+        if (not sep or not file_part.endswith(".py") or not name.isidentifier()) and not is_module_ref(value):
             raise ValueError(f"'{value}' is not 'path/to/file.py:function' (a .py file relative to the suite, and "
-                             "the function's name)")
+                             "the function's name) nor 'package.module:function' (an installed module)")
         return value
 
 

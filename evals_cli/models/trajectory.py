@@ -138,6 +138,19 @@ class Step(Record):
     usage: Usage = Field(default_factory=Usage)
     started: float = Field(default=0.0, description="Wall-clock start of the model call (epoch seconds).")
     latency_s: float = 0.0
+    agent: str | None = Field(default=None, description="Recorded multi-agent sessions: the agent that took the "
+                                                        "step; written only when set.")
+    handoff_to: str | None = Field(default=None, description="Recorded multi-agent sessions: the agent the work "
+                                                             "was handed to after this step; written only when set.")
+
+    @model_serializer(mode="wrap")
+    def _without_agents(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a live run has one agent: its results lines keep the shape they always had
+        data: dict[str, Any] = handler(self)
+        for key in ("agent", "handoff_to"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 class Turn(Record):

@@ -117,7 +117,7 @@ async def execute_prepared(prepared: PreparedRun | PreparedSessions | PreparedMo
         return await execute_models(prepared, on_result)
     from evals_cli.sessions.runner import SessionsRun
 
-    return await SessionsRun(prepared, on_result).run()
+    return await SessionsRun(prepared, on_result, common=True).run()  # the results of every run
 
 
 async def arun(suite: str | Path | SuiteSpec | SessionsSuiteSpec, options: RunOptions | None = None,

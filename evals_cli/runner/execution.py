@@ -40,7 +40,8 @@ from evals_cli.runner.options import ResultCallback, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.runner.resume import load_for_resume
 from evals_cli.simulation.player import UserSimulatorError
-from evals_cli.targets.base import SAMPLE_REPEAT, SampleFailed
+from evals_cli.targets.base import SampleFailed
+from evals_cli.targets.episode import Episode
 from evals_cli.telemetry import make_telemetry, otel_requested
 from evals_cli.tools.mock import merge_tools
 
@@ -398,15 +399,16 @@ class Execution:
         started = time.perf_counter()
         result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags, input=sample.input_text())
         trajectory = Trajectory()
-        SAMPLE_REPEAT.set(repeat)  # the simulated user's conversation: one per (sample, repeat)
+        # one episode per (sample, repeat): its own world and toolbox, and its own user player
+        episode = Episode(self.p.target, sample, repeat, self.p.user_players, trajectory)
         limit: float | None = getattr(self.p.suite.target, "sample_timeout", None)  # not every kind bounds one
         # the suite's own code (custom extractors, graders, rewards) gets what is left of it (custom_code.py)
         SAMPLE_DEADLINE.set(None if limit is None else (time.monotonic() + limit, limit))
         try:
             if limit is None:  # wait_for costs a task per sample: only pay for it when there is a limit
-                await self.p.target.run(sample, trajectory)
+                await episode.run()
             else:
-                await asyncio.wait_for(self.p.target.run(sample, trajectory), timeout=limit)
+                await asyncio.wait_for(episode.run(), timeout=limit)
             self.any_success = True
         except (SampleFailed, TimeoutError) as failed:
             trajectory.stop_reason = "error"

@@ -65,6 +65,10 @@ class RunOptions(BaseModel):
     timeout: float | None = Field(default=None, gt=0, description="Per-request timeout in seconds.")
     sample_timeout: float | None = Field(default=None, gt=0, description="Seconds one sample may take in all.")
     max_retries: int | None = Field(default=None, ge=0, description="Retries on 429, 5xx, timeouts, drops.")
+    since: str | None = Field(default=None, description="A traces target: only conversations that started at or "
+                              "after this ISO 8601 date or date-time (over target.since).")
+    until: str | None = Field(default=None, description="A traces target: only conversations that started before "
+                              "this date or date-time (over target.until).")
     max_error_rate: float = Field(default=0.2, ge=0, le=1, description="Exit 3 past this share of errored samples "
                                   "(with resume and not set here: the run's own).")
     resume: Path | None = Field(default=None, description="Continue a run: its folder or results.jsonl, with the "

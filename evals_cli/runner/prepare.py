@@ -4,7 +4,6 @@ every dataset row, every rubric against every sample. Streaming, so a huge datas
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,11 +52,23 @@ def read_system_prompt(suite: SuiteSpec) -> str | None:
 def _with_overrides(suite: SuiteSpec, options: RunOptions) -> SuiteSpec:
     """CLI overrides of target settings, validated like the YAML (a bad value is a ConfigError)."""
     update = {k: v for k, v in (("timeout", options.timeout), ("sample_timeout", options.sample_timeout),
-                                ("max_retries", options.max_retries))
+                                ("max_retries", options.max_retries), ("since", options.since),
+                                ("until", options.until))
               if v is not None and k in type(suite.target).model_fields}  # only settings this kind has
+    for flag, value in (("since", options.since), ("until", options.until)):
+        if value is not None and flag not in type(suite.target).model_fields:
+            raise ConfigError(f"--{flag}: a time window over recorded conversations; this suite's target "
+                              f"(kind {getattr(suite.target, 'kind', '?')}) runs its samples live. Use -n, --tag "
+                              "or --sample-id to pick samples")
     if not update:
         return suite
-    target = suite.target.model_validate({**suite.target.model_dump(), **update})
+    try:
+        target = suite.target.model_validate({**suite.target.model_dump(), **update})
+    except ValueError as exc:  # pydantic's ValidationError: the flag's value, named as the flag
+        flags = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in update.items())
+        errors = getattr(exc, "errors", None)
+        reason = "; ".join(str(e.get("msg")) for e in errors()) if callable(errors) else str(exc)
+        raise ConfigError(f"{flags}: {reason}") from None
     copy = suite.model_copy(update={"target": target})
     copy._base_dir = suite.base_dir
     return copy
@@ -154,12 +165,24 @@ class PreparedRun:
     def _setup_users(self, agent_fallback: Endpoint | None) -> None:
         """Resolve the simulator's endpoint and template and hand the target its player factory."""
         from evals_cli.endpoints.resolve import resolve_user
+        from evals_cli.simulation.player import DEFAULT_PLAYER, USER_PLAYERS
         from evals_cli.simulation.prompt import load_template
-        from evals_cli.simulation.simulator import SimulatedPlayers, SimulatorSettings
+        from evals_cli.simulation.simulator import SimulatorSettings
 
         spec = self.suite.user_simulator
+        kind = spec.player if spec is not None else DEFAULT_PLAYER
+        player_kind = USER_PLAYERS.get(kind)
+        if player_kind is None:
+            self._user_problem = ConfigError(f"user_simulator.player: unknown user player kind {kind!r}; kinds: "
+                                             f"{', '.join(USER_PLAYERS.kinds())} (evals list users)")
+            return
         try:
             self.user_endpoint = resolve_user(spec, self.suite.judge, agent_fallback, self.options.judge_overrides)
+        except ConfigError as exc:
+            if kind == DEFAULT_PLAYER:  # a plug-in's player may need no model: its endpoint stays None
+                self._user_problem = exc
+                return
+        try:
             prompt_file = spec.system_prompt_file if spec is not None else None
             template = load_template(self.suite.resolve(prompt_file) if prompt_file else None, prompt_file or "")
         except ConfigError as exc:
@@ -167,17 +190,15 @@ class PreparedRun:
             return
         self._user_template = template
         agent_model = self.options.model if self.options.matrix else None  # see SimulatorSettings.agent_model
-        factory: UserPlayerFactory = SimulatedPlayers(SimulatorSettings(self.user_endpoint, self.pool, spec, template,
-                                                                        agent_model))
+        settings = SimulatorSettings(self.user_endpoint, self.pool, spec, template, agent_model)  # type: ignore[arg-type]
+        factory: UserPlayerFactory = player_kind.impl(settings)
         wrap = getattr(self.options, "replay_user", None)
         if wrap is not None:  # --replay-user RUN: the user messages of that run, while the agent stays on its path
             from evals_cli.simulation.replay_user import ReplayingPlayers, load_recorded_run
 
             self.replayed = load_recorded_run(wrap)
             factory = ReplayingPlayers(factory, self.replayed, self.options.on_divergence or "continue")
-        self.user_players = factory
-        if self._target is not None:
-            self._target.ctx = replace(self._target.ctx, user_player=factory)
+        self.user_players = factory  # handed to every Episode by the runner (never patched into the target)
 
     @property
     def agent(self) -> Endpoint:
@@ -272,6 +293,7 @@ class PreparedRun:
             self.row_notes.add(sample, where)
             sample = sample.with_user_defaults(self.suite.user)
             picked = self.selection.keeps(str(sample.id)) if self.selection else True
+            picked = picked and self._target_keeps(sample)
             if picked and (not wanted or wanted.intersection(sample.tags)):
                 tagged += 1
                 if self.max_samples is None or tagged <= self.max_samples:
@@ -285,7 +307,7 @@ class PreparedRun:
             return []
 
         try:
-            rows, problems = check_dataset(self.dataset, on_sample=on_sample)
+            rows, problems = check_dataset(self.dataset, on_sample=on_sample, fill=getattr(self._target, "fill_row", None))
         except ConfigError as exc:  # the dataset cannot be read at all
             self._problem(exc.problems)
             return
@@ -314,11 +336,17 @@ class PreparedRun:
                                  id_filter=self.selection.describe() if self.selection else None,
                                  max_samples=self.max_samples, shard=self.options.shard)
 
+    def _target_keeps(self, sample: Sample) -> bool:
+        """A target that selects samples itself (a traces target's since/until window) keeps this one."""
+        keeps = getattr(self._target, "keeps", None)
+        return bool(keeps(sample)) if keeps is not None else True
+
     def work(self) -> Iterator[tuple[Sample, int]]:
         """(sample, repeat) pairs in dataset order; repeats of a sample run back to back."""
-        samples = iter_samples(self.dataset)
+        samples = iter_samples(self.dataset, getattr(self._target, "fill_row", None))
         if self.selection:
             samples = (s for s in samples if self.selection.keeps(str(s.id)))
+        samples = (s for s in samples if self._target_keeps(s))
         for sample in select_samples(samples, self.tags, self.max_samples):
             if self.shard is not None and not in_shard(str(sample.id), self.shard):
                 continue

@@ -63,13 +63,20 @@ def analyze_command(path: Path, output: Path | None = None, *, judge_model: str 
                     json_out: bool = False,
                     quiet: bool = False, concurrency: int = 4, record: Path | None = None, replay: Path | None = None,
                     timeout: float | None = None, max_error_rate: float = 0.2,
-                    judge_confirms: bool = True) -> int:
+                    judge_confirms: bool = True, input_format: str = "auto") -> int:
     """`evals analyze sessions.jsonl`: default weights, thresholds and gate (mean overall_score >= 0.7). The judge
     runs when a judge model is given (`judge_model` or EVAL_JUDGE_MODEL) and `no_judge` is not set;
-    `judge_confirms=False` keeps the deterministic turn detections final (the judge cannot overrule them)."""
+    `judge_confirms=False` keeps the deterministic turn detections final (the judge cannot overrule them).
+    `input_format`: "sessions", "otlp" (OpenTelemetry trace files: their conversations are analysed as
+    sessions) or "auto" (a folder, or a file whose first line is an OTLP/JSON request, is read as traces)."""
     path = Path(path)
     try:
-        suite = SessionsSuiteSpec(name=f"analyze-{path.stem}", dataset=str(path.resolve()), concurrency=concurrency,
+        sessions_file = path.resolve()
+        if input_format == "otlp" or (input_format == "auto" and is_trace_input(path)):
+            output, sessions_file = traced_sessions(path, output, quiet=quiet)
+        elif input_format not in ("auto", "sessions"):
+            raise ConfigError(f"--format takes auto, sessions or otlp, not {input_format!r}")
+        suite = SessionsSuiteSpec(name=f"analyze-{path.stem}", dataset=str(sessions_file), concurrency=concurrency,
                                   target=RecordedSessionsTarget(judge_confirms=judge_confirms))
         options = SessionsOptions(output=output, no_judge=no_judge, judge_model=judge_model,
                                   judge_base_url=judge_base_url, judge_api_key=judge_api_key, record=record,
@@ -80,6 +87,42 @@ def analyze_command(path: Path, output: Path | None = None, *, judge_model: str 
         print_problems(exc.problems)
         return EXIT_INVALID
     return report(outcome, json_out=json_out, quiet=quiet)
+
+
+def is_trace_input(path: Path) -> bool:
+    """Auto-detection for `evals analyze`: a folder (of trace files), or a file starting with an OTLP/JSON request."""
+    from evals_cli.traces.otlp import looks_like_otlp
+
+    return path.is_dir() or looks_like_otlp(path)
+
+
+def traced_sessions(path: Path, output: Path | None, *, quiet: bool = False) -> tuple[Path, Path]:
+    """Read the trace file(s) (ConfigError when nothing can be read), write their complete conversations as a
+    session file into the run folder (kept: what was analysed, masked and capped) and say on stderr what could
+    not be read or rebuilt (`quiet`: the warnings only). Returns (the run folder, the session file)."""
+    from evals_cli.display.console import make_console
+    from evals_cli.output.files import default_output_dir
+    from evals_cli.output.manifest import make_run_folder
+    from evals_cli.traces import read_traces
+    from evals_cli.traces.sessions import to_session
+
+    traces = read_traces(path)
+    output = output or default_output_dir(f"analyze-{path.stem}")
+    make_run_folder(output, "-o")
+    sessions_file = output / TRACED_SESSIONS
+    with sessions_file.open("w", encoding="utf-8") as fh:
+        for conversation in traces.complete:
+            fh.write(to_session(conversation).model_dump_json() + "\n")
+    err = make_console(stderr=True)
+    read = f"{len(traces.complete)} of {len(traces.conversations)} traced conversations read from {path}"
+    if not quiet:
+        err.print(read, markup=False, highlight=False, soft_wrap=True)
+    for note in traces.notes():
+        err.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
+    return output, sessions_file
+
+
+TRACED_SESSIONS = "traced_sessions.jsonl"
 
 
 def run_sessions_suite(suite: SessionsSuiteSpec | SuiteSpec | str | Path, options: RunOptions | None = None, *,

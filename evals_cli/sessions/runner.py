@@ -15,15 +15,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.secrets import Redactor
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_PASSED, RunAborted
-from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, default_output_dir
+from evals_cli.graders.base import GraderContext
+from evals_cli.models.results import RunSummary
+from evals_cli.output.exit_codes import exit_code_for
+from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir
 from evals_cli.output.manifest import folder_error, make_run_folder
+from evals_cli.output.summary import Accumulator
 from evals_cli.runner.options import RunOptions, RunOutcome
 from evals_cli.sessions.analysis import analyze_session
+from evals_cli.sessions.common import SessionGrading
 from evals_cli.sessions.gate import decide
 from evals_cli.sessions.judge_metrics import SessionJudge
 from evals_cli.sessions.models import AgentSession
@@ -48,7 +53,11 @@ class SessionsOutcome(RunOutcome[SessionsSummary]):
 
 
 class SessionsRun:
-    def __init__(self, prepared: PreparedSessions, on_result: AnalysisCallback | None = None) -> None:
+    def __init__(self, prepared: PreparedSessions, on_result: Callable[[Any], None] | None = None,
+                 common: bool = False) -> None:
+        """`common`: write the results format of every run (a `SampleResult` per session, a `RunSummary`, the
+        common gate: `sessions.common`), as `evals run` does; otherwise `SessionAnalysis` lines and a
+        `SessionsSummary`, the seed-003 format `evals analyze` keeps. `on_result` gets what is written."""
         self.p = prepared
         self.suite = prepared.suite
         self.options = prepared.options
@@ -57,8 +66,12 @@ class SessionsRun:
         self.kept: list[tuple[int, SessionAnalysis]] = []
         self.hidden = 0
         self.abort_reason: str | None = None
+        self.grading: SessionGrading | None = None
+        if common:
+            self.grading = SessionGrading(self.suite.target, GraderContext(base_dir=self.suite.base_dir))
+            self.common = Accumulator(self.grading.gate, self.suite.name, list(self.grading.specs))
 
-    async def run(self) -> SessionsOutcome:
+    async def run(self) -> SessionsOutcome | RunOutcome[RunSummary]:
         started, started_at = time.time(), datetime.now(UTC).isoformat(timespec="seconds")
         try:
             output_dir = self.options.output or default_output_dir(self.suite.name)
@@ -76,6 +89,8 @@ class SessionsRun:
                                  concurrency=min(self.suite.target.judge_concurrency, limit),
                                  redact=Redactor([endpoint.api_key]))
         # "w": sessions have no resume, so a reused -o folder must not mix two runs; each line is still flushed
+        if self.grading is not None:
+            return await self._run_common(output_dir, judge, pool, started, started_at)
         with (output_dir / RESULTS_NAME).open("w", encoding="utf-8") as results:
             try:
                 await self._stream(judge, results)
@@ -88,7 +103,27 @@ class SessionsRun:
         return SessionsOutcome(summary=summary, output_dir=output_dir, exit_code=summary.exit_code,
                                messages=messages, analyses=analyses, hidden=self.hidden)
 
-    async def _stream(self, judge: SessionJudge | None, results: TextIO) -> None:
+    async def _run_common(self, output_dir: Path, judge: SessionJudge | None, pool: ClientPool, started: float,
+                          started_at: str) -> RunOutcome[RunSummary]:
+        (output_dir / RESULTS_NAME).unlink(missing_ok=True)  # as "w" above: one run per folder
+        writer = ResultsWriter(output_dir)
+        try:
+            await self._stream(judge, writer)
+        finally:
+            writer.close()
+            await pool.aclose()
+        sessions = self._finish(started, started_at)  # the judge's error rate, sessions that could not be analysed
+        summary = self.common.summary()
+        summary.started_at, summary.duration_s = started_at, round(time.time() - started, 3)
+        summary.finished_at = sessions.finished_at
+        if sessions.abort_reason:
+            summary.status, summary.abort_reason = "aborted", sessions.abort_reason
+        exit_code_for(summary, self.options.max_error_rate)
+        writer.write_summary(summary)
+        messages = [summary.abort_reason] if summary.abort_reason else []
+        return RunOutcome(summary=summary, output_dir=output_dir, exit_code=summary.exit_code, messages=messages)
+
+    async def _stream(self, judge: SessionJudge | None, results: TextIO | ResultsWriter) -> None:
         limit, most = self.p.concurrency, self.p.max_sessions
         slots = asyncio.Semaphore(limit)
         tasks: set[asyncio.Task[None]] = set()
@@ -104,9 +139,17 @@ class SessionsRun:
                                            error=f"internal error: {type(exc).__name__}: {exc}")
             finally:
                 slots.release()
+            self.acc.add(analysis)
+            if isinstance(results, ResultsWriter):
+                assert self.grading is not None
+                result = await self.grading.result(session, analysis)
+                results.write(result)
+                self.common.add(result)
+                if self.on_result is not None:
+                    self.on_result(result)
+                return
             results.write(analysis.model_dump_json() + "\n")
             results.flush()
-            self.acc.add(analysis)
             if self.on_result is not None:
                 self.on_result(analysis)
             if len(self.kept) < MAX_KEPT:
@@ -150,8 +193,11 @@ class SessionsRun:
 
 async def arun_sessions(suite: SessionsSuiteSpec, options: RunOptions | None = None,
                         on_result: AnalysisCallback | None = None) -> SessionsOutcome:
-    """Check everything (ConfigError, exit 2, listing every problem; nothing written), then run to the end."""
-    return await SessionsRun(PreparedSessions(suite, options), on_result).run()
+    """Check everything (ConfigError, exit 2, listing every problem; nothing written), then run to the end, in the
+    seed-003 format (`SessionAnalysis` lines, `SessionsSummary`): what `evals analyze` writes and prints."""
+    outcome = await SessionsRun(PreparedSessions(suite, options), on_result).run()
+    assert isinstance(outcome, SessionsOutcome)
+    return outcome
 
 
 def run_sessions(suite: SessionsSuiteSpec, options: RunOptions | None = None,

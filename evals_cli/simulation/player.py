@@ -1,24 +1,31 @@
 """The seam between the conversation loop and whoever plays the user.
 
-The loop (evals_cli/simulation/loop.py, called by every target kind) asks a `UserPlayer` for the next user
-message, giving it a `ConversationView`: the sample, its (merged) `user:` block and the conversation so far. The
-player answers with a `UserMove`: a message to send, or the end of the conversation. The simulated player
-(simulation/simulator.py) sends the row's scripted opening first and then asks the simulator model; a replaying
-player (`--replay-user`) wraps one and answers from an earlier run while the conversation stays on its path.
+The loop (evals_cli/simulation/loop.py, run by every simulated-user Episode: evals_cli/targets/episode.py) asks a
+`UserPlayer` for the next user message, giving it a `ConversationView`: the sample, its (merged) `user:` block and
+the conversation so far. The player answers with a `UserMove`: a message to send, or the end of the conversation.
+The simulated player (simulation/simulator.py) sends the row's scripted opening first and then asks the simulator
+model; a replaying player (`--replay-user`) wraps one and answers from an earlier run while the conversation stays
+on its path.
 
-A run builds one player per (sample, repeat) through a `UserPlayerFactory`, which reaches the targets as
-`TargetContext.user_player`: a repeat is an independent conversation with a player of its own.
+A run builds one player per (sample, repeat) through a `UserPlayerFactory`, which the runner hands to each
+Episode with its repeat: a repeat is an independent conversation with a player of its own.
+
+Who plays is a user-player kind (`user_simulator: {player: KIND}`, default `simulated`): a registered function
+that builds the run's factory from the run's `SimulatorSettings` (the simulator's endpoint, client pool, spec and
+template; the endpoint is None for a kind other than `simulated` when none resolves). A plug-in adds one with
+`@USER_PLAYERS.register("acme_user")`, so a custom user simulator needs no edit to evals-cli.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import UserSpec
 from evals_cli.models.trajectory import EndReason, Turn, Usage, UserSource
+from evals_cli.registry import Registry
 
 
 class UserSimulatorError(Exception):
@@ -75,8 +82,10 @@ class UserMove:
     diverged_at: int | None = None
 
 
+@runtime_checkable
 class UserPlayer(Protocol):
-    """Plays the user of one conversation (one sample, one repeat)."""
+    """Plays the user of one conversation (one sample, one repeat): the next user message (public:
+    `evals_cli.UserPlayer`). The simulated user, the replaying one and a plug-in's (`USER_PLAYERS`) all are."""
 
     async def next_message(self, view: ConversationView) -> UserMove:
         """The next user message, or the end of the conversation; raise UserSimulatorError when the user
@@ -86,3 +95,12 @@ class UserPlayer(Protocol):
 
 UserPlayerFactory = Callable[[Sample, int], UserPlayer]
 """Builds the player of one (sample, repeat); the sample's `user:` block already has the suite's defaults."""
+
+
+PlayerKind = Callable[[Any], UserPlayerFactory]
+"""A user-player kind: builds the run's UserPlayerFactory from its SimulatorSettings (simulation/simulator.py)."""
+
+USER_PLAYERS: Registry[PlayerKind] = Registry("user player", "evals_cli.simulation.simulator")
+"""Every user-player kind; `simulated` (a model plays the user) registers in simulation/simulator.py."""
+
+DEFAULT_PLAYER = "simulated"

@@ -30,7 +30,7 @@ from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import END_TOOL, UserSimulatorSpec, UserSpec, split_stop
 from evals_cli.models.trajectory import Turn, Usage
-from evals_cli.simulation.player import ConversationView, UserMove, UserSimulatorError
+from evals_cli.simulation.player import DEFAULT_PLAYER, USER_PLAYERS, ConversationView, UserMove, UserSimulatorError
 from evals_cli.simulation.prompt import DEFAULT_TEMPLATE, render
 from evals_cli.text_caps import cap, clean_text
 
@@ -134,7 +134,7 @@ def simulator_messages(view: ConversationView, system_prompt: str) -> list[dict[
 class SimulatorSettings:
     """Everything the simulated players of one run share."""
 
-    endpoint: Endpoint
+    endpoint: Endpoint  # None only for a user-player kind other than `simulated` when no endpoint resolved
     pool: ClientPool
     spec: UserSimulatorSpec | None = None
     template: str = DEFAULT_TEMPLATE
@@ -286,8 +286,9 @@ def _closing_words(text: str, raw_arguments: str | None) -> str:
     return str(said) if said else split_stop(text)[0]
 
 
+@USER_PLAYERS.register(DEFAULT_PLAYER)
 class SimulatedPlayers:
-    """The run's `UserPlayerFactory`: a new SimulatedUser per (sample, repeat)."""
+    """A model plays the user: the row's scripted opening, then the simulator model (the default player)."""
 
     def __init__(self, settings: SimulatorSettings) -> None:
         self.settings = settings

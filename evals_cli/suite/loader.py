@@ -380,6 +380,19 @@ class TargetFile(StrictModel):
                                     "--judge-* rank higher).")
 
 
+_target_file_generation = 0
+
+
+def _refresh_target_file() -> None:
+    """TargetFile holds the target union too: rebuilt when the suite's was (a kind registered since)."""
+    global _target_file_generation
+    from evals_cli.suite import spec
+
+    if spec.refresh() != _target_file_generation:
+        spec.retype(TargetFile, {"target": spec.TargetSpec})
+        _target_file_generation = spec.generation
+
+
 def load_target_file(path: Path) -> dict[str, Any]:
     """A `--target` file: a bare target block (kind, base_url, model, system_prompt_file, ...), or a mapping with
     `target:` and optionally `tools:` and `judge:`. Checked on its own, so a mistake names this file and line;
@@ -391,6 +404,7 @@ def load_target_file(path: Path) -> dict[str, Any]:
     wrapped = "target" in data
     blocks = data if wrapped else {"target": data}
     problems += [_located(where, line_of, p, msg) for p, msg in _tool_name_problems(blocks)]
+    _refresh_target_file()
     try:
         TargetFile.model_validate(blocks)
     except ValidationError as exc:

@@ -8,6 +8,11 @@ Importing this module therefore discovers every grader and target kind: commands
 (`evals --help`, `evals list extractors`) never import it, and modules that only annotate with `SuiteSpec`
 import it under TYPE_CHECKING.
 
+The unions are built when this module is first imported (when the first suite is loaded: `import evals_cli`
+imports no kind), and built again by `refresh` whenever a kind was registered or unregistered since (a kind a
+plug-in or a test registers after that still counts): `load_suite`, `load_target_file` and
+`SuiteSpec.model_validate` call it, and comparing two counters is all it costs when nothing moved.
+
 The kinds are listed alphabetically in the unions, hence in `unknown kind '...'; kinds: ...` messages and in
 `evals list graders`: an order no one has to keep by hand, and the same whichever module was imported first.
 """
@@ -19,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
-from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator
+from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
 from evals_cli.graders.base import GRADERS
 from evals_cli.models.base import StrictModel, SuiteFile
@@ -121,9 +126,15 @@ else:
 class SuiteSpec(SuiteFile):
     """A whole suite.yaml."""
 
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> SuiteSpec:
+        refresh()  # a kind registered since the unions were built is a kind of this suite too
+        return super().model_validate(obj, *args, **kwargs)
+
     name: str = Field(description="Suite name, used in output folder names.")
     description: str | None = Field(default=None, description="Free text.")
-    dataset: str = Field(description="JSONL dataset (or tutorial JSON array), relative to the suite file.")
+    dataset: str = Field(description="JSONL dataset (or tutorial JSON array), relative to the suite file. A "
+                         "traces target may leave it out: every traced conversation is then a sample.")
     max_samples: int | None = Field(default=None, ge=1, description="Run at most this many samples.")
     sample_tags: list[str] | None = Field(default=None, description="Run only samples carrying one of these tags.")
     concurrency: int = Field(default=4, ge=1, description="Samples in flight at once.")
@@ -172,6 +183,18 @@ class SuiteSpec(SuiteFile):
         extra = [self._target_dir] if target and self._target_dir is not None else []
         return [self.base_dir, *(self.resolve(d) for d in self.code_dirs), *extra]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _dataset_from_target(cls, data: Any) -> Any:
+        """A target kind whose samples are its own records (traces) names the dataset when the suite does not."""
+        if isinstance(data, dict) and "dataset" not in data and isinstance(data.get("target"), dict):
+            entry = TARGETS.get(str(data["target"].get("kind") or ""))
+            default = getattr(entry.impl, "default_dataset", None) if entry is not None else None
+            dataset = default(data["target"]) if default is not None else None
+            if dataset is not None:
+                data = {**data, "dataset": dataset}
+        return data
+
     @field_validator("graders")
     @classmethod
     def _graders_for_live_targets(cls, graders: dict[str, Any]) -> dict[str, Any]:
@@ -190,3 +213,37 @@ class SuiteSpec(SuiteFile):
     def cross_check(self) -> list[tuple[tuple[str, ...], str]]:
         """Problems between sections (field path, message); see `cross_check_raw` for the loader."""
         return cross_check_raw(self.model_dump(include={"gate", "graders"}))
+
+
+_built_from = (GRADERS.version, TARGETS.version)  # the registries' versions the unions above were built from
+generation = 0  # bumped by every rebuild: a model elsewhere holding a union (the --target file's) compares it
+
+
+def refresh() -> int:
+    """Build the unions again when a grader or target kind was registered or unregistered since they were built
+    (a plug-in's or a test's, after the first suite was loaded), and put them into SuiteSpec; the generation."""
+    global GraderSpec, TargetSpec, _built_from, generation
+    GRADERS.discover()
+    TARGETS.discover()
+    if (GRADERS.version, TARGETS.version) == _built_from:
+        return generation
+    GraderSpec, TargetSpec = grader_union(), target_union()
+    _built_from = (GRADERS.version, TARGETS.version)
+    retype(SuiteSpec, {"graders": dict[str, GraderSpec], "target": TargetSpec})
+    generation += 1
+    return generation
+
+
+def retype(model: type[Any], annotations: dict[str, Any]) -> None:
+    """Give fields of a built model new annotations (a union with more members), keeping their defaults and
+    descriptions, and rebuild its validator: pydantic does not read a class's annotations again by itself."""
+    import copy
+
+    from pydantic.fields import FieldInfo
+
+    for name, annotation in annotations.items():
+        field = copy.copy(model.__pydantic_fields__[name])
+        fresh = FieldInfo.from_annotation(annotation)
+        field.annotation, field.metadata = fresh.annotation, fresh.metadata
+        model.__pydantic_fields__[name] = field
+    model.model_rebuild(force=True)

@@ -10,30 +10,46 @@ differs between kinds beyond running a sample (whether a model endpoint stands b
 building the target checks something `evals validate` should report) is a class attribute or class method
 here, overridden by the kind that differs, so no code outside a target's module names a kind. The suite's
 target union is built from this registry (evals_cli/suite/spec.py): adding a kind is its module and its test.
+
+A kind implements one agent turn (`Agent.run_turn`) and what an episode asks of it (`open_toolbox`, `start`,
+`stop_reason`); the conversation around the turns (scripted, per-turn, a simulated user) is driven by the
+Episode the runner builds for every (sample, repeat) (targets/episode.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint, resolve_agent
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
-from evals_cli.models.trajectory import Trajectory
+from evals_cli.models.trajectory import Trajectory, Turn
 from evals_cli.registry import Registry
 
 if TYPE_CHECKING:
-    from evals_cli.simulation.player import UserPlayer, UserPlayerFactory
+    from evals_cli.models.trajectory import StopReason
+    from evals_cli.simulation.player import UserPlayerFactory
+    from evals_cli.tools.mock import MockToolbox
 
 
-SAMPLE_REPEAT: ContextVar[int] = ContextVar("SAMPLE_REPEAT", default=0)
-"""Which repeat of its sample the runner is running (set per sample, in the worker's context): a simulated user
-is built per (sample, repeat) without every target kind's `run` having to take the repeat."""
+@runtime_checkable
+class Agent(Protocol):
+    """One agent turn, in the target's wire format (public: `evals_cli.Agent`). Every target kind that runs an
+    agent implements it (openai_chat, openai_responses, python), and the drivers of a conversation (scripted
+    turns, per-turn rows, a simulated user) call it once per user message: the conversation so far, in the
+    kind's own message format, ends with that message; the agent answers it, calling the mocked tools through
+    `toolbox` (its calls and answer recorded as steps of `turn`, its reply appended to `conversation`), and
+    returns True when it answered, False when it hit `max_steps` first (the sample then stops, stop_reason
+    max_steps). It raises on errors (the sample errors; never scored as a zero)."""
+
+    async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
+                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+        """Answer the conversation's last user message; False when the step bound cut the turn off."""
+        ...
 
 
 class SampleFailed(Exception):
@@ -56,8 +72,8 @@ class TargetContext:
     pool: ClientPool | None = None
     system_prompt: str | None = None
     base_dir: Path = field(default_factory=Path.cwd)
-    #: Builds the user player of one (sample, repeat) for rows with a `user:` block (the simulated user, or a
-    #: replaying one with --replay-user); None: the run has no simulated samples.
+    #: Builds the user player of one (sample, repeat) for `Target.run` outside a run (a test, a script); a run
+    #: hands its players to each Episode instead.
     user_player: UserPlayerFactory | None = None
 
 
@@ -89,21 +105,40 @@ class Target:
         EVAL_JUDGE_* name one: the agent's own when it is a model."""
         return agent if cls.calls_model else None
 
+    #: The agent takes a whole scripted sample in one call (every user message at once) instead of one turn at a
+    #: time: the episode hands it the world and the toolbox and lets `run_whole_sample` run it (the python kind).
+    runs_whole_samples: ClassVar[bool] = False
+
     async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
-                  repeat: int | None = None) -> Trajectory:
-        """Fill `trajectory` (the runner passes one in, so a sample cut short by its timeout keeps what it
-        did) and return it; raise SampleFailed on errors. `repeat` tells a simulated user which conversation
-        this is (each repeat is an independent one); None: the runner's SAMPLE_REPEAT. A kind may leave the
-        keyword out: the runner never passes it."""
+                  repeat: int = 0) -> Trajectory:
+        """One episode of this target outside a run (a test, a script): the runner builds its Episodes itself
+        (targets/episode.py), handing each its repeat and the run's user players; here they come from the
+        context. Fills `trajectory` and returns it; SampleFailed on errors."""
+        raise NotImplementedError  # every kind that runs inherits one from ToolLoopTarget or defines its own
+
+    def open_toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
+        """A new toolbox for one episode, with its own copy of the world, and the tool schemas in this kind's
+        wire format."""
         raise NotImplementedError
 
-    def user_player(self, sample: Sample, repeat: int | None = None) -> UserPlayer | None:
-        """The player of a simulated-user sample (None for an ordinary one)."""
-        if sample.user is None:
-            return None
-        if self.ctx.user_player is None:
-            raise ValueError(f"sample {sample.id} has a user: block, but the run has no user simulator")
-        return self.ctx.user_player(sample, SAMPLE_REPEAT.get() if repeat is None else repeat)
+    def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
+        """The conversation to send before the first user turn, in this kind's format; fills
+        `trajectory.prefilled`."""
+        raise NotImplementedError
+
+    async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
+                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+        """One agent turn (`Agent`)."""
+        raise NotImplementedError
+
+    def stop_reason(self, trajectory: Trajectory, toolbox: MockToolbox) -> StopReason:
+        """How an episode whose every turn was answered ended (completed, empty_answer, unparsed_tool_call)."""
+        raise NotImplementedError
+
+    async def run_whole_sample(self, sample: Sample, trajectory: Trajectory, toolbox: MockToolbox,
+                               schemas: list[dict[str, Any]]) -> Trajectory:
+        """A scripted sample in one call, for a kind that `runs_whole_samples`."""
+        raise NotImplementedError
 
 
 TARGETS: Registry[type[Target]] = Registry("target", "evals_cli.targets")

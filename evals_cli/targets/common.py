@@ -20,8 +20,7 @@ from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
-from evals_cli.simulation.loop import AgentFailed, converse
-from evals_cli.targets.base import SAMPLE_REPEAT, SampleFailed, Target, TargetContext
+from evals_cli.targets.base import Target, TargetContext
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox, merge_tools
 
@@ -91,7 +90,7 @@ class ToolLoopTarget(Target):
         """Loop until a reply without tool calls (True) or the step bound (False)."""
         raise NotImplementedError
 
-    def _toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
+    def open_toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
         """A new toolbox per call, hence per (sample, repeat): its world is that run's alone."""
         toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment)
         if sample.tools:
@@ -100,43 +99,16 @@ class ToolLoopTarget(Target):
             self._suite_schemas = self.tool_schemas(toolbox)
         return toolbox, self._suite_schemas
 
-    async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
-                  repeat: int | None = None) -> Trajectory:
-        toolbox, schemas = self._toolbox(sample)
-        trajectory = trajectory if trajectory is not None else Trajectory()
-        trajectory.agent_model = sample.agent_model  # the row's own model, asked instead of the run's (results say so)
-        conversation = self.start(sample, trajectory)
-        max_steps = sample.max_steps or self.spec.max_steps
-        user_turns: list[str | None] = list(sample.user_turns) or [None]
-        repeat = SAMPLE_REPEAT.get() if repeat is None else repeat
-        player = self.user_player(sample, repeat)
-        try:
-            if player is not None:  # a simulated user: the same turn code, one user message at a time
-                async def agent_turn(turn_index: int, turn: Turn) -> bool:
-                    if turn.user is not None:
-                        conversation.append({"role": "user", "content": turn.user})
-                    return await self.run_turn(sample, turn_index, turn, conversation, toolbox, schemas, max_steps)
-
-                if not await converse(sample, trajectory, player, agent_turn, repeat):
-                    trajectory.stop_reason = "max_steps"
-                    return trajectory
-                user_turns = []
-            for turn_index, user in enumerate(user_turns):
-                if user is not None:
-                    conversation.append({"role": "user", "content": user})
-                turn = Turn(user=user)
-                trajectory.turns.append(turn)
-                if not await self.run_turn(sample, turn_index, turn, conversation, toolbox, schemas, max_steps):
-                    trajectory.stop_reason = "max_steps"
-                    return trajectory
-        except Exception as exc:
-            trajectory.stop_reason = "error"
-            raise SampleFailed(exc.cause if isinstance(exc, AgentFailed) else exc, trajectory) from exc
-        finally:  # also cut off, failed or cancelled (sample_timeout): the world as the agent left it
-            trajectory.state_changes = toolbox.state_changes()
+    def stop_reason(self, trajectory: Trajectory, toolbox: MockToolbox) -> StopReason:
         last = trajectory.turns[-1].steps[-1] if trajectory.turns and trajectory.turns[-1].steps else None
-        trajectory.stop_reason = answer_stop_reason(last.content if last else None, toolbox.tools)
-        return trajectory
+        return answer_stop_reason(last.content if last else None, toolbox.tools)
+
+    async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
+                  repeat: int = 0) -> Trajectory:
+        from evals_cli.targets.episode import Episode
+
+        episode = Episode(self, sample, repeat, self.ctx.user_player, trajectory or Trajectory())
+        return await episode.run()
 
 
 def request_options(spec: Any, model: str, schemas: list[dict[str, Any]], max_tokens_key: str) -> dict[str, Any]:

@@ -38,9 +38,8 @@ from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Message, Sample
 from evals_cli.models.target_specs import AgentPrompt
-from evals_cli.models.trajectory import Step, Trajectory, Turn
-from evals_cli.simulation.loop import AgentFailed, converse
-from evals_cli.targets.base import SAMPLE_REPEAT, TARGETS, SampleFailed, Target, TargetContext
+from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
+from evals_cli.targets.base import TARGETS, SampleFailed, Target, TargetContext
 from evals_cli.targets.common import answer_stop_reason, initial_messages
 from evals_cli.text_caps import cap, clean_text
 from evals_cli.tools.mock import MockToolbox, merge_tools
@@ -52,7 +51,8 @@ class PythonTarget(AgentPrompt):
 
     kind: Literal["python"] = "python"
     callable: str = Field(
-        description="path/to/agent.py:function, the path relative to the suite file. The function takes "
+        description="path/to/agent.py:function, the path relative to the suite file (or package.module:function, "
+        "from an installed module). The function takes "
         "(sample, tools) and returns the final answer text (a list of texts, one per user message, for per-turn "
         "samples); a sync function runs in a thread of its own."
     )
@@ -71,9 +71,10 @@ class PythonTarget(AgentPrompt):
     def _file_and_function(cls, value: str) -> str:
         file_part, sep, function = value.rpartition(":")
         if not sep or not file_part or not function.isidentifier():
-            raise ValueError(f"expected path/to/agent.py:function, got {value!r}")
-        if PurePath(file_part).suffix != ".py":
-            raise ValueError(f"expected a .py file before ':function', got {file_part!r}")
+            raise ValueError(f"expected path/to/agent.py:function (or package.module:function), got {value!r}")
+        if PurePath(file_part).suffix != ".py" and not custom_code.is_module_ref(value):
+            raise ValueError(f"expected a .py file (or an installed module's dotted name) before ':function', got "
+                             f"{file_part!r}")
         return value
 
 
@@ -96,11 +97,12 @@ class ToolSession:
     """One sample's tool calls, recorded into its trajectory as they happen: one step per call, in the turn the
     agent is on. Thread-safe, because a sync agent calls from its own thread and may fan out to more."""
 
-    def __init__(self, toolbox: MockToolbox, trajectory: Trajectory, max_steps: int) -> None:
+    def __init__(self, toolbox: MockToolbox, trajectory: Trajectory, max_steps: int, turn_offset: int = 0) -> None:
         self.toolbox = toolbox
         self.trajectory = trajectory
         self.max_steps = max_steps
         self.turn = 0
+        self.turn_offset = turn_offset  # the conversation's index of trajectory.turns[0] (one turn at a time)
         self.closed = False
         self.limit_hit = False
         self.lock = threading.Lock()
@@ -120,11 +122,12 @@ class ToolSession:
                 raise RuntimeError("the sample is over (it finished, failed or ran past sample_timeout); this tool "
                                    "call was not recorded")
             turn = self.trajectory.turns[self.turn]
+            index = self.turn + self.turn_offset
             if len(turn.steps) >= self.max_steps:
                 self.limit_hit = True
-                raise StepLimitReached(f"max_steps: {self.max_steps} tool calls in turn {self.turn + 1}")
+                raise StepLimitReached(f"max_steps: {self.max_steps} tool calls in turn {index + 1}")
             wall, latency = self.since_last()
-            record = self.toolbox.call(f"call_{self.turn}_{len(turn.steps)}", name, cap(raw_arguments))
+            record = self.toolbox.call(f"call_{index}_{len(turn.steps)}", name, cap(raw_arguments))
             turn.steps.append(Step(tool_calls=[record], finish_reason="tool_calls", started=wall, latency_s=latency))
             return record.result
 
@@ -192,6 +195,8 @@ def load_agent(ref: str, base_dir: Path) -> Callable[..., Any]:
     only the path the suite names is loaded (never a module search). Every mistake is a ConfigError naming
     target.callable, found before any sample runs."""
     file_part, _, name = ref.rpartition(":")
+    if custom_code.is_module_ref(ref):  # an installed module: not confined, imported under the same guard
+        return _load_module_agent(ref, name)
     try:
         path = custom_code.locate(file_part, base_dir, "python agent")  # inside the suite's folder, or code_dirs
     except ValueError as exc:
@@ -241,6 +246,28 @@ def load_agent(ref: str, base_dir: Path) -> Callable[..., Any]:
     return fn
 
 
+def _load_module_agent(ref: str, name: str) -> Callable[..., Any]:
+    """The agent `package.module:function` names, from an installed module (evals validate without
+    --import-code: found and read, not imported); ConfigError naming target.callable otherwise."""
+    try:
+        if not custom_code.may_run():
+            static = custom_code.check_module(ref, "python agent")
+            if static is not None:
+                _check_signature(static.signature, ref, name)
+            return _not_imported
+        fn = custom_code.import_module_guarded(ref, "python agent")
+    except ValueError as exc:
+        raise ConfigError(f"target.callable: {exc}") from None
+    if not callable(fn):
+        raise ConfigError(f"target.callable: {ref} is not callable (it is {type(fn).__name__})")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return fn
+    _check_signature(signature, ref, name)
+    return fn
+
+
 def _check_signature(signature: inspect.Signature, ref: str, name: str) -> None:
     """ConfigError unless the agent can be called as (sample, tools)."""
     try:
@@ -251,7 +278,11 @@ def _check_signature(signature: inspect.Signature, ref: str, name: str) -> None:
 
 
 def agent_path(ref: str, base_dir: Path) -> Path:
-    """The agent file of `path/to/agent.py:function`, the path relative to the suite's folder."""
+    """The agent file of `path/to/agent.py:function`, the path relative to the suite's folder (of
+    `package.module:function`: the module's file, where it has one)."""
+    if custom_code.is_module_ref(ref):
+        found = custom_code.find_module(ref.rpartition(":")[0])
+        return Path(found.origin).resolve() if found is not None and found.origin else Path(ref)
     path = Path(ref.rpartition(":")[0]).expanduser()
     return (path if path.is_absolute() else base_dir / path).resolve()
 
@@ -290,19 +321,36 @@ class PythonAgent(Target):
         return PythonAgentEndpoint(role="agent", base_url=None, api_key=NO_KEY, model=spec.callable,
                                    timeout=spec.sample_timeout or 120.0, max_retries=0)
 
+    runs_whole_samples = True  # a scripted sample is one call with every user message (see AgentTools.next_turn)
+
     async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
-                  repeat: int | None = None) -> Trajectory:
+                  repeat: int = 0) -> Trajectory:
+        from evals_cli.targets.episode import Episode
+
+        return await Episode(self, sample, repeat, self.ctx.user_player, trajectory or Trajectory()).run()
+
+    def open_toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
         toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment)  # this run's own world
-        trajectory = trajectory if trajectory is not None else Trajectory()
+        return toolbox, toolbox.schemas()
+
+    def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
+        """A simulated-user conversation's history, chat-shaped: the function gets it as pre-filled `messages`."""
         trajectory.prefilled = initial_messages(sample, self.system_prompt)
-        repeat = SAMPLE_REPEAT.get() if repeat is None else repeat
-        player = self.user_player(sample, repeat)
-        if player is not None:
-            return await self._converse(sample, trajectory, toolbox, player, repeat)
+        return [dict(m) for m in trajectory.prefilled]
+
+    def stop_reason(self, trajectory: Trajectory, toolbox: MockToolbox) -> StopReason:
+        last = trajectory.turns[-1].answer if trajectory.turns else None
+        return answer_stop_reason(last, toolbox.tools)
+
+    async def run_whole_sample(self, sample: Sample, trajectory: Trajectory, toolbox: MockToolbox,
+                               schemas: list[dict[str, Any]]) -> Trajectory:
+        """A scripted sample: the function is called once, with every user turn (`tools.next_turn()` moves its
+        calls on to the next one), and returns the last answer (a str) or one per user message (a list)."""
+        trajectory.prefilled = initial_messages(sample, self.system_prompt)
         users: list[str | None] = [*sample.user_turns] or [None]
         trajectory.turns.extend(Turn(user=user) for user in users)
         session = ToolSession(toolbox, trajectory, sample.max_steps or self.spec.max_steps)
-        tools = AgentTools(session, toolbox.schemas(), self.system_prompt)
+        tools = AgentTools(session, schemas, self.system_prompt)
         try:
             result = await self._call(sample, tools)
         except (Exception, SystemExit) as exc:
@@ -330,54 +378,32 @@ class PythonAgent(Target):
             trajectory.stop_reason = answer_stop_reason(answers[-1], toolbox.tools)
         return trajectory
 
-    async def _converse(self, sample: Sample, trajectory: Trajectory, toolbox: MockToolbox, player: Any,
-                        repeat: int) -> Trajectory:
-        """A simulated-user conversation: the agent function is called once per user message, with a sample
-        holding that message as `input` and the conversation so far as pre-filled `messages` (the mid-conversation
-        shape it already handles); it returns that turn's answer (a str). Its tool calls go into that turn."""
-        session = ToolSession(toolbox, trajectory, sample.max_steps or self.spec.max_steps)
-        tools = AgentTools(session, toolbox.schemas(), self.system_prompt)
-        history = [dict(m) for m in trajectory.prefilled]
-
-        async def agent_turn(turn_index: int, turn: Turn) -> bool:
-            session.turn = turn_index
-            if turn.user is not None:
-                history.append({"role": "user", "content": turn.user})
-            asked = sample.model_copy(update={"input": history[-1].get("content") or "",
-                                              "messages": [Message.model_validate(m) for m in history[:-1]] or None})
-            session.since_last()
-            try:
-                result = await self._call(asked, tools)
-            except (Exception, SystemExit) as exc:
-                if session.limit_hit:
-                    return False
-                raise self._cause(exc) from None
-            if not isinstance(result, str):
-                raise AgentError(f"{self.spec.callable} returned {type(result).__name__} in a simulated-user "
-                                 "conversation; return this turn's answer as a str")
-            wall, latency = session.since_last()
-            turn.steps.append(Step(content=cap(clean_text(result)), finish_reason="stop", started=wall,
-                                   latency_s=latency))
-            history.append({"role": "assistant", "content": result})
-            return not session.limit_hit
-
+    async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
+                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+        """One agent turn (the `evals_cli.Agent` interface): the function is called with a sample holding the
+        conversation's last message as `input` and the ones before it as pre-filled `messages` (the
+        mid-conversation shape it already handles), and returns this turn's answer (a str), appended to
+        `conversation`. Its tool calls go into `turn`; False when it hit `max_steps`."""
+        session = ToolSession(toolbox, Trajectory(turns=[turn]), max_steps, turn_offset=turn_index)
+        tools = AgentTools(session, schemas, self.system_prompt)
+        asked = sample.model_copy(update={"input": conversation[-1].get("content") or "" if conversation else "",
+                                          "messages": [Message.model_validate(m) for m in conversation[:-1]] or None})
         try:
-            answered = await converse(sample, trajectory, player, agent_turn, repeat)
-        except AgentFailed as exc:
-            trajectory.stop_reason = "error"
-            raise SampleFailed(exc.cause, trajectory) from None
-        except Exception as exc:
-            trajectory.stop_reason = "error"
-            raise SampleFailed(exc, trajectory) from exc
+            result = await self._call(asked, tools)
+        except (Exception, SystemExit) as exc:
+            if session.limit_hit:
+                return False
+            raise self._cause(exc) from None
         finally:
-            session.close()
-            trajectory.state_changes = toolbox.state_changes()
-        if not answered:
-            trajectory.stop_reason = "max_steps"
-            return trajectory
-        last = trajectory.turns[-1].answer if trajectory.turns else None
-        trajectory.stop_reason = answer_stop_reason(last, toolbox.tools)
-        return trajectory
+            session.close()  # a stray thread's later calls raise instead of landing in another turn
+        if not isinstance(result, str):
+            raise AgentError(f"{self.spec.callable} returned {type(result).__name__} in a conversation turn; "
+                             "return this turn's answer as a str")
+        wall, latency = session.since_last()
+        turn.steps.append(Step(content=cap(clean_text(result)), finish_reason="stop", started=wall,
+                               latency_s=latency))
+        conversation.append({"role": "assistant", "content": result})
+        return not session.limit_hit
 
     async def _call(self, sample: Sample, tools: AgentTools) -> Any:
         # see the module docstring: an agent cannot end, hold or interrupt the run; its time is bounded by the

@@ -130,7 +130,7 @@ class _Checks:
         reached = self.reached_at()
         if reached is None:
             return Check(1.0, "the expected state was never reached: nothing to stop after", applicable=False)
-        after = [c for c in self.calls[reached + 1:] if c.effect is not None and EFFECTS[c.effect.op].mutating]
+        after = [c for c in self.calls[reached + 1:] if c.effect is not None and EFFECTS[c.effect.op].impl.mutating]
         when = "in the declared world" if reached < 0 else f"after calls[{reached}] {label(self.calls[reached], 60)}"
         if after:
             return Check(0.0, f"mutating effect(s) after the expected state was reached ({when}): {_listed(after)}")

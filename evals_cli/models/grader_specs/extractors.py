@@ -43,9 +43,10 @@ def extractor(name: str, description: str, options: dict[str, str] | None = None
 
 
 def is_custom_ref(name: str) -> bool:
-    """`path/to/file.py:func`: a custom extractor, loaded from the suite's folder when the grader is built."""
+    """`path/to/file.py:func` (loaded from the suite's folder) or `package.module:func` (an installed module): a
+    custom function, loaded when the grader is built."""
     file_part, sep, func = name.rpartition(":")
-    return bool(sep) and file_part.endswith(".py") and func.isidentifier()
+    return (bool(sep) and file_part.endswith(".py") and func.isidentifier()) or custom_code.is_module_ref(name)
 
 
 # custom extractors, keyed by the resolved `file.py:func` the grader was bound to (evals_cli.graders.functions
@@ -61,7 +62,8 @@ def check_extractor(name: str, config: dict[str, Any]) -> None:
         return
     if ":" in name:
         raise ValueError(f"extractor '{name}' is neither a built-in nor 'path/to/file.py:function' (a custom "
-                         "extractor: a .py file relative to the suite and the function's name)")
+                         "extractor: a .py file relative to the suite and the function's name) nor "
+                         "'package.module:function' (one from an installed module)")
     if name not in EXTRACTORS:
         import difflib
 

@@ -1,0 +1,166 @@
+"""Grader kinds of recorded multi-agent sessions: the turn-level detectors and the session, turn and agent scores.
+
+They grade a sample that carries its recording (`evals_cli.sessions.episode`: a recorded session replayed as an
+episode), because what they check has no place in a trajectory: the agents' roles and allowed tools, their
+thoughts, the contexts handed over. A sample without one is "not applicable", never a zero.
+
+- `session_detector`: one detector of `sessions/detectors.py` or `sessions/tool_validation.py`. The turn
+  detectors (ccm: the user re-asks, rdm: the user corrects, hallucination: facts in no tool result) score the
+  share of turns they did not flag, with a turn grade each; the tool detectors (unauthorized_tool,
+  hallucinated_parameter, missing_required, type_mismatch, invalid_value) the share of calls without one.
+- `session_score`: a score of the sessions analysis (`sessions/analysis.py`, deterministic: no judge) at one of
+  its three levels: `session` (overall, conversation, tool_use, reasoning, coordination, intent_drift,
+  task_completion), `turn` (the share of turns not bad, a turn grade each) or `agent` (one agent's overall, or the
+  lowest agent's when `agent` is not set).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from evals_cli.graders.base import GRADERS, GradeContext, Grader
+from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.results import Grade, TurnGrade
+from evals_cli.sessions.analysis import analyze_session
+from evals_cli.sessions.detectors import detect_ccm, detect_hallucination, detect_rdm
+from evals_cli.sessions.episode import recorded_session
+from evals_cli.sessions.models import AgentSession
+from evals_cli.sessions.results import Detection, SessionAnalysis
+from evals_cli.sessions.spec import InteractionWeights, RecordedSessionsTarget, SessionWeights, Thresholds
+from evals_cli.sessions.tool_validation import validate_session
+from evals_cli.wording import plural
+
+TurnDetector = Literal["ccm", "rdm", "hallucination"]
+ToolDetector = Literal["unauthorized_tool", "hallucinated_parameter", "missing_required", "type_mismatch",
+                       "invalid_value"]
+NO_RECORDING = "not a recorded session: nothing to check"
+
+
+class SessionDetectorSpec(GraderBase):
+    """One detector of recorded sessions, as a grader."""
+
+    kind: Literal["session_detector"] = "session_detector"
+    detector: TurnDetector | ToolDetector = Field(description="ccm, rdm, hallucination (turns); unauthorized_tool, "
+                                                  "hallucinated_parameter, missing_required, type_mismatch, "
+                                                  "invalid_value (tool calls).")
+    ccm_similarity: float = Field(default=0.6, ge=0.0, le=1.0, description="ccm: similarity that means a re-ask.")
+    correction_phrases: list[str] = Field(default_factory=list, description="rdm: extra correction phrases.")
+
+
+def _turn_detection(spec: SessionDetectorSpec, session: AgentSession, t: int) -> Detection | None:
+    if spec.detector == "ccm":
+        return detect_ccm(session, t, spec.ccm_similarity)[0]
+    if spec.detector == "rdm":
+        return detect_rdm(session, t, spec.correction_phrases)
+    return detect_hallucination(session, t)
+
+
+def _checked_turns(spec: SessionDetectorSpec, session: AgentSession) -> list[int]:
+    """The turns the detector can judge: ccm and rdm need the user's next message, hallucination a tool result."""
+    turns = range(len(session.turns))
+    if spec.detector in ("ccm", "rdm"):
+        return list(turns)[:-1]
+    return [t for t in turns if any(i.tool_calls for i in session.turns[t].agent_interactions)]
+
+
+@GRADERS.register("session_detector", spec=SessionDetectorSpec)
+class SessionDetectorGrader(Grader[SessionDetectorSpec]):
+    async def grade(self, ctx: GradeContext) -> Grade:
+        session = recorded_session(ctx.sample)
+        if session is None:
+            return Grade(score=1.0, applicable=False, rationale=NO_RECORDING)
+        if self.spec.detector in ("ccm", "rdm", "hallucination"):
+            return self._turns(session)
+        return self._calls(session)
+
+    def _turns(self, session: AgentSession) -> Grade:
+        checked = _checked_turns(self.spec, session)
+        if not checked:
+            return Grade(score=1.0, applicable=False, rationale=f"{self.spec.detector}: no turn to check")
+        per_turn = []
+        for t in checked:
+            found = _turn_detection(self.spec, session, t)
+            per_turn.append(TurnGrade(turn=t, score=0.0 if found else 1.0, rationale=found.evidence if found else ""))
+        flagged = [g for g in per_turn if g.score == 0.0]
+        why = "; ".join(f"turn {g.turn + 1}: {g.rationale}" for g in flagged)
+        return Grade(score=1 - len(flagged) / len(per_turn), per_turn_grades=per_turn,
+                     rationale=f"{self.spec.detector}: {len(flagged)}/{plural(len(per_turn), 'turn')} flagged"
+                               + (f" ({why})" if why else ""))
+
+    def _calls(self, session: AgentSession) -> Grade:
+        validation = validate_session(session)
+        if not validation.calls:
+            return Grade(score=1.0, applicable=False, rationale=f"{self.spec.detector}: no tool call to check")
+        wanted = self.spec.detector.upper()
+        found = [v for v in validation.violations if v.kind == wanted]
+        bad = {(v.turn_index, v.agent_id, v.step_index) for v in found}
+        shown = "; ".join(f"turn {v.turn_index + 1} · {v.agent_id} · {v.tool}: {v.detail}" for v in found[:5])
+        return Grade(score=1 - len(bad) / validation.calls, metadata={"violations": len(found)},
+                     rationale=f"{self.spec.detector}: {len(bad)}/{plural(validation.calls, 'call')} "
+                               + (f"({shown})" if shown else "clean"))
+
+
+SessionMetric = Literal["overall", "conversation", "tool_use", "reasoning", "coordination", "intent_drift",
+                        "task_completion"]
+
+
+class SessionScoreSpec(GraderBase):
+    """A score of the sessions analysis (deterministic), at the session, turn or agent level."""
+
+    kind: Literal["session_score"] = "session_score"
+    level: Literal["session", "turn", "agent"] = Field(default="session", description="session: `metric`; turn: "
+                                                       "the share of good turns; agent: an agent's overall score.")
+    metric: SessionMetric = Field(default="overall", description="level session: which score (intent_drift is "
+                                  "graded as 1 - drift, so higher is better like the others).")
+    agent: str | None = Field(default=None, description="level agent: the agent (default: the lowest-scoring one).")
+    interaction_weights: InteractionWeights = Field(default_factory=InteractionWeights)
+    session_weights: SessionWeights = Field(default_factory=SessionWeights)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+
+
+def session_analysis_grade(spec: SessionScoreSpec, a: SessionAnalysis) -> Grade:
+    """The grade `spec` reads off an analysis (also used with a judged analysis, by the sessions run)."""
+    if a.error is not None:
+        return Grade(score=None, error=a.error)
+    if spec.level == "turn":
+        turns = [TurnGrade(turn=r.turn_index, score=0.0 if r.is_bad else 1.0, rationale=r.reason)
+                 for r in a.turn_results]
+        good = sum(1 for r in a.turn_results if not r.is_bad)
+        return Grade(score=a.conversation_score, per_turn_grades=turns,
+                     rationale=f"{good}/{plural(len(turns), 'turn')} not flagged bad")
+    if spec.level == "agent":
+        scored = {k: v.overall for k, v in a.per_agent_scores.items() if v.overall is not None}
+        if spec.agent is not None:
+            if spec.agent not in a.per_agent_scores:
+                return Grade(score=1.0, applicable=False, rationale=f"agent {spec.agent!r} is not in this session")
+            value = a.per_agent_scores[spec.agent].overall
+            return Grade(score=value, applicable=value is not None, rationale=f"agent {spec.agent}")
+        if not scored:
+            return Grade(score=1.0, applicable=False, rationale="no agent scored")
+        low = min(scored, key=lambda k: scored[k])
+        return Grade(score=scored[low], rationale=f"lowest agent: {low}")
+    if spec.metric == "task_completion":
+        if a.task_completion is None:
+            return Grade(score=1.0, applicable=False, rationale="task completion not measured")
+        return Grade(score=float(a.task_completion),
+                     rationale=f"task {'completed' if a.task_completion else 'not completed'} "
+                               f"({a.task_completion_source})")
+    value = {"overall": a.overall_score, "conversation": a.conversation_score, "tool_use": a.tool_use_score,
+             "reasoning": a.reasoning_score, "coordination": a.coordination_score,
+             "intent_drift": None if a.intent_drift_score is None else round(1 - a.intent_drift_score, 4)}[spec.metric]
+    if value is None:  # does not apply (no tool, no thought) or was not measured: never a zero
+        return Grade(score=1.0, applicable=False, rationale=f"{spec.metric}: does not apply to this session")
+    return Grade(score=value, rationale=f"{spec.metric} {value:.3f}")
+
+
+@GRADERS.register("session_score", spec=SessionScoreSpec)
+class SessionScoreGrader(Grader[SessionScoreSpec]):
+    async def grade(self, ctx: GradeContext) -> Grade:
+        session = recorded_session(ctx.sample)
+        if session is None:
+            return Grade(score=1.0, applicable=False, rationale=NO_RECORDING)
+        target = RecordedSessionsTarget(interaction_weights=self.spec.interaction_weights,
+                                        session_weights=self.spec.session_weights, thresholds=self.spec.thresholds)
+        return session_analysis_grade(self.spec, await analyze_session(session, target, None))

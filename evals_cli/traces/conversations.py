@@ -1,0 +1,345 @@
+"""Spans grouped into conversations, and each conversation rebuilt as evals-cli's own Trajectory.
+
+Grouping: a span belongs to the conversation its `gen_ai.conversation.id` (or `session.id`) names, its own or
+its nearest ancestor's (instrumentations set it once, on the root `invoke_agent` span), else to its trace. So
+a conversation whose turns were separate traces is one conversation, and that id is its session and sample id.
+
+Rebuilding: the model calls of the conversation in start order. A user message a top-level agent's request
+carries that no earlier request did starts a turn; each call's reply is one step (its text, its tool calls and
+their arguments); a tool call's result comes from its execute_tool / TOOL span (by call id, else by name in
+order), else from the tool message of a later request. Agents come from `invoke_agent` / AGENT spans; one
+nested in another's tool call is a handoff. What cannot be rebuilt (content capture off, a tool result never
+recorded, a conversation cut off mid-call, spans whose parents are not in the files) is said in the
+conversation's `notes`, never filled in: a conversation that cannot be graded honestly is `complete=False`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from evals_cli.models.trajectory import Step, StopReason, ToolCall, Trajectory, Turn, Usage
+from evals_cli.traces.conventions import (
+    Message,
+    ModelCall,
+    ToolRun,
+    agent_name,
+    conversation_key,
+    is_genai_like,
+    read_model_call,
+    read_tool_run,
+    span_kind,
+    tool_definitions,
+)
+from evals_cli.traces.masking import TraceCleaner
+from evals_cli.traces.otlp import Span
+
+SpanKey = tuple[str, str]  # (trace id, span id)
+ROOT_AGENT = "agent"  # the name of the agent of model calls no agent span encloses
+
+
+@dataclass
+class AgentInfo:
+    """One agent seen in a conversation and the tools it was offered (None: never recorded)."""
+
+    name: str
+    tools: list[dict[str, Any]] | None = None
+    parent: str | None = None  # the agent that handed work to it (None: the top-level agent)
+
+    def offer(self, tools: list[dict[str, Any]] | None) -> None:
+        if tools is None:
+            return
+        known = {t["name"] for t in self.tools or []}
+        self.tools = [*(self.tools or []), *(t for t in tools if t["name"] not in known)]
+
+
+@dataclass
+class Conversation:
+    """One traced conversation, rebuilt."""
+
+    id: str
+    where: str  # file:line of its first span
+    trajectory: Trajectory
+    step_agents: list[list[str]]  # per turn, per step: the agent that made the model call
+    agents: dict[str, AgentInfo]
+    handoffs: list[tuple[str, str, int]]  # (from agent, to agent, turn index)
+    started: float  # epoch seconds of its first span
+    latency_s: float  # first span's start to last span's end
+    model: str | None
+    conventions: list[str]
+    notes: list[str] = field(default_factory=list)
+    complete: bool = True
+
+    @property
+    def root_agent(self) -> str:
+        return next((a.name for a in self.agents.values() if a.parent is None), ROOT_AGENT)
+
+    def problem(self) -> str:
+        """Why this conversation is not graded (for a complete one, '')."""
+        return "" if self.complete else f"{self.where}: conversation {self.id!r}: " + "; ".join(self.notes)
+
+
+@dataclass
+class _Context:
+    by_key: dict[SpanKey, Span]
+    parents_missing: set[SpanKey] = field(default_factory=set)
+
+    def parent(self, span: Span) -> Span | None:
+        if span.parent_id is None:
+            return None
+        parent = self.by_key.get((span.trace_id, span.parent_id))
+        if parent is None:
+            self.parents_missing.add((span.trace_id, span.span_id))
+        return parent
+
+    def ancestors(self, span: Span) -> list[Span]:
+        out: list[Span] = []
+        seen = {(span.trace_id, span.span_id)}
+        current = self.parent(span)
+        while current is not None and (current.trace_id, current.span_id) not in seen:
+            seen.add((current.trace_id, current.span_id))
+            out.append(current)
+            current = self.parent(current)
+        return out
+
+
+def group(spans: list[Span]) -> tuple[dict[str, list[Span]], _Context]:
+    """Spans by conversation id (in first-seen order)."""
+    ctx = _Context({(s.trace_id, s.span_id): s for s in spans})
+    groups: dict[str, list[Span]] = {}
+    for span in spans:
+        key = conversation_key(span)
+        if key is None:
+            key = next((k for k in map(conversation_key, ctx.ancestors(span)) if k is not None), None)
+        groups.setdefault(key or span.trace_id, []).append(span)
+    return groups, ctx
+
+
+def _arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        parsed = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        return None, f"not JSON: {exc}"
+    if not isinstance(parsed, dict):
+        return None, f"a JSON {type(parsed).__name__}, not an object"
+    return parsed, None
+
+
+class _Builder:
+    def __init__(self, cid: str, spans: list[Span], ctx: _Context, cleaner: TraceCleaner) -> None:
+        self.cid, self.spans, self.ctx, self.clean = cid, spans, ctx, cleaner
+        self.turns: list[Turn] = []
+        self.step_agents: list[list[str]] = []
+        self.agents: dict[str, AgentInfo] = {}
+        self.handoffs: list[tuple[str, str, int]] = []
+        self.notes: list[str] = []
+        self.complete = True
+        self.users_seen = 0
+        self.calls_by_id: dict[str, ToolCall] = {}
+        self.result_from_span: set[int] = set()  # id() of ToolCalls whose result a tool span gave
+
+    # --- agents ---
+
+    def _agent_spans(self, span: Span) -> list[Span]:
+        """The agent spans enclosing `span` (itself included), innermost first."""
+        chain = [span, *self.ctx.ancestors(span)]
+        return [s for s in chain if span_kind(s) == "agent"]
+
+    def _agent_of(self, span: Span) -> tuple[str, bool, Span | None]:
+        """(agent name, nested in another agent, the agent span)."""
+        enclosing = self._agent_spans(span)
+        if not enclosing:
+            return ROOT_AGENT, False, None
+        name = agent_name(enclosing[0]) or ROOT_AGENT
+        return name, len(enclosing) > 1, enclosing[0]
+
+    def _agent(self, name: str, parent: str | None) -> AgentInfo:
+        if name not in self.agents:
+            self.agents[name] = AgentInfo(name, parent=parent)
+        return self.agents[name]
+
+    def _offered(self, call: ModelCall, agent_span: Span | None) -> list[dict[str, Any]] | None:
+        if call.tools is not None:
+            return call.tools
+        if agent_span is not None:
+            return tool_definitions(agent_span.attributes.get("gen_ai.tool.definitions"))
+        return None
+
+    # --- turns and steps ---
+
+    def _turn(self, user: str | None) -> Turn:
+        turn = Turn(user=self.clean.text(user))
+        self.turns.append(turn)
+        self.step_agents.append([])
+        return turn
+
+    def _take_inputs(self, inputs: list[Message], nested: bool) -> None:
+        for message in inputs:
+            if message.role == "tool" and message.tool_call_id:
+                tool_call = self.calls_by_id.get(message.tool_call_id)
+                if tool_call is not None and id(tool_call) not in self.result_from_span and not tool_call.result:
+                    tool_call.result = self.clean.text(message.content) or ""
+        if nested:
+            return
+        users = [m for m in inputs if m.role == "user"]
+        if len(users) > self.users_seen:
+            for message in users[self.users_seen:]:
+                self._turn(message.content if message.content is not None else "")
+        elif users and self.turns and self.clean.text(users[-1].content) != self.turns[-1].user:
+            # the application trimmed the history it sends (a sliding window): a different last user message
+            # is a new turn all the same
+            self._turn(users[-1].content if users[-1].content is not None else "")
+        self.users_seen = max(self.users_seen, len(users))
+
+    def _step(self, call: ModelCall, agent: str, offered: list[dict[str, Any]] | None) -> Step:
+        reply = next((m for m in call.outputs or [] if m.role in ("assistant", "")), None)
+        names = {t["name"] for t in offered} if offered is not None else None
+        tool_calls = []
+        for record in reply.tool_calls if reply is not None else []:
+            raw = self.clean.text(record.arguments) or ""
+            parsed, problem = _arguments(raw)
+            tool_call = ToolCall(id=record.id, name=self.clean.text(record.name) or "", arguments=parsed,
+                                 raw_arguments=raw, arguments_error=problem,
+                                 unknown_tool=names is not None and record.name not in names)
+            if record.id:
+                self.calls_by_id[record.id] = tool_call
+            tool_calls.append(tool_call)
+        return Step(content=self.clean.text(reply.content) if reply is not None else None, tool_calls=tool_calls,
+                    finish_reason=call.finish_reason, usage=Usage(prompt_tokens=call.prompt_tokens,
+                                                                   completion_tokens=call.completion_tokens),
+                    started=call.span.start_s, latency_s=call.span.duration_s)
+
+    def _attach_tool_runs(self, runs: list[ToolRun], steps: list[tuple[Step, float]]) -> None:
+        """Results from tool spans: by call id, else the first call of that name made before the span started
+        that has no span yet."""
+        taken: set[int] = set()
+        for run in sorted(runs, key=lambda r: r.span.start_ns):
+            target = self.calls_by_id.get(run.id) if run.id else None
+            if target is None:
+                for step, started in steps:
+                    if started > run.span.start_s:
+                        break
+                    target = next((c for c in step.tool_calls if c.name == run.name and id(c) not in taken), None)
+                    if target is not None:
+                        break
+            if target is None:
+                continue
+            taken.add(id(target))
+            if run.result is not None:
+                target.result = self.clean.text(run.result) or ""
+                self.result_from_span.add(id(target))
+            if run.span.status_error is not None:
+                target.is_error = True
+
+    def build(self) -> Conversation:
+        spans = sorted(self.spans, key=lambda s: s.start_ns)
+        calls = [read_model_call(s) for s in spans if span_kind(s) == "model"]
+        runs = [read_tool_run(s) for s in spans if span_kind(s) == "tool"]
+        handoffs: list[tuple[str, str, float]] = []
+        for span in spans:
+            if span_kind(span) == "agent":
+                name, nested, _ = self._agent_of(span)
+                parent_span = self.ctx.parent(span)
+                parent = self._agent_of(parent_span)[0] if nested and parent_span is not None else None
+                self._agent(name, parent)
+                if parent is not None and parent != name:
+                    handoffs.append((parent, name, span.start_s))
+        steps: list[tuple[Step, float]] = []
+        uncaptured = 0
+        last_top: Step | None = None
+        last_top_span: Span | None = None
+        for call in calls:
+            agent, nested, agent_span = self._agent_of(call.span)
+            info = self._agent(agent, None)
+            offered = self._offered(call, agent_span)
+            info.offer(offered)
+            if call.inputs is None and call.outputs is None:
+                uncaptured += 1
+            self._take_inputs(call.inputs or [], nested)
+            step = self._step(call, agent, info.tools if offered is None else offered)
+            if not self.turns:
+                self._turn(None)
+            self.turns[-1].steps.append(step)
+            self.step_agents[-1].append(agent)
+            steps.append((step, call.span.start_s))
+            if not nested:
+                last_top, last_top_span = step, call.span
+            if call.span.status_error is not None:
+                self.notes.append(f"a model call failed in production ({call.span.status_error or 'error status'})")
+        self._attach_tool_runs(runs, steps)
+        starts = [t.steps[0].started if t.steps else 0.0 for t in self.turns]
+        for parent, name, at in handoffs:  # in the turn under way when the nested agent started
+            self.handoffs.append((parent, name, max(0, sum(1 for s in starts if s <= at) - 1)))
+        self._explain(calls, uncaptured, last_top, last_top_span)
+        return self._finish(spans, calls)
+
+    def _explain(self, calls: list[ModelCall], uncaptured: int, last: Step | None, last_span: Span | None) -> None:
+        if not calls:
+            self.complete = False
+            found = sorted({k.split(".")[0] + "." + k.split(".")[1] for s in self.spans for k in s.attributes
+                            if k.count(".") >= 1 and is_genai_like(s)})[:6]
+            self.notes.append("no model call span in a convention evals-cli reads (the GenAI semantic conventions' "
+                              "gen_ai.operation.name chat / gen_ai.prompt.N, or OpenInference's "
+                              f"openinference.span.kind LLM); its spans carry {', '.join(found) or 'no LLM attributes'}")
+            return
+        if uncaptured:
+            self.complete = False
+            self.notes.append(f"the messages of {uncaptured} of {len(calls)} model calls were not recorded (content "
+                              "capture was off: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, or "
+                              "OpenInference's OPENINFERENCE_HIDE_* off, where the traces are made)")
+        elif not any(t.user for t in self.turns):
+            self.notes.append("no user message was recorded")
+        missing = [c for t in self.turns for c in t.tool_calls if not c.result and id(c) not in self.result_from_span]
+        if missing and not uncaptured:
+            names = ", ".join(sorted({c.name for c in missing}))
+            self.notes.append(f"the result of {len(missing)} tool call(s) ({names}) was never recorded (no tool span "
+                              "with a result, no later request carrying it); left empty")
+        if last is not None and last.tool_calls and not uncaptured:
+            self.complete = False
+            self.notes.append("cut off mid-call: the last model reply asked for "
+                              f"{', '.join(c.name for c in last.tool_calls)} and no model call followed")
+        elif last_span is not None and last_span.end_ns is None:
+            self.complete = False
+            self.notes.append("cut off: the last model call span never ended")
+        missing_parents = [s for s in self.spans if (s.trace_id, s.span_id) in self.ctx.parents_missing]
+        if missing_parents:
+            self.notes.append(f"{len(missing_parents)} span(s) name a parent that is not in the files (a trace "
+                              "exported in parts, or cut); they were placed by their start times")
+
+    def _finish(self, spans: list[Span], calls: list[ModelCall]) -> Conversation:
+        last = self.turns[-1].steps[-1] if self.turns and self.turns[-1].steps else None
+        stop: StopReason = "completed"
+        if last is not None and not last.content and not last.tool_calls:
+            stop = "empty_answer"
+        if any(c.span.status_error is not None for c in calls) and (last is None or not last.content):
+            stop = "error"
+        trajectory = Trajectory(turns=self.turns, stop_reason=stop)
+        ends = [s.end_ns or s.start_ns for s in spans]
+        model = next((c.model for c in calls if c.model), None)
+        for info in self.agents.values():
+            if info.tools is not None:
+                info.tools = self.clean.value(info.tools)
+        return Conversation(
+            id=self.cid, where=spans[0].where, trajectory=trajectory, step_agents=self.step_agents,
+            agents=self.agents, handoffs=self.handoffs, started=spans[0].start_s,
+            latency_s=max(0.0, (max(ends) - spans[0].start_ns) / 1e9), model=model,
+            conventions=sorted({c.convention for c in calls}), notes=[self.clean.text(n) or "" for n in self.notes],
+            complete=self.complete)
+
+
+def build_conversations(spans: list[Span]) -> tuple[list[Conversation], list[str]]:
+    """(the conversations holding model calls or LLM attributes, in the order they started; a note per trace
+    that holds spans but nothing of an LLM, summed up in one line)."""
+    groups, ctx = group(spans)
+    cleaner = TraceCleaner(spans)
+    conversations: list[Conversation] = []
+    other = 0
+    for cid, members in groups.items():
+        if not any(span_kind(s) is not None or is_genai_like(s) for s in members):
+            other += 1
+            continue
+        conversations.append(_Builder(cid, members, ctx, cleaner).build())
+    conversations.sort(key=lambda c: c.started)
+    notes = [f"{other} trace(s) hold no LLM spans (HTTP, database, ...); left out"] if other else []
+    return conversations, notes
