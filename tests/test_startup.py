@@ -48,6 +48,15 @@ def test_tools_in_the_shorthand_need_no_json_schema_engine(tmp_path: Path) -> No
     assert not [m for m in modules if m.split(".")[0] in ("jsonschema", "referencing", "rpds")]
 
 
+def test_a_suite_of_live_agents_imports_no_sessions_analysis() -> None:
+    """The recorded-session grader kinds register with every grader kind (the suite's union needs their specs), but
+    their analysis, detectors and episode reader are imported only when one grades."""
+    modules = loaded_after("from pathlib import Path\nfrom evals_cli.validate import validate_suite\n"
+                           "assert not validate_suite(Path('suites/multi_turn.yaml')).problems")
+    assert "evals_cli.graders.kinds.recorded" in modules
+    assert not [m for m in modules if m.startswith("evals_cli.sessions.") and m != "evals_cli.sessions.spec"]
+
+
 @pytest.mark.slow  # half a dozen interpreters, one after the other: `make test-slow` runs it
 def test_benchmark_harness_smoke() -> None:
     result = subprocess.run([sys.executable, "bench/run.py", "--smoke", "--scenarios", "a,c"], cwd=ROOT,
