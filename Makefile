@@ -8,7 +8,7 @@ LOCK     := requirements.lock
 DEV_LOCK := requirements-dev.lock
 UV_VERSION := 0.13.9
 
-.PHONY: demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated validate lint record-demo bench clean eval-traces record-demo-traces
+.PHONY: demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline validate lint record-demo bench clean eval-traces record-demo-traces
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -116,6 +116,22 @@ eval-traces: $(VENV)/.installed
 ## served on 127.0.0.1 (needs the dev install: the instrumentation is a dev dependency).
 record-demo-traces: $(VENV)/.installed-dev
 	$(BIN)/python scripts/record_demo_traces.py
+
+## A live MCP server's tools (mcp-server-time), offline: the model and the server both replayed from the recording
+## of the real small model, so no server starts; the gate decides the exit code (0 or 1), exit 2 or 3 fails the target.
+eval-mcp: $(VENV)/.installed
+	$(EVALS) run suites/mcp_time.yaml --replay suites/mcp_time.recording.jsonl || [ $$? -eq 1 ]
+
+## The tau-bench style airline (tools with logic, expected_actions, a simulated customer), offline from the real small
+## model's recording: one sample leaves the wrong seat and one loops, so the gate fails (exit 1, expected here).
+eval-airline: $(VENV)/.installed
+	$(EVALS) run suites/airline.yaml --replay suites/airline.recording.jsonl || [ $$? -eq 1 ]
+
+## Re-record it: the endpoint in suites/mcp_time.yaml (or EVAL_AGENT_BASE_URL), and mcp-server-time started with
+## this project's Python (the dev install has it).
+record-mcp: $(VENV)/.installed-dev
+	rm -f suites/mcp_time.recording.jsonl
+	PATH="$(abspath $(BIN)):$$PATH" $(EVALS) run suites/mcp_time.yaml --record suites/mcp_time.recording.jsonl || [ $$? -eq 1 ]
 
 record-demo: $(VENV)/.installed
 	rm -f suites/demo.recording.jsonl

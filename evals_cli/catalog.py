@@ -183,5 +183,24 @@ def _user_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
             "diverged)."), kinds
 
 
+def _settings_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
+    from evals_cli.endpoints.secrets import MASK, mask_url
+    from evals_cli.settings import default_text, listing
+
+    kinds = []
+    for knob in listing():
+        if knob.current is None:
+            now = "not set (the default applies)"
+        elif knob.secret:
+            now = f"set ({MASK})"
+        else:
+            now = mask_url(knob.current)  # a URL may carry a credential
+        kinds.append((knob.env, knob.description, [("default", default_text(knob.default), ""), ("now", now, "")]))
+    return ("Environment variables evals-cli reads, with their defaults and the values they have now (keys "
+            "masked). Empty is unset; a bad value stops every command with exit 2, naming the variable and what "
+            "it expects."), kinds
+
+
 _CATALOG = {"graders": _grader_catalog, "extractors": _extractor_catalog, "targets": _target_catalog,
-            "gates": _gate_catalog, "effects": _effect_catalog, "users": _user_catalog}
+            "gates": _gate_catalog, "effects": _effect_catalog, "users": _user_catalog,
+            "settings": _settings_catalog}

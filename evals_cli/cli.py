@@ -94,6 +94,7 @@ def _guard(fn: Callable[..., None]) -> Callable[..., None]:
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             with EXIT_GUARD:  # the suite's code cannot exit for us, even from a thread it left running
+                _check_settings()
                 return fn(*args, **kwargs)
         except ConfigError as exc:
             _fail(exc.problems, exc.exit_code)
@@ -104,12 +105,30 @@ def _guard(fn: Callable[..., None]) -> Callable[..., None]:
         except (typer.Exit, typer.Abort):
             raise
         except Exception as exc:
-            if os.environ.get("EVALS_DEBUG"):
+            if _debug():
                 raise
             _fail([f"internal error: {type(exc).__name__}: {exc} (set EVALS_DEBUG=1 for the traceback)"],
                   EXIT_INCOMPLETE)
 
     return wrapper
+
+
+def _check_settings() -> None:
+    """A bad EVALS_* value is exit 2 naming it, before the command does anything. Only EVALS_* variables have a
+    type that can be wrong (the others are text): without one set, the settings model is not even imported."""
+    if any(name.startswith("EVALS_") for name in os.environ):
+        from evals_cli.settings import check
+
+        check()
+
+
+def _debug() -> bool:
+    from evals_cli.settings import knob
+
+    try:
+        return bool(knob("debug"))
+    except ConfigError:
+        return False
 
 
 TARGET_HELP = ("A YAML file with the OpenAI-compatible agent to test (a target block, or target: with optional "
@@ -739,17 +758,30 @@ def view(
     print("stopped", flush=True)
 
 
-LISTABLE = ("graders", "extractors", "targets", "gates", "effects", "users")
+LISTABLE = ("graders", "extractors", "targets", "gates", "effects", "users", "settings")
 
 
 @app.command("list")
 @_guard
 def list_kinds(
-    what: Annotated[str | None, typer.Argument(metavar="WHAT", help="graders, extractors, targets, gates, effects or users "
-                                                                        "(default: all six).")] = None,
+    what: Annotated[str | None, typer.Argument(metavar="WHAT", help="graders, extractors, targets, gates, effects, users "
+                                                                        "or settings (default: all seven); or tools SUITE.")] = None,
+    suite: Annotated[Path | None, typer.Argument(metavar="SUITE", help="With `tools`: the suite whose tools to list.")] = None,
+    target_file: Annotated[Path | None, typer.Option("--target", help="With `tools`: a --target file, as for evals run.")] = None,
+    replay: Annotated[Path | None, typer.Option("--replay", help="With `tools`: read the MCP servers' tool lists from this recording instead of starting them.")] = None,
 ) -> None:
-    """List every registered grader, extractor, target and gate kind, and the simulated-user options, from the schemas."""
+    """List every registered grader, extractor, target and gate kind, the simulated-user options, from the schemas,
+    and the environment variables read (settings); `evals list tools SUITE` lists the tools the suite's agent will
+    see and where each comes from (its MCP servers are started to list theirs)."""
     import shutil
+
+    if what == "tools" or suite is not None:
+        if what != "tools" or suite is None:
+            raise ConfigError("give the suite whose tools to list: evals list tools SUITE")
+        from evals_cli.mcp.listing import offered_tools, render
+
+        sys.stdout.write(render(offered_tools(suite, target_file, replay), max(60, shutil.get_terminal_size((100, 24)).columns)) + "\n")
+        return
 
     if what is not None and what not in LISTABLE:
         import difflib

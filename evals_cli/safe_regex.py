@@ -6,8 +6,8 @@ interrupted nor bounded (the run then ignores SIGTERM, since Python signal handl
 bytecodes). The `regex` package runs the same syntax with a `timeout=`: past it the match raises, and we raise
 `RegexTimeout` naming the pattern, which graders turn into a grade error (not a zero, not a hang).
 
-The bound is `DEFAULT_TIMEOUT_S` seconds per match, changed with the environment variable
-`EVALS_REGEX_TIMEOUT` (seconds, > 0). One second is far more than any sane pattern needs on a capped text
+The bound is one second per match unless the environment variable `EVALS_REGEX_TIMEOUT` (seconds, > 0; see
+evals_cli/settings.py) says otherwise. One second is far more than any sane pattern needs on a capped text
 (see the stored-text cap) and short enough that a hostile dataset costs a second per pattern, and that the
 event loop, which a match blocks, answers signals within about that long.
 
@@ -22,7 +22,6 @@ loop's wakeup pipe, so the run's own handler (stop, grace, summary) runs as soon
 from __future__ import annotations
 
 import importlib
-import os
 import re as _re
 import signal
 import threading
@@ -38,7 +37,6 @@ _sre_parser: Any = importlib.import_module("re._parser")
 
 _REPEATS = tuple(getattr(_c, name) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_c, name))
 
-DEFAULT_TIMEOUT_S = 1.0
 TIMEOUT_ENV = "EVALS_REGEX_TIMEOUT"
 
 IGNORECASE: int = regex.IGNORECASE
@@ -113,16 +111,11 @@ def _bounded(compiled: Pattern, text: str, run: Callable[[float], T]) -> T:
 
 
 def timeout_s() -> float:
-    """The bound in force: EVALS_REGEX_TIMEOUT when it is a positive number, else the default."""
-    raw = os.environ.get(TIMEOUT_ENV)
-    if raw:
-        try:
-            value = float(raw)
-        except ValueError:
-            return DEFAULT_TIMEOUT_S
-        if value > 0:
-            return value
-    return DEFAULT_TIMEOUT_S
+    """The bound in force: EVALS_REGEX_TIMEOUT (see evals_cli/settings.py; a bad value is a ConfigError)."""
+    from evals_cli.settings import knob
+
+    value: float = knob("regex_timeout")
+    return value
 
 
 _COUNTS = _re.compile(r"\{(\d*),?(\d*)\}")  # {n}, {n,}, {,m}, {n,m}: a fixed, linear pattern
@@ -199,6 +192,6 @@ def escape(text: str) -> str:
     return regex.escape(text)
 
 
-__all__: list[Any] = ["DEFAULT_TIMEOUT_S", "IGNORECASE", "Match", "Pattern", "RegexError", "RegexInterrupted",
+__all__: list[Any] = ["IGNORECASE", "Match", "Pattern", "RegexError", "RegexInterrupted",
                       "RegexTimeout",
                       "TIMEOUT_ENV", "compile", "escape", "fullmatch", "search", "timeout_s"]

@@ -7,7 +7,6 @@ tracing adds nothing to the agent loop itself. Needs the optional extra: `pip in
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from evals_cli.errors import ConfigError
@@ -30,7 +29,12 @@ class Telemetry:
 
 
 def otel_requested(flag: bool) -> bool:
-    return flag or bool(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    """--otel, or OTEL_EXPORTER_OTLP_ENDPOINT set (read through evals_cli/settings.py)."""
+    if flag:
+        return True
+    from evals_cli.settings import knob
+
+    return bool(knob("otel_endpoint"))
 
 
 def make_telemetry(enabled: bool, provider: Any = None) -> Telemetry:

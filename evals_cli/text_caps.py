@@ -5,7 +5,7 @@ table.
 A capped field keeps its first `max_field_chars()` characters and ends with an explicit marker giving the
 original length, so a reader sees that (and how much) was cut, and graders reading the trajectory see the
 same. Default 256 Ki characters: a hundred pages of text, far above any real answer or tool payload; change
-it with the environment variable `EVALS_MAX_FIELD_CHARS` (a positive integer).
+it with the environment variable `EVALS_MAX_FIELD_CHARS` (a positive integer; see evals_cli/settings.py).
 
 Text is capped where it enters the trajectory (the targets' model replies and tool calls) and once more, over
 the whole result, before it is written (rationales, submissions, and anything a custom target or grader
@@ -14,16 +14,12 @@ stored). Request bodies are bounded before that, at the transport (see endpoints
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
-DEFAULT_MAX_FIELD_CHARS = 256 * 1024
 MAX_FIELD_ENV = "EVALS_MAX_FIELD_CHARS"
 MARKER = "…[truncated by evals: {total} characters, the first {kept} kept; raise EVALS_MAX_FIELD_CHARS to keep more]"
 
-
-_parsed: tuple[str, int] = ("", DEFAULT_MAX_FIELD_CHARS)
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """The most one results line may take (UTF-8): past it every text field is cut further, the same marker giving
@@ -45,17 +41,12 @@ def clean_text(text: str | None) -> str | None:
 
 
 def max_field_chars() -> int:
-    """The cap in force: EVALS_MAX_FIELD_CHARS when a positive integer, else the default (read each time, so
-    a change takes effect, but parsed once per value: this runs for every stored field)."""
-    global _parsed
-    raw = os.environ.get(MAX_FIELD_ENV, "")
-    if raw != _parsed[0]:
-        try:
-            value = int(raw)
-        except ValueError:
-            value = DEFAULT_MAX_FIELD_CHARS
-        _parsed = (raw, value if value > 0 else DEFAULT_MAX_FIELD_CHARS)
-    return _parsed[1]
+    """The cap in force (EVALS_MAX_FIELD_CHARS, see evals_cli/settings.py): read each time, so a change takes
+    effect, but parsed once per value: this runs for every stored field. A bad value is a ConfigError."""
+    from evals_cli.settings import knob
+
+    value: int = knob("max_field_chars")
+    return value
 
 
 def is_capped(text: str) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from evals_cli import safe_regex
+from evals_cli.errors import ConfigError
 from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 
@@ -43,8 +44,11 @@ def test_safe_regex_times_out_naming_the_pattern(monkeypatch: pytest.MonkeyPatch
     assert time.monotonic() - started < 2
     assert HOSTILE in str(info.value) and "EVALS_REGEX_TIMEOUT" in str(info.value)
     assert safe_regex.search("b+", "abbbc") is not None  # ordinary patterns are unaffected
-    monkeypatch.setenv(safe_regex.TIMEOUT_ENV, "not-a-number")
-    assert safe_regex.timeout_s() == safe_regex.DEFAULT_TIMEOUT_S
+    monkeypatch.setenv(safe_regex.TIMEOUT_ENV, "not-a-number")  # no silent default: the run would not be bounded
+    with pytest.raises(ConfigError, match="EVALS_REGEX_TIMEOUT='not-a-number': expected a number of seconds"):
+        safe_regex.timeout_s()
+    monkeypatch.setenv(safe_regex.TIMEOUT_ENV, "")  # empty is unset
+    assert safe_regex.timeout_s() == 1.0
 
 
 def test_hostile_patterns_become_grade_errors_and_the_run_finishes(server: ScriptedServer, tmp_path: Path) -> None:

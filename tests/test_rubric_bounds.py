@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from evals_cli.graders.rubric import RubricLimitError, load_rubric, render_rubric, rubric_variables
-from evals_cli.graders.rubric_sandbox import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
+from evals_cli.settings import DEFAULT_RUBRIC_MAX_CHARS as DEFAULT_MAX_CHARS
+from evals_cli.settings import DEFAULT_RUBRIC_TIMEOUT_S as DEFAULT_TIMEOUT
 from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, text
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evals_cli.graders.base import GraderContext
+from evals_cli.graders.grading import grade_sample
 from evals_cli.graders.kinds.grounding import GroundingGrader, GroundingSpec
 from evals_cli.graders.kinds.tool_schema import ToolSchemaGrader, ToolSchemaSpec
-from evals_cli.graders.schema_check import check_value, is_type
+from evals_cli.json_schema import SchemaUnusable, check_value, strict_schema
 from evals_cli.models.sample import Message, Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
@@ -153,18 +156,95 @@ def test_parallel_and_unicode_calls_each_get_their_index() -> None:
         ({"a": 1}, {"type": "object"}, []),  # no properties declared: free-form
         ("x", {"anyOf": [{"type": "integer"}, {"type": "string"}]}, []),
         (1.5, {"oneOf": [{"type": "integer"}, {"type": "string"}]}, ["type_mismatch"]),
+        (1.5, {"anyOf": [{"type": "number", "maximum": 1}, {"type": "null"}]}, ["invalid_value"]),  # as a number
+        (3, {"oneOf": [{"type": "integer"}, {"type": "number"}]}, ["invalid_value"]),  # oneOf: exactly one fits
         ("b", {"const": "a"}, ["invalid_value"]),
-        (1, {"type": "madeup"}, []),  # unknown type names are not our business
+        (True, {"enum": [1, "a"]}, ["invalid_value"]),  # true is not 1
+        (5, {"type": "string", "enum": ["a"]}, ["type_mismatch"]),  # a wrong type is said alone
+        ({"b": 1}, {"type": "object", "properties": {"a": {}}, "allOf": [{"properties": {"b": {}}}]}, []),
+        ({"p1": 1, "zz": 2}, {"type": "object", "properties": {}, "patternProperties": {"^p": {}}},
+         ["hallucinated_parameter"]),
+        ({"a": 1}, {"type": "object", "properties": {"a": {}}, "dependentRequired": {"a": ["b"]}},
+         ["missing_required"]),
     ],
 )
 def test_check_value_keywords(value: Any, schema_: dict[str, Any], problems: list[str]) -> None:
     assert [kind for kind, _ in check_value(value, schema_, "")] == problems
 
 
-def test_is_type_follows_json_not_python() -> None:
-    assert not is_type(True, "integer") and not is_type(False, "number")
-    assert is_type(2, "number") and is_type(2.0, "integer") and not is_type(2.1, "integer")
-    assert is_type(None, "null") and not is_type(0, "null")
+def test_types_follow_json_not_python() -> None:
+    number = {"type": "object", "properties": {"n": {"type": "number"}, "i": {"type": "integer"},
+                                               "z": {"type": "null"}}}
+    assert check_value({"n": 2, "i": 2.0, "z": None}, number) == []
+    assert [k for k, _ in check_value({"n": False, "i": True, "z": 0}, number)] == ["type_mismatch"] * 3
+    assert [k for k, _ in check_value({"i": 2.1}, number)] == ["type_mismatch"]
+
+
+def test_bounds_patterns_and_lengths_are_checked_and_said_in_our_words() -> None:
+    tool = {"type": "object", "properties": {
+        "n": {"type": "integer", "minimum": 1, "maximum": 10},
+        "code": {"type": "string", "pattern": "^[A-Z]{3}$", "maxLength": 3},
+        "tags": {"type": "array", "maxItems": 1, "uniqueItems": True},
+    }}
+    problems = check_value({"n": 0, "code": "abcd", "tags": ["a", "a"]}, tool)
+    assert problems == [
+        ("invalid_value", "n: 0 is less than the minimum 1"),
+        ("invalid_value", "code: 'abcd' does not match the pattern '^[A-Z]{3}$'"),
+        ("invalid_value", "code: 'abcd' is longer than 3 characters"),
+        ("invalid_value", 'tags: ["a", "a"] has more than 1 items'),
+        ("invalid_value", 'tags: ["a", "a"] repeats an item (the items must be unique)'),
+    ]
+    assert check_value({"n": 11}, tool) == [("invalid_value", "n: 11 is more than the maximum 10")]
+
+
+def test_problems_follow_the_arguments_order_with_missing_keys_first() -> None:
+    tool = {"type": "object", "required": ["a", "b"], "properties": {"a": {"type": "string"}, "b": {},
+                                                                     "c": {"type": "integer"}}}
+    assert check_value({"c": "x", "zz": 1, "a": 2}, tool) == [
+        ("missing_required", "b is required but missing"),
+        ("type_mismatch", "c: expected integer, got string 'x'"),
+        ("hallucinated_parameter", "zz is not a parameter (known: a, b, c)"),
+        ("type_mismatch", "a: expected string, got integer 2"),
+    ]
+
+
+def test_refs_are_followed_and_closed_like_the_rest() -> None:
+    tool = {"type": "object", "properties": {"where": {"$ref": "#/$defs/Place"}},
+            "$defs": {"Place": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+    assert check_value({"where": {"city": "Oslo"}}, tool) == []
+    assert check_value({"where": {"city": 1, "zip": "x"}}, tool) == [
+        ("type_mismatch", "where.city: expected string, got integer 1"),
+        ("hallucinated_parameter", "where.zip is not a parameter (known: city)")]
+
+
+def test_strict_schema_closes_declared_objects_only() -> None:
+    given = {"type": "object", "properties": {"a": {"type": "object", "properties": {}},
+                                              "b": {"type": "object"},
+                                              "c": {"type": "object", "properties": {}, "additionalProperties": True}},
+             "allOf": [{"properties": {"d": {}}}]}
+    strict = strict_schema(given)
+    assert strict["properties"]["a"]["additionalProperties"] is False
+    assert "additionalProperties" not in strict["properties"]["b"]
+    assert strict["properties"]["c"]["additionalProperties"] is True
+    assert "additionalProperties" not in strict and "additionalProperties" not in strict["allOf"][0]
+    assert "additionalProperties" not in given["properties"]["a"]  # a copy: the tool's own schema is untouched
+
+
+@pytest.mark.parametrize("schema_", [{"type": "madeup"}, {"properties": {"a": {"$ref": "#/$defs/nope"}}},
+                                     {"pattern": "("}])
+def test_a_schema_that_cannot_be_evaluated_is_no_verdict(schema_: dict[str, Any]) -> None:
+    with pytest.raises(SchemaUnusable):
+        check_value({"a": "x"} if "properties" in schema_ else "x", schema_)
+
+
+def test_a_tool_schema_that_cannot_be_evaluated_errors_the_grade_never_zero() -> None:
+    tools = {"lookup": ToolSpec.model_construct(parameters={"type": "object", "properties": {
+        "id": {"$ref": "#/$defs/missing"}}})}  # past validation, as a custom target could hand it over
+    grades = asyncio.run(grade_sample({"schema": schema()}, Sample(input="q"), traj(c("lookup", {"id": "x"})),
+                                      lambda score: score >= 1, tools))
+    result = grades["schema"]
+    assert result.score is None and result.error
+    assert "lookup" in result.rationale and "$ref" in result.rationale
 
 
 # --- grounding --------------------------------------------------------------------------------------------------
@@ -257,3 +337,14 @@ def test_check_sample_reports_bad_values_before_the_run() -> None:
     assert problem.startswith("sample 's1': metadata.must_cite must be a string or a list of strings")
     assert problem.endswith("needed by grader grounding (grounding)")
     assert ground().check_sample(Sample(input="q", metadata={"must_cite": ["a"]})) == []
+
+
+def test_a_backtracking_pattern_is_a_grade_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALS_REGEX_TIMEOUT", "0.2")
+    tools = {"lookup": ToolSpec(parameters={"type": "object", "properties": {
+        "id": {"type": "string", "pattern": "(a|aa)+$"}}})}
+    started = time.monotonic()
+    grades = asyncio.run(grade_sample({"schema": schema()}, Sample(input="q"),
+                                      traj(c("lookup", {"id": "a" * 60 + "!"})), lambda score: score >= 1, tools))
+    assert time.monotonic() - started < 5
+    assert grades["schema"].score is None and "(a|aa)+$" in (grades["schema"].error or "")

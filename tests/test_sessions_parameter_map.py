@@ -93,6 +93,12 @@ def test_a_json_schema_is_kept_as_it_is() -> None:
     ({"order_id": {"type": "string", "required": "yes"}}, "parameters_schema.order_id.required is 'yes'"),
     ({"required": ["order_id"]}, "parameters_schema.required is list"),
     ({"type": "string"}, "parameters of a tool are an object"),
+    # the calls are checked against the schema by the engine: one it cannot read is refused when loaded
+    ({"type": "object", "properties": {"order_id": {"type": "strin"}}},
+     "parameters_schema.properties.order_id.type: not a valid JSON Schema"),
+    ({"order_id": {"type": "str"}}, "parameters_schema.order_id.type: not a valid JSON Schema"),
+    ({"type": "object", "properties": {"order_id": {"$ref": "#/$defs/Id"}}},
+     "parameters_schema.properties.order_id.$ref: '#/$defs/Id' names no part of the schema"),
 ])
 def test_any_other_form_is_an_error_naming_agent_and_tool(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                          schema: Any, said: str) -> None:

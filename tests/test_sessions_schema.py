@@ -1,9 +1,8 @@
 """The shipped JSON Schemas equal the generated ones; real output validates against analysis.schema.json; bad
 session files give exit 2 with file:line messages.
 
-`jsonschema` is not installed in the venv, so documents are checked with the project's own dependency-free
-checker (`graders.schema_check.check_value`: types, required, properties, items, anyOf, enum) after inlining
-`$ref`s, plus a round trip through the pydantic model. The checker also reports keys the schema does not know.
+Documents are checked with the project's JSON Schema check (`json_schema.check_value`, on `jsonschema`: `$ref`s,
+bounds and all), plus a round trip through the pydantic model. The check also reports keys the schema does not know.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 
 from evals_cli.errors import ConfigError
-from evals_cli.graders.schema_check import check_value
+from evals_cli.json_schema import check_value
 from evals_cli.sessions.cli import analyze_command
 from evals_cli.sessions.reader import check_sessions, iter_sessions
 from evals_cli.sessions.results import SessionAnalysis
@@ -27,31 +26,8 @@ BRIEF_KEYS = {"overall_score", "coordination_score", "intent_drift_score", "per_
               "conversation", "session_id", "task_completion", "latency", "tool_validation", "recommendations"}
 
 
-def inline(node: Any, defs: dict[str, Any]) -> Any:
-    if isinstance(node, dict):
-        if "$ref" in node:
-            return inline(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
-        return {k: inline(v, defs) for k, v in node.items() if k != "$defs"}
-    if isinstance(node, list):
-        return [inline(v, defs) for v in node]
-    return node
-
-
 def shipped(path: Path) -> dict[str, Any]:
-    schema = json.loads(path.read_text(encoding="utf-8"))
-    return inline(schema, schema["$defs"])
-
-
-def bounds(value: Any, path: str = "") -> list[str]:
-    """Scores out of [0, 1] (the checker ignores minimum/maximum)."""
-    if isinstance(value, dict):
-        return [p for k, v in value.items() for p in bounds(v, f"{path}.{k}")]
-    if isinstance(value, list):
-        return [p for i, v in enumerate(value) for p in bounds(v, f"{path}[{i}]")]
-    leaf = path.rsplit(".", 1)[-1]
-    scored = leaf.endswith(("_score", "score", "confidence")) or leaf in ("overall", "tool_use", "reasoning", "handoff",
-                                                                          "response_quality")
-    return [path] if scored and isinstance(value, int | float) and not 0 <= value <= 1 else []
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def test_shipped_schemas_equal_the_generated_ones() -> None:
@@ -93,14 +69,14 @@ def test_results_lines_fit_the_analysis_schema_and_round_trip(tmp_path: Path) ->
     assert len(lines) == 8
     for line in lines:
         assert check_value(line, schema, "") == [], line["session_id"]
-        assert bounds(line) == [], line["session_id"]
         assert BRIEF_KEYS <= set(line)
         assert SessionAnalysis.model_validate(line).model_dump(mode="json") == line
     wrong = dict(lines[0], overall_score="high")
     del wrong["turn_results"]
     problems = {kind for kind, _ in check_value(wrong, schema, "")}
     assert problems == {"type_mismatch", "missing_required"}
-    assert bounds(dict(lines[0], coordination_score=1.5)) == [".coordination_score"]
+    assert check_value(dict(lines[0], coordination_score=1.5), schema) == [
+        ("invalid_value", "coordination_score: 1.5 is more than the maximum 1.0")]
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

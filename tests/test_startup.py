@@ -25,6 +25,14 @@ def test_help_imports_nothing_heavy() -> None:
                            "try:\n    app()\nexcept SystemExit:\n    pass")
     assert "evals_cli.cli" in modules
     assert not [m for m in modules if m.split(".")[0] in HEAVY or m == "rich.live"]
+    assert "pydantic_settings" not in modules  # the settings model is imported where a knob is read
+
+
+def test_a_command_with_no_evals_variable_set_does_not_build_the_settings_model() -> None:
+    modules = loaded_after("import os\nfor k in [k for k in os.environ if k.startswith('EVALS_')]:\n"
+                           "    del os.environ[k]\nimport sys\nsys.argv = ['evals', 'list', 'gates']\n"
+                           "from evals_cli.cli import app\ntry:\n    app()\nexcept SystemExit:\n    pass")
+    assert "evals_cli.catalog" in modules and "pydantic_settings" not in modules
 
 
 def test_validate_imports_nothing_heavy() -> None:

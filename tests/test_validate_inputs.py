@@ -54,6 +54,12 @@ def test_suite_tool_name_is_reported_at_its_line(tmp_path: Path) -> None:
     ({"type": "object", "properties": {"n": {"type": "integr"}}}, "parameters.properties.n.type: not a valid"),
     ({"type": "object", "required": "n"}, "parameters.required: not a valid JSON Schema"),
     ({"city": {"type": "strin"}}, "parameters.properties.city.type: not a valid JSON Schema"),
+    ({"type": "object", "properties": {"code": {"type": "string", "pattern": "(["}}},
+     "parameters.properties.code.pattern: not a valid JSON Schema"),
+    ({"type": "object", "properties": {"at": {"$ref": "#/$defs/Place"}}},
+     "parameters.properties.at.$ref: '#/$defs/Place' names no part of the schema"),
+    ({"type": "object", "properties": {"at": {"$ref": "https://example.com/place.json"}}},
+     "schemas elsewhere are never fetched"),
 ])
 def test_invalid_json_schema_under_parameters(parameters: dict, fragment: str) -> None:
     with pytest.raises(ValueError, match="parameters") as caught:
@@ -65,6 +71,7 @@ def test_invalid_json_schema_under_parameters(parameters: dict, fragment: str) -
     {"type": "Kind of record", "q": "Query"},
     {"path": "File path"},
     {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}, "required": ["n"]},
+    {"type": "object", "properties": {"at": {"$ref": "#/$defs/Place"}}, "$defs": {"Place": {"type": "string"}}},
 ])
 def test_valid_parameters_pass(parameters: dict) -> None:
     ToolSpec(parameters=parameters, returns="x")

@@ -8,7 +8,7 @@ The column mapping, in the spirit of both tools:
 - `ground_truth`: text, or a JSON list (one per turn, or alternatives, as in JSONL).
 - `id` or `sample_id`: the sample id (default `row-N`, N counting data records from 1).
 - JSON-encoded cells for the fields that hold structures: `rubric_vars`, `metadata`, `agent_args`, `extra_vars`,
-  `tools`, `expected_calls`, `messages`, `environment`, `expected_state`, `user` (objects or lists);
+  `tools`, `expected_calls`, `messages`, `environment`, `expected_state`, `expected_actions`, `user` (objects or lists);
   `expected_tool_order`, `forbidden_tools`, `tags`,
   `must_cite`, `must_not_say` take a JSON list or, for `tags` and the tool lists, comma-separated names.
 - `max_steps` (an integer), `category`, `rubric`, `rubric_path`, `success`, `agent_model`: text.
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ Record = tuple[str, int, dict[str, Any] | None, str | None]
 """(file:line, data record number from 1, the row as a JSONL row would hold it, None) or (..., None, problem)."""
 
 JSON_FIELDS = ("rubric_vars", "metadata", "agent_args", "extra_vars", "tools", "expected_calls", "messages",
-               "environment", "expected_state", "user")
+               "environment", "expected_state", "user", "expected_actions")
 LIST_FIELDS = ("expected_tool_order", "forbidden_tools", "tags")  # JSON list, or comma-separated names
 TEXT_OR_LIST = ("input", "ground_truth", "must_cite", "must_not_say")  # text, or a JSON list
 TEXT_FIELDS = ("id", "sample_id", "category", "rubric", "rubric_path", "success", "agent_model")
@@ -48,10 +48,15 @@ PROMPTFOO_META = "__metadata:"
 _BAD_BYTES = range(0xDC80, 0xDD00)  # surrogateescape's stand-ins for bytes that are not UTF-8
 
 
-def _lines(path: Path) -> Iterator[str]:
-    """The file's lines as text; bytes that are not UTF-8 become surrogateescape stand-ins, found per record."""
+def _lines(path: Path, seen: Callable[[bytes, int], None] | None = None) -> Iterator[str]:
+    """The file's lines as text; bytes that are not UTF-8 become surrogateescape stand-ins, found per record.
+    `seen(raw bytes, offset)` hears every line as read (see datasets/jsonl.py)."""
+    offset = 0
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, 1):
+            if seen is not None:
+                seen(raw, offset)
+                offset += len(raw)
             if number == 1 and raw.startswith(BOM):
                 raw = raw[len(BOM):]
             yield raw.decode("utf-8", errors="surrogateescape")
@@ -168,9 +173,9 @@ def _row(header: list[str], cells: list[str], where: str) -> tuple[dict[str, Any
     return row, None
 
 
-def iter_csv(path: Path) -> Iterator[Record]:
+def iter_csv(path: Path, seen: Callable[[bytes, int], None] | None = None) -> Iterator[Record]:
     """Every data record of a CSV file as a row dict, or the problem that kept it from being one."""
-    lines = _lines(path)
+    lines = _lines(path, seen)
     reader = csv.reader(lines, strict=True)
     header: list[str] | None = None
     record = 0

@@ -34,11 +34,18 @@ def json_problem(exc: Exception, where: str, jsonl: bool, unit: str = "JSON obje
 
 
 def iter_jsonl(path: Path, *, unit: str, utf8_fix: str, loads: Callable[[str], Any] = json.loads,
-               skip_bom: bool = False) -> Iterator[Line]:
+               skip_bom: bool = False, seen: Callable[[bytes, int], None] | None = None) -> Iterator[Line]:
     """Every non-blank line of a JSONL file, parsed, or the problem that kept it from parsing. `utf8_fix` ends
-    the message for a line that is not UTF-8; `skip_bom` drops a byte-order mark before the first line."""
+    the message for a line that is not UTF-8; `skip_bom` drops a byte-order mark before the first line.
+    `seen(raw bytes, offset)` hears every line as read, blank ones too, before it is parsed (so the last call
+    before a yield is that row's): what a caller needs to hash the file or find a row again without reading
+    the file twice."""
+    offset = 0
     with path.open("rb") as fh:
         for number, raw_line in enumerate(fh, 1):
+            if seen is not None:
+                seen(raw_line, offset)
+                offset += len(raw_line)
             where = f"{path}:{number}"
             if skip_bom and number == 1 and raw_line.startswith(BOM):
                 raw_line = raw_line[len(BOM):]

@@ -9,7 +9,7 @@ import json
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
@@ -153,37 +153,89 @@ def _validate(raw: Any, where: str, fill: RowFill | None = None) -> Sample | lis
         return format_validation_error(exc, Sample, named)
 
 
+Span = tuple[int, int, int]
+"""Where a JSONL row is in its file: (byte offset, byte length, line number); see `read_span`."""
+
+Seen = Callable[[bytes, int], None]
+
+
 def iter_rows(path: Path, fill: RowFill | None = None) -> Iterator[tuple[str, int, Sample | list[str]]]:
-    """(location, default id number, Sample or its problems) for every row, lazily. An OpenTelemetry trace file
-    (OTLP/JSON) is one row per traced conversation (a traces suite without a dataset)."""
+    """(location, default id number, Sample or its problems) for every row, lazily."""
+    for where, number, row, _ in rows_with_spans(path, fill=fill):
+        yield where, number, row
+
+
+def rows_with_spans(path: Path, seen: Seen | None = None,
+                    fill: RowFill | None = None) -> Iterator[tuple[str, int, Sample | list[str], Span | None]]:
+    """`iter_rows`, each row with its span in the file (JSONL only; None for CSV, JSON arrays and traces).
+    `seen(raw bytes, offset)` hears every byte of the file as it is read (a digest of the file, taken on the same
+    read). An OpenTelemetry trace file (OTLP/JSON) is one row per traced conversation (a traces suite without a
+    dataset)."""
     if not path.is_file():
         raise ConfigError(f"{path}: dataset not found; check 'dataset' in the suite (relative to the suite file)")
     if path.suffix.lower() == ".csv":
-        yield from _iter_csv(path, fill)
+        for where, number, row in _iter_csv(path, seen, fill):
+            yield where, number, row, None
         return
     if _first_char(path) == "[":
-        yield from _iter_array(path, fill)
+        for where, number, row in _iter_array(path, seen, fill):
+            yield where, number, row, None
         return
     if looks_like_otlp(path):
         from evals_cli.traces.reader import dataset_rows
 
+        if seen is not None:
+            seen(path.read_bytes(), 0)
         for number, raw in enumerate(dataset_rows(path), 1):
-            yield f"{path}: conversation {raw['id']!r}", number, _validate(raw, f"{path}: conversation {raw['id']!r}")
+            where = f"{path}: conversation {raw['id']!r}"
+            yield where, number, _validate(raw, where), None
         return
+    last = [0, 0]
+
+    def at(raw_line: bytes, offset: int) -> None:
+        last[0], last[1] = offset, len(raw_line)
+        if seen is not None:
+            seen(raw_line, offset)
+
     for where, number, raw, problem in iter_jsonl(path, unit="JSON object", utf8_fix="save as UTF-8",
-                                                  loads=_load_json, skip_bom=True):
-        if problem is None:
-            problem = _sample_id(raw, where) or _row_problem(raw, where)
-        if problem is not None:
-            yield where, number, [problem]
-            continue
-        if isinstance(raw, dict):
-            raw["id"] = f"line-{number}" if "id" not in raw else _id_text(raw["id"])
-        yield where, number, _validate(raw, where, fill)
+                                                  loads=_load_json, skip_bom=True, seen=at):
+        yield where, number, _jsonl_row(where, number, raw, problem, fill), (last[0], last[1], number)
 
 
-def _iter_csv(path: Path, fill: RowFill | None = None) -> Iterator[tuple[str, int, Sample | list[str]]]:
-    for where, number, raw, problem in iter_csv(path):
+def _jsonl_row(where: str, number: int, raw: Any, problem: str | None,
+               fill: RowFill | None = None) -> Sample | list[str]:
+    if problem is None:
+        problem = _sample_id(raw, where) or _row_problem(raw, where)
+    if problem is not None:
+        return [problem]
+    if isinstance(raw, dict):
+        raw["id"] = f"line-{number}" if "id" not in raw else _id_text(raw["id"])
+    return _validate(raw, where, fill)
+
+
+def read_span(path: Path, span: Span, fh: BinaryIO, fill: RowFill | None = None) -> Sample:
+    """The sample at `span` of the JSONL file open as `fh`, read and checked again as the first read did (a
+    ConfigError naming the line when it no longer holds a valid row: the file changed since)."""
+    offset, length, number = span
+    if fh.tell() != offset:
+        fh.seek(offset)
+    raw_line = fh.read(length)
+    where = f"{path}:{number}"
+    if number == 1 and raw_line.startswith(BOM):
+        raw_line = raw_line[len(BOM):]
+    try:
+        raw, problem = _load_json(raw_line.decode("utf-8")), None
+    except (ValueError, RecursionError) as exc:
+        raw, problem = None, json_problem(exc, where, jsonl=True)
+    row = _jsonl_row(where, number, raw, problem, fill)
+    if isinstance(row, list):
+        raise ConfigError([f"{p} (the file changed since it was checked)" for p in row])
+    return row
+
+
+def _iter_csv(path: Path, seen: Seen | None = None,
+              fill: RowFill | None = None) -> Iterator[tuple[str, int, Sample | list[str]]]:
+    for where, number, raw, problem in iter_csv(path, seen):
         if problem is None:
             problem = _row_problem(raw, where)
         if problem is not None or raw is None:
@@ -193,9 +245,13 @@ def _iter_csv(path: Path, fill: RowFill | None = None) -> Iterator[tuple[str, in
         yield where, number, _validate(raw, where, fill)
 
 
-def _iter_array(path: Path, fill: RowFill | None = None) -> Iterator[tuple[str, int, Sample | list[str]]]:
+def _iter_array(path: Path, seen: Seen | None = None,
+                fill: RowFill | None = None) -> Iterator[tuple[str, int, Sample | list[str]]]:
+    data = path.read_bytes()
+    if seen is not None:
+        seen(data, 0)
     try:
-        items = _load_json(path.read_text(encoding="utf-8-sig"))
+        items = _load_json(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not valid UTF-8; save the file as UTF-8") from None
     except (ValueError, RecursionError) as exc:
@@ -242,13 +298,16 @@ def _id_hash(sample_id: str) -> int:
 
 
 def check_dataset(path: Path, limit: int = 50,
-                  on_sample: Callable[[Sample, str], list[str]] | None = None,
-                  fill: RowFill | None = None) -> tuple[int, list[str]]:
+                  on_sample: Callable[[Sample, str], list[str]] | None = None, *,
+                  on_row: Callable[[Sample, str, Span | None], list[str]] | None = None,
+                  seen: Seen | None = None, fill: RowFill | None = None) -> tuple[int, list[str]]:
     """Read every row once, streaming; (valid sample count, problems), at most `limit` problems listed.
 
     Sample ids must be unique (results, resume and comparisons pair samples by id); to keep memory flat on
     huge files only 8-byte hashes are kept, and a second pass runs only when a duplicate shows up.
-    `on_sample(sample, "file:line")` adds checks per valid sample (rubric variables, regexes, ...).
+    `on_sample(sample, "file:line")` adds checks per valid sample (rubric variables, regexes, ...); `on_row` is
+    the same with the row's span in the file (a run keeps what it will run: runner/prepare.py). `seen` hears
+    every byte read (`rows_with_spans`).
     """
     count, extra = 0, 0
     problems: list[str] = []
@@ -261,7 +320,7 @@ def check_dataset(path: Path, limit: int = 50,
         else:
             extra += len(found)
 
-    for where, _, row in iter_rows(path, fill):
+    for where, _, row, span in rows_with_spans(path, seen, fill):
         if isinstance(row, list):
             add(row)
             continue
@@ -269,6 +328,8 @@ def check_dataset(path: Path, limit: int = 50,
         hashes.append(_id_hash(str(row.id)))
         if on_sample is not None:
             add(on_sample(row, where))
+        if on_row is not None:
+            add(on_row(row, where, span))
     add(_duplicate_ids(path, hashes, fill))
     if extra:
         problems.append(f"{path}: ... and {extra} more problems")

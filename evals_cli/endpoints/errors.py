@@ -45,7 +45,11 @@ def _classify(exc: BaseException, endpoint: Endpoint) -> Classified:
     import openai
 
     from evals_cli.custom_code import CustomCodeError
+    from evals_cli.mcp.errors import ToolServerFailed
 
+    server = _cause(exc, ToolServerFailed)
+    if server is not None:  # an MCP server crashed, hung or broke the protocol: no later sample can trust it
+        return Classified("tool_server", str(server), True)
     if isinstance(exc, CustomCodeError):  # the suite's own code exited, was interrupted or ran out of time
         return Classified("custom_code", str(exc), False)
     where = endpoint.describe()

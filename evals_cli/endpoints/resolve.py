@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +63,21 @@ class JudgeOverrides:
         return any(v not in (None, "") for v in (self.model, self.base_url, self.api_key))
 
 
+def knob(field: str) -> str | None:
+    """An endpoint variable, read through the settings model (evals_cli/settings.py)."""
+    from evals_cli.settings import knob as read
+
+    value: str | None = read(field)
+    return value
+
+
+def env(variable: str) -> str | None:
+    """A provider's variable (OPENAI_API_KEY, OPENAI_BASE_URL, ...), by its name, through the settings model."""
+    from evals_cli.settings import knob_of
+
+    return knob_of(variable)
+
+
 def _pick(*values: Any) -> Any:
     for value in values:
         if value not in (None, ""):
@@ -87,17 +101,17 @@ def resolve_agent(spec: Any, overrides: dict[str, Any] | None = None) -> Endpoin
     o = overrides or {}
     names = spec.model_names() if hasattr(spec, "model_names") else None
     # several models: validate checks the first; each run passes its own
-    model = _pick(o.get("model"), spec.model, names[0] if names else None, os.environ.get("EVAL_AGENT_MODEL"))
+    model = _pick(o.get("model"), spec.model, names[0] if names else None, knob("agent_model"))
     own = spec.model_endpoint(model) if model is not None and hasattr(spec, "model_endpoint") else None
     base_url, base_url_from = _pick_from((o.get("model_base_url"), f"--model {model}@URL"),
                                          (o.get("base_url"), "--base-url"),
                                          (own and own.base_url, f"target.models ({model})"),
                                          (spec.base_url, "target.base_url"),
-                                         (os.environ.get("EVAL_AGENT_BASE_URL"), "EVAL_AGENT_BASE_URL"))
+                                         (knob("agent_base_url"), "EVAL_AGENT_BASE_URL"))
     # a model's own key goes only where that model's entry sends it (a --base-url over it gets the target's)
     own_key = own.api_key if own is not None and (own.base_url is None or base_url == own.base_url) else None
-    api_key = _pick(o.get("api_key"), own_key, spec.api_key, os.environ.get("EVAL_AGENT_API_KEY"),
-                    os.environ.get("OPENAI_API_KEY")) or NO_KEY
+    api_key = _pick(o.get("api_key"), own_key, spec.api_key, knob("agent_api_key"),
+                    knob("openai_api_key")) or NO_KEY
     if model is None:
         if base_url is None or base_url_from != "--base-url":
             raise ConfigError("target: no model set; give target.model in the suite, --model, or EVAL_AGENT_MODEL")
@@ -167,20 +181,20 @@ def resolve_judge(grader_spec: Any, judge_spec: Any, agent: Endpoint | None,
     o = overrides or JudgeOverrides()
     model, model_from = _pick_from((o.model, "--judge-model"), (grader_spec.model, "grader"),
                                    (j and j.model, "judge.model"),
-                                   (os.environ.get("EVAL_JUDGE_MODEL"), "EVAL_JUDGE_MODEL"),
+                                   (knob("judge_model"), "EVAL_JUDGE_MODEL"),
                                    (agent and agent.model, "agent"))
     if model is None:
         raise ConfigError("judge: no model set; give judge.model in the suite, --judge-model or EVAL_JUDGE_MODEL")
     base_url, base_url_from = _pick_from(
         (o.base_url, "--judge-base-url"), (grader_spec.base_url, "the grader's base_url"),
-        (j and j.base_url, "judge.base_url"), (os.environ.get("EVAL_JUDGE_BASE_URL"), "EVAL_JUDGE_BASE_URL"))
-    api_key = _pick(o.api_key, grader_spec.api_key, j and j.api_key, os.environ.get("EVAL_JUDGE_API_KEY"))
+        (j and j.base_url, "judge.base_url"), (knob("judge_base_url"), "EVAL_JUDGE_BASE_URL"))
+    api_key = _pick(o.api_key, grader_spec.api_key, j and j.api_key, knob("judge_api_key"))
     provider = getattr(grader_spec, "provider", None)
     if base_url is None and provider in PROVIDERS and model_from == "grader":
         url, key_variables, url_variable = PROVIDERS[provider]
-        base_url, base_url_from = _pick_from((url_variable and os.environ.get(url_variable), str(url_variable)),
+        base_url, base_url_from = _pick_from((url_variable and env(url_variable), str(url_variable)),
                                              (url, f"the grader's provider ({provider})"))
-        api_key = api_key or _pick(*(os.environ.get(v) for v in key_variables))  # never the agent's key
+        api_key = api_key or _pick(*(env(v) for v in key_variables))  # never the agent's key
     elif base_url is None and agent is not None:
         base_url, base_url_from = agent.base_url, agent.base_url_from
         api_key = api_key or agent.api_key
@@ -223,18 +237,18 @@ def resolve_user(simulator_spec: Any, judge_spec: Any, agent: Endpoint | None,
     ConfigError when no model is set anywhere (a python agent with no judge or simulator configured)."""
     s, j = simulator_spec, judge_spec
     o = overrides or JudgeOverrides()
-    model = _pick(s and s.model, os.environ.get("EVAL_USER_MODEL"), o.model, j and j.model,
-                  os.environ.get("EVAL_JUDGE_MODEL"), agent and agent.model)
+    model = _pick(s and s.model, knob("user_model"), o.model, j and j.model,
+                  knob("judge_model"), agent and agent.model)
     if model is None:
         raise ConfigError("user_simulator: no model set for the simulated users; give user_simulator.model in the "
                           "suite, or EVAL_USER_MODEL (the judge's and then the agent's model are used when set)")
     base_url, base_url_from = _pick_from(
-        (s and s.base_url, "user_simulator.base_url"), (os.environ.get("EVAL_USER_BASE_URL"), "EVAL_USER_BASE_URL"),
+        (s and s.base_url, "user_simulator.base_url"), (knob("user_base_url"), "EVAL_USER_BASE_URL"),
         (o.base_url, "--judge-base-url"), (j and j.base_url, "judge.base_url"),
-        (os.environ.get("EVAL_JUDGE_BASE_URL"), "EVAL_JUDGE_BASE_URL"),
+        (knob("judge_base_url"), "EVAL_JUDGE_BASE_URL"),
         (agent and agent.base_url, agent.base_url_from if agent else ""))
-    api_key = _pick(s and s.api_key, os.environ.get("EVAL_USER_API_KEY"), o.api_key, j and j.api_key,
-                    os.environ.get("EVAL_JUDGE_API_KEY"), agent and agent.api_key)
+    api_key = _pick(s and s.api_key, knob("user_api_key"), o.api_key, j and j.api_key,
+                    knob("judge_api_key"), agent and agent.api_key)
     source = s or j
     return Endpoint(role="user", base_url=base_url, api_key=api_key or NO_KEY, model=model,
                     timeout=source.timeout if source else (agent.timeout if agent else 120.0),

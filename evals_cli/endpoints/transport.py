@@ -5,25 +5,21 @@ validate` does) does not import the HTTP stack."""
 from __future__ import annotations
 
 import asyncio
-import os
 import zlib
 from typing import Any
 
 from evals_cli.endpoints.httpx_compat import httpx
 
-DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 MAX_RESPONSE_ENV = "EVALS_MAX_RESPONSE_BYTES"
 
 
 def max_response_bytes() -> int:
-    """The response body bound in force: EVALS_MAX_RESPONSE_BYTES when a positive integer, else 32 MiB (some
-    hundred times the largest real completion, small enough that no reply can exhaust a CI runner)."""
-    raw = os.environ.get(MAX_RESPONSE_ENV, "")
-    try:
-        value = int(raw)
-    except ValueError:
-        return DEFAULT_MAX_RESPONSE_BYTES
-    return value if value > 0 else DEFAULT_MAX_RESPONSE_BYTES
+    """The response body bound in force: EVALS_MAX_RESPONSE_BYTES, 32 MiB unless set (some hundred times the
+    largest real completion, small enough that no reply can exhaust a CI runner; see evals_cli/settings.py)."""
+    from evals_cli.settings import knob
+
+    value: int = knob("max_response_bytes")
+    return value
 
 
 def _in_memory(response: Any) -> bool:

@@ -44,7 +44,8 @@ def expectation_problems(sample: Sample, expected: ExpectedState, tools: Mapping
     problems: list[str] = []
     if sample.environment is None:
         return ["expected_state: the sample has no environment (declare one at suite level or in the row)"]
-    writes = _creates(tools, ("files.write", "files.append"))
+    # a tool an MCP server answers live may write any file of its workspace
+    writes = _creates(tools, ("files.write", "files.append")) or any(t.served_by is not None for t in tools.values())
     for raw in expected.files:
         path = normal_path(raw)
         if path not in files and not writes:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from evals_cli.models.trajectory import ToolCall, Trajectory
+from evals_cli.wording import short as short  # re-exported: graders (and environment) quote values with it
 
 A = TypeVar("A")
 B = TypeVar("B")
@@ -31,12 +32,6 @@ def canonical_args(call: ToolCall) -> str:
     if call.arguments is None:
         return "raw:" + call.raw_arguments
     return json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
-
-
-def short(value: Any, limit: int = 60) -> str:
-    """A JSON value as a person reads it in a rationale, cut to `limit` characters."""
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def label(call: ToolCall, limit: int = 80) -> str:

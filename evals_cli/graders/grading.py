@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from evals_cli.concurrency import each_or_raise
 from evals_cli.custom_code import CustomCodeError
 from evals_cli.graders.base import GradeContext, Grader
 from evals_cli.models.results import Grade, TurnGrade
@@ -216,5 +216,9 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
     out = {name: await one(g) for name, g in graders.items() if not g.uses_judge}
     judges = [name for name, g in graders.items() if g.uses_judge]
     if judges:
-        out.update(zip(judges, await asyncio.gather(*(one(graders[n]) for n in judges)), strict=True))
+
+        async def judge(name: str) -> None:
+            out[name] = await one(graders[name])
+
+        await each_or_raise(judges, judge, len(judges))
     return {name: out[name] for name in graders}

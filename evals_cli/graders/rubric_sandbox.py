@@ -19,7 +19,6 @@ beyond any judge's context anyway); `EVALS_RUBRIC_TIMEOUT` and `EVALS_RUBRIC_MAX
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -34,8 +33,6 @@ from jinja2.compiler import operators as jinja_operators
 from jinja2.nodes import Compare, Concat
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-DEFAULT_TIMEOUT = 2.0  # seconds per rubric rendering (and compilation)
-DEFAULT_MAX_CHARS = 2_000_000  # characters of one rendered rubric, or of any string/list built on the way
 MAX_INT_BITS = 100_000  # integers past this size (about 30,000 digits) are refused: big-int maths is C-level
 TEMPLATE_FILE = "<template>"  # the filename Jinja2 compiles from_string templates under
 
@@ -46,22 +43,19 @@ class RenderLimit(BaseException):  # noqa: N818 - not an error of the template's
 
 
 def timeout() -> float:
-    return _env_number("EVALS_RUBRIC_TIMEOUT", DEFAULT_TIMEOUT, float)
+    """EVALS_RUBRIC_TIMEOUT (see evals_cli/settings.py; a bad value is a ConfigError)."""
+    from evals_cli.settings import knob
+
+    value: float = knob("rubric_timeout")
+    return value
 
 
 def max_chars() -> int:
-    return int(_env_number("EVALS_RUBRIC_MAX_CHARS", DEFAULT_MAX_CHARS, int))
+    """EVALS_RUBRIC_MAX_CHARS (see evals_cli/settings.py; a bad value is a ConfigError)."""
+    from evals_cli.settings import knob
 
-
-def _env_number(name: str, default: float, kind: Callable[[str], float]) -> float:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        return default
-    return value if value > 0 else default
+    value: int = knob("rubric_max_chars")
+    return value
 
 
 def _too_big(what: str, size: int, cap: int, unit: str = "characters") -> RenderLimit:

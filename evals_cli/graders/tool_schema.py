@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals_cli.graders.schema_check import check_value
+from evals_cli.json_schema import SchemaUnusable, check_value
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import ToolCall
 
@@ -29,4 +29,8 @@ def violations(index: int, call: ToolCall, tools: dict[str, ToolSpec]) -> list[d
     if call.arguments is None:
         why = call.arguments_error or "not a JSON object"
         return [one("malformed_arguments", f"arguments are not valid JSON ({why}): {call.raw_arguments[:80]!r}")]
-    return [one(kind, detail) for kind, detail in check_value(call.arguments, tools[call.name].json_schema(), "")]
+    try:
+        found = check_value(call.arguments, tools[call.name].json_schema())
+    except SchemaUnusable as exc:  # the tool's schema, not the call: the grade is an error, never a zero
+        raise SchemaUnusable(f"tool {call.name!r}: {exc}") from None
+    return [one(kind, detail) for kind, detail in found]

@@ -18,8 +18,10 @@ ErrorCategory = Literal[
     "endpoint", "auth", "rate_limit", "timeout", "invalid_response", "tool_args", "grader", "judge", "replay", "internal",
     "user_simulator", "diverged",
     "custom_code",
+    "tool_server",
 ]
-"""`user_simulator`: the simulated user could not be played (its endpoint failed, or it broke character twice).
+"""`tool_server`: an MCP server the agent's tools live on crashed, hung or broke the protocol (evals_cli/mcp).
+`user_simulator`: the simulated user could not be played (its endpoint failed, or it broke character twice).
 `diverged`: under `--replay-user ... --on-divergence stop`, the conversation left the recorded user's path and was
 stopped there, so it has no whole-conversation verdict (not the agent's failure, nor a judge's).
 `custom_code`: the suite's own code (a custom extractor, @grader, reward or python agent) exited, raised

@@ -42,6 +42,13 @@ def agent_model_note(model: str) -> str:
             "EVAL_AGENT_MODEL); a run over several models asks each one's own model instead")
 
 
+class ExpectedAction(StrictModel):
+    """One gold call: the expected world is the initial one with these calls applied by the suite's tools."""
+
+    tool: str = Field(description="The tool to call (a tool of the suite, with an effect or python logic).")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Its arguments.")
+
+
 class Sample(StrictModel):
     """One evaluation case. `input`/`ground_truth` lists of equal length switch on per-turn grading."""
 
@@ -77,6 +84,10 @@ class Sample(StrictModel):
         "by collection and id; `replace: true` to use it alone). The runner hands targets and graders the merged one.")
     expected_state: ExpectedState | None = Field(
         default=None, description="The world as it must be left (read by final_state and stop_behavior).")
+    expected_actions: list[ExpectedAction] | None = Field(
+        default=None, description="Gold calls instead of (or beside) expected_state: final_state applies them to the "
+        "initial world with the same tools and compares the agent's world with that one, field by field, no other "
+        "change allowed.")
     tags: list[str] = Field(default_factory=list, description="Free labels, used by sample_tags filtering.")
     rubric_vars: dict[str, Any] = Field(default_factory=dict, description="Extra variables for judge rubrics.")
     agent_args: dict[str, Any] | None = Field(

@@ -6,14 +6,14 @@ import difflib
 import re
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
+from evals_cli.json_schema import JSON_TYPES, schema_problem
 from evals_cli.models.base import StrictModel
 from evals_cli.models.environment import EffectSpec
 
 JsonValue = Any
 
-JSON_TYPES = ["object", "string", "integer", "number", "boolean", "array", "null"]
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -29,20 +29,6 @@ def tool_name_problem(name: object) -> str | None:
     bad = sorted({c for c in text if not re.fullmatch(r"[A-Za-z0-9_-]", c)})
     shown = ", ".join(repr(c) for c in bad[:5])
     return f"tool name '{text[:60]}' has characters endpoints reject ({shown}); use only letters, digits, _ and -"
-
-
-def schema_problem(schema: dict[str, Any]) -> str | None:
-    """Why `schema` is not a valid JSON Schema (checked against the 2020-12 meta-schema), naming where, or None.
-    jsonschema is imported here only: most suites never need it, and `evals --help` stays fast."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import best_match
-
-    error = best_match(Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema))
-    if error is None:
-        return None
-    at = ".".join(str(p) for p in error.absolute_path)
-    message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
-    return f"parameters{'.' + at if at else ''}: not a valid JSON Schema: {message}"
 
 
 NO_RESULT = ("has no return configured: give it returns (returns: \"\" for an empty answer), cases, sequence, "
@@ -77,6 +63,14 @@ class ToolSpec(StrictModel):
         default=None, description="Act on the sample's environment: files.read|write|append|list|delete|exists or "
         "records.get|list|search|create|update|delete (a string, or a mapping naming the collection and the "
         "parameters). `cases` still answer first when one matches.")
+    python: str | None = Field(
+        default=None, description="A function that computes the result: file.py:function (relative to the suite "
+        "file) or module:function, called with (arguments, world); it may change the world's records and files, and "
+        "raises evals_cli.tools.logic.ToolError to refuse. `cases` still answer first when one matches.")
+    # a tool an MCP server answers live (evals_cli/mcp): set by the server hub, never by a suite file
+    _served_by: str | None = PrivateAttr(default=None)  # the server's name in mcp_servers
+    _served_name: str = PrivateAttr(default="")  # the tool's name on that server (before any prefix)
+    _logic: Any = PrivateAttr(default=None)  # the loaded `python` function (set when the run is prepared)
 
     @model_validator(mode="after")
     def _valid_schema(self) -> ToolSpec:
@@ -105,6 +99,10 @@ class ToolSpec(StrictModel):
             raise ValueError(f"give only one of returns, sequence, error (got {', '.join(defaults)})")
         if self.sequence is not None and not self.sequence:
             raise ValueError("'sequence' is empty; list at least one result")
+        if self.python is not None and (defaults or self.effect is not None):
+            given = ", ".join([*defaults, *(["effect"] if self.effect is not None else [])])
+            raise ValueError(f"a tool with python: computes its result: drop {given} (cases may still answer "
+                             "particular arguments)")
         if self.effect is not None and defaults:
             raise ValueError(f"a tool with an effect computes its result: drop {', '.join(defaults)} (cases may "
                              "still answer particular arguments)")
@@ -136,7 +134,12 @@ class ToolSpec(StrictModel):
         """True when the file says what the tool answers (returns, even `returns: ""`, cases, sequence or error).
         A tool without any would answer every call with an empty string the user never wrote."""
         return bool({"returns", "sequence", "error"} & self.model_fields_set) or bool(self.cases) or \
-            self.effect is not None
+            self.effect is not None or self._served_by is not None or self.python is not None
+
+    @property
+    def served_by(self) -> str | None:
+        """The MCP server that answers this tool's calls live (None: a mocked tool)."""
+        return self._served_by
 
     def _words_only(self) -> bool:
         """The shorthand with every parameter described in words: the schema `json_schema` makes of it is valid by

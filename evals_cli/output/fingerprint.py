@@ -36,7 +36,8 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def fingerprint(suite: SuiteSpec, dataset: Path) -> Fingerprint:
+def fingerprint(suite: SuiteSpec, dataset: Path, dataset_digest: str | None = None) -> Fingerprint:
+    """`dataset_digest`: the file's `file_digest`, when a read already took it (the run's precheck does)."""
     data = suite.model_dump(include={"target", "tools", "graders", "gate", "judge"})
     data["target"] = {k: v for k, v in data["target"].items() if k not in _VOLATILE_TARGET}
     if isinstance(data["target"].get("models"), list):  # a model's own endpoint moves like target.base_url
@@ -47,4 +48,4 @@ def fingerprint(suite: SuiteSpec, dataset: Path) -> Fingerprint:
         grader.pop("api_key", None)
         grader.pop("base_url", None)
         grader.pop("calibration", None)  # labels to correct a pass rate with: the results mean the same
-    return Fingerprint(suite=_digest(data), dataset=file_digest(dataset))
+    return Fingerprint(suite=_digest(data), dataset=dataset_digest or file_digest(dataset))

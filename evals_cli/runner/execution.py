@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ from pathlib import Path
 from evals_cli.calibration.calibrate import calibrated
 from evals_cli.calibration.items import judged_items
 from evals_cli.calibration.judges import judge_records
+from evals_cli.concurrency import Workers
 from evals_cli.custom_code import SAMPLE_DEADLINE
 from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import classify
@@ -65,10 +65,9 @@ class Execution:
         self.on_result = on_result
         self.on_interrupt = on_interrupt
         self._flight: dict[asyncio.Task[None], InFlight] = {}
-        self._contexts: dict[asyncio.Task[None], contextvars.Context] = {}  # each worker's, to read its step
         self.resumed = 0  # results kept from an earlier run (--resume): counted at once, not at this run's pace
         options = prepared.options
-        self.fingerprint = fingerprint(prepared.suite, prepared.dataset)
+        self.fingerprint = fingerprint(prepared.suite, prepared.dataset, prepared.dataset_digest)
         self.started_with = prepared.started_with()
         self.resume = None
         if options.resume is not None:
@@ -96,14 +95,14 @@ class Execution:
         self.messages: list[str] = []
         self.disk_error: str | None = None  # the first failed write of a result: the disk is full, or going away
         # a run over several models runs one Execution per model at once: they share one limit of samples in flight
-        # (`slots`), and one signal handler (the matrix's) tells each of them through `interrupt`
-        self.slots: asyncio.Semaphore | None = None
+        # (the matrix sets `workers.slots`), and one signal handler (the matrix's) tells each through `interrupt`
         self.handle_signals = True
-        self._workers: list[asyncio.Task[None]] = []
+        self.workers: Workers[tuple[Sample, int]] = Workers(prepared.concurrency, stop=lambda: self.stop)
 
     # --- the run --------------------------------------------------------------------------------------
 
     async def run(self) -> RunOutcome:
+        self.p.dataset_unchanged()  # rows read back from the file must be the rows the precheck checked
         await self._check_simulator()
         started = time.time()
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -129,25 +128,19 @@ class Execution:
             skip = self.resume.skip
             self.resume.kept = []
         work = ((s, r) for s, r in self.p.work() if (str(s.id), r) not in skip)
-        workers = []
-        for _ in range(self.p.concurrency):  # a context per worker: in_flight() reads the step the target set in it
-            context = contextvars.copy_context()
-            task = asyncio.create_task(self._worker(work), context=context)
-            self._contexts[task] = context
-            workers.append(task)
-        self._workers = workers
         signals = interrupts_to(self.interrupt) if self.handle_signals else contextlib.nullcontext()
         try:
-            with signals:
-                outcomes = await asyncio.gather(*workers, return_exceptions=True)
+            with signals:  # a context per worker: in_flight() reads the step the target set in it
+                failures = await self.workers.run(work, self._next)
         finally:
             try:
                 self.writer.close()
             except OSError:  # the flush of a line that could not be written: already reported by _save
                 pass
+            self.p.close_servers()  # MCP servers: stopped on the run's end, Ctrl-C, SIGTERM and errors alike
             await self.p.pool.aclose()
-        for failed in outcomes:  # a worker that died must not make its samples vanish from the counts
-            if isinstance(failed, Exception):
+        for failed in failures:  # a worker that died must not make its samples vanish from the counts
+            if isinstance(failed, Exception):  # an interrupted match (a BaseException) is the interrupt's doing
                 self._abort(self.redact(f"internal error in a worker: {type(failed).__name__}: {failed}"))
         return self._finish(started, started_at)
 
@@ -259,8 +252,7 @@ class Execution:
                 pass
 
     def _cancel(self) -> None:
-        for task in self._workers:
-            task.cancel()
+        self.workers.cancel()
 
     # --- what is in flight ----------------------------------------------------------------------------
 
@@ -275,7 +267,7 @@ class Execution:
         for task, entry in entries:
             where = entry.where
             if where != "grading":
-                found = self._contexts.get(task)
+                found = self.workers.contexts.get(task)
                 context = found.get(CALL_CONTEXT, "") if found is not None else ""
                 prefix = f"sample {entry.sample_id}, "
                 if context.startswith(prefix):
@@ -285,24 +277,11 @@ class Execution:
 
     # --- one (sample, repeat) -------------------------------------------------------------------------
 
-    async def _worker(self, work: Iterator[tuple[Sample, int]]) -> None:
-        while not self.stop:
-            if self.slots is None:
-                if not await self._next(work):
-                    return
-                continue
-            async with self.slots:  # shared with the other models' runs: samples in flight across all of them
-                if self.stop or not await self._next(work):
-                    return
-
-    async def _next(self, work: Iterator[tuple[Sample, int]]) -> bool:
-        """Run the next (sample, repeat) and write its result; False when there is none left, or it could not
-        be written."""
+    async def _next(self, work: tuple[Sample, int]) -> bool:
+        """Run one (sample, repeat) and write its result; False when it could not be written (no more for this
+        worker: the run stops, see _save)."""
         task = asyncio.current_task()
-        try:
-            sample, repeat = next(work)
-        except StopIteration:
-            return False
+        sample, repeat = work
         started = time.time_ns()
         CALL_CONTEXT.set(f"sample {sample.id}, starting")  # not the previous sample's last step
         if task is not None:

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals_cli.concurrency import each
 from evals_cli.endpoints.resolve import DEFAULT_URL
 from evals_cli.endpoints.secrets import MASK, Redactor, mask_url
 from evals_cli.errors import EXIT_INTERRUPTED, ConfigError
@@ -106,7 +107,7 @@ def _resumed_models(matrix: MatrixSummary, options: RunOptions) -> list[str]:
 class PreparedModels:
     """A suite checked once, and a `PreparedRun` per model (its agent endpoint resolved with that model): nothing
     left to fail but the endpoints. Only the first model's preparation reads the whole dataset; the others take
-    its counts (the rows, filters and shard are the same for every model)."""
+    its counts and the rows it kept (the rows, filters and shard are the same for every model)."""
 
     def __init__(self, suite: SuiteSpec, options: RunOptions, models: list[str]) -> None:
         _refuse_single_only(options)
@@ -136,6 +137,7 @@ class PreparedModels:
                 first = prepared
             elif options.precheck:
                 prepared.rows, prepared.row_notes = first.rows, first.row_notes
+                prepared.selected = first.selected  # the rows the first one's precheck kept: read once for all
                 prepared.expected = first.expected
                 prepared.coverage = first.coverage.model_copy(deep=True) if first.coverage else None
             self.runs[model] = prepared
@@ -298,20 +300,20 @@ class ModelsExecution:
         write_matrix(self.top, self._summary(started_at, None))
         slots = asyncio.Semaphore(self.p.concurrency)
         for execution in self.executions.values():
-            execution.slots = slots
+            execution.workers.slots = slots
         from evals_cli.runner.execution import interrupts_to
 
-        with interrupts_to(self._interrupt):  # one handler for every model: each Execution would replace the last's
-            done = await asyncio.gather(*(e.run() for e in self.executions.values()), return_exceptions=True)
         outcomes: dict[str, RunOutcome[RunSummary]] = {}
-        failures: list[BaseException] = []
-        for model, outcome in zip(self.executions, done, strict=True):
-            if isinstance(outcome, BaseException):
-                failures.append(outcome)
-            else:
-                outcomes[model] = outcome
+
+        async def run_one(item: tuple[str, Execution]) -> None:
+            model, execution = item
+            outcomes[model] = await execution.run()
+
+        with interrupts_to(self._interrupt):  # one handler for every model: each Execution would replace the last's
+            failures = await each(self.executions.items(), run_one, len(self.executions))  # every model at once
         if failures:  # a model that could not start (its folder, its disk): the others' results are saved
             raise failures[0]
+        outcomes = {model: outcomes[model] for model in self.executions if model in outcomes}  # in model order
         summary = self._summary(started_at, outcomes)
         summary.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
         summary.duration_s = time.time() - started

@@ -1,5 +1,6 @@
 """Everything that can fail before the first model call is checked here: suite, endpoints, graders,
-every dataset row, every rubric against every sample. Streaming, so a huge dataset costs no memory."""
+every dataset row, every rubric against every sample. Streaming, so a huge dataset costs no memory; the rows
+the run will run are kept by that same read (datasets/selected.py), so the run does not read the file again."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals_cli import custom_code
-from evals_cli.datasets.reader import check_dataset, iter_samples, select_samples
+from evals_cli.datasets.reader import RowFill, Span, check_dataset, iter_samples, select_samples
+from evals_cli.datasets.selected import SelectedRows
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError
@@ -28,6 +30,7 @@ from evals_cli.targets.factory import build_target as build_target_for
 from evals_cli.targets.factory import judge_fallback, resolve_target_endpoint
 
 if TYPE_CHECKING:
+    from evals_cli.mcp.hub import McpHub
     from evals_cli.output.manifest import StartedWith
     from evals_cli.simulation.player import UserPlayerFactory
     from evals_cli.simulation.replay_user import RecordedRun
@@ -89,11 +92,26 @@ class PreparedRun:
         self._collecting = problems is not None
         options = resumed_options(options)  # a resumed run continues with the options it started with
         self._where = where
+        try:  # EVALS_* bounds and the EVAL_* endpoints: a bad value stops the run before it starts
+            from evals_cli.settings import check
+
+            check()
+        except ConfigError as exc:
+            self._problem(exc.problems)
         crossed = suite.cross_check()
         if crossed:
             self._problem([f"{'.'.join(map(str, path))}: {message}" for path, message in crossed])
         self.suite = _with_overrides(suite, options)
         self.options = options
+        self.mcp: McpHub | None = None  # the run's MCP servers, started here (a run), never by validate
+        try:
+            self._init(suite, options, problems, build_target, import_code)
+        except BaseException:
+            self.close_servers()
+            raise
+
+    def _init(self, suite: SuiteSpec, options: RunOptions, problems: list[str] | None, build_target: bool,
+              import_code: bool) -> None:
         self.dataset: Path = suite.resolve(suite.dataset)
         self.concurrency = options.concurrency or suite.concurrency
         # one limit per server for every model call (agent and judges alike): the run's concurrency
@@ -101,6 +119,8 @@ class PreparedRun:
                                cache=None if problems is not None else options.cache)
         self._agent: Endpoint | None = None
         self._target: Target | None = None
+        if suite.mcp_servers and not self._collecting:
+            self._open_servers()
         try:
             self._agent = resolve_target_endpoint(self.suite.target, options.agent_overrides)
         except ConfigError as exc:
@@ -109,12 +129,14 @@ class PreparedRun:
         # custom code (a python agent, extractors, @grader functions, a reward) is loaded only from the suite's
         # folders, and run only when `import_code` (evals validate only reads it unless --import-code)
         self.code_read: list[str] = []  # the custom functions only read, not imported (file.py:function)
+        with custom_code.policy(suite.code_roots(), run=import_code, read=self.code_read):
+            self._load_tool_functions()
         try:
             prompt = read_system_prompt(suite)
             if build_target:
                 agent = self._agent or resolve_target_endpoint(self.suite.target, options.agent_overrides)
                 with custom_code.policy(suite.code_roots(target=True), run=import_code, read=self.code_read):
-                    self._target = build_target_for(self.suite, agent, self.pool, prompt)
+                    self._target = build_target_for(self.suite, agent, self.pool, prompt, self.mcp)
         except ConfigError as exc:
             self._problem(exc.problems, located=True)
         self.graders: dict[str, Grader] = {}
@@ -159,8 +181,43 @@ class PreparedRun:
         self.row_notes = RowNotes()  # deprecated row spellings seen by the precheck (evals validate says them)
         self.expected: int | None = None
         self.coverage: Coverage | None = None  # rows, tag filter, -n, shard: counted by the precheck
+        # the rows the run will run, kept by the precheck (it reads the dataset; the run then reads it no more)
+        self.selected: SelectedRows | None = None
         if options.precheck:
             self._precheck()
+
+    def _open_servers(self) -> None:
+        """Start the suite's MCP servers (or read them from --replay) and offer their tools: the suite seen by
+        the target and the graders from here on has the servers' tools in `tools`."""
+        from evals_cli.mcp.hub import McpHub
+
+        self.mcp = McpHub(self.suite.mcp_servers, self.suite.tools, base_dir=self.suite.base_dir,
+                          record=self.options.record, replay=self.options.replay, redact=self.pool.redactor)
+        served = self.mcp.tools()
+        copy = self.suite.model_copy(update={"tools": served})
+        copy._base_dir, copy._target_dir = self.suite.base_dir, self.suite._target_dir
+        copy._letta_format = self.suite.letta_format
+        self.suite = copy
+
+    def _load_tool_functions(self) -> None:
+        """Tools with logic (`python:`): each function loaded once, from the suite's folders, under the custom-code
+        policy (evals validate only reads the file unless --import-code); a problem names the tool."""
+        from evals_cli.tools.logic import load_tool_function
+
+        problems = []
+        for name, spec in self.suite.tools.items():
+            if spec.python is not None:
+                try:
+                    spec._logic = load_tool_function(spec.python, self.suite.base_dir)
+                except (ValueError, ConfigError, custom_code.CustomCodeError) as exc:
+                    problems.append(f"tools.{name}.python: {exc}")
+        if problems:
+            self._problem(problems, located=True)
+
+    def close_servers(self) -> None:
+        """Stop the MCP servers (the run is over, or never started); idempotent."""
+        if self.mcp is not None:
+            self.mcp.close()
 
     def _setup_users(self, agent_fallback: Endpoint | None) -> None:
         """Resolve the simulator's endpoint and template and hand the target its player factory."""
@@ -230,6 +287,10 @@ class PreparedRun:
                           if isinstance(e, Endpoint)]
         found = {s for e in endpoints for s in e.secrets()}
         found.update(spec_secrets(self.suite.model_dump(mode="json")))
+        if self.suite.mcp_servers:
+            from evals_cli.mcp.hub import mcp_secrets
+
+            found.update(mcp_secrets(self.suite.mcp_servers))
         return sorted(s for s in found if s and s != NO_KEY)
 
     def endpoints(self) -> dict[str, str]:
@@ -286,12 +347,13 @@ class PreparedRun:
         # a run checks the rows it will run; validate (collecting) checks every row whatever the options
         wanted = set() if self._collecting else set(self.tags or [])
         selected = tagged = limited = 0
+        keep = SelectedRows(self.dataset, self._fill) if not self._collecting and self.dataset.is_file() else None
 
-        def on_sample(sample: Sample, where: str) -> list[str]:
-            # counted in the order `work` drops rows (tag and id filters, then -n, then shard), so "N of M" is exact
+        def on_row(row: Sample, where: str, span: Span | None) -> list[str]:
+            # counted in the order rows are dropped (tag and id filters, then -n, then shard), so "N of M" is exact
             nonlocal selected, tagged, limited
-            self.row_notes.add(sample, where)
-            sample = sample.with_user_defaults(self.suite.user)
+            self.row_notes.add(row, where)
+            sample = row.with_user_defaults(self.suite.user)
             picked = self.selection.keeps(str(sample.id)) if self.selection else True
             picked = picked and self._target_keeps(sample)
             if picked and (not wanted or wanted.intersection(sample.tags)):
@@ -303,11 +365,14 @@ class PreparedRun:
                         self.simulated += sample.user is not None
                         if self.replayed is not None and sample.user is not None and not self._collecting:
                             self._simulated_ids.append(str(sample.id))
+                        if keep is not None:
+                            keep.add(row, span)
                 return checker(sample.with_environment(self.suite.environment), where)
             return []
 
         try:
-            rows, problems = check_dataset(self.dataset, on_sample=on_sample, fill=getattr(self._target, "fill_row", None))
+            rows, problems = check_dataset(self.dataset, on_row=on_row, seen=keep.seen if keep else None,
+                                           fill=self._fill)
         except ConfigError as exc:  # the dataset cannot be read at all
             self._problem(exc.problems)
             return
@@ -331,25 +396,50 @@ class PreparedRun:
             self._problem([f"{self.dataset}: no sample matches {' and '.join(what) or 'the options'}"])
             return
         self.expected = selected * self.repeats
+        self.selected = keep
         self.coverage = Coverage(dataset_rows=rows, tagged=tagged, limited=limited, selected=selected,
                                  expected_results=self.expected, tags=sorted(wanted),
                                  id_filter=self.selection.describe() if self.selection else None,
                                  max_samples=self.max_samples, shard=self.options.shard)
+
+    @property
+    def _fill(self) -> RowFill | None:
+        """What the target adds to each row before it is checked (a traces target fills `input`)."""
+        return getattr(self._target, "fill_row", None)
 
     def _target_keeps(self, sample: Sample) -> bool:
         """A target that selects samples itself (a traces target's since/until window) keeps this one."""
         keeps = getattr(self._target, "keeps", None)
         return bool(keeps(sample)) if keeps is not None else True
 
-    def work(self) -> Iterator[tuple[Sample, int]]:
-        """(sample, repeat) pairs in dataset order; repeats of a sample run back to back."""
-        samples = iter_samples(self.dataset, getattr(self._target, "fill_row", None))
+    @property
+    def dataset_digest(self) -> str | None:
+        """The dataset's digest from the precheck's read (None without a precheck: read it for the digest)."""
+        return self.selected.digest if self.selected is not None else None
+
+    def dataset_unchanged(self) -> None:
+        """ConfigError when the rows will be read back from a dataset file that changed since the precheck."""
+        if self.selected is not None and not self.selected.kept:
+            self.selected.unchanged()
+
+    def _samples(self) -> Iterator[Sample]:
+        """The selected samples in dataset order: those the precheck kept (or read back by their place in the
+        file), else the file read again with the same filters (no precheck, or a large CSV/JSON array)."""
+        kept = self.selected.rows() if self.selected is not None else None
+        if kept is not None:
+            yield from kept
+            return
+        samples = iter_samples(self.dataset, self._fill)
         if self.selection:
             samples = (s for s in samples if self.selection.keeps(str(s.id)))
         samples = (s for s in samples if self._target_keeps(s))
         for sample in select_samples(samples, self.tags, self.max_samples):
-            if self.shard is not None and not in_shard(str(sample.id), self.shard):
-                continue
+            if self.shard is None or in_shard(str(sample.id), self.shard):
+                yield sample
+
+    def work(self) -> Iterator[tuple[Sample, int]]:
+        """(sample, repeat) pairs in dataset order; repeats of a sample run back to back."""
+        for sample in self._samples():
             sample = sample.with_environment(self.suite.environment)  # targets and graders see the merged world
             sample = sample.with_user_defaults(self.suite.user)  # and the user: block with the suite's defaults
             if self.options.matrix and sample.agent_model is not None:  # each column asks its own model

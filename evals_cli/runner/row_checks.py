@@ -4,6 +4,8 @@ use it (through `PreparedRun`), so neither can accept a row the other refuses.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from evals_cli.graders.base import Grader
 from evals_cli.graders.rubric_check import SampleChecker
 from evals_cli.models.sample import Sample
@@ -23,7 +25,7 @@ class RowChecks:
         self.tools = ToolResultChecker(tools, where or str(suite.base_dir))
         states = {name: state for name, g in graders.items()
                   if (state := getattr(g.spec, "expected_state", None)) is not None}
-        self.environment = EnvironmentChecker(tools, where or str(suite.base_dir), states)
+        self.environment = EnvironmentChecker({**tools, **_live_servers(suite)}, where or str(suite.base_dir), states)
         self.user_template = user_template
 
     def __call__(self, sample: Sample, where: str = "") -> list[str]:
@@ -111,3 +113,20 @@ class SampleSelection:
         if self.exact is not None:
             parts.append(f"--rerun-failed ({len(self.exact)} samples)")
         return " and ".join(parts)
+
+
+def _live_servers(suite: SuiteSpec) -> dict[str, Any]:
+    """A stand-in tool per live MCP server whose tools `evals validate` has not listed (it starts no server):
+    such a server may write any file of its workspace, so an expected file it would create is no problem."""
+    from evals_cli.models.tools import ToolSpec
+
+    found: dict[str, Any] = {}
+    tools = getattr(suite, "tools", None) or {}
+    if any(t.served_by is not None for t in tools.values()):
+        return found  # the run listed them: the real tools are there
+    for name, spec in (getattr(suite, "mcp_servers", None) or {}).items():
+        if spec.mode == "live":
+            stand_in = ToolSpec()
+            stand_in._served_by = name
+            found[f"mcp_servers.{name}"] = stand_in
+    return found

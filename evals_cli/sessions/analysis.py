@@ -4,12 +4,19 @@ same judge answers always gives the same analysis."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 
 from evals_cli.sessions.coordination import Handoff, coordination_signals, handoffs, intent_drift_fallback, redundant_calls
 from evals_cli.sessions.detectors import combine_turn, deterministic_detections
-from evals_cli.sessions.judge_metrics import JudgeLog, SessionJudge, Verdict, judge_interaction, judge_session, judge_turn
+from evals_cli.sessions.judge_metrics import (
+    JudgeLog,
+    SessionJudge,
+    Verdict,
+    ask_all,
+    interaction_questions,
+    session_questions,
+    turn_question,
+)
 from evals_cli.sessions.latency import session_latency
 from evals_cli.sessions.models import AgentSession
 from evals_cli.sessions.recommendations import agent_recommendations, session_recommendations
@@ -65,13 +72,12 @@ async def ask_judge(session: AgentSession, target: RecordedSessionsTarget, judge
                 jobs.append(((t, i), ask))
     per_session = [m for m in ("coordination", "intent_drift", "task_completion") if getattr(wanted, m)]
     turns = range(len(session.turns)) if wanted.turn else range(0)
-    results = await asyncio.gather(
-        asyncio.gather(*[judge_interaction(judge, log, session, t, i, ask) for (t, i), ask in jobs]),
-        asyncio.gather(*[judge_turn(judge, log, session, t) for t in turns]),
-        judge_session(judge, log, session, per_session),
-    )
-    return Judged(interactions={position: verdicts for (position, _), verdicts in zip(jobs, results[0], strict=True)},
-                  turns=dict(zip(turns, results[1], strict=True)), session=results[2])
+    questions = [q for (t, i), ask in jobs for q in interaction_questions(session, t, i, ask)]
+    questions += [turn_question(session, t) for t in turns] + session_questions(session, per_session)
+    answers = await ask_all(judge, log, questions)
+    return Judged(interactions={(t, i): {m: answers[("interaction", t, i, m)] for m in ask} for (t, i), ask in jobs},
+                  turns={t: answers[("turn", t)] for t in turns},
+                  session={m: answers[("session", m)] for m in per_session})
 
 
 def _score(verdict: Verdict | None) -> float | None:

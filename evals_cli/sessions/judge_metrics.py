@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from evals_cli.concurrency import each_or_raise
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
@@ -54,9 +55,10 @@ class JudgeLog:
 
 class SessionJudge:
     """Asks one endpoint, with bounded concurrency over all sessions of a run: at most `concurrency` asks in
-    flight (the runner passes the smaller of target.judge_concurrency and the run's `-c`), and every HTTP request
-    also holds a slot of the pool's per-server limit (the run's `-c`, shared with every other caller). The
-    structured-output step-down is learnt once per run (`step_downs(pool)`, shared with model_judge graders)."""
+    flight (`slots`, held by `ask_all` around each question; the runner passes the smaller of
+    target.judge_concurrency and the run's `-c`), and every HTTP request also holds a slot of the pool's
+    per-server limit (the run's `-c`, shared with every other caller). The structured-output step-down is learnt
+    once per run (`step_downs(pool)`, shared with model_judge graders)."""
 
     def __init__(self, endpoint: Endpoint, pool: ClientPool, temperature: float | None = 0.0,
                  max_tokens: int | None = None, concurrency: int = 8,
@@ -65,7 +67,7 @@ class SessionJudge:
         self.pool = pool
         self.temperature = 0.0 if temperature is None else temperature
         self.max_tokens = max_tokens
-        self.semaphore = asyncio.Semaphore(concurrency)
+        self.slots = asyncio.Semaphore(concurrency)  # held per question by `ask_all`
         self.redact = redact
         self.modes = step_downs(pool)  # modes the endpoint refused are skipped by later calls
         self.any_success = False
@@ -76,12 +78,11 @@ class SessionJudge:
     async def ask(self, prompt: str, scale: Scale, context: str, log: JudgeLog) -> Verdict | None:
         messages, nonce = judge_messages(prompt, scale)
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
-        async with self.semaphore:
-            log.calls += 1
-            answer, failures = await ask_judge(
-                self.pool.client(self.endpoint), self.endpoint, messages, nonce, scale, modes=self.modes,
-                temperature=self.temperature, max_tokens=self.max_tokens, usage=usage,
-                context=f"{context}, judge {self.endpoint.model}", on_error=self._maybe_fatal)
+        log.calls += 1
+        answer, failures = await ask_judge(
+            self.pool.client(self.endpoint), self.endpoint, messages, nonce, scale, modes=self.modes,
+            temperature=self.temperature, max_tokens=self.max_tokens, usage=usage,
+            context=f"{context}, judge {self.endpoint.model}", on_error=self._maybe_fatal)
         log.prompt_tokens += usage["prompt_tokens"]
         log.completion_tokens += usage["completion_tokens"]
         if answer is None:
@@ -97,27 +98,44 @@ class SessionJudge:
             raise RunAborted(self.redact(found.message))
 
 
-async def judge_interaction(judge: SessionJudge, log: JudgeLog, session: AgentSession, turn_index: int, index: int,
-                            metrics: dict[str, str | None]) -> dict[str, Verdict | None]:
-    """metric -> verdict for one interaction; `metrics` maps each metric asked to the handoff target (or None)."""
+@dataclass(frozen=True)
+class Question:
+    """One judge call: what is asked, on which scale, and the key its verdict is filed under."""
+
+    key: tuple[object, ...]  # ("interaction", turn, index, metric), ("turn", turn) or ("session", metric)
+    prompt: str
+    scale: Scale
+    context: str  # names the call in errors: session, turn, agent, metric
+
+
+def interaction_questions(session: AgentSession, turn_index: int, index: int,
+                          metrics: dict[str, str | None]) -> list[Question]:
+    """One question per metric of an interaction; `metrics` maps each metric asked to the handoff target (or None)."""
     agent = session.turns[turn_index].agent_interactions[index].agent_id
-    names = list(metrics)
-    verdicts = await asyncio.gather(*[
-        judge.ask(prompts.interaction_prompt(m, session, turn_index, index, metrics[m]), SCORE,
-                  f"session {session.id}, turn {turn_index + 1}, agent {agent}, {m}", log) for m in names])
-    return dict(zip(names, verdicts, strict=True))
+    return [Question(("interaction", turn_index, index, m),
+                     prompts.interaction_prompt(m, session, turn_index, index, metrics[m]), SCORE,
+                     f"session {session.id}, turn {turn_index + 1}, agent {agent}, {m}") for m in metrics]
 
 
-async def judge_turn(judge: SessionJudge, log: JudgeLog, session: AgentSession, turn_index: int) -> Verdict | None:
-    return await judge.ask(prompts.turn_prompt(session, turn_index), TURN,
-                           f"session {session.id}, turn {turn_index + 1}, turn verdict", log)
+def turn_question(session: AgentSession, turn_index: int) -> Question:
+    return Question(("turn", turn_index), prompts.turn_prompt(session, turn_index), TURN,
+                    f"session {session.id}, turn {turn_index + 1}, turn verdict")
 
 
-async def judge_session(judge: SessionJudge, log: JudgeLog, session: AgentSession,
-                        metrics: list[str]) -> dict[str, Verdict | None]:
+def session_questions(session: AgentSession, metrics: list[str]) -> list[Question]:
     """coordination and intent_drift on 1-10 (intent drift is asked as focus and inverted by the caller),
     task_completion on pass-fail."""
-    verdicts = await asyncio.gather(*[
-        judge.ask(prompts.session_prompt(m, session), PASS_FAIL if m == "task_completion" else SCORE,
-                  f"session {session.id}, {m}", log) for m in metrics])
-    return dict(zip(metrics, verdicts, strict=True))
+    return [Question(("session", m), prompts.session_prompt(m, session),
+                     PASS_FAIL if m == "task_completion" else SCORE, f"session {session.id}, {m}") for m in metrics]
+
+
+async def ask_all(judge: SessionJudge, log: JudgeLog, questions: list[Question]) -> dict[tuple[object, ...], Verdict | None]:
+    """Every question at once, each holding a slot of the judge's limit (shared by every session of the run);
+    a judge that cannot be reached (RunAborted) is raised once the session's other calls are done."""
+    answers: dict[tuple[object, ...], Verdict | None] = {}
+
+    async def one(question: Question) -> None:
+        answers[question.key] = await judge.ask(question.prompt, question.scale, question.context, log)
+
+    await each_or_raise(questions, one, len(questions), slots=judge.slots)
+    return answers

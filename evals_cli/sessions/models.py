@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from evals_cli.json_schema import schema_problem
 from evals_cli.models.base import StrictModel
 
 
@@ -86,9 +87,15 @@ class AgentDefinition(StrictModel):
             raise ValueError(f"agent {self.agent_id!r} lists a tool twice: {', '.join(names)}")
         for tool in self.tools_available:
             try:
-                tool.json_schema()
+                schema = tool.json_schema()
             except ValueError as exc:
                 raise ValueError(f"agent {self.agent_id!r}, tool {tool.name!r}: {exc}") from None
+            # the calls are checked against it: a schema the engine cannot read is refused here, naming it
+            problem = schema_problem(schema, "parameters_schema") if schema else None
+            if problem is not None:
+                if not _is_json_schema(tool.parameters_schema):  # a map of names: say it as it was written
+                    problem = problem.replace("parameters_schema.properties.", "parameters_schema.", 1)
+                raise ValueError(f"agent {self.agent_id!r}, tool {tool.name!r}: {problem}")
         return self
 
     @property

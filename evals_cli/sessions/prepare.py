@@ -5,12 +5,11 @@ collects the problems instead of stopping at the first, so neither can accept wh
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from evals_cli.endpoints.resolve import Endpoint, resolve_judge
+from evals_cli.endpoints.resolve import Endpoint, knob, resolve_judge
 from evals_cli.errors import ConfigError
 from evals_cli.runner.options import RunOptions
 from evals_cli.sessions.options import SessionsOptions
@@ -26,7 +25,7 @@ def judge_endpoint(suite: SessionsSuiteSpec, options: SessionsOptions) -> Endpoi
     EVAL_JUDGE_MODEL), and some metric asks for it. A base URL alone does not switch the judge on."""
     if options.no_judge or not any(suite.target.judge_metrics.model_dump().values()):
         return None
-    if suite.judge is None and not options.judge_model and not os.environ.get("EVAL_JUDGE_MODEL"):
+    if suite.judge is None and not options.judge_model and not knob("judge_model"):
         return None
     unset = SimpleNamespace(model=None, base_url=None, api_key=None)  # a sessions suite has no grader of its own
     endpoint = resolve_judge(unset, suite.judge, None, options.judge_overrides)
@@ -55,6 +54,9 @@ class PreparedSessions:
         self.max_sessions = self.options.max_samples or suite.max_samples
         self.endpoint: Endpoint | None = None
         try:
+            from evals_cli.settings import check
+
+            check()  # a bad EVALS_* value: refused before the first judge call
             self.endpoint = judge_endpoint(suite, self.options)
         except ConfigError as exc:
             self.problems.extend(exc.problems)

@@ -14,9 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
+from evals_cli.concurrency import each_or_raise
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.secrets import Redactor
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_PASSED, RunAborted
@@ -125,10 +127,9 @@ class SessionsRun:
 
     async def _stream(self, judge: SessionJudge | None, results: TextIO | ResultsWriter) -> None:
         limit, most = self.p.concurrency, self.p.max_sessions
-        slots = asyncio.Semaphore(limit)
-        tasks: set[asyncio.Task[None]] = set()
 
-        async def one(index: int, session: AgentSession) -> None:
+        async def one(item: tuple[int, AgentSession]) -> None:
+            index, session = item
             try:
                 analysis = await analyze_session(session, self.suite.target, judge)
             except RunAborted as exc:
@@ -137,8 +138,6 @@ class SessionsRun:
             except Exception as exc:  # a bug: record it, keep the other sessions
                 analysis = SessionAnalysis(session_id=session.id, task=session.task,
                                            error=f"internal error: {type(exc).__name__}: {exc}")
-            finally:
-                slots.release()
             self.acc.add(analysis)
             if isinstance(results, ResultsWriter):
                 assert self.grading is not None
@@ -157,14 +156,9 @@ class SessionsRun:
             else:
                 self.hidden += 1
 
-        for index, session in enumerate(iter_sessions(self.p.dataset)):
-            if self.abort_reason or (most is not None and index >= most):
-                break
-            await slots.acquire()
-            task = asyncio.create_task(one(index, session))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-        await asyncio.gather(*tasks)
+        sessions = enumerate(iter_sessions(self.p.dataset))
+        await each_or_raise(sessions if most is None else islice(sessions, most), one, limit,
+                            stop=lambda: bool(self.abort_reason))
 
     def _finish(self, started: float, started_at: str) -> SessionsSummary:
         summary = self.acc.summary()

@@ -13,6 +13,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from evals_cli.errors import ConfigError
+from evals_cli.mcp.spec import McpServerSpec
 from evals_cli.models.base import StrictModel
 from evals_cli.models.specs import JudgeSpec, cross_check_raw
 from evals_cli.models.tools import ToolSpec, tool_name_problem
@@ -296,11 +297,15 @@ def _apply_target(data: dict[str, Any], override: TargetOverride | None, letta_t
             data["target"] = {"kind": "openai_chat"}  # check the rest of the suite all the same
             return exc.problems
         handles = _model_handles(data.get("target")) if letta_target else None
-        data.update({k: v for k, v in blocks.items() if k != "tools"})
+        data.update({k: v for k, v in blocks.items() if k not in ("tools", "mcp_servers")})
         if handles and not {"model", "models"} & set(blocks["target"]) and _target_has(blocks["target"], "models"):
             data["target"] = {**data["target"], "models": handles}  # letta-evals' model matrix, run model by model
         if isinstance(blocks.get("judge"), dict):
             _redirect_judges(data, blocks["judge"])
+        if blocks.get("mcp_servers"):  # added to the suite's, the file's winning a name both use
+            written_servers = data.get("mcp_servers")
+            data["mcp_servers"] = {**(written_servers if isinstance(written_servers, dict) else {}),
+                                   **blocks["mcp_servers"]}
         if blocks.get("tools"):
             written = data.get("tools")
             suite_tools: dict[str, Any] = written if isinstance(written, dict) else {}
@@ -375,6 +380,8 @@ class TargetFile(StrictModel):
 
     target: TargetSpec = Field(description="The agent under test (any target kind).")
     tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools, added to the suite's.")
+    mcp_servers: dict[str, McpServerSpec] = Field(default_factory=dict, description="MCP servers, added to the "
+                                                  "suite's (the file's win a name both use).")
     judge: JudgeSpec | None = Field(default=None, description="The judge endpoint: replaces the suite's judge block "
                                     "and wins over every judge grader's own model, base_url and api_key (only "
                                     "--judge-* rank higher).")

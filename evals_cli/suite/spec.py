@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
 from evals_cli.graders.base import GRADERS
+from evals_cli.mcp.spec import McpServerSpec, server_name_problem
 from evals_cli.models.base import StrictModel, SuiteFile
 from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.grader_specs.base import GraderBase
@@ -141,6 +142,9 @@ class SuiteSpec(SuiteFile):
     repeats: int = Field(default=1, ge=1, description="Run every sample this many times (independent conversations).")
     target: TargetSpec = Field(description="The agent under test.")
     tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools offered to the agent.")
+    mcp_servers: dict[str, McpServerSpec] = Field(
+        default_factory=dict, description="MCP servers whose tools the agent is offered, by name: stdio (command, "
+        "args, env) or streamable HTTP (url, headers); mode live (calls go to the server) or mock (schemas only).")
     environment: EnvironmentSpec | None = Field(
         default=None, description="The mocked world (files, records) stateful tools act on; copied afresh for every "
         "sample and repeat; a row's `environment` extends it.")
@@ -194,6 +198,15 @@ class SuiteSpec(SuiteFile):
             if dataset is not None:
                 data = {**data, "dataset": dataset}
         return data
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, servers: dict[str, McpServerSpec]) -> dict[str, McpServerSpec]:
+        for name in servers:
+            problem = server_name_problem(name)
+            if problem is not None:
+                raise ValueError(problem)
+        return servers
 
     @field_validator("graders")
     @classmethod

@@ -31,9 +31,10 @@ from evals_cli.models.trajectory import Trajectory, Turn
 from evals_cli.registry import Registry
 
 if TYPE_CHECKING:
+    from evals_cli.mcp.hub import McpHub
     from evals_cli.models.trajectory import StopReason
     from evals_cli.simulation.player import UserPlayerFactory
-    from evals_cli.tools.mock import MockToolbox
+    from evals_cli.tools.mock import EpisodeServers, MockToolbox
 
 
 @runtime_checkable
@@ -75,6 +76,14 @@ class TargetContext:
     #: Builds the user player of one (sample, repeat) for `Target.run` outside a run (a test, a script); a run
     #: hands its players to each Episode instead.
     user_player: UserPlayerFactory | None = None
+    #: The run's MCP servers (evals_cli/mcp); None: the suite names none. Each (sample, repeat) gets its episode.
+    mcp: McpHub | None = None
+
+    def episode_servers(self, sample: Sample, repeat: int) -> EpisodeServers | None:
+        """The MCP servers' side of one (sample, repeat), for its toolbox (None without servers)."""
+        if self.mcp is None:
+            return None
+        return self.mcp.episode(str(sample.id), repeat)
 
 
 class Target:

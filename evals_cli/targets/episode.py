@@ -15,7 +15,8 @@ drivers are the same for every target kind, so a new kind implements the turn in
   toolbox from here and runs it itself; its simulated-user conversations are driven turn by turn like any.
 
 The world is created here (`Target.open_toolbox`: a new toolbox per episode, so a repeat never sees another's
-changes), and what the agent left it as is recorded however the episode ends.
+changes; the episode's MCP servers, with its workspace, are attached to it here, so no kind deals with them),
+and what the agent left it as is recorded however the episode ends.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ class Episode:
         if type(target).open_toolbox is Target.open_toolbox:  # a kind that runs its whole episode (its own `run`,
             return await target.run(sample, trajectory)      # as every kind did before episodes): it still may
         toolbox, schemas = target.open_toolbox(sample)
+        servers = target.ctx.episode_servers(sample, self.repeat)
+        if servers is not None:  # the MCP servers of this (sample, repeat): live tools, and its workspace
+            toolbox.attach(servers)
         player = self.player()
         if player is None and target.runs_whole_samples:
             return await target.run_whole_sample(sample, trajectory, toolbox, schemas)

@@ -16,6 +16,7 @@ from evals_cli.models.base import StrictModel
 from evals_cli.targets.base import TARGETS, Target, TargetContext
 
 if TYPE_CHECKING:  # the suite layer sits above the targets
+    from evals_cli.mcp.hub import McpHub
     from evals_cli.suite.spec import SuiteSpec
 
 
@@ -38,7 +39,8 @@ def judge_fallback(spec: StrictModel, agent: Endpoint) -> Endpoint | None:
     return (target_class(spec) or Target).judge_fallback(agent)
 
 
-def build_target(suite: SuiteSpec, agent_endpoint: Endpoint, pool: ClientPool, system_prompt: str | None) -> Target:
+def build_target(suite: SuiteSpec, agent_endpoint: Endpoint, pool: ClientPool, system_prompt: str | None,
+                 mcp: McpHub | None = None) -> Target:
     """The Target that runs `suite.target`. Problems only building shows (a python target's missing agent
     file, import error or wrong signature) are ConfigErrors (exit 2) raised here, before any sample runs."""
     cls = target_class(suite.target)
@@ -47,7 +49,7 @@ def build_target(suite: SuiteSpec, agent_endpoint: Endpoint, pool: ClientPool, s
         raise ConfigError(f"target.kind: {kind!r} has no agent to run here; the kinds that do: "
                           f"{', '.join(sorted(TARGETS.kinds()))}")
     ctx = TargetContext(tools=suite.tools, endpoint=agent_endpoint, pool=pool, system_prompt=system_prompt,
-                        base_dir=suite.base_dir)
+                        base_dir=suite.base_dir, mcp=mcp)
     return cls(suite.target, ctx)
 
 

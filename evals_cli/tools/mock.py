@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from evals_cli.environment.effects import run_effect
 from evals_cli.environment.excerpts import StateBudget, store_effect
@@ -14,7 +14,7 @@ from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import NO_RESULT, ToolSpec
 from evals_cli.models.trajectory import StateChange, ToolCall
-from evals_cli.text_caps import clean_text
+from evals_cli.text_caps import cap, clean_text
 
 
 def _as_text(value: Any) -> str:
@@ -123,21 +123,55 @@ class ToolResultChecker:
         return out
 
 
+class EpisodeServers(Protocol):
+    """The tool servers' side of one (sample, repeat) (evals_cli/mcp/hub.py `Episode`): live calls, and the
+    workspace folder their files are read back from."""
+
+    @property
+    def has_workspace(self) -> bool: ...
+
+    def begin(self, files: Mapping[str, str]) -> None: ...
+
+    def call(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]: ...
+
+    def finish(self) -> dict[str, str] | None: ...
+
+
 class MockToolbox:
     """Answers tool calls from specs. Keeps per-tool call counts for `sequence` results and, when the sample has
     an environment or a tool has an effect, the world: built here from the declared state, so one toolbox (one
     per sample run, repeats included) is one isolated world that lives through all of the sample's turns."""
 
-    def __init__(self, tools: dict[str, ToolSpec], environment: EnvironmentSpec | None = None) -> None:
+    def __init__(self, tools: dict[str, ToolSpec], environment: EnvironmentSpec | None = None,
+                 servers: EpisodeServers | None = None) -> None:
         self.tools = tools
         self.calls: dict[str, int] = {}
-        stateful = environment is not None or any(spec.effect is not None for spec in tools.values())
+        self.servers: EpisodeServers | None = None  # tools served live by MCP servers (`served_by`) answer there
+        self.environment = environment
+        stateful = environment is not None or \
+            any(spec.effect is not None or spec.python is not None for spec in tools.values())
         self.initial: World | None = World(environment) if stateful else None
         self.world: World | None = self.initial.copy() if self.initial is not None else None
         self.state_budget = StateBudget()  # what this sample's effects may store of what they changed
+        if servers is not None:
+            self.attach(servers)
+
+    def attach(self, servers: EpisodeServers) -> None:
+        """The MCP servers of this (sample, repeat), attached by its episode before the first turn: their
+        workspace (if any) becomes part of the world, filled from the declared files now."""
+        self.servers = servers
+        if servers.has_workspace and self.initial is None:
+            self.initial = World(self.environment)
+            self.world = self.initial.copy()
+        servers.begin(self.initial.files if self.initial is not None else {})
 
     def state_changes(self) -> list[StateChange] | None:
-        """How the world differs from the declared one (None: the sample has no world)."""
+        """How the world differs from the declared one (None: the sample has no world). Called once the
+        sample's last turn is over: a live server's workspace is read back into the world here."""
+        if self.servers is not None and self.world is not None:
+            files = self.servers.finish()
+            if files is not None:
+                self.world.files = files
         if self.initial is None or self.world is None:
             return None
         return self.world.diff(self.initial)
@@ -160,12 +194,31 @@ class MockToolbox:
             record.result = f"Error: the arguments are not valid JSON ({record.arguments_error}). Retry the call."
             return record
         arguments = record.arguments or {}
+        if spec.served_by is not None and self.servers is not None:
+            result, record.is_error = self.servers.call(spec, arguments)
+            record.result = cap(clean_text(result))  # capped like any tool result: a server may answer megabytes
+            return record
+        if spec.python is not None and self.world is not None and not self._case_matches(spec, arguments):
+            record.result, record.is_error = self._run_logic(spec, arguments)
+            record.result = cap(clean_text(record.result))
+            return record
         if spec.effect is not None and self.world is not None and not self._case_matches(spec, arguments):
             record.result, record.is_error, effect = run_effect(self.world, spec.effect, arguments)
             record.effect = store_effect(effect, self.state_budget)
             return record
         record.result, record.is_error = self._answer(name, spec, arguments)
         return record
+
+    def _run_logic(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """A tool with logic (`python:`) acting on this episode's world; see evals_cli/tools/logic.py."""
+        from evals_cli.custom_code import CustomCodeError
+        from evals_cli.tools.logic import run_tool_function
+
+        if spec._logic is None:  # a row's own tool: only the suite's tools are loaded when the run is prepared
+            raise CustomCodeError(f"tool function {spec.python}", "was not loaded",
+                                  "a tool with python: must be declared in the suite's tools:, not in a row")
+        assert self.world is not None
+        return run_tool_function(spec._logic, spec.python or "", arguments, self.world)
 
     @staticmethod
     def _case_matches(spec: ToolSpec, arguments: dict[str, Any]) -> bool:

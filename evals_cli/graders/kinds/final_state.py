@@ -6,11 +6,13 @@ value, or clobbering the keys it did not mean to touch, passes every call-level 
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from pydantic import Field
 
-from evals_cli.environment.expectations import evaluate
+from evals_cli.environment.expectations import Outcome, evaluate
+from evals_cli.environment.gold import GoldActionError, gold_world
 from evals_cli.environment.world import World
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.models.environment import ExpectedState
@@ -42,14 +44,21 @@ class FinalStateGrader(Grader[FinalStateSpec]):
         if changes is None and ctx.sample.environment is None:
             return Grade.not_applicable("the sample has no environment: no state to grade")
         expected = expected_for(ctx.sample, self.spec.expected_state)
-        if expected is None:
-            return Grade.not_applicable("no expected_state (the row's or the grader's): nothing to check")
+        gold = ctx.sample.expected_actions
+        if expected is None and gold is None:
+            return Grade.not_applicable("no expected_state (the row's or the grader's) and no expected_actions: "
+                                        "nothing to check")
         if changes is None:
             return Grade.failed("the trajectory records no final state (state_changes is missing), so the "
                                 "environment cannot be graded")
         initial = World(ctx.sample.environment)
         final = initial.apply(changes)
-        outcomes = evaluate(expected, initial, final)
+        outcomes = evaluate(expected, initial, final) if expected is not None else []
+        if gold is not None:  # [] too: the gold is no change at all
+            try:
+                outcomes += gold_outcomes(gold_world(ctx.sample, ctx.tools), final)
+            except GoldActionError as exc:  # the row is wrong, not the agent: no score
+                return Grade.failed(str(exc))
         if not outcomes:  # nothing was checked: a pass here would be a verdict about nothing
             return Grade.not_applicable("the expected state names nothing to check")
         met = sum(o.met for o in outcomes)
@@ -63,3 +72,27 @@ class FinalStateGrader(Grader[FinalStateSpec]):
             return Grade(score=score, rationale=f"all {n} expectation(s) met "
                                                 f"({len(changes)} change(s) to the environment)", metadata=metadata)
         return Grade(score=score, rationale=f"{met}/{n} expectations met; " + "; ".join(unmet), metadata=metadata)
+
+
+def gold_outcomes(expected: World, final: World) -> list[Outcome]:
+    """One outcome per file and record that the gold calls and the agent's calls left different (field by
+    field), or one met outcome when the worlds are the same: nothing else may differ."""
+    differences = final.diff(expected)
+    if not differences:
+        return [Outcome("expected_actions", True)]
+    out = []
+    for change in differences:
+        if change.kind == "record" and isinstance(change.before, dict) and isinstance(change.after, dict):
+            fields = sorted(k for k in {*change.before, *change.after}
+                            if json.dumps(change.before.get(k), sort_keys=True) != json.dumps(change.after.get(k),
+                                                                                             sort_keys=True))
+            detail = ", ".join(f"{k} is {json.dumps(change.after.get(k))}, expected {json.dumps(change.before.get(k))}"
+                               for k in fields[:5])
+        elif change.after is None:
+            detail = "missing, expected to exist"
+        elif change.before is None:
+            detail = "exists, expected not to (no other changes allowed)"
+        else:
+            detail = "differs from the expected content"
+        out.append(Outcome(f"expected_actions: {change.target}", False, f"{change.target}: {detail}"))
+    return out

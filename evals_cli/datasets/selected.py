@@ -1,0 +1,101 @@
+"""The rows a run will run, kept by the pass that checks every row, so that the run does not read the dataset
+a second time.
+
+The check pass must see every row before the first model call (a bad row 19,000 is exit 2, not a crash an
+hour in), and a dataset of any size must stream in flat memory. Both hold: while the selected rows are few
+(`KEEP_SAMPLES`, and `KEEP_BYTES` of JSONL text) the parsed samples themselves are kept and the run takes
+them as they are; past that, only each selected JSONL row's place in the file (16 bytes a row) is kept, and
+the run reads back just those rows, in order, one at a time. A CSV or JSON-array dataset past the bound is
+read again whole (`rows()` is None), as every dataset was before.
+
+Read back, a row is checked again, and a file whose size or modification time changed since the check is
+refused (exit 2) before the first row is read back: the run never runs a row the check did not see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+
+from evals_cli.datasets.reader import RowFill, Span, read_span
+from evals_cli.errors import ConfigError
+from evals_cli.models.sample import Sample
+
+KEEP_SAMPLES = 1_000  # parsed samples held at most (a small Sample takes about 2 KB, a large one some 10 KB)
+KEEP_BYTES = 4 * 1024 * 1024  # JSONL text behind them at most (a few rows with big environments)
+
+
+class SelectedRows:
+    """Fill with `add` during the check pass (in dataset order, only the rows the run will run); then `rows()`."""
+
+    def __init__(self, path: Path, fill: RowFill | None = None) -> None:
+        self.path = path
+        self.fill = fill  # what the target adds to a row (a traces target), as the check pass added it
+        stat = path.stat()
+        self._stamp = (stat.st_size, stat.st_mtime_ns)  # taken before the check pass reads the file
+        self.samples: list[Sample] | None = []
+        self._offsets = array("Q")
+        self._lengths = array("Q")
+        self._numbers = array("Q")
+        self._spanned = True  # every row so far has a span (JSONL)
+        self._bytes = 0
+        self.count = 0
+        self._digest = hashlib.sha256()
+
+    def seen(self, raw: bytes, offset: int) -> None:
+        """Every byte of the file as the check pass reads it: the dataset's digest (the run's fingerprint) comes
+        from that same read."""
+        self._digest.update(raw)
+
+    @property
+    def digest(self) -> str:
+        """The file's digest as `output.fingerprint.file_digest` gives it, from the check pass's read."""
+        return self._digest.hexdigest()[:16]
+
+    def add(self, sample: Sample, span: Span | None) -> None:
+        self.count += 1
+        if span is None:
+            self._spanned = False
+        else:
+            self._offsets.append(span[0])
+            self._lengths.append(span[1])
+            self._numbers.append(span[2])
+            self._bytes += span[1]
+        if self.samples is not None:
+            if len(self.samples) < KEEP_SAMPLES and self._bytes <= KEEP_BYTES:
+                self.samples.append(sample)
+            else:
+                self.samples = None  # too many to hold: read back by span, or read again
+
+    @property
+    def kept(self) -> bool:
+        """The parsed samples are held: the run reads nothing."""
+        return self.samples is not None
+
+    def rows(self) -> Iterator[Sample] | None:
+        """The selected samples in dataset order: held, or read back by span (ConfigError when the file changed
+        since it was checked); None when neither (a large CSV or JSON-array selection: read the file again)."""
+        if self.samples is not None:
+            return iter(self.samples)
+        if not self._spanned:
+            return None
+        self.unchanged()
+        return self._read_back()
+
+    def unchanged(self) -> None:
+        """ConfigError unless the file is as the check pass found it (size and modification time)."""
+        try:
+            stat = self.path.stat()
+        except OSError as exc:
+            raise ConfigError(f"{self.path}: the dataset cannot be read any more ({type(exc).__name__}); it was "
+                              "checked when the run started") from None
+        if (stat.st_size, stat.st_mtime_ns) != self._stamp:
+            raise ConfigError(f"{self.path}: the dataset changed after its rows were checked; no row was run from "
+                              "it: start the run again")
+
+    def _read_back(self) -> Iterator[Sample]:
+        with self.path.open("rb") as fh:
+            for offset, length, number in zip(self._offsets, self._lengths, self._numbers, strict=True):
+                yield read_span(self.path, (offset, length, number), fh, self.fill)

@@ -1,0 +1,488 @@
+"""The run's MCP servers: started (or read from a recording) before the first sample, their tools turned into
+the `ToolSpec`s the agent is offered, called live during the run, and stopped when it ends.
+
+The connections live on an event loop of their own, in a daemon thread: the SDK's task groups then never mix
+with the runner's tasks, a sample cancelled by its timeout cannot tear a shared connection down, and the
+toolbox keeps its synchronous `call` (the seam every target already uses). The price: a live call blocks the
+calling thread for as long as the server takes, bounded by the server's `timeout`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import itertools
+import json
+import signal
+import tempfile
+import threading
+import weakref
+from collections.abc import Coroutine, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from evals_cli.endpoints.context import CALL_CONTEXT
+from evals_cli.endpoints.secrets import Redactor, header_secrets, secret_values, url_secrets
+from evals_cli.errors import ConfigError, RunAborted
+from evals_cli.mcp import workspace
+from evals_cli.mcp.connection import Connection, Launch
+from evals_cli.mcp.errors import ToolServerFailed
+from evals_cli.mcp.recording import Replayed, Tape
+from evals_cli.mcp.spec import WORKSPACE, McpServerSpec
+from evals_cli.models.tools import ToolSpec, schema_problem, tool_name_problem
+
+T = TypeVar("T")
+_OPEN: weakref.WeakSet[McpHub] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """A run that ended without closing its hub (an exception between prepare and execute) still stops its
+    servers: no process outlives evals-cli."""
+    for hub in list(_OPEN):
+        hub.close()
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One tool as its server lists it."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+
+def result_text(result: Any) -> str:
+    """What the agent reads of a CallToolResult: its text blocks, one per line; other blocks named by kind;
+    structured content as JSON when there is no text."""
+    parts: list[str] = []
+    for block in getattr(result, "content", None) or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(str(getattr(block, "text", "")))
+        elif kind == "resource":
+            inner = getattr(block, "resource", None)
+            parts.append(str(getattr(inner, "text", None) or f"[resource {getattr(inner, 'uri', '')}]"))
+        else:
+            parts.append(f"[{kind or 'content'} {getattr(block, 'mime_type', '') or ''}]".replace(" ]", "]"))
+    structured = getattr(result, "structured_content", None)
+    if not parts and structured is not None:
+        parts.append(json.dumps(structured, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def mcp_secrets(servers: Mapping[str, McpServerSpec]) -> list[str]:
+    """What the servers' settings hold that must never be printed: header values, URL credentials and
+    secret-looking env values (API_TOKEN: ...)."""
+    found: list[str] = []
+    for spec in servers.values():
+        found += header_secrets(spec.headers)
+        found += url_secrets(spec.url)
+        found += secret_values(spec.env)
+    return found
+
+
+class McpHub:
+    """Every MCP server of one run. `open()` before the run (ConfigError: the suite's fault, exit 2; RunAborted:
+    a url server that does not answer, exit 3), `tools()` for the agent's tools, `episode()` per (sample,
+    repeat), `close()` after (also at exit)."""
+
+    def __init__(self, servers: Mapping[str, McpServerSpec], suite_tools: Mapping[str, ToolSpec], *,
+                 base_dir: Path, record: Path | None = None, replay: Path | None = None,
+                 redact: Redactor | None = None) -> None:
+        self.servers = dict(servers)
+        self.suite_tools = dict(suite_tools)
+        self.base_dir = base_dir
+        self.redact = redact if redact is not None else Redactor()
+        self.redact.add(mcp_secrets(servers))
+        self.tape = Tape(record, self.redact) if record is not None else None
+        self.replay = Replayed(replay, self.redact) if replay is not None else None
+        self.listed: dict[str, list[Listed]] = {}
+        self.shared: dict[str, Connection] = {}
+        self.live: set[Connection] = set()
+        self._served: dict[str, ToolSpec] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._root: Path | None = None
+        self._numbers = itertools.count(1)
+        self._closed = False
+
+    # --- the loop -------------------------------------------------------------------------------------
+
+    def _start_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever, name="evals-mcp", daemon=True)
+            self._thread.start()
+            _OPEN.add(self)
+        return self._loop
+
+    def _run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self._start_loop())
+        return _interruptible(future, timeout + 30)  # the coroutine bounds itself; this guards against a stuck loop
+
+    @property
+    def workspace_needed(self) -> bool:
+        return any(spec.per_episode for spec in self.servers.values())
+
+    def _launch(self, spec: McpServerSpec, folder: Path | None) -> Launch:
+        def put(text: str) -> str:
+            return text.replace(WORKSPACE, str(folder)) if folder is not None else text
+
+        cwd = str(folder) if folder is not None and spec.command is not None else None
+        return Launch(command=put(spec.command) if spec.command else None, args=[put(a) for a in spec.args],
+                      env={k: put(v) for k, v in spec.env.items()}, url=put(spec.url) if spec.url else None,
+                      headers=dict(spec.headers), cwd=cwd)
+
+    def _connect(self, name: str, folder: Path | None, *, at_start: bool) -> Connection:
+        """Start one server; at the start of the run a failure is the suite's (ConfigError) or, for a url
+        server, an unreachable one (RunAborted); during the run it is ToolServerFailed."""
+        spec = self.servers[name]
+        launch = self._launch(spec, folder)
+        connection = Connection(name, launch, spec.timeout)
+
+        try:
+            self._run(connection.start(), spec.timeout)
+        except BaseException as exc:
+            message = self._start_failure(name, spec, connection, exc)
+            if not at_start:
+                raise ToolServerFailed(name, message) from None
+            if spec.url is not None:
+                raise RunAborted(f"mcp_servers.{name}: {message}") from None
+            raise ConfigError(f"mcp_servers.{name}: {message}") from None
+        self.live.add(connection)
+        return connection
+
+    @staticmethod
+    def _start_failure(name: str, spec: McpServerSpec, connection: Connection, exc: BaseException) -> str:
+        what = connection.launch.describe()
+        tail = connection.stderr_tail()
+        said = f"; its stderr ends: {tail}" if tail else ""
+        if spec.url is not None:
+            why = _describe(connection.failure) if connection.failure is not None else (
+                f"no MCP answer within timeout {spec.timeout:g}s" if isinstance(exc, TimeoutError) else _describe(exc))
+            return f"cannot connect to {what} ({why}); check url and that the server is running"
+        if isinstance(exc, OSError):
+            return (f"cannot start `{what}` ({exc.strerror or type(exc).__name__}); check command and args (is "
+                    "the program installed and on PATH?)")
+        if isinstance(exc, TimeoutError):
+            return (f"`{what}` did not finish the MCP handshake within timeout {spec.timeout:g}s{said}; check it "
+                    f"is an MCP server, or raise mcp_servers.{name}.timeout")
+        return (f"`{what}` exited or broke the MCP handshake ({_describe(connection.failure or exc)}){said}; check "
+                "command and args")
+
+    # --- opening: the tool lists ----------------------------------------------------------------------
+
+    def open(self) -> None:
+        """List every server's tools (starting the shared live servers, which stay up for the run), and check
+        them against the suite; idempotent."""
+        if self._served is not None:
+            return
+        if self.replay is None:
+            self._start_loop()
+        with _terminate_as_interrupt():
+            self._open()
+
+    def _open(self) -> None:
+        # the servers start at once (a Python server takes seconds to import its SDK): one thread waits on each
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(self.servers) or 1)) as pool:
+            futures = {name: pool.submit(self._list, name, spec) for name, spec in self.servers.items()}
+            problems: list[str] = []
+            for name, future in futures.items():
+                try:
+                    self.listed[name] = future.result()
+                except ConfigError as exc:
+                    problems.extend(exc.problems)
+                except RunAborted:
+                    raise
+        if problems:
+            raise ConfigError(problems)
+        self._served = self._build_tools()
+
+    def _list(self, name: str, spec: McpServerSpec) -> list[Listed]:
+        if self.replay is not None:
+            if not self.replay.has(name, "tools/list", {}):
+                raise ConfigError(f"--replay {self.replay.path}: holds no tool list of mcp_servers.{name}; "
+                                  "re-record with --record")
+            raw = self.replay.next(name, "tools/list", {}, "listing tools", "tool list")
+            return [Listed(t["name"], t.get("description") or "", t.get("inputSchema") or {}) for t in raw]
+        folder = self._new_folder("listing", 0) if spec.per_episode else None
+        connection = self._connect(name, folder, at_start=True)
+        try:
+            tools = self._run(connection.list_tools(), spec.timeout)
+        except BaseException as exc:
+            self._stop(connection)
+            problem = (f"did not list its tools within timeout {spec.timeout:g}s" if isinstance(exc, TimeoutError)
+                       else f"listing its tools failed ({_describe(exc)})")
+            raise ConfigError(f"mcp_servers.{name}: {problem}; check the server") from None
+        listed = [Listed(str(t.name), t.description or "", dict(t.input_schema or {})) for t in tools]
+        if self.tape is not None:
+            self.tape.write(name, "tools/list", {}, [{"name": t.name, "description": t.description,
+                                                      "inputSchema": t.schema} for t in listed], "listing tools")
+        if spec.per_episode or spec.mode == "mock":
+            self._stop(connection)  # a fresh one per episode; a mock server is needed only for its schemas
+            if folder is not None:
+                workspace.remove(folder)
+        else:
+            self.shared[name] = connection
+        return listed
+
+    def _build_tools(self) -> dict[str, ToolSpec]:
+        problems: list[str] = []
+        tools: dict[str, ToolSpec] = {}
+        owner: dict[str, str] = {}
+        for name, spec in self.servers.items():
+            listed = {t.name: t for t in self.listed[name]}
+            for wanted in spec.include or []:
+                if wanted not in listed:
+                    problems.append(f"mcp_servers.{name}.include: the server lists no tool '{wanted}' (it lists: "
+                                    f"{', '.join(listed) or 'none'})")
+            for tool in listed.values():
+                if not spec.offers(tool.name):
+                    continue
+                exposed = spec.exposed(tool.name)
+                where = f"mcp_servers.{name}: tool '{tool.name}'"
+                bad = tool_name_problem(exposed) or schema_problem(tool.schema)
+                if tool.schema.get("type", "object") != "object":
+                    bad = bad or f"inputSchema.type is '{tool.schema.get('type')}', not object"
+                if bad is not None:
+                    problems.append(f"{where}: {bad}; leave it out with exclude: [{tool.name}]")
+                    continue
+                if exposed in owner:
+                    problems.append(f"{where}: the name '{exposed}' is also served by mcp_servers.{owner[exposed]}; "
+                                    f"give one of them a prefix:")
+                    continue
+                owner[exposed] = name
+                mocked = self.suite_tools.get(exposed)
+                if spec.mode == "live":
+                    if mocked is not None:
+                        problems.append(f"tools.{exposed}: also served live by mcp_servers.{name} (its tool "
+                                        f"'{tool.name}'); remove one of them, exclude it from the server, or give "
+                                        "the server mode: mock")
+                        continue
+                    try:
+                        served = ToolSpec(description=tool.description, parameters=tool.schema)
+                    except ValueError as exc:
+                        problems.append(f"{where}: its inputSchema is not usable ({_describe(exc)}); leave it out "
+                                        f"with exclude: [{tool.name}]")
+                        continue
+                    served._served_by, served._served_name = name, tool.name
+                    tools[exposed] = served
+                elif mocked is None:
+                    problems.append(f"mcp_servers.{name} (mode: mock): tool '{exposed}' has no entry in tools: to "
+                                    f"give its results; add tools.{exposed} with returns, cases or effect, or "
+                                    f"exclude: [{tool.name}]")
+                else:
+                    tools[exposed] = mocked.model_copy(update={"description": tool.description or mocked.description,
+                                                               "parameters": tool.schema})
+        if self.workspace_needed:
+            effects = [n for n, t in self.suite_tools.items() if t.effect is not None and t.effect.op.startswith("files.")]
+            if effects:
+                problems.append(f"tools.{effects[0]}: a files effect acts on the mocked files, while mcp_servers "
+                                "with {workspace} act on the real folder; use one or the other")
+        if problems:
+            raise ConfigError(problems)
+        return {**self.suite_tools, **tools}
+
+    def tools(self) -> dict[str, ToolSpec]:
+        """The suite's tools with the servers' added (live) or given their schemas (mock): what the agent sees."""
+        self.open()
+        assert self._served is not None
+        return self._served
+
+    def sources(self) -> dict[str, str]:
+        """Where each tool the agent sees comes from, for `evals list tools`."""
+        found = {}
+        for exposed, spec in self.tools().items():
+            server = spec._served_by
+            if server is not None:
+                found[exposed] = f"mcp_servers.{server} (live, its tool '{spec._served_name}')"
+            elif any(exposed == s.exposed(t.name) for s2, s in self.servers.items() if s.mode == "mock"
+                     for t in self.listed.get(s2, [])):
+                owner = next(n for n, s in self.servers.items() if s.mode == "mock"
+                             and any(exposed == s.exposed(t.name) for t in self.listed.get(n, [])))
+                found[exposed] = f"mcp_servers.{owner} (mock: schema from the server, results from tools:)"
+            else:
+                found[exposed] = "tools: (mocked)"
+        return found
+
+    # --- episodes -------------------------------------------------------------------------------------
+
+    def _new_folder(self, sample_id: str, repeat: int) -> Path:
+        if self._root is None:
+            self._root = Path(tempfile.mkdtemp(prefix="evals-mcp-"))
+        folder = self._root / workspace.folder_name(sample_id, repeat, next(self._numbers))
+        folder.mkdir(parents=True)
+        return folder
+
+    def episode(self, sample_id: str, repeat: int) -> Episode:
+        return Episode(self, sample_id, repeat)
+
+    # --- closing --------------------------------------------------------------------------------------
+
+    def _stop(self, connection: Connection) -> None:
+        self.live.discard(connection)
+        with contextlib.suppress(BaseException):
+            self._run(connection.stop(), 20)
+
+    def close(self) -> None:
+        """Stop every server still running and remove the workspaces; idempotent, and safe at exit."""
+        if self._closed:
+            return
+        self._closed = True
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            async def stop_all() -> None:
+                await asyncio.gather(*(c.stop() for c in list(self.live)), return_exceptions=True)
+
+            with contextlib.suppress(BaseException):
+                self._run(stop_all(), 30)
+            self.live.clear()
+            loop.call_soon_threadsafe(loop.stop)
+            if self._thread is not None:
+                self._thread.join(10)
+            if not loop.is_running():
+                loop.close()
+        if self._root is not None:
+            workspace.remove(self._root)
+        _OPEN.discard(self)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the servers start (before the run installs its own handlers), SIGTERM is a Ctrl-C: the
+    KeyboardInterrupt unwinds through PreparedRun, which stops what was started, instead of killing evals-cli
+    with its servers still up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt()
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _interruptible(future: concurrent.futures.Future[T], timeout: float) -> T:
+    """Wait for a call on the hub's loop without deafening the run to Ctrl-C and SIGTERM: the runner's handlers
+    live on its event loop, which this wait blocks. A signal meanwhile (the loop still gets it, through its
+    wakeup fd, once it runs again) stops the wait and cancels the call; the sample is cancelled, as an
+    interrupted one is, and its server is stopped with the others when the run ends."""
+    if threading.current_thread() is not threading.main_thread():
+        return future.result(timeout)
+
+    def stop_waiting(signum: int, frame: Any) -> None:
+        raise _Interrupted()
+
+    previous = {sig: signal.signal(sig, stop_waiting) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return future.result(timeout)
+    except _Interrupted:
+        future.cancel()
+        raise asyncio.CancelledError("interrupted during an MCP call") from None
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc)
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+class Episode:
+    """One (sample, repeat)'s side of the servers: its workspace (when a server takes {workspace}), its own
+    connections to the per-episode servers (started at its first call to them), the shared ones, and the
+    recording or replay of each call."""
+
+    def __init__(self, hub: McpHub, sample_id: str, repeat: int) -> None:
+        self.hub = hub
+        self.sample_id = sample_id
+        self.repeat = repeat
+        self.folder: Path | None = None
+        self.own: dict[str, Connection] = {}
+        self._files: dict[str, str] | None = None
+        self._finished = False
+
+    @property
+    def has_workspace(self) -> bool:
+        return self.hub.workspace_needed
+
+    def begin(self, files: Mapping[str, str]) -> None:
+        """Make and fill the workspace before the first turn."""
+        if self.has_workspace and self.folder is None:
+            self.folder = self.hub._new_folder(self.sample_id, self.repeat)
+            workspace.fill(self.folder, dict(files))
+
+    def _masked(self, value: Any) -> Any:
+        """`value` with the workspace path written as {workspace} (what is recorded and keyed)."""
+        if self.folder is None:
+            return value
+        text = json.dumps(value, ensure_ascii=False)
+        return json.loads(text.replace(json.dumps(str(self.folder))[1:-1], WORKSPACE))
+
+    def _unmasked(self, text: str) -> str:
+        return text.replace(WORKSPACE, str(self.folder)) if self.folder is not None else text
+
+    def call(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """(text, is_error) of one live call; ToolServerFailed when the server failed (not the agent)."""
+        server, name = spec._served_by or "", spec._served_name
+        context = CALL_CONTEXT.get()
+        request = {"tool": name, "arguments": self._masked(arguments)}
+        shown = f"call {name}({json.dumps(arguments, ensure_ascii=False)[:200]})"
+        if self.hub.replay is not None:
+            found = self.hub.replay.next(server, "tools/call", request, context, shown)
+            return self._unmasked(str(found.get("text", ""))), bool(found.get("is_error"))
+        connection = self._connection(server)
+        result = self.hub._run(connection.call(name, arguments), self.hub.servers[server].timeout)
+        text, is_error = result_text(result), bool(getattr(result, "is_error", False))
+        if self.hub.tape is not None:
+            self.hub.tape.write(server, "tools/call", request, {"text": self._masked(text), "is_error": is_error},
+                                context)
+        return text, is_error
+
+    def _connection(self, server: str) -> Connection:
+        spec = self.hub.servers[server]
+        if not spec.per_episode:
+            found = self.hub.shared.get(server)
+            if found is None:
+                raise ToolServerFailed(server, "is not running (it was stopped)")
+            return found
+        if server not in self.own:
+            self.own[server] = self.hub._connect(server, self.folder, at_start=False)
+        return self.own[server]
+
+    def finish(self) -> dict[str, str] | None:
+        """After the last turn: stop this episode's servers, and return the workspace's files (None: there is
+        no workspace). Under --replay, the files the recorded episode left; with --record, they are recorded."""
+        if self._finished:
+            return self._files
+        self._finished = True
+        for connection in self.own.values():
+            self.hub._stop(connection)
+        if self.folder is None:
+            return None
+        key = {"sample": self.sample_id, "repeat": self.repeat}
+        if self.hub.replay is not None:
+            found = self.hub.replay.next("workspace", "workspace", key, f"sample {self.sample_id}",
+                                         f"workspace of repeat {self.repeat}")
+            self._files = {str(k): self._unmasked(str(v)) for k, v in dict(found).items()}
+        else:
+            self._files = workspace.read_back(self.folder)
+            if self.hub.tape is not None:
+                self.hub.tape.write("workspace", "workspace", key, self._masked(self._files), f"sample {self.sample_id}")
+        workspace.remove(self.folder)
+        return self._files

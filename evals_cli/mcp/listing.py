@@ -1,0 +1,45 @@
+"""`evals list tools SUITE`: the tools the agent will be offered, each with where it comes from (the suite's
+`tools:`, or which MCP server, live or mock), listed the way a run would list them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class OfferedTool:
+    name: str
+    source: str
+    description: str
+
+
+def offered_tools(suite_path: Path, target_file: Path | None = None,
+                  replay: Path | None = None) -> list[OfferedTool]:
+    """Start the suite's servers (or read them from `replay`), list, stop; ConfigError for the suite's faults."""
+    from evals_cli.mcp.hub import McpHub
+    from evals_cli.suite.loader import TargetOverride, load_suite
+
+    suite = load_suite(suite_path, TargetOverride(file=target_file) if target_file is not None else None)
+    if not suite.mcp_servers:
+        return [OfferedTool(name, "tools: (mocked)", spec.description) for name, spec in suite.tools.items()]
+    hub = McpHub(suite.mcp_servers, suite.tools, base_dir=suite.base_dir, replay=replay)
+    try:
+        sources = hub.sources()
+        return [OfferedTool(name, sources[name], spec.description) for name, spec in hub.tools().items()]
+    finally:
+        hub.close()
+
+
+def render(tools: list[OfferedTool], width: int) -> str:
+    if not tools:
+        return "the agent is offered no tools"
+    name_width = min(max(len(t.name) for t in tools), 40)
+    lines = [f"{len(tools)} tool(s) the agent will see:"]
+    for tool in tools:
+        lines.append(f"  {tool.name.ljust(name_width)}  {tool.source}")
+        if tool.description:
+            first = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
+            room = max(20, width - name_width - 6)
+            lines.append(f"  {''.ljust(name_width)}  {first[:room]}")
+    return "\n".join(lines)

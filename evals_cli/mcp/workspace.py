@@ -1,0 +1,55 @@
+"""The folder one (sample, repeat) works in: made and filled from `environment.files` before the first turn,
+read back into the world after the last, so `expected_state` and `final_state` grade what live tools really did
+to real files."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+SKIPPED_DIRS = {".git", "__pycache__", ".venv", "node_modules"}  # tool machinery, not the task's files
+MAX_FILES = 2000
+MAX_FILE_BYTES = 1024 * 1024
+
+
+def fill(folder: Path, files: dict[str, str]) -> None:
+    """Write the declared files; a path that would leave the folder (`../x`, `/etc/x`) is refused."""
+    root = folder.resolve()
+    for name, text in files.items():
+        target = (root / name).resolve()
+        if root not in target.parents:
+            raise ValueError(f"environment.files: '{name}' is outside the workspace; use a relative path")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+def read_back(folder: Path) -> dict[str, str]:
+    """Every file under the folder, by its relative path with '/', as text (undecodable bytes replaced); a
+    file over 1 MiB is stood in for by a note, so a tool that wrote a huge file cannot blow up the results."""
+    found: dict[str, str] = {}
+    for current, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(names):
+            path = Path(current) / name
+            if not path.is_file() or path.is_symlink():
+                continue
+            relative = path.relative_to(folder).as_posix()
+            size = path.stat().st_size
+            if size > MAX_FILE_BYTES:
+                found[relative] = f"[a file of {size} bytes, not read back: over {MAX_FILE_BYTES} bytes]"
+            else:
+                found[relative] = path.read_bytes().decode("utf-8", errors="replace")
+            if len(found) >= MAX_FILES:
+                return found
+    return found
+
+
+def folder_name(sample_id: str, repeat: int, number: int) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", sample_id)[:60] or "sample"
+    return f"{number:05d}-{safe}-r{repeat}"
+
+
+def remove(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)

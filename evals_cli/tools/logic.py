@@ -1,0 +1,106 @@
+"""Tools with logic: `python: tools.py:cancel_reservation` (or `module:attr`) names a function that gets the
+call's arguments and the episode's world and returns the result, or raises `ToolError` to refuse (the agent
+sees the message as a tool error). It may read and change several records and files at once; the world's diff
+is the episode's final state, as for effects.
+
+    from evals_cli.tools.logic import ToolError
+
+    def cancel_reservation(arguments, world):
+        booking = world.records["reservations"].get(arguments["reservation_id"])
+        if booking is None or booking["status"] == "cancelled":
+            raise ToolError("no active reservation with that id")
+        booking["status"] = "cancelled"
+        return {"status": "cancelled"}
+
+It is the suite's own code, so it runs under the custom-code guard (evals_cli/custom_code.py): loaded only from
+the suite's folders, an exit or KeyboardInterrupt it raises becomes that sample's error (category custom_code),
+and it gets what is left of the sample's `sample_timeout`. Any other exception is a bug of the suite's tool,
+not the agent's doing: the sample errors, naming the function.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evals_cli import custom_code
+
+ToolFunction = Callable[[dict[str, Any], Any], Any]
+
+
+class ToolError(Exception):
+    """Raised by a tool function to refuse the call: the agent sees `Error: <message>` as the tool's result."""
+
+
+def load_tool_function(ref: str, base_dir: Path) -> ToolFunction:
+    """The function named by 'file.py:name' (relative to the suite's folder, confined like any custom file) or
+    'package.module:name'; ValueError naming what is wrong."""
+    module_part, _, name = ref.rpartition(":")
+    if not module_part or not name:
+        raise ValueError(f"python: '{ref}': name the function as file.py:function or module:function")
+    if module_part.endswith(".py"):
+        from evals_cli.graders.functions import NotImported, load_object
+
+        found, _ = load_object(ref, base_dir, "tool function")
+        if isinstance(found, NotImported):
+            return _not_imported
+    elif not custom_code.may_run():  # evals validate without --import-code: an installed module is not run either
+        return _not_imported
+    else:
+        try:
+            module: Any = None
+
+            def load() -> None:
+                nonlocal module
+                module = importlib.import_module(module_part)
+
+            custom_code.import_guarded(load, f"tool function {module_part}")
+        except ImportError as exc:
+            raise ValueError(f"python: '{ref}': cannot import {module_part} ({exc})") from None
+        found = getattr(module, name, None)
+        if found is None:
+            raise ValueError(f"python: '{ref}': {module_part} has no attribute {name}")
+    if not callable(found):
+        raise ValueError(f"python: '{ref}' is not a function")
+    return found
+
+
+def _not_imported(arguments: dict[str, Any], world: Any) -> Any:
+    raise RuntimeError("this tool function was checked without being imported (evals validate)")
+
+
+def run_tool_function(fn: ToolFunction, ref: str, arguments: dict[str, Any], world: Any) -> tuple[str, bool]:
+    """(result text, is_error) of one call: ToolError is the agent's tool error; an exit, an interrupt, running
+    out of the sample's time or any other exception raises CustomCodeError (the sample's error)."""
+    where = f"tool function {ref}"
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = custom_code.run_guarded(fn, arguments, world, where=where)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = exc
+
+    remaining = custom_code._remaining()
+    thread = threading.Thread(target=work, name=f"evals tool {ref}", daemon=True)
+    thread.start()
+    thread.join(None if remaining is None else remaining[0])
+    if thread.is_alive():
+        assert remaining is not None
+        raise custom_code._timed_out(where, remaining[1])
+    error = outcome.get("error")
+    if isinstance(error, ToolError):
+        return f"Error: {error}", True
+    if isinstance(error, custom_code.CustomCodeError):
+        raise error
+    if error is not None:
+        raise custom_code.CustomCodeError(where, f"raised {type(error).__name__}: {error}",
+                                          "the sample errored; raise ToolError to refuse a call") from error
+    value = outcome.get("value")
+    if value is None:
+        return "", False
+    return (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)), False

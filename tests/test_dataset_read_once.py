@@ -1,0 +1,114 @@
+"""The dataset is read once at the start of a run: the precheck's read checks every row and keeps the rows the
+run will run (the parsed samples while few, else their place in the file), and gives the fingerprint's
+digest. So the run runs exactly the rows that were checked: a file changed between the check and the run is
+either not read again (rows kept) or refused before the first model call (rows read back)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evals_cli.datasets import selected
+from evals_cli.datasets.reader import check_dataset
+from evals_cli.datasets.selected import SelectedRows
+from evals_cli.errors import ConfigError
+from evals_cli.output.fingerprint import file_digest
+from evals_cli.runner import RunOptions, execute
+from evals_cli.runner.dispatch import prepare
+from evals_cli.runner.prepare import PreparedRun
+from tests.helpers import read_jsonl, write_suite
+from tests.scripted_server import ScriptedServer, text
+
+
+def rows(ids: list[str]) -> list[dict[str, Any]]:
+    return [{"id": i, "input": f"question {i}", "ground_truth": "fine", "tags": ["t"] if i.endswith("1") else []}
+            for i in ids]
+
+
+def prepared_run(tmp_path: Path, server: ScriptedServer, ids: list[str], **options: Any) -> PreparedRun:
+    server.script = lambda path, body: text("fine")
+    suite = write_suite(tmp_path, rows(ids), base_url=server.url, concurrency=4)
+    found = prepare(suite, RunOptions(output=tmp_path / "out", **options))
+    assert isinstance(found, PreparedRun)
+    return found
+
+
+def ran(tmp_path: Path) -> list[str]:
+    return [line["sample_id"] for line in read_jsonl(tmp_path / "out" / "results.jsonl")]
+
+
+def overwrite(tmp_path: Path, ids: list[str]) -> None:
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows(ids)), encoding="utf-8")
+
+
+def test_a_small_dataset_is_not_read_again_the_run_runs_the_checked_rows(server: ScriptedServer,
+                                                                         tmp_path: Path) -> None:
+    prepared = prepared_run(tmp_path, server, ["a0", "a1", "a2"])
+    assert prepared.selected is not None and prepared.selected.kept
+    overwrite(tmp_path, ["zz"])  # changed after the precheck: the run reads nothing more
+    outcome = asyncio.run(execute(prepared))
+    assert sorted(ran(tmp_path)) == ["a0", "a1", "a2"] and outcome.summary.total == 3
+
+
+def test_the_selection_is_kept_in_dataset_order(server: ScriptedServer, tmp_path: Path) -> None:
+    prepared = prepared_run(tmp_path, server, [f"s{i}" for i in range(12)], tags=["t"], max_samples=1, repeats=2)
+    assert [(str(s.id), r) for s, r in prepared.work()] == [("s1", 0), ("s1", 1)]
+    assert prepared.expected == 2
+
+
+def test_a_large_selection_is_read_back_by_place(server: ScriptedServer, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(selected, "KEEP_SAMPLES", 5)  # the bound, lowered: the read-back path on 30 rows
+    ids = [f"s{i:02d}" for i in range(30)]
+    prepared = prepared_run(tmp_path, server, ids)
+    assert prepared.selected is not None and not prepared.selected.kept
+    assert [str(s.id) for s, _ in prepared.work()] == ids
+    asyncio.run(execute(prepared))
+    assert sorted(ran(tmp_path)) == ids
+
+
+def test_a_dataset_changed_before_its_rows_are_read_back_is_refused(server: ScriptedServer, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(selected, "KEEP_SAMPLES", 5)
+    prepared = prepared_run(tmp_path, server, [f"s{i:02d}" for i in range(30)])
+    overwrite(tmp_path, [f"x{i:02d}" for i in range(31)])
+    with pytest.raises(ConfigError, match="the dataset changed after its rows were checked"):
+        asyncio.run(execute(prepared))
+    assert server.requests == []  # before the first model call
+    assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+def test_the_digest_comes_from_the_same_read(tmp_path: Path) -> None:
+    jsonl = tmp_path / "d.jsonl"
+    jsonl.write_bytes(b"\xef\xbb\xbf" + b'{"input": "a"}\n\n  \n{"input": "b"}')  # BOM, blank lines, no final \n
+    csv = tmp_path / "d.csv"
+    csv.write_text('id,input\nr1,"multi\nline"\nr2,b\n', encoding="utf-8")
+    array = tmp_path / "d.json"
+    array.write_text(json.dumps([{"input": "a"}, {"input": "b"}], indent=1), encoding="utf-8")
+    for path in (jsonl, csv, array):
+        keep = SelectedRows(path)
+        count, problems = check_dataset(path, seen=keep.seen)
+        assert count == 2 and problems == [], (path, problems)
+        assert keep.digest == file_digest(path) == hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def test_rows_read_back_are_the_rows_that_were_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(selected, "KEEP_SAMPLES", 1)
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"input": "a"}\n\n{"id": 7, "input": "b", "tags": ["x"]}\n{"input": "c"}')
+    keep = SelectedRows(path)
+
+    def on_row(sample: Any, where: str, span: Any) -> list[str]:
+        keep.add(sample, span)
+        return []
+
+    check_dataset(path, on_row=on_row, seen=keep.seen)
+    found = keep.rows()
+    assert found is not None
+    assert [(str(s.id), s.input, s.tags) for s in found] == [("line-1", "a", []), ("7", "b", ["x"]),
+                                                            ("line-4", "c", [])]
