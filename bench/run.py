@@ -35,10 +35,19 @@ class Measure:
     code: int
 
 
+def _bytecode_env() -> dict[str, str]:
+    """The environment with compiled bytecode cached (in a folder of its own, the checkout stays clean), as an
+    installed evals-cli has it: under PYTHONDONTWRITEBYTECODE every start would compile evals_cli's source
+    afresh (the SDK in site-packages is compiled at install), a cost no user pays."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "evals-cli-bench-pycache"))
+    return env
+
+
 def measured(cmd: list[str], env: dict[str, str] | None = None) -> Measure:
     """Run a command; wall time, its CPU time (user + system) and peak RSS, from the kernel (wait4)."""
     began = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "NO_COLOR": "1", **(env or {})},
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**_bytecode_env(), "NO_COLOR": "1", **(env or {})},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - began
@@ -104,6 +113,8 @@ def row(name: str, n: int, bare: list[Measure], evals: list[Measure]) -> dict:
 def side_by_side(name: str, url: str, tmp: Path, n: int, concurrency: int, reps: int, two_step: bool) -> dict:
     suite = write_suite(tmp / f"{name}-c{concurrency}", url, n, two_step)
     bare, evals = [], []
+    measured(bare_cmd(url, 2, concurrency, two_step))  # untimed: bytecode compiled and cached, files in the page cache
+    measured(evals_cmd(suite, tmp / f"warm-{name}-{concurrency}", concurrency, "-n", "2"))
     for rep in range(reps):
         bare.append(measured(bare_cmd(url, n, concurrency, two_step)))
         evals.append(measured(evals_cmd(suite, tmp / f"out-{name}-{concurrency}-{rep}", concurrency)))
@@ -146,15 +157,16 @@ def targets(rows: list[dict], replays: list[dict]) -> list[str]:
     out = []
     for r in rows:
         if r["scenario"].startswith("a ") and r["scenario"].endswith("c=32"):
-            out.append(f"wall time, scenario a, c=32: {r['ratio'][0]:.2f}x bare (target <= 1.2x) "
-                       f"{'PASS' if r['ratio'][0] <= 1.2 else 'MISS'}")
+            out.append(f"wall time, scenario a, c=32: {r['ratio'][0]:.2f}x bare (target <= 1.10x) "
+                       f"{'PASS' if r['ratio'][0] <= 1.10 else 'MISS'}")
         if r["scenario"].startswith("a "):
             out.append(f"CPU per sample, {r['scenario']}: {r['ratio'][1]:.2f}x bare (target <= 1.3x) "
                        f"{'PASS' if r['ratio'][1] <= 1.3 else 'MISS'}")
     for r in replays:
         if r["scenario"].startswith("c"):
-            out.append(f"replay throughput, scenario c: {r['samples_per_s']:,.0f} samples/s (target >= 1,000) "
-                       f"{'PASS' if r['samples_per_s'] >= 1000 else 'MISS'}")
+            out.append(f"replay throughput, scenario c: {r['samples_per_s']:,.0f} samples/s (target >= 6,000) "
+                       f"{'PASS' if r['samples_per_s'] >= 6000 else 'MISS'}; by CPU time "
+                       f"{1000 / r['cpu_per_sample_ms']:,.0f} samples/s")
     rss = [r["rss_mb"] for r in replays]
     if replays:
         worst = max(rss + [x for r in rows for x in (r["evals"][2],)])
@@ -175,11 +187,13 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=200)
     parser.add_argument("--replay-n", type=int, default=10_000)
     parser.add_argument("--big-n", type=int, default=1_000_000)
+    parser.add_argument("--concurrencies", default="1,8,32", help="scenario a's concurrencies (comma-separated)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the harness, measures nothing")
     args = parser.parse_args()
     if args.smoke:
         args.n, args.replay_n, args.big_n, args.reps, args.latency_ms = 6, 30, 60, 1, 5.0
     chosen = set(args.scenarios.split(","))
+    load_before = os.getloadavg()  # a shared machine: the figures mean little without it
     rows: list[dict] = []
     replays: list[dict] = []
     server = Server(args.latency_ms)
@@ -188,7 +202,7 @@ def main() -> None:
             tmp = Path(tmp_name)
             if "a" in chosen:
                 # a smoke run checks the harness, so one concurrency (the one the targets read) does
-                for c in (32,) if args.smoke else (1, 8, 32):
+                for c in (32,) if args.smoke else [int(x) for x in args.concurrencies.split(",")]:
                     rows.append(side_by_side("a", server.url, tmp, args.n, c, args.reps, two_step=False))
             if "b" in chosen:
                 rows.append(side_by_side("b 2-step", server.url, tmp, args.n, 32, args.reps, two_step=True))
@@ -199,7 +213,8 @@ def main() -> None:
                 replays.append(replay_scenario(tmp, server.url, args.big_n, 1, "d replay big"))
     finally:
         server.stop()
-    print(f"machine: {os.cpu_count()} cores; server latency {args.latency_ms:g} ms; medians of {args.reps} "
+    print(f"machine: {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} (before: "
+          f"{' '.join(f'{x:.2f}' for x in load_before)}); server latency {args.latency_ms:g} ms; medians of {args.reps} "
           "alternating runs")
     print_table(rows, replays)
     print()

@@ -266,6 +266,7 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
     from evals_cli.models.results import SampleResult
     from evals_cli.runner.execution import Execution
     from evals_cli.runner.started_with import resume_command
+    from evals_cli.shutdown import settle_heap
 
     console = make_console()
     err = make_console(stderr=True)
@@ -279,6 +280,7 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
         live.update()
 
     execution.on_result, execution.on_interrupt = on_result, live.interrupted
+    settle_heap()  # everything prepared lives to the end: out of the collector's sight
     with live:
         outcome = asyncio.run(execution.run())
     summary = outcome.summary
@@ -323,6 +325,7 @@ def _run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path |
     from evals_cli.matrix_report import load_matrix, write_matrix_html
     from evals_cli.models.results import SampleResult
     from evals_cli.runner.models_matrix import ModelsExecution
+    from evals_cli.shutdown import settle_heap
 
     console = make_console()
     err = make_console(stderr=True)
@@ -339,6 +342,7 @@ def _run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path |
         live.update()
 
     execution.on_result, execution.on_interrupt = on_result, live.interrupted
+    settle_heap()  # everything prepared lives to the end: out of the collector's sight
     with live:
         outcome = asyncio.run(execution.run())
     view = load_matrix(outcome.output_dir)
@@ -798,7 +802,15 @@ def list_kinds(
 
 
 def main() -> None:
-    app()
+    """The `evals` command: ends without the interpreter's teardown (see `evals_cli.shutdown`). Only here, the
+    process's own entry point: `app` called in-process (tests, a caller's program) exits as usual."""
+    from evals_cli.shutdown import exit_code, exit_now
+
+    try:
+        app()
+    except SystemExit as exc:
+        exit_now(exit_code(exc.code))
+    exit_now(0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,21 +16,22 @@ thoughts, the contexts handed over. A sample without one is "not applicable", ne
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade, TurnGrade
-from evals_cli.sessions.analysis import analyze_session
-from evals_cli.sessions.detectors import detect_ccm, detect_hallucination, detect_rdm
-from evals_cli.sessions.episode import recorded_session
-from evals_cli.sessions.models import AgentSession
-from evals_cli.sessions.results import Detection, SessionAnalysis
 from evals_cli.sessions.spec import InteractionWeights, RecordedSessionsTarget, SessionWeights, Thresholds
-from evals_cli.sessions.tool_validation import validate_session
 from evals_cli.wording import plural
+
+if TYPE_CHECKING:
+    from evals_cli.sessions.models import AgentSession
+    from evals_cli.sessions.results import Detection, SessionAnalysis
+
+# The analysis, the detectors and the episode reader are imported where a grade is made: every run imports this
+# module (discovering the grader kinds builds the suite's union), and most never grade a recorded session.
 
 TurnDetector = Literal["ccm", "rdm", "hallucination"]
 ToolDetector = Literal["unauthorized_tool", "hallucinated_parameter", "missing_required", "type_mismatch",
@@ -50,6 +51,8 @@ class SessionDetectorSpec(GraderBase):
 
 
 def _turn_detection(spec: SessionDetectorSpec, session: AgentSession, t: int) -> Detection | None:
+    from evals_cli.sessions.detectors import detect_ccm, detect_hallucination, detect_rdm
+
     if spec.detector == "ccm":
         return detect_ccm(session, t, spec.ccm_similarity)[0]
     if spec.detector == "rdm":
@@ -68,6 +71,8 @@ def _checked_turns(spec: SessionDetectorSpec, session: AgentSession) -> list[int
 @GRADERS.register("session_detector", spec=SessionDetectorSpec)
 class SessionDetectorGrader(Grader[SessionDetectorSpec]):
     async def grade(self, ctx: GradeContext) -> Grade:
+        from evals_cli.sessions.episode import recorded_session
+
         session = recorded_session(ctx.sample)
         if session is None:
             return Grade(score=1.0, applicable=False, rationale=NO_RECORDING)
@@ -91,6 +96,8 @@ class SessionDetectorGrader(Grader[SessionDetectorSpec]):
                                + (f" ({why})" if why else ""))
 
     def _calls(self, session: AgentSession) -> Grade:
+        from evals_cli.sessions.tool_validation import validate_session
+
         validation = validate_session(session)
         if not validation.calls:
             return Grade(score=1.0, applicable=False, rationale=f"{self.spec.detector}: no tool call to check")
@@ -160,6 +167,9 @@ def session_analysis_grade(spec: SessionScoreSpec, a: SessionAnalysis) -> Grade:
 @GRADERS.register("session_score", spec=SessionScoreSpec)
 class SessionScoreGrader(Grader[SessionScoreSpec]):
     async def grade(self, ctx: GradeContext) -> Grade:
+        from evals_cli.sessions.analysis import analyze_session
+        from evals_cli.sessions.episode import recorded_session
+
         session = recorded_session(ctx.sample)
         if session is None:
             return Grade(score=1.0, applicable=False, rationale=NO_RECORDING)
