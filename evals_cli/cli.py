@@ -774,7 +774,7 @@ def list_kinds(
     if what == "tools" or suite is not None:
         if what != "tools" or suite is None:
             raise ConfigError("give the suite whose tools to list: evals list tools SUITE")
-        from evals_cli.mcp.listing import offered_tools, render
+        from evals_cli.tool_listing import offered_tools, render
 
         sys.stdout.write(render(offered_tools(suite, target_file, replay), max(60, shutil.get_terminal_size((100, 24)).columns)) + "\n")
         return

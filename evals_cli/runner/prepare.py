@@ -20,10 +20,10 @@ from evals_cli.graders.build import build_graders
 from evals_cli.models.results import Coverage
 from evals_cli.models.sample import RowNotes, Sample
 from evals_cli.runner.options import NothingToRun, RunOptions
-from evals_cli.runner.resume import FailedSamples, failed_samples, resumed_rerun, unfinished_run
+from evals_cli.runner.resume import failed_samples, resumed_rerun, unfinished_run
 from evals_cli.runner.row_checks import RowChecks, SampleSelection
 from evals_cli.runner.shard import in_shard, parse_shard
-from evals_cli.runner.started_with import record_options, resume_command, resumed_options
+from evals_cli.runner.started_with import FailedSamples, record_options, resume_command, resumed_options
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
 from evals_cli.targets.factory import build_target as build_target_for
