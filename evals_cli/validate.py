@@ -78,7 +78,7 @@ def validate_suite(path: Path, override: TargetOverride | None = None, judging: 
     report.notes += _tool_order_notes(path, suite)
     from evals_cli.runner.options import RunOptions
     from evals_cli.runner.prepare import PreparedRun
-    from evals_cli.targets.factory import validate_builds
+    from evals_cli.runner.target_factory import validate_builds
 
     judge = {k: getattr(judging, k) for k in ("no_judge", "judge_model", "judge_base_url", "judge_api_key")} \
         if judging is not None else {}

@@ -112,7 +112,7 @@ class PreparedModels:
     def __init__(self, suite: SuiteSpec, options: RunOptions, models: list[str]) -> None:
         _refuse_single_only(options)
         target = getattr(suite.target, "kind", None)
-        from evals_cli.targets.factory import target_class
+        from evals_cli.runner.target_factory import target_class
 
         cls = target_class(suite.target)
         if cls is not None and not cls.calls_model:
