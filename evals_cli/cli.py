@@ -179,8 +179,8 @@ def run(
     """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
     import asyncio
 
+    from evals_cli.run_options import NothingToRun, RunOptions
     from evals_cli.runner.dispatch import default_suite, execute_prepared, prepare
-    from evals_cli.runner.options import NothingToRun, RunOptions
     from evals_cli.runner.prepare import PreparedRun
 
     if keyword is not None:  # pytest's -k is a keyword filter; here it was once --repeats: say which is which
@@ -379,8 +379,8 @@ def validate(
 ) -> None:
     """Check suites, every dataset row and every rubric without calling any model; exit 2 on problems."""
     from evals_cli.runner.dispatch import default_suite
+    from evals_cli.runner.validate import validate_suite
     from evals_cli.suite.loader import TargetOverride
-    from evals_cli.validate import validate_suite
 
     override = TargetOverride(file=target, base_url=base_url, model=model)
     paths = list(suites or []) or [default_suite()]

@@ -35,7 +35,7 @@ from evals_cli.output.exit_codes import exit_code_for, progress
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir, read_results
 from evals_cli.output.manifest import Manifest, folder_error, write_manifest
 from evals_cli.output.summary import Accumulator
-from evals_cli.runner.options import ResultCallback, RunOutcome
+from evals_cli.run_options import ResultCallback, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.runner.resume import load_for_resume
 from evals_cli.runner.suite_fingerprint import fingerprint

@@ -18,8 +18,8 @@ from evals_cli.gate import Gate
 from evals_cli.graders.base import Grader
 from evals_cli.models.results import Coverage
 from evals_cli.models.sample import RowNotes, Sample
+from evals_cli.run_options import NothingToRun, RunOptions
 from evals_cli.runner.build_graders import build_graders
-from evals_cli.runner.options import NothingToRun, RunOptions
 from evals_cli.runner.resume import failed_samples, resumed_rerun, unfinished_run
 from evals_cli.runner.row_checks import RowChecks, SampleSelection
 from evals_cli.runner.shard import in_shard, parse_shard

@@ -16,7 +16,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.invocation import command
 from evals_cli.output.files import RESULTS_NAME, results_path
 from evals_cli.output.manifest import MANIFEST_NAME, Manifest, StartedWith, read_manifest, read_matrix
-from evals_cli.runner.options import RunOptions
+from evals_cli.run_options import RunOptions
 
 # The options a resume takes from run.json when they are not given, and refuses when given with another value:
 # (RunOptions field, the flag as it is typed). The agent model, the repeats and the shard are kept in run.json's

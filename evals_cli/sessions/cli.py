@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from evals_cli.display.problems import print_problems
 from evals_cli.errors import EXIT_INVALID, ConfigError
-from evals_cli.runner.options import RunOptions
+from evals_cli.run_options import RunOptions
 from evals_cli.sessions.options import SessionsOptions
 from evals_cli.sessions.runner import SessionsOutcome, run_sessions
 from evals_cli.sessions.spec import RecordedSessionsTarget
