@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from evals_cli.calibration.labels import parse_label
+from evals_cli.labels import parse_label
 from evals_cli.models.calibration import JudgeCalibration
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
