@@ -11,7 +11,6 @@ from typing import Literal
 
 from pydantic import Field
 
-from evals_cli.environment.gold import GoldActionError, gold_world
 from evals_cli.environment.world import World
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.expectations import Outcome, evaluate
@@ -20,6 +19,7 @@ from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.fields import ScoreMode
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
+from evals_cli.tools.gold import GoldActionError, gold_world
 
 
 class FinalStateSpec(GraderBase):
