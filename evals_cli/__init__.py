@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     from evals_cli.models import Grade, Sample, Trajectory
     from evals_cli.models.environment import Effect
     from evals_cli.models.results import RunSummary, SampleResult
+    from evals_cli.run_options import ModelsOutcome, RunOptions, RunOutcome
     from evals_cli.runner import run_suite
     from evals_cli.runner.dispatch import arun, run
-    from evals_cli.runner.options import ModelsOutcome, RunOptions, RunOutcome
     from evals_cli.simulation.player import UserPlayer
     from evals_cli.suite.loader import load_suite
     from evals_cli.suite.spec import SuiteSpec
@@ -34,8 +34,8 @@ __version__ = "0.1.0"
 
 _WHERE = {
     "run": "evals_cli.runner.dispatch", "arun": "evals_cli.runner.dispatch",
-    "RunOptions": "evals_cli.runner.options", "RunOutcome": "evals_cli.runner.options",
-    "ModelsOutcome": "evals_cli.runner.options",
+    "RunOptions": "evals_cli.run_options", "RunOutcome": "evals_cli.run_options",
+    "ModelsOutcome": "evals_cli.run_options",
     "SuiteSpec": "evals_cli.suite.spec", "SampleResult": "evals_cli.models.results",
     "RunSummary": "evals_cli.models.results", "ConfigError": "evals_cli.errors",
     "load_suite": "evals_cli.suite.loader", "run_suite": "evals_cli.runner",

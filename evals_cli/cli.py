@@ -179,8 +179,8 @@ def run(
     """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
     import asyncio
 
+    from evals_cli.run_options import NothingToRun, RunOptions
     from evals_cli.runner.dispatch import default_suite, execute_prepared, prepare
-    from evals_cli.runner.options import NothingToRun, RunOptions
     from evals_cli.runner.prepare import PreparedRun
 
     if keyword is not None:  # pytest's -k is a keyword filter; here it was once --repeats: say which is which
@@ -383,8 +383,8 @@ def validate(
 ) -> None:
     """Check suites, every dataset row and every rubric without calling any model; exit 2 on problems."""
     from evals_cli.runner.dispatch import default_suite
+    from evals_cli.runner.validate import validate_suite
     from evals_cli.suite.loader import TargetOverride
-    from evals_cli.validate import validate_suite
 
     override = TargetOverride(file=target, base_url=base_url, model=model)
     paths = list(suites or []) or [default_suite()]
@@ -778,7 +778,7 @@ def list_kinds(
     if what == "tools" or suite is not None:
         if what != "tools" or suite is None:
             raise ConfigError("give the suite whose tools to list: evals list tools SUITE")
-        from evals_cli.mcp.listing import offered_tools, render
+        from evals_cli.tool_listing import offered_tools, render
 
         sys.stdout.write(render(offered_tools(suite, target_file, replay), max(60, shutil.get_terminal_size((100, 24)).columns)) + "\n")
         return

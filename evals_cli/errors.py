@@ -46,3 +46,13 @@ def refuse_newer(data: object, newest: int, where: str, what: str) -> None:
     if isinstance(found, int) and not isinstance(found, bool) and found > newest:
         raise NewerFormatError(f"{where}: {what} written by a newer evals-cli (schema_version {found}; this evals-cli "
                           f"reads up to {newest}); upgrade evals-cli to read it")
+
+
+class ToolServerFailed(Exception):
+    """An MCP server crashed, hung past its timeout or broke the protocol while the run was going: no later call
+    to it can be trusted, so the runner stops the run (exit 3) and keeps what finished. Never a tool error the
+    agent sees: the agent did nothing wrong, and grading what followed would score the server, not the agent."""
+
+    def __init__(self, server: str, message: str) -> None:
+        super().__init__(f"MCP server '{server}': {message}")
+        self.server = server

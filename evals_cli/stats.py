@@ -78,7 +78,7 @@ def bootstrap_mean_ci(differences: Sequence[float], *, resamples: int = 10_000, 
 
 @runtime_checkable
 class ScoreDistribution(Protocol):
-    """A grader's sample scores kept as counts (output.streaming.ScoreCounts): what `gate.aggregate` reads
+    """A grader's sample scores kept as counts (streaming_stats.ScoreCounts): what `gate.aggregate` reads
     besides a plain list. A protocol here, so that the gate (a lower layer) never imports the output package."""
 
     total: float

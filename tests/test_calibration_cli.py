@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from evals_cli.calibration.labels import read_labels
+from evals_cli.labels import read_labels
 from tests.calibration_runs import JUDGE_VERDICT, judged_run, label_line, write_labels
 from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, text

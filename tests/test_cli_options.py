@@ -17,7 +17,7 @@ import yaml
 
 import evals_cli
 from evals_cli.errors import ConfigError
-from evals_cli.runner.options import NothingToRun, RunOptions
+from evals_cli.run_options import NothingToRun, RunOptions
 from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from evals_cli.environment.expectations import evaluate
 from evals_cli.environment.world import World
+from evals_cli.graders.expectations import evaluate
 from evals_cli.models.environment import EnvironmentSpec, ExpectedState
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import evals_cli
-from evals_cli.runner.options import RunOptions
+from evals_cli.run_options import RunOptions
 from tests.helpers import ROOT, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, is_judge, judge_score, last_user, text
 

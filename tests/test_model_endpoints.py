@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from evals_cli.errors import ConfigError
-from evals_cli.runner.options import RunOptions, split_model_url
+from evals_cli.run_options import RunOptions, split_model_url
 from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import Reply, ScriptedServer, last_user, text
 

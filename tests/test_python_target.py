@@ -20,9 +20,9 @@ from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
+from evals_cli.runner.target_factory import build_target, judge_fallback, resolve_target_endpoint
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import SampleFailed, TargetContext
-from evals_cli.targets.factory import build_target, judge_fallback, resolve_target_endpoint
 from evals_cli.targets.python_agent import AgentError, PythonAgent, PythonTarget
 from tests.helpers import TOOLS, read_jsonl, run_cli, write_suite
 from tests.scripted_server import Reply, ScriptedServer, agent_script, judge_score

@@ -21,14 +21,14 @@ from typing import Any
 import pytest
 import yaml
 
-from evals_cli.calibration.labels import parse_label
+from evals_cli.labels import parse_label
 from evals_cli.models.calibration import JudgeCalibration
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import JudgeSpec
+from evals_cli.runner.validate import validate_suite
 from evals_cli.suite.loader import TargetOverride
 from evals_cli.suite.spec import SuiteSpec
-from evals_cli.validate import validate_suite
 from tests.docs_pages import doc_files, label, page
 from tests.helpers import ROOT
 

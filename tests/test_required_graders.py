@@ -193,7 +193,7 @@ def test_pass_rate_gate_fails_when_samples_fail() -> None:
 
 def test_a_nested_gate_problem_is_a_config_error_from_the_python_api_too() -> None:
     from evals_cli.errors import ConfigError
-    from evals_cli.runner.options import RunOptions
+    from evals_cli.run_options import RunOptions
     from evals_cli.runner.prepare import PreparedRun
     from evals_cli.suite.spec import SuiteSpec
 

@@ -36,9 +36,9 @@ def test_a_command_with_no_evals_variable_set_does_not_build_the_settings_model(
 
 
 def test_validate_imports_nothing_heavy() -> None:
-    modules = loaded_after("from pathlib import Path\nfrom evals_cli.validate import validate_suite\n"
+    modules = loaded_after("from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
                            "assert not validate_suite(Path('suites/multi_turn.yaml')).problems")
-    assert "evals_cli.validate" in modules and "jinja2" in modules
+    assert "evals_cli.runner.validate" in modules and "jinja2" in modules
     assert not [m for m in modules if m.split(".")[0] in HEAVY or m == "rich.live"]
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from evals_cli.gate import aggregate
 from evals_cli.graders.agreement import krippendorff_alpha
-from evals_cli.output.streaming import AlphaSums, LatencyHistogram, ScoreCounts
+from evals_cli.streaming_stats import AlphaSums, LatencyHistogram, ScoreCounts
 
 AGGREGATIONS = ["avg_score", "accuracy", "min", "max", "median", "p50", "p95", "p99"]
 scores = st.lists(st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 0.5, 0.7, 0.9, 1.0]) | st.floats(0, 1), min_size=1,

@@ -16,9 +16,9 @@ from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.errors import ConfigError
 from evals_cli.models.base import StrictModel
 from evals_cli.models.tools import ToolSpec
+from evals_cli.runner.target_factory import build_target, judge_fallback, resolve_target_endpoint, validate_builds
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import TARGETS, Target, TargetContext
-from evals_cli.targets.factory import build_target, judge_fallback, resolve_target_endpoint, validate_builds
 from evals_cli.targets.openai_chat import OpenAIChatTarget
 
 PACKAGE = Path(__file__).resolve().parent.parent / "evals_cli"

@@ -262,7 +262,7 @@ ALL_KINDS = {
 
 
 def test_every_new_kind_loads_from_yaml_and_builds(tmp_path: Path) -> None:
-    from evals_cli.graders.build import build_graders
+    from evals_cli.runner.build_graders import build_graders
     from evals_cli.suite.loader import load_suite
     from tests.helpers import write_suite
 

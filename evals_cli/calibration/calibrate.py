@@ -18,10 +18,10 @@ from typing import Any
 
 from evals_cli.calibration.items import ItemKey, JudgedItem, JudgedRun, load_judged_run
 from evals_cli.calibration.judges import fingerprint_of
-from evals_cli.calibration.labels import Label, LabelFile, read_labels
 from evals_cli.calibration.stats import CHANCE, Confusion, corrected_interval, rogan_gladen
 from evals_cli.errors import ConfigError
 from evals_cli.invocation import command
+from evals_cli.labels import Label, LabelFile, read_labels
 from evals_cli.models.calibration import JudgeCalibration, JudgeRecord
 
 FEW = 20  # fewer labels than this of either class: tpr or tnr rests on too few items to trust

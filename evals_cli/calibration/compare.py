@@ -15,9 +15,9 @@ from typing import Any
 
 from evals_cli.calibration.calibrate import match
 from evals_cli.calibration.items import JudgedItem, load_judged_run
-from evals_cli.calibration.labels import Label, read_labels
 from evals_cli.calibration.stats import Confusion, paired_difference_interval
 from evals_cli.errors import ConfigError
+from evals_cli.labels import Label, read_labels
 from evals_cli.models.calibration import JudgeRecord
 
 

@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from evals_cli.calibration.labels import Fingerprint
+from evals_cli.labels import Fingerprint
 from evals_cli.models.calibration import JudgeRecord
 
 

@@ -27,9 +27,9 @@ from rich.text import Text
 from evals_cli.calibration.calibrate import match
 from evals_cli.calibration.items import JudgedItem, JudgedRun, load_judged_run
 from evals_cli.calibration.judges import fingerprint_of
-from evals_cli.calibration.labels import LABELS_NAME, Label, append_label, read_labels
 from evals_cli.errors import ConfigError
 from evals_cli.invocation import command
+from evals_cli.labels import LABELS_NAME, Label, append_label, read_labels
 from evals_cli.models.trajectory import Turn
 
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from evals_cli.endpoints.context import ReplayMiss
 from evals_cli.endpoints.resolve import Endpoint
+from evals_cli.errors import ToolServerFailed
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,6 @@ def _classify(exc: BaseException, endpoint: Endpoint) -> Classified:
     import openai
 
     from evals_cli.custom_code import CustomCodeError
-    from evals_cli.mcp.errors import ToolServerFailed
 
     server = _cause(exc, ToolServerFailed)
     if server is not None:  # an MCP server crashed, hung or broke the protocol: no later sample can trust it

@@ -1,2 +1,3 @@
-"""Stateful mocked environments: the per-sample world, what tools' effects do to it, and checking its final
-state. The declarations are pure data in evals_cli/models/environment.py."""
+"""Stateful mocked environments: the per-sample world, what tools' effects do to it, and what validate checks of
+them. The declarations are pure data in evals_cli/models/environment.py; the final state is checked by the
+graders (evals_cli/graders/expectations.py), gold actions are replayed by the tools (evals_cli/tools/gold.py)."""

@@ -11,6 +11,8 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from evals_cli.streaming_stats import AlphaSums
+
 
 def combine(scores: list[float], method: str) -> float:
     """mean, median, or majority (the most frequent score; a tie falls back to the median)."""
@@ -35,8 +37,6 @@ def krippendorff_alpha(units: Iterable[Mapping[str, float]]) -> float | None:
     all pairable values pooled; only units with two or more values count. Computed from running sums
     (`AlphaSums`), the same code the run summary uses.
     """
-    from evals_cli.output.streaming import AlphaSums
-
     sums = AlphaSums()
     for unit in units:
         sums.add(dict(unit))

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from evals_cli.mcp.errors import ToolServerFailed
+from evals_cli.errors import ToolServerFailed
 
 MAX_PAGES = 100  # tools/list pages followed; a server whose cursor never ends cannot hang the run
 STDERR_TAIL = 1500  # characters of a failed server's stderr quoted in the error

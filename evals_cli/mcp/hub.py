@@ -26,10 +26,9 @@ from typing import Any, TypeVar
 
 from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.secrets import Redactor, header_secrets, secret_values, url_secrets
-from evals_cli.errors import ConfigError, RunAborted
+from evals_cli.errors import ConfigError, RunAborted, ToolServerFailed
 from evals_cli.mcp import workspace
 from evals_cli.mcp.connection import Connection, Launch
-from evals_cli.mcp.errors import ToolServerFailed
 from evals_cli.mcp.recording import Replayed, Tape
 from evals_cli.mcp.spec import WORKSPACE, McpServerSpec
 from evals_cli.models.tools import ToolSpec, schema_problem, tool_name_problem

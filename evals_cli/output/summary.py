@@ -20,7 +20,7 @@ from evals_cli.models.results import (
     Verdict,
 )
 from evals_cli.models.trajectory import Usage
-from evals_cli.output.streaming import AlphaSums, LatencyHistogram, ScoreCounts
+from evals_cli.streaming_stats import AlphaSums, LatencyHistogram, ScoreCounts
 
 
 class Accumulator:

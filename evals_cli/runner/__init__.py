@@ -1,7 +1,7 @@
 """Async orchestration of a live suite: prepare (check everything), then execute (stream samples, write
 results); `run` / `arun` (dispatch.py) are the entry points for either kind of suite.
 
-Attributes are imported lazily: `evals_cli.runner.options` is a leaf both pipelines import, and importing it must
+Attributes are imported lazily: `evals_cli.run_options` is a leaf both pipelines import, and importing it must
 not pull in the targets and graders that `prepare` needs.
 """
 
@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evals_cli.models.results import RunSummary
+    from evals_cli.run_options import ResultCallback, RunOptions, RunOutcome
     from evals_cli.runner.dispatch import arun, run
-    from evals_cli.runner.options import ResultCallback, RunOptions, RunOutcome
     from evals_cli.runner.prepare import PreparedRun
     from evals_cli.suite.spec import SuiteSpec
 
-_LAZY = {"PreparedRun": "evals_cli.runner.prepare", "RunOptions": "evals_cli.runner.options",
-         "RunOutcome": "evals_cli.runner.options", "ResultCallback": "evals_cli.runner.options",
+_LAZY = {"PreparedRun": "evals_cli.runner.prepare", "RunOptions": "evals_cli.run_options",
+         "RunOutcome": "evals_cli.run_options", "ResultCallback": "evals_cli.run_options",
          "run": "evals_cli.runner.dispatch", "arun": "evals_cli.runner.dispatch"}
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals_cli.errors import ConfigError
-from evals_cli.runner.options import RunOptions, RunOutcome
+from evals_cli.run_options import RunOptions, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.runner.started_with import resumed_options
 from evals_cli.suite.spec import SuiteSpec
@@ -67,8 +67,8 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
             return models_matrix.prepare_models(Path(suite), options, models)
         if models is not None:
             options = options.model_copy(update={"model": models[0], "models": None})
+        from evals_cli.runner.validate import checked_suite
         from evals_cli.suite.loader import TargetOverride
-        from evals_cli.validate import checked_suite
 
         # every check `evals validate` makes, the same way: a run never starts on a problem validate would report
         override = TargetOverride(file=options.target_file, base_url=options.base_url, model=options.model)

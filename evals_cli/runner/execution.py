@@ -33,12 +33,12 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.exit_codes import exit_code_for, progress
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir, read_results
-from evals_cli.output.fingerprint import fingerprint
 from evals_cli.output.manifest import Manifest, folder_error, write_manifest
 from evals_cli.output.summary import Accumulator
-from evals_cli.runner.options import ResultCallback, RunOutcome
+from evals_cli.run_options import ResultCallback, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.runner.resume import load_for_resume
+from evals_cli.runner.suite_fingerprint import fingerprint
 from evals_cli.simulation.player import UserSimulatorError
 from evals_cli.targets.base import SampleFailed
 from evals_cli.targets.episode import Episode

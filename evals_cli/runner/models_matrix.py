@@ -41,7 +41,7 @@ from evals_cli.output.manifest import (
     write_matrix,
 )
 from evals_cli.output.summary import GateMode, combined_exit, combined_verdict
-from evals_cli.runner.options import ModelsOutcome, RunOptions, RunOutcome
+from evals_cli.run_options import ModelsOutcome, RunOptions, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.suite.spec import SuiteSpec
 
@@ -112,7 +112,7 @@ class PreparedModels:
     def __init__(self, suite: SuiteSpec, options: RunOptions, models: list[str]) -> None:
         _refuse_single_only(options)
         target = getattr(suite.target, "kind", None)
-        from evals_cli.targets.factory import target_class
+        from evals_cli.runner.target_factory import target_class
 
         cls = target_class(suite.target)
         if cls is not None and not cls.calls_model:
@@ -183,8 +183,8 @@ def _judge_warnings(runs: dict[str, PreparedRun]) -> list[str]:
 def prepare_models(suite: Path | SuiteSpec, options: RunOptions, models: list[str]) -> PreparedModels:
     """Check the suite as `evals validate` would (with the first model), then prepare every model."""
     if isinstance(suite, Path):
+        from evals_cli.runner.validate import checked_suite
         from evals_cli.suite.loader import TargetOverride
-        from evals_cli.validate import checked_suite
 
         override = TargetOverride(file=options.target_file, base_url=options.base_url, model=models[0])
         suite = checked_suite(suite, override, options)

@@ -17,7 +17,7 @@ from evals_cli.models.results import SCHEMA_VERSION, SampleResult
 from evals_cli.output.files import RESULTS_NAME, results_path
 from evals_cli.output.fingerprint import Fingerprint
 from evals_cli.output.manifest import MANIFEST_NAME, Manifest, StartedWith, folder_error, read_manifest
-from evals_cli.runner.started_with import resume_command, started_manifest
+from evals_cli.runner.started_with import FailedSamples, resume_command, started_manifest
 
 
 @dataclass
@@ -162,15 +162,6 @@ def unfinished_run(directory: Path, results: int, samples: int) -> Unfinished | 
         return None  # killed after its last result, before its summary: every sample ran
     planned = started.planned_samples
     return Unfinished(how, planned - samples if planned is not None else None, planned)
-
-
-@dataclass
-class FailedSamples:
-    """What `--rerun-failed RUN` reruns: the samples that failed or errored in any repeat, in first-seen order."""
-
-    path: Path
-    ids: list[str]
-    samples: int  # distinct samples with a result in that run
 
 
 def failed_samples(target: Path) -> FailedSamples:

@@ -8,17 +8,15 @@ other settings into one verdict. The resolved endpoints and graders are checked 
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evals_cli.errors import ConfigError
 from evals_cli.invocation import command
 from evals_cli.output.files import RESULTS_NAME, results_path
 from evals_cli.output.manifest import MANIFEST_NAME, Manifest, StartedWith, read_manifest, read_matrix
-from evals_cli.runner.options import RunOptions
-
-if TYPE_CHECKING:
-    from evals_cli.runner.resume import FailedSamples
+from evals_cli.run_options import RunOptions
 
 # The options a resume takes from run.json when they are not given, and refuses when given with another value:
 # (RunOptions field, the flag as it is typed). The agent model, the repeats and the shard are kept in run.json's
@@ -71,6 +69,15 @@ def _shown(name: str, value: Any) -> str:
     if name in _SETS:
         return " ".join(shlex.quote(str(v)) for v in value)
     return str(value)
+
+
+@dataclass
+class FailedSamples:
+    """What `--rerun-failed RUN` reruns: the samples that failed or errored in any repeat, in first-seen order."""
+
+    path: Path
+    ids: list[str]
+    samples: int  # distinct samples with a result in that run
 
 
 def record_options(options: RunOptions, endpoints: dict[str, str], rerun: FailedSamples | None,

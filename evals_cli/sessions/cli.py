@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from evals_cli.display.problems import print_problems
 from evals_cli.errors import EXIT_INVALID, ConfigError
-from evals_cli.runner.options import RunOptions
+from evals_cli.run_options import RunOptions
 from evals_cli.sessions.options import SessionsOptions
 from evals_cli.sessions.runner import SessionsOutcome, run_sessions
 from evals_cli.sessions.spec import RecordedSessionsTarget
@@ -103,8 +103,8 @@ def traced_sessions(path: Path, output: Path | None, *, quiet: bool = False) -> 
     from evals_cli.display.console import make_console
     from evals_cli.output.files import default_output_dir
     from evals_cli.output.manifest import make_run_folder
+    from evals_cli.sessions.from_traces import to_session
     from evals_cli.traces import read_traces
-    from evals_cli.traces.sessions import to_session
 
     traces = read_traces(path)
     output = output or default_output_dir(f"analyze-{path.stem}")

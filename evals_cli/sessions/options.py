@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from evals_cli.errors import ConfigError
-from evals_cli.runner.options import RunOptions
+from evals_cli.run_options import RunOptions
 
 # RunOptions fields that mean nothing without a live agent: (field, value that means "not given", why)
 AGENT_ONLY: tuple[tuple[str, Any, str], ...] = (

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from evals_cli.endpoints.resolve import Endpoint, knob, resolve_judge
 from evals_cli.errors import ConfigError
-from evals_cli.runner.options import RunOptions
+from evals_cli.run_options import RunOptions
 from evals_cli.sessions.options import SessionsOptions
 from evals_cli.sessions.reader import check_sessions
 from evals_cli.sessions.suite import SessionsSuiteSpec

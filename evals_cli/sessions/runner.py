@@ -28,7 +28,7 @@ from evals_cli.output.exit_codes import exit_code_for
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir
 from evals_cli.output.manifest import folder_error, make_run_folder
 from evals_cli.output.summary import Accumulator
-from evals_cli.runner.options import RunOptions, RunOutcome
+from evals_cli.run_options import RunOptions, RunOutcome
 from evals_cli.sessions.analysis import analyze_session
 from evals_cli.sessions.common import SessionGrading
 from evals_cli.sessions.gate import decide

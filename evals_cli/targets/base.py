@@ -5,7 +5,7 @@ Every target kind is one module of this package that defines its spec model and 
     @TARGETS.register("openai_chat", spec=OpenAIChatTarget)
     class OpenAIChat(Target): ...
 
-and every class takes the same `(spec, ctx)`, so building one is a registry lookup (targets/factory.py). What
+and every class takes the same `(spec, ctx)`, so building one is a registry lookup (runner/target_factory.py). What
 differs between kinds beyond running a sample (whether a model endpoint stands behind the agent, whether
 building the target checks something `evals validate` should report) is a class attribute or class method
 here, overridden by the kind that differs, so no code outside a target's module names a kind. The suite's

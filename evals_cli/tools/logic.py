@@ -43,7 +43,7 @@ def load_tool_function(ref: str, base_dir: Path) -> ToolFunction:
     if not module_part or not name:
         raise ValueError(f"python: '{ref}': name the function as file.py:function or module:function")
     if module_part.endswith(".py"):
-        from evals_cli.graders.functions import NotImported, load_object
+        from evals_cli.code_loading import NotImported, load_object
 
         found, _ = load_object(ref, base_dir, "tool function")
         if isinstance(found, NotImported):

@@ -11,15 +11,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from evals_cli.environment.expectations import Outcome, evaluate
-from evals_cli.environment.gold import GoldActionError, gold_world
 from evals_cli.environment.world import World
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
+from evals_cli.graders.expectations import Outcome, evaluate
 from evals_cli.models.environment import ExpectedState
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.fields import ScoreMode
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
+from evals_cli.tools.gold import GoldActionError, gold_world
 
 
 class FinalStateSpec(GraderBase):

@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from evals_cli.calibration.labels import Label, calibration_labels
 from evals_cli.endpoints.resolve import Endpoint, resolve_judge
 from evals_cli.graders.agreement import combine, spread
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
@@ -30,6 +29,7 @@ from evals_cli.graders.rubric import (
     rubric_variables,
 )
 from evals_cli.graders.scales import Scale
+from evals_cli.labels import Label, calibration_labels
 from evals_cli.models.base import StrictModel
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.judge import Choice

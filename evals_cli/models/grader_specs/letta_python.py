@@ -111,7 +111,7 @@ def _module(name: str, **members: Any) -> ModuleType:
 
 def install() -> bool:
     """Put the stand-in modules in sys.modules (once), in place of the real letta-evals too if it is installed
-    (see graders/functions.py `_run_module`): True when they are there."""
+    (see code_loading.py `_run_module`): True when they are there."""
     if getattr(sys.modules.get("letta_evals"), "__evals_stand_in__", False):
         return True
     builtins = {name: _builtin(name) for name in ("last_assistant", "first_assistant", "all_assistant",

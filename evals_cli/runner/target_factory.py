@@ -15,7 +15,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.models.base import StrictModel
 from evals_cli.targets.base import TARGETS, Target, TargetContext
 
-if TYPE_CHECKING:  # the suite layer sits above the targets
+if TYPE_CHECKING:
     from evals_cli.mcp.hub import McpHub
     from evals_cli.suite.spec import SuiteSpec
 

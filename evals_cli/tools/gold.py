@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from evals_cli.environment.world import World
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
+from evals_cli.tools.mock import MockToolbox
 
 
 class GoldActionError(Exception):
@@ -18,8 +19,6 @@ class GoldActionError(Exception):
 
 def gold_world(sample: Sample, tools: Mapping[str, ToolSpec]) -> World:
     """The world after the row's expected_actions, applied in order to a fresh copy of its environment."""
-    from evals_cli.tools.mock import MockToolbox
-
     box = MockToolbox(dict(tools), sample.environment)
     for index, action in enumerate(sample.expected_actions or [], 1):
         spec = tools.get(action.tool)

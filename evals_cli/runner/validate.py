@@ -12,7 +12,7 @@ from evals_cli.suite.loader import TargetOverride
 from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
-    from evals_cli.runner.options import RunOptions
+    from evals_cli.run_options import RunOptions
     from evals_cli.sessions.suite import SessionsSuiteSpec
 
 
@@ -76,9 +76,9 @@ def validate_suite(path: Path, override: TargetOverride | None = None, judging: 
     report.notes += [f"{path}: graders.{name}.provider: {note}" for name, spec in suite.graders.items()
                      if (note := provider_note(getattr(spec, "provider", None))) is not None]
     report.notes += _tool_order_notes(path, suite)
-    from evals_cli.runner.options import RunOptions
+    from evals_cli.run_options import RunOptions
     from evals_cli.runner.prepare import PreparedRun
-    from evals_cli.targets.factory import validate_builds
+    from evals_cli.runner.target_factory import validate_builds
 
     judge = {k: getattr(judging, k) for k in ("no_judge", "judge_model", "judge_base_url", "judge_api_key")} \
         if judging is not None else {}

@@ -9,7 +9,7 @@ from evals_cli.endpoints.resolve import Endpoint, JudgeOverrides
 from evals_cli.errors import ConfigError
 from evals_cli.graders.base import GRADERS, Grader, GraderContext
 
-if TYPE_CHECKING:  # the suite layer sits above graders
+if TYPE_CHECKING:
     from evals_cli.suite.spec import SuiteSpec
 
 
