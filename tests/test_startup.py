@@ -50,16 +50,16 @@ def test_tools_in_the_shorthand_need_no_json_schema_engine(tmp_path: Path) -> No
     suite.write_text("name: s\ndataset: data.jsonl\ntarget: {kind: openai_chat, model: m, base_url: 'http://127.0.0.1:9/v1'}\n"
                      "tools:\n  lookup: {description: Look up., parameters: {key: The key, type: what kind}, "
                      "returns: 42}\ngraders:\n  answer: {kind: tool, function: contains}\n")
-    modules = loaded_after(f"from pathlib import Path\nfrom evals_cli.validate import validate_suite\n"
+    modules = loaded_after(f"from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
                            f"assert not validate_suite(Path({str(suite)!r})).problems")
-    assert "evals_cli.validate" in modules
+    assert "evals_cli.runner.validate" in modules
     assert not [m for m in modules if m.split(".")[0] in ("jsonschema", "referencing", "rpds")]
 
 
 def test_a_suite_of_live_agents_imports_no_sessions_analysis() -> None:
     """The recorded-session grader kinds register with every grader kind (the suite's union needs their specs), but
     their analysis, detectors and episode reader are imported only when one grades."""
-    modules = loaded_after("from pathlib import Path\nfrom evals_cli.validate import validate_suite\n"
+    modules = loaded_after("from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
                            "assert not validate_suite(Path('suites/multi_turn.yaml')).problems")
     assert "evals_cli.graders.kinds.recorded" in modules
     assert not [m for m in modules if m.startswith("evals_cli.sessions.") and m != "evals_cli.sessions.spec"]
