@@ -3,10 +3,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.scripted_server import ScriptedServer
+
+if TYPE_CHECKING:
+    from tests.test_html_browser import Browser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,3 +30,15 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "160")  # plain output's width; pytest-xdist workers would otherwise say 80
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    """A headless Debian chromium per test module (the browser tests are `slow` and skip without it)."""
+    from tests.test_html_browser import Browser
+
+    chrome = Browser(tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        yield chrome
+    finally:
+        chrome.close()

@@ -35,14 +35,6 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.shutdown()
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    chrome = Browser(tmp_path_factory.mktemp("chromium-profile"))
-    try:
-        yield chrome
-    finally:
-        chrome.close()
-
 
 def _width(browser: Browser, width: int) -> None:
     browser.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1, mobile=False)

@@ -141,14 +141,6 @@ class Browser:
             self.proc.wait()
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    chrome = Browser(tmp_path_factory.mktemp("chromium-profile"))
-    try:
-        yield chrome
-    finally:
-        chrome.close()
-
 
 # --- the reports ---------------------------------------------------------------------------------------------
 

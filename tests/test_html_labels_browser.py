@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,14 +19,6 @@ from tests.test_html_browser import CHROMIUM, Browser
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CHROMIUM.exists() and shutil.which(str(CHROMIUM))),
                                                    reason="/usr/bin/chromium is not installed")]
 
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    chrome = Browser(tmp_path_factory.mktemp("chromium-profile"))
-    try:
-        yield chrome
-    finally:
-        chrome.close()
 
 
 @pytest.fixture(scope="module")
