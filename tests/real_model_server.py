@@ -274,7 +274,9 @@ def serve(size: str, log: Path, port: int | None = None, threads: int | None = N
         proc = subprocess.Popen(server_command(python, gguf, shared, port, threads), stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
+            started = time.monotonic()
             wait_ready(base_url, proc, log)
+            _log(f"server ready in {time.monotonic() - started:.0f}s")
             yield base_url
         finally:
             stop(proc)

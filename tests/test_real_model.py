@@ -208,8 +208,11 @@ def test_judge_steps_down_from_json_schema_once(recorded: tuple[Run, Path]) -> N
     assert all(e["status"] == 200 for e in judge[1:]), [e["status"] for e in judge]
 
 
-def test_replay_without_network_gives_identical_grades(recorded: tuple[Run, Path], replayed: Run) -> None:
+def test_replay_without_network_gives_identical_grades(recorded: tuple[Run, Path], replayed: Run,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
     live, _ = recorded
+    with capsys.disabled():
+        print(f"\n[real-model] replay: exit {replayed.returncode} in {replayed.seconds:.0f}s")
     assert replayed.returncode == live.returncode, explain(replayed)
 
     def grades(run: Run) -> dict[str, Any]:
