@@ -209,9 +209,9 @@ def auto_threads(load1: float, cores: int) -> int:
 
     Why so few: llama.cpp's threads meet at a barrier for every token, so one thread that waits for a core stalls
     them all. Measured on 2 cores (0.5B model, README "Local models"): quiet, 2 threads generated 42-46 tokens/s
-    and 1 thread 39-41; with 4 busy processes, 2 threads 0.84 tokens/s and 1 thread 12.7; at load 8-14, 0.16 and
-    7.2. A few percent on a quiet machine is not worth a 15-45x slowdown once other jobs start, and the 1-minute
-    load cannot see the jobs that start during a run."""
+    and 1 thread 39-41 (and read prompts twice as fast); with 4 busy processes, 2 threads 0.84 tokens/s and 1
+    thread 12.7; at load 8-14, 0.16 and 7.2. That gain on a quiet machine is not worth a 10-45x slowdown once other
+    jobs start, and the 1-minute load cannot see the jobs that start during a run."""
     return max(1, cores - 1 - math.floor(load1 + 0.5))
 
 
