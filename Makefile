@@ -71,7 +71,7 @@ test-real: $(VENV)/.installed-dev
 ## Serve a local model for the suites (llama.cpp, qwen25-tools chat format; Ctrl-C stops it), set up as for test-real.
 MODEL_SIZE ?= 1.5b
 MODEL_PORT ?= 8101
-MODEL_THREADS ?= 2
+MODEL_THREADS ?= auto
 serve-model: $(VENV)/.installed
 	$(BIN)/python tests/real_model_server.py --size $(MODEL_SIZE) --port $(MODEL_PORT) --threads $(MODEL_THREADS)
 

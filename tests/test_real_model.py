@@ -6,7 +6,9 @@ small model answers: a verdict exit code (0 or 1, never 2 or 3), a trajectory fo
 parsed, every judge grade a number or a counted judge failure, the judge's structured-output step-down
 (llama.cpp answers `json_schema` with HTTP 500: probed once, then json_object), identical grades on replay, and
 the API keys in no output. The runtime and the model are set up once into ~/.cache/evals-cli/ (see
-real_model_server.py); the test is skipped only on machines without the project's shared folder.
+real_model_server.py); the test is skipped only on machines without the project's shared folder. Each phase
+(setup, server start, live run, replay) has its own budget (real_model_phases.py): a machine too busy for one
+fails naming the phase and how far it got.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from tests.real_model_server import closed_port, serve, shared_dir
+from tests.real_model_phases import BUDGETS, Phase, PhaseTimeout, is_judge, run_within, suite_progress
+from tests.real_model_server import closed_port, machine_threads, serve, shared_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "suites" / "real_model.yaml"
@@ -31,9 +33,11 @@ JUDGE = "quality"
 AGENT_KEY = "sk-realmodel-" + secrets.token_hex(16)
 JUDGE_KEY = "sk-realjudge-" + secrets.token_hex(16)
 
-# cold: runtime venv and model download (~1.5 min), then about 15 model calls (3 to 60 s each on 2 shared cores):
-# 4-7 min in all; the hard bound keeps a CI job from hanging on a stuck server
-pytestmark = [pytest.mark.real_model, pytest.mark.timeout(1500)]
+SAMPLES = sum(1 for line in (ROOT / "datasets" / "real_model.jsonl").read_text().splitlines() if line.strip())
+
+# each phase fails on its own budget with a message; pytest's bound (every phase's budget and some) only catches a
+# harness that hangs outside them
+pytestmark = [pytest.mark.real_model, pytest.mark.timeout(sum(BUDGETS.values()) + 300)]
 
 
 @dataclass
@@ -53,16 +57,18 @@ class Run:
         return json.loads((self.folder / "summary.json").read_text())
 
 
-def evals_run(folder: Path, base_url: str, *extra: str) -> Run:
+def evals_run(phase: Phase, folder: Path, base_url: str, *extra: str, recording: Path | None = None) -> Run:
+    """The suite run as a user would, within `phase`'s budget; past it, PhaseTimeout says how many samples and
+    (when `recording`) model calls were done."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVAL_", "OPENAI_"))}
     env.update(NO_COLOR="1", COLUMNS="160", EVAL_AGENT_BASE_URL=base_url, EVAL_JUDGE_BASE_URL=base_url,
                EVAL_AGENT_API_KEY=AGENT_KEY, EVAL_JUDGE_API_KEY=JUDGE_KEY)
     # --max-error-rate 1: a sample whose judge gave no verdict is errored (category judge), and one of three would
     # be past the default 0.2 (exit 3); here such failures are counted and checked, not the small judge's skill
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "evals_cli", "run", str(SUITE), "-o", str(folder),
-                           "--max-error-rate", "1", *extra],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    done = run_within(phase, [sys.executable, "-m", "evals_cli", "run", str(SUITE), "-o", str(folder),
+                              "--max-error-rate", "1", *extra],
+                      lambda: suite_progress(folder, SAMPLES, recording), cwd=ROOT, env=env)
     return Run(done.returncode, done.stdout, done.stderr, folder, time.monotonic() - started)
 
 
@@ -75,11 +81,21 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def recorded(work: Path) -> tuple[Run, Path]:
+def threads() -> tuple[int, str]:
+    """llama.cpp's thread count, chosen from the load before anything of this test adds to it."""
+    return machine_threads()
+
+
+@pytest.fixture(scope="module")
+def recorded(work: Path, threads: tuple[int, str]) -> tuple[Run, Path]:
     """The suite run live against the model, recorded; the server is stopped before the tests look at it."""
     recording = work / "real_model.recording.jsonl"
-    with serve("0.5b", work / "server.log") as base_url:
-        run = evals_run(work / "live", base_url, "--record", str(recording))
+    try:
+        with serve("0.5b", work / "server.log", threads=threads[0]) as base_url:
+            run = evals_run(Phase("live run", BUDGETS["live run"]), work / "live", base_url, "--record",
+                            str(recording), recording=recording)
+    except PhaseTimeout as exc:  # the phase and how far it got say it all; a traceback through the harness does not
+        pytest.fail(f"{exc}\n(llama.cpp's log: {work / 'server.log'})", pytrace=False)
     return run, recording
 
 
@@ -87,15 +103,14 @@ def recorded(work: Path) -> tuple[Run, Path]:
 def replayed(recorded: tuple[Run, Path], work: Path) -> Run:
     """The recording replayed with both endpoints at a closed port: a single live call would fail."""
     dead = f"http://127.0.0.1:{closed_port()}/v1"
-    return evals_run(work / "replay", dead, "--replay", str(recorded[1]))
+    try:
+        return evals_run(Phase("replay", BUDGETS["replay"]), work / "replay", dead, "--replay", str(recorded[1]))
+    except PhaseTimeout as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 def exchanges(recording: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in recording.read_text().splitlines() if line.strip()]
-
-
-def is_judge(exchange: dict[str, Any]) -> bool:
-    return "judge '" in exchange.get("context", "") or "tools" not in exchange["request"]
 
 
 def check_error(result: dict[str, Any]) -> None:
@@ -116,7 +131,7 @@ def explain(run: Run) -> str:
     return f"exit {run.returncode}\n--- stdout\n{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-3000:]}"
 
 
-def test_live_run_gives_a_verdict_and_a_trajectory_per_sample(recorded: tuple[Run, Path],
+def test_live_run_gives_a_verdict_and_a_trajectory_per_sample(recorded: tuple[Run, Path], threads: tuple[int, str],
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     run, recording = recorded
     assert run.returncode in (0, 1), explain(run)  # 2 (bad suite) or 3 (run broken) is never the model's doing
@@ -151,7 +166,8 @@ def test_live_run_gives_a_verdict_and_a_trajectory_per_sample(recorded: tuple[Ru
     judge = [e for e in exchanges(recording) if is_judge(e)]
     modes = ", ".join(f"{e['context'].rsplit('(', 1)[-1].rstrip(')')} {e['status']}" for e in judge)
     with capsys.disabled():
-        print(f"\n[real-model] live run: exit {run.returncode} in {run.seconds:.0f}s; {len(agent)} agent calls, tool calls: "
+        print(f"\n[real-model] live run with {threads[1]}: exit {run.returncode} in {run.seconds:.0f}s; "
+              f"{len(agent)} agent calls, tool calls: "
               f"{', '.join(tools) or 'none'}; stop reasons: {[r['trajectory']['stop_reason'] for r in results]}; "
               f"judge calls: {modes}; judge grades missing: {run.summary['graders'][JUDGE]['errors']}; "
               f"gate metric {run.summary['gate'].get('metric')}")
@@ -192,8 +208,11 @@ def test_judge_steps_down_from_json_schema_once(recorded: tuple[Run, Path]) -> N
     assert all(e["status"] == 200 for e in judge[1:]), [e["status"] for e in judge]
 
 
-def test_replay_without_network_gives_identical_grades(recorded: tuple[Run, Path], replayed: Run) -> None:
+def test_replay_without_network_gives_identical_grades(recorded: tuple[Run, Path], replayed: Run,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
     live, _ = recorded
+    with capsys.disabled():
+        print(f"\n[real-model] replay: exit {replayed.returncode} in {replayed.seconds:.0f}s")
     assert replayed.returncode == live.returncode, explain(replayed)
 
     def grades(run: Run) -> dict[str, Any]:
