@@ -96,18 +96,26 @@ class SessionDetectorGrader(Grader[SessionDetectorSpec]):
                                + (f" ({why})" if why else ""))
 
     def _calls(self, session: AgentSession) -> Grade:
-        from evals_cli.sessions.tool_validation import validate_session
+        from evals_cli.sessions.tool_validation import interaction_violations
 
-        validation = validate_session(session)
-        if not validation.calls:
-            return Grade(score=1.0, applicable=False, rationale=f"{self.spec.detector}: no tool call to check")
+        # counted call by call: a step index restarts in every interaction, so two bad calls of one agent in one
+        # turn (before and after a handoff) are two calls, never one
         wanted = self.spec.detector.upper()
-        found = [v for v in validation.violations if v.kind == wanted]
-        bad = {(v.turn_index, v.agent_id, v.step_index) for v in found}
+        calls = bad = 0
+        found = []
+        for t, turn in enumerate(session.turns):
+            for interaction in turn.agent_interactions:
+                for problems in interaction_violations(session, t, interaction):
+                    calls += 1
+                    mine = [v for v in problems if v.kind == wanted]
+                    bad += bool(mine)
+                    found += mine
+        if not calls:
+            return Grade(score=1.0, applicable=False, rationale=f"{self.spec.detector}: no tool call to check")
         shown = "; ".join(f"turn {v.turn_index + 1} · {v.agent_id} · {v.tool}: {v.detail}" for v in found[:5])
-        return Grade(score=1 - len(bad) / validation.calls,
+        return Grade(score=1 - bad / calls,
                      metadata={"detector": self.spec.detector, "violations": len(found)},
-                     rationale=f"{self.spec.detector}: {len(bad)}/{plural(validation.calls, 'call')} "
+                     rationale=f"{self.spec.detector}: {bad}/{plural(calls, 'call')} "
                                + (f"({shown})" if shown else "clean"))
 
 
