@@ -142,6 +142,12 @@ def test_the_spec_shape_is_checked_at_its_line(tmp_path: Path, server: ScriptedS
     result = run_cli("validate", str(suite))
     assert result.returncode == 2
     assert "mcp_servers.both" in result.stdout + result.stderr and "not both" in result.stdout + result.stderr
+    # the suite's fault (exit 2, naming the field), not a server failing at run time (exit 3; found in review)
+    other = mcp_suite(tmp_path, server, [{"id": "a", "input": "x", "ground_truth": "x"}],
+                      {"files": {"url": "file:///etc/passwd"}})
+    refused = run_cli("run", str(other), "-o", str(tmp_path / "out"))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "mcp_servers.files" in refused.stderr and "http:// or https://" in refused.stderr
 
 
 @pytest.mark.slow

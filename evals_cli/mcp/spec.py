@@ -45,6 +45,8 @@ class McpServerSpec(StrictModel):
             raise ValueError("give either command (a stdio server evals-cli starts) or url (a streamable-HTTP "
                              "server), not both" if self.command else "give command (a stdio server) or url "
                              "(a streamable-HTTP server)")
+        if self.url is not None and not re.match(r"https?://", self.url.replace("{workspace}", ""), re.IGNORECASE):
+            raise ValueError(f"url '{self.url}': a streamable-HTTP server's address starts with http:// or https://")
         if self.url is not None and (self.args or self.env):
             raise ValueError("args and env are for a stdio server (command); a url server is already running")
         if self.command is not None and self.headers:
