@@ -95,7 +95,7 @@ def test_edge_cases_are_reported_per_line_and_per_conversation() -> None:
     traces = read_traces(path)
     by_id = {c.id: c for c in traces.conversations}
     # what is readable is read: the older gen_ai.prompt.N form, and a span whose parent is missing
-    assert [c.id for c in traces.complete] == ["legacy-1", "orphan-1", "noresult-1"]
+    assert [c.id for c in traces.complete] == ["legacy-1", "orphan-1"]
     legacy = by_id["legacy-1"].trajectory
     assert [(c.name, c.arguments, c.result) for c in legacy.tool_calls] == [("lookup_order", {"order_id": "9"},
                                                                              "order 9: shipped")]
@@ -111,7 +111,7 @@ def test_edge_cases_are_reported_per_line_and_per_conversation() -> None:
     assert any(n.startswith(f"{path}:5: conversation 'orphan-1'") and "parent that is not in the files" in n
                for n in notes)
     assert any(n.startswith(f"{path}:7: conversation 'noresult-1'") and "was never recorded" in n for n in notes)
-    assert by_id["noresult-1"].trajectory.tool_calls[0].result == ""  # left empty, not guessed
+    assert not by_id["noresult-1"].complete  # an empty result would be graded as what the tool returned
     assert not by_id["cut-1"].complete
 
 
@@ -197,3 +197,38 @@ def test_a_trimmed_history_still_starts_a_new_turn(tmp_path: Path) -> None:
     path.write_text(_request([first, second]), encoding="utf-8")
     (conversation,) = read_traces(path).conversations
     assert [(t.user, t.answer) for t in conversation.trajectory.turns] == [("hi", "hello"), ("bye", "goodbye")]
+
+
+def _partial(span_id: str, inputs: list[Any] | None, outputs: list[Any] | None, start: int) -> dict[str, Any]:
+    """A chat span of conversation 'partial-<trace>' that records only the sides given."""
+    span = _chat(span_id, inputs or [], outputs or [], start)
+    span["attributes"] = [a for a in span["attributes"]
+                          if not (a["key"] == "gen_ai.input.messages" and inputs is None)
+                          and not (a["key"] == "gen_ai.output.messages" and outputs is None)]
+    return span
+
+
+def test_a_reply_or_a_tool_result_never_recorded_is_not_graded(tmp_path: Path) -> None:
+    """Output capture off (inputs recorded, replies not), or a tool result no span nor request carries: the
+    conversation is said not gradable, never rebuilt as an empty answer or an empty result."""
+    user = {"role": "user", "parts": [{"type": "text", "content": "Which host?"}]}
+    said = {"role": "assistant", "parts": [{"type": "text", "content": "localhost"}]}
+    call = {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {}}]}
+    empty = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": ""}]}
+    no_reply = _partial("1" * 16, [user], None, 10**18)
+    no_result = [_partial("2" * 16, [user], [call], 10**18), _partial("3" * 16, [user, call], [said], 10**18 + 10**9)]
+    empty_result = [_partial("4" * 16, [user], [call], 10**18),
+                    _partial("5" * 16, [user, call, empty], [said], 10**18 + 10**9)]
+    whole = _chat("6" * 16, [user], [said], 10**18)
+    for trace, spans in (("a", [no_reply]), ("b", no_result), ("c", empty_result), ("d", [whole])):
+        for span in spans:
+            span["traceId"] = trace * 32
+    path = tmp_path / "partial.jsonl"
+    path.write_text(_request([no_reply, *no_result, *empty_result, whole]), encoding="utf-8")
+    traces = read_traces(path)
+    by_id = {c.id: c for c in traces.conversations}
+    assert [c.id for c in traces.complete] == ["c" * 32, "d" * 32]  # an empty result that was recorded is one
+    assert not by_id["a" * 32].complete and by_id["a" * 32].trajectory.stop_reason != "empty_answer"
+    assert "model calls were not recorded (content capture was off" in by_id["a" * 32].problem()
+    assert not by_id["b" * 32].complete and "was never recorded" in by_id["b" * 32].problem()
+    assert by_id["c" * 32].notes == [] and by_id["c" * 32].trajectory.tool_calls[0].result == ""

@@ -138,6 +138,8 @@ class _Builder:
         self.users_seen = 0
         self.calls_by_id: dict[str, ToolCall] = {}
         self.result_from_span: set[int] = set()  # id() of ToolCalls whose result a tool span gave
+        self.result_recorded: set[int] = set()  # id() of ToolCalls whose result was recorded (span or request)
+        self.reply_unrecorded: set[int] = set()  # id() of Steps whose model reply was not recorded
 
     # --- agents ---
 
@@ -180,6 +182,7 @@ class _Builder:
                 tool_call = self.calls_by_id.get(message.tool_call_id)
                 if tool_call is not None and id(tool_call) not in self.result_from_span and not tool_call.result:
                     tool_call.result = self.clean.text(message.content) or ""
+                    self.result_recorded.add(id(tool_call))
         if nested:
             return
         users = [m for m in inputs if m.role == "user"]
@@ -229,6 +232,7 @@ class _Builder:
             if run.result is not None:
                 target.result = self.clean.text(run.result) or ""
                 self.result_from_span.add(id(target))
+                self.result_recorded.add(id(target))
             if run.span.status_error is not None:
                 target.is_error = True
 
@@ -246,7 +250,7 @@ class _Builder:
                 if parent is not None and parent != name:
                     handoffs.append((parent, name, span.start_s))
         steps: list[tuple[Step, float]] = []
-        uncaptured = 0
+        uncaptured: list[str] = []  # per model call whose messages were not recorded: the side(s) missing
         last_top: Step | None = None
         last_top_span: Span | None = None
         for call in calls:
@@ -254,10 +258,16 @@ class _Builder:
             info = self._agent(agent, None)
             offered = self._offered(call, agent_span)
             info.offer(offered)
-            if call.inputs is None and call.outputs is None:
-                uncaptured += 1
+            # either side missing is not gradable: no reply read as an empty answer, no request as no user
+            # (a call that failed or never ended has no reply for a reason of its own, said below)
+            no_reply = call.outputs is None and call.span.status_error is None and call.span.end_ns is not None
+            if call.inputs is None or no_reply:
+                uncaptured.append("messages" if call.inputs is None and call.outputs is None
+                                  else "requests" if call.inputs is None else "replies")
             self._take_inputs(call.inputs or [], nested)
             step = self._step(call, agent, info.tools if offered is None else offered)
+            if call.outputs is None:
+                self.reply_unrecorded.add(id(step))
             if not self.turns:
                 self._turn(None)
             self.turns[-1].steps.append(step)
@@ -274,7 +284,8 @@ class _Builder:
         self._explain(calls, uncaptured, last_top, last_top_span)
         return self._finish(spans, calls)
 
-    def _explain(self, calls: list[ModelCall], uncaptured: int, last: Step | None, last_span: Span | None) -> None:
+    def _explain(self, calls: list[ModelCall], uncaptured: list[str], last: Step | None,
+                 last_span: Span | None) -> None:
         if not calls:
             self.complete = False
             found = sorted({k.split(".")[0] + "." + k.split(".")[1] for s in self.spans for k in s.attributes
@@ -285,16 +296,18 @@ class _Builder:
             return
         if uncaptured:
             self.complete = False
-            self.notes.append(f"the messages of {uncaptured} of {len(calls)} model calls were not recorded (content "
-                              "capture was off: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, or "
-                              "OpenInference's OPENINFERENCE_HIDE_* off, where the traces are made)")
+            sides = "messages" if len(set(uncaptured)) > 1 else uncaptured[0]
+            self.notes.append(f"the {sides} of {len(uncaptured)} of {len(calls)} model calls were not recorded "
+                              "(content capture was off: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, "
+                              "or OpenInference's OPENINFERENCE_HIDE_* off, where the traces are made)")
         elif not any(t.user for t in self.turns):
             self.notes.append("no user message was recorded")
-        missing = [c for t in self.turns for c in t.tool_calls if not c.result and id(c) not in self.result_from_span]
+        missing = [c for t in self.turns for c in t.tool_calls if id(c) not in self.result_recorded]
         if missing and not uncaptured:
+            self.complete = False  # an empty result would be graded as what the tool returned
             names = ", ".join(sorted({c.name for c in missing}))
             self.notes.append(f"the result of {len(missing)} tool call(s) ({names}) was never recorded (no tool span "
-                              "with a result, no later request carrying it); left empty")
+                              "with a result, no later request carrying it)")
         if last is not None and last.tool_calls and not uncaptured:
             self.complete = False
             self.notes.append("cut off mid-call: the last model reply asked for "
@@ -311,7 +324,8 @@ class _Builder:
         last = self.turns[-1].steps[-1] if self.turns and self.turns[-1].steps else None
         stop: StopReason = "completed"
         if last is not None and not last.content and not last.tool_calls:
-            stop = "empty_answer"
+            # a reply that was not recorded is not an empty answer: not graded (complete=False), said why
+            stop = "error" if id(last) in self.reply_unrecorded else "empty_answer"
         if any(c.span.status_error is not None for c in calls) and (last is None or not last.content):
             stop = "error"
         trajectory = Trajectory(turns=self.turns, stop_reason=stop)
