@@ -400,6 +400,32 @@ def test_a_python_agent_calls_live_mcp_tools_through_the_same_toolbox(tmp_path: 
 
 
 @pytest.mark.slow
+def test_a_python_agent_that_catches_a_server_crash_still_stops_the_run_exit_3(tmp_path: Path,
+                                                                               server: ScriptedServer) -> None:
+    """Agent frameworks catch tool exceptions: a server that crashed under a python agent is still the fatal
+    tool_server error (exit 3), never an answer graded as if nothing happened, nor the agent's own error."""
+    (tmp_path / "agent.py").write_text(
+        "def catches(sample, tools):\n"
+        "    try:\n"
+        "        said = tools.call('crash', {})\n"
+        "    except Exception as exc:\n"
+        "        said = str(exc)\n"
+        "    return 'The answer is 42. ' + said\n"
+        "def lets_it_out(sample, tools):\n"
+        "    return tools.call('crash', {})\n")
+    for name in ("catches", "lets_it_out"):
+        suite = mcp_suite(tmp_path, server, [{"id": name, "input": "x", "ground_truth": "42"}], {"demo": demo()},
+                          graders={"answer": {"kind": "match", "function": "contains"}})
+        written = yaml.safe_load(suite.read_text())
+        written["target"] = {"kind": "python", "callable": f"agent.py:{name}"}
+        suite.write_text(yaml.safe_dump(written))
+        code, [line], said = run(tmp_path, suite, out=name)
+        assert code == 3, (name, said)
+        assert line["error"]["category"] == "tool_server" and "MCP server 'demo'" in line["error"]["message"]
+        assert line["passed"] is not True
+
+
+@pytest.mark.slow
 def test_a_url_server_that_does_not_answer_is_exit_3_naming_it(tmp_path: Path, server: ScriptedServer) -> None:
     import socket
 

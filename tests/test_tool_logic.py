@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 
@@ -92,6 +94,32 @@ def test_a_tool_function_that_exits_or_crashes_errors_the_sample_not_the_run(tmp
                                                                                  "boom": "custom_code"}
     messages = " ".join(line["error"]["message"] for line in lines)
     assert "airline_tools.py:leaves called sys.exit(0)" in messages and "ZeroDivisionError" in messages
+
+
+def test_a_python_agent_that_catches_a_failing_tool_function_still_errors_the_sample(tmp_path: Path) -> None:
+    """Agent frameworks catch tool exceptions: a tool function that crashed is still that sample's custom_code
+    error, never an answer graded as if nothing happened (nor an internal error when the agent lets it out)."""
+    (tmp_path / "agent.py").write_text(
+        "def catches(sample, tools):\n"
+        "    try:\n"
+        "        said = tools.call('boom', {})\n"
+        "    except Exception as exc:\n"
+        "        said = str(exc)\n"
+        "    return 'The answer is 42. ' + said\n"
+        "def lets_it_out(sample, tools):\n"
+        "    return tools.call('boom', {})\n")
+    tools = {**TOOLS, "boom": {"description": "x", "python": "airline_tools.py:breaks"}}
+    for name in ("catches", "lets_it_out"):
+        path = write_suite(tmp_path, [{"id": name, "input": "x", "ground_truth": "42"}], tools=tools,
+                           environment=WORLD, graders={"answer": {"kind": "match", "function": "contains"}})
+        shutil.copy(ROOT / "tests" / "tool_logic_airline.py", tmp_path / "airline_tools.py")
+        written = yaml.safe_load(path.read_text())
+        written["target"] = {"kind": "python", "callable": f"agent.py:{name}"}
+        path.write_text(yaml.safe_dump(written))
+        code, [line], said = run(tmp_path, path)
+        assert line["error"] is not None and line["error"]["category"] == "custom_code", (name, line["error"])
+        assert "airline_tools.py:breaks raised ZeroDivisionError" in line["error"]["message"]
+        assert line["passed"] is not True and code != 0, said
 
 
 def test_a_missing_tool_function_is_exit_2_naming_the_tool(tmp_path: Path, server: ScriptedServer) -> None:

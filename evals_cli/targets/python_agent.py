@@ -35,7 +35,7 @@ from pydantic import Field, field_validator
 from evals_cli import custom_code
 from evals_cli.custom_code import ExitAttempt
 from evals_cli.endpoints.resolve import NO_KEY, Endpoint
-from evals_cli.errors import ConfigError
+from evals_cli.errors import ConfigError, ToolServerFailed
 from evals_cli.models.sample import Message, Sample
 from evals_cli.models.target_specs import AgentPrompt
 from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
@@ -105,6 +105,9 @@ class ToolSession:
         self.turn_offset = turn_offset  # the conversation's index of trajectory.turns[0] (one turn at a time)
         self.closed = False
         self.limit_hit = False
+        # the first tool server crash or failed tool function: re-raised when the agent returns, so an agent that
+        # catches tool exceptions (most frameworks do) cannot have the sample graded as if nothing happened
+        self.failure: ToolServerFailed | custom_code.CustomCodeError | None = None
         self.lock = threading.Lock()
         self._wall, self._mark = time.time(), time.perf_counter()
 
@@ -127,7 +130,11 @@ class ToolSession:
                 self.limit_hit = True
                 raise StepLimitReached(f"max_steps: {self.max_steps} tool calls in turn {index + 1}")
             wall, latency = self.since_last()
-            record = self.toolbox.call(f"call_{index}_{len(turn.steps)}", name, cap(raw_arguments))
+            try:
+                record = self.toolbox.call(f"call_{index}_{len(turn.steps)}", name, cap(raw_arguments))
+            except (ToolServerFailed, custom_code.CustomCodeError) as exc:
+                self.failure = self.failure or exc
+                raise
             turn.steps.append(Step(tool_calls=[record], finish_reason="tool_calls", started=wall, latency_s=latency))
             return record.result
 
@@ -354,14 +361,17 @@ class PythonAgent(Target):
         try:
             result = await self._call(sample, tools)
         except (Exception, SystemExit) as exc:
-            if session.limit_hit:  # StepLimitReached, or whatever the agent's framework turned it into
+            if session.limit_hit and session.failure is None:  # StepLimitReached, or what the agent made of it
                 trajectory.stop_reason = "max_steps"
                 return trajectory
             trajectory.stop_reason = "error"
-            raise SampleFailed(self._cause(exc), trajectory) from exc
+            raise SampleFailed(session.failure or self._cause(exc), trajectory) from exc
         finally:
             session.close()  # also when cancelled (sample_timeout): later calls from a stray thread raise
             trajectory.state_changes = toolbox.state_changes()
+        if session.failure is not None:  # the agent caught it and answered anyway: the sample still failed
+            trajectory.stop_reason = "error"
+            raise SampleFailed(session.failure, trajectory) from None
         try:
             answers = self._answers(result, len(trajectory.turns))
         except AgentError as exc:
@@ -391,11 +401,13 @@ class PythonAgent(Target):
         try:
             result = await self._call(asked, tools)
         except (Exception, SystemExit) as exc:
-            if session.limit_hit:
+            if session.limit_hit and session.failure is None:
                 return False
-            raise self._cause(exc) from None
+            raise (session.failure or self._cause(exc)) from None
         finally:
             session.close()  # a stray thread's later calls raise instead of landing in another turn
+        if session.failure is not None:  # the agent caught it and answered anyway: the turn still failed
+            raise session.failure from None
         if not isinstance(result, str):
             raise AgentError(f"{self.spec.callable} returned {type(result).__name__} in a conversation turn; "
                              "return this turn's answer as a str")
@@ -431,7 +443,7 @@ class PythonAgent(Target):
         openai = sys.modules.get("openai")
         if openai is not None and isinstance(exc, openai.APIError):
             return exc
-        if isinstance(exc, custom_code.CustomCodeError):  # exited or interrupted: classified custom_code
+        if isinstance(exc, custom_code.CustomCodeError | ToolServerFailed):  # custom_code; tool_server (fatal)
             return exc
         lines = [line for frame, line in traceback.walk_tb(exc.__traceback__)
                  if Path(frame.f_code.co_filename).resolve() == self.path]
