@@ -26,6 +26,12 @@ class ConfigError(EvalsError):
         super().__init__("\n".join(self.problems))
 
 
+class DatasetChanged(ConfigError):
+    """A dataset row read back during the run is not the row the check pass validated (the file was rewritten
+    after it was checked). Before the first model call it is exit 2; met mid-run it aborts the run (exit 3, no
+    verdict, the finished results kept) before that row is run."""
+
+
 class RunAborted(EvalsError):
     """The run cannot go on (endpoint unreachable, bad credentials, model not found): one message, exit 3."""
 

@@ -1,7 +1,8 @@
 """The dataset is read once at the start of a run: the precheck's read checks every row and keeps the rows the
 run will run (the parsed samples while few, else their place in the file), and gives the fingerprint's
 digest. So the run runs exactly the rows that were checked: a file changed between the check and the run is
-either not read again (rows kept) or refused before the first model call (rows read back)."""
+either not read again (rows kept) or refused before the first model call (rows read back); rewritten while the
+run reads it back (or reads a large CSV again), the first row that is not the row checked stops the run unrun."""
 
 from __future__ import annotations
 
@@ -112,3 +113,51 @@ def test_rows_read_back_are_the_rows_that_were_checked(tmp_path: Path, monkeypat
     assert found is not None
     assert [(str(s.id), s.input, s.tags) for s in found] == [("line-1", "a", []), ("7", "b", ["x"]),
                                                             ("line-4", "c", [])]
+
+
+def rewritten_mid_run(tmp_path: Path, server: ScriptedServer, data: str, body: str,
+                      monkeypatch: pytest.MonkeyPatch) -> tuple[PreparedRun, list[str]]:
+    """A run of 30 rows read back past the (lowered) bound, whose dataset is rewritten during the first model
+    call: every ground truth "fine" becomes "FINE", the file keeps its size. One sample at a time."""
+    monkeypatch.setattr(selected, "KEEP_SAMPLES", 5)
+    path = tmp_path / data
+    calls: list[str] = []
+
+    def script(url: str, request: Any) -> Any:
+        if not calls:
+            before = path.read_bytes()
+            path.write_bytes(before.replace(b"fine", b"FINE"))
+            assert path.stat().st_size == len(before)
+        calls.append(url)
+        return text("fine")
+
+    suite = write_suite(tmp_path, [], base_url=server.url, concurrency=1, dataset=data)
+    path.write_text(body, encoding="utf-8")
+    found = prepare(suite, RunOptions(output=tmp_path / "out"))
+    assert isinstance(found, PreparedRun) and found.selected is not None and not found.selected.kept
+    server.script = script
+    return found, calls
+
+
+@pytest.mark.parametrize("data", ["data.jsonl", "data.csv"])
+def test_a_dataset_rewritten_mid_run_with_the_same_size_stops_the_run(server: ScriptedServer, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      data: str) -> None:
+    ids = [f"s{i:02d}" for i in range(30)]
+    pad = "x" * 1000  # rows of 1 KB: the file is several read buffers long, so rows are read from the new file
+    if data.endswith(".csv"):
+        body = "id,input,ground_truth\n" + "".join(f"{i},question {i} {pad},fine\n" for i in ids)
+    else:
+        body = "".join(json.dumps({**r, "input": f"{r['input']} {pad}"}) + "\n" for r in rows(ids))
+    prepared, calls = rewritten_mid_run(tmp_path, server, data, body, monkeypatch)
+    outcome = asyncio.run(execute(prepared))
+    # the rows run are rows as checked (read before the rewrite); the first row read back that is not the row the
+    # check read is not run, and the run gets no verdict (on main: all 30 ran, "FINE" rows failed, exit 1)
+    done = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert 0 < len(done) < 30 and len(calls) == len(done)
+    assert [d["sample_id"] for d in done] == ids[:len(done)] and all(d["passed"] for d in done)
+    assert outcome.exit_code == 3 and outcome.summary.status == "aborted"
+    reason = outcome.summary.abort_reason or ""
+    line = len(done) + (1 if data.endswith(".jsonl") else 2)  # the next row's line (a CSV has its header)
+    assert f"{data}:{line}: the dataset changed after its rows were checked" in reason, reason
+    assert f"the {len(done)} finished results are kept" in reason

@@ -9,7 +9,11 @@ the run reads back just those rows, in order, one at a time. A CSV or JSON-array
 read again whole (`rows()` is None), as every dataset was before.
 
 Read back, a row is checked again, and a file whose size or modification time changed since the check is
-refused (exit 2) before the first row is read back: the run never runs a row the check did not see.
+refused (exit 2) before the first row is read back. A file rewritten while the run reads it (same size, or a
+change the stamp misses) is caught row by row: past the bound each selected row keeps an 8-byte digest of the
+sample the check pass validated, and every row read back (by span, or by the CSV/JSON-array read again) must
+match it; the first that does not stops the run before that row is run (`DatasetChanged`: the run is aborted,
+exit 3, no verdict, the finished results kept). So the run never runs a row the check did not see.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from evals_cli.datasets.reader import RowFill, Span, read_span
-from evals_cli.errors import ConfigError
+from evals_cli.errors import ConfigError, DatasetChanged
 from evals_cli.models.sample import Sample
 
 KEEP_SAMPLES = 1_000  # parsed samples held at most (a small Sample takes about 2 KB, a large one some 10 KB)
@@ -42,6 +46,7 @@ class SelectedRows:
         self._spanned = True  # every row so far has a span (JSONL)
         self._bytes = 0
         self.count = 0
+        self._rows = array("Q")  # past the bound: each selected row's digest (`_row_digest`), in order
         self._digest = hashlib.sha256()
 
     def seen(self, raw: bytes, offset: int) -> None:
@@ -66,8 +71,10 @@ class SelectedRows:
         if self.samples is not None:
             if len(self.samples) < KEEP_SAMPLES and self._bytes <= KEEP_BYTES:
                 self.samples.append(sample)
-            else:
-                self.samples = None  # too many to hold: read back by span, or read again
+                return
+            self._rows.extend(_row_digest(held) for held in self.samples)
+            self.samples = None  # too many to hold: read back by span, or read again
+        self._rows.append(_row_digest(sample))
 
     @property
     def kept(self) -> bool:
@@ -97,5 +104,29 @@ class SelectedRows:
 
     def _read_back(self) -> Iterator[Sample]:
         with self.path.open("rb") as fh:
-            for offset, length, number in zip(self._offsets, self._lengths, self._numbers, strict=True):
-                yield read_span(self.path, (offset, length, number), fh, self.fill)
+            for index, span in enumerate(zip(self._offsets, self._lengths, self._numbers, strict=True)):
+                try:
+                    sample = read_span(self.path, span, fh, self.fill)
+                except ConfigError as exc:  # no longer a valid row: the file changed since it was checked
+                    raise DatasetChanged(exc.problems) from None
+                yield self.checked(index, sample, f"{self.path}:{span[2]}")
+
+    def checked(self, index: int, sample: Sample, where: str) -> Sample:
+        """`sample`, read again as the `index`-th selected row at `where`, when it is the row the check pass
+        validated there; else DatasetChanged (the file changed after it was checked)."""
+        if index >= len(self._rows) or self._rows[index] != _row_digest(sample):
+            raise DatasetChanged(f"{where}: the dataset changed after its rows were checked (this row is not the "
+                                 "one the check read); the run stopped before running it: start the run again")
+        return sample
+
+    def all_checked(self, count: int) -> None:
+        """DatasetChanged when a read again yielded fewer selected rows (`count`) than the check pass selected."""
+        if count < len(self._rows):
+            raise DatasetChanged(f"{self.path}: the dataset changed after its rows were checked ({count} of the "
+                                 f"{len(self._rows)} selected rows are left); start the run again")
+
+
+def _row_digest(sample: Sample) -> int:
+    """8 bytes standing for a validated row (the run compares each row it reads back with the checked one)."""
+    text = sample.model_dump_json().encode("utf-8")
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")

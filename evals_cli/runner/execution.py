@@ -25,7 +25,7 @@ from evals_cli.custom_code import SAMPLE_DEADLINE
 from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.secrets import Redactor
-from evals_cli.errors import ConfigError, RunAborted
+from evals_cli.errors import ConfigError, DatasetChanged, RunAborted
 from evals_cli.graders.grading import grade_sample
 from evals_cli.models.calibration import JudgeCalibration
 from evals_cli.models.results import CacheCount, CacheUse, Coverage, ErrorInfo, Grade, RoleUse, SampleResult
@@ -140,7 +140,10 @@ class Execution:
             self.p.close_servers()  # MCP servers: stopped on the run's end, Ctrl-C, SIGTERM and errors alike
             await self.p.pool.aclose()
         for failed in failures:  # a worker that died must not make its samples vanish from the counts
-            if isinstance(failed, Exception):  # an interrupted match (a BaseException) is the interrupt's doing
+            if isinstance(failed, DatasetChanged):  # a row read back is not the row checked: not run, no verdict
+                self._abort(self.redact(f"{failed}; the {self.acc.total} finished results are kept in "
+                                        f"{self.output_dir}"))
+            elif isinstance(failed, Exception):  # an interrupted match (a BaseException) is the interrupt's doing
                 self._abort(self.redact(f"internal error in a worker: {type(failed).__name__}: {failed}"))
         return self._finish(started, started_at)
 

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals_cli import custom_code
-from evals_cli.datasets.reader import RowFill, Span, check_dataset, iter_samples, select_samples
+from evals_cli.datasets.reader import RowFill, Span, check_dataset, iter_rows, select_samples
 from evals_cli.datasets.selected import SelectedRows
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import NO_KEY, Endpoint
-from evals_cli.errors import ConfigError
+from evals_cli.errors import ConfigError, DatasetChanged
 from evals_cli.gate import Gate
 from evals_cli.graders.base import Grader
 from evals_cli.models.results import Coverage
@@ -429,13 +429,29 @@ class PreparedRun:
         if kept is not None:
             yield from kept
             return
-        samples = iter_samples(self.dataset, self._fill)
+        where = [str(self.dataset)]  # the row read last: the one the filters below hand on, if any
+
+        def located() -> Iterator[Sample]:
+            for where[0], _, row in iter_rows(self.dataset, self._fill):
+                if isinstance(row, list):
+                    if self.selected is not None:  # it was valid when checked
+                        raise DatasetChanged([f"{p} (the file changed since it was checked)" for p in row])
+                    raise ConfigError(row)
+                yield row
+
+        samples: Iterator[Sample] = located()
         if self.selection:
             samples = (s for s in samples if self.selection.keeps(str(s.id)))
         samples = (s for s in samples if self._target_keeps(s))
+        index = 0
         for sample in select_samples(samples, self.tags, self.max_samples):
             if self.shard is None or in_shard(str(sample.id), self.shard):
+                if self.selected is not None:  # read again past the bound: each row must be the one checked
+                    sample = self.selected.checked(index, sample, where[0])
+                index += 1
                 yield sample
+        if self.selected is not None:
+            self.selected.all_checked(index)
 
     def work(self) -> Iterator[tuple[Sample, int]]:
         """(sample, repeat) pairs in dataset order; repeats of a sample run back to back."""
