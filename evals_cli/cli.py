@@ -13,50 +13,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from typer.core import TyperCommand, TyperGroup
 
+from evals_cli.cli_app import EvalsApp, EvalsGroup
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INVALID, ConfigError, EvalsError
 
 if TYPE_CHECKING:
     from evals_cli.runner.models_matrix import PreparedModels
     from evals_cli.runner.prepare import PreparedRun
 
-class _FlagsTakeNoValue:
-    """Help that shows a flag (`--no-judge`, `--quiet`, `--help`) as a flag: Typer would print `<bool>` after it,
-    as if it took a value."""
-
-    def get_params(self, ctx: Any) -> list[Any]:
-        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
-        for param in params:
-            if getattr(param, "is_flag", False) and param.metavar is None:
-                param.metavar = ""
-        return params
-
-
-class _Command(_FlagsTakeNoValue, TyperCommand):
-    pass
-
-
-class _Group(_FlagsTakeNoValue, TyperGroup):
-    pass
-
-
-class _App(typer.Typer):
-    """Every command gets -h as well as --help (inherited from the group's context) and flags shown as flags."""
-
-    def command(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("cls", _Command)
-        return super().command(*args, **kwargs)
-
-
-app = _App(
+app = EvalsApp(
     name="evals",
     help="Evaluate multi-turn LLM agents from a YAML suite: mocked tools, trajectory graders, an LLM judge, "
          "a CI gate.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    cls=_Group,
+    cls=EvalsGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
