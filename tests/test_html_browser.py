@@ -379,6 +379,9 @@ def test_at_390_px_every_reason_is_on_screen(window: Browser, simulated: Path) -
     goal = window.js("document.querySelector('#s-4 tr[data-grader=goal]').innerText")
     assert "The user asked for the status of order 50001" in goal
     assert window.js(NO_SIDEWAYS)
+    at_width(window, 320)
+    window.open(simulated.as_uri())
+    assert window.js(NO_SIDEWAYS)
 
 
 def test_the_sessions_and_models_pages_follow_the_window(window: Browser, tmp_path: Path) -> None:
@@ -409,6 +412,10 @@ def test_the_sessions_and_models_pages_follow_the_window(window: Browser, tmp_pa
             assert boxes[0]["y"] == boxes[1]["y"] and boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"]
         else:  # one above the other, each as wide as the screen allows
             assert boxes[0]["y"] + boxes[0]["height"] <= boxes[1]["y"] and boxes[1]["width"] > 300
+    at_width(window, 320)  # the narrowest phone: long names wrap, whatever font this machine draws them in
+    for url in (sessions + "#s-7", page.as_uri()):
+        window.open(url)
+        assert window.js(NO_SIDEWAYS), url
     window.click("#m-1 a.full-report")  # the model's own full report, written beside the page
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not window.js("location.pathname").endswith("-qwen2.5-coder-1.5b-instruct.html"):
