@@ -105,7 +105,8 @@ def run_page(entry: RunEntry, folder: Path, rel: str) -> str:
     from evals_cli.report import run_kind
 
     if is_matrix(folder):
-        from evals_cli.matrix_report import load_matrix, matrix_html
+        from evals_cli.matrix_report import matrix_html
+        from evals_cli.report import load_matrix
 
         page = matrix_html(load_matrix(folder))
         links = "".join(f'<li><a href="{html.escape(run_href(rel + "/" + m.folder))}">{html.escape(m.model)}</a>'
