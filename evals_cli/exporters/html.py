@@ -29,7 +29,7 @@ from evals_cli.exporters.html_pages import environment
 from evals_cli.exporters.html_sessions import KINDS, render_sessions_html, write_sessions_html
 from evals_cli.gate import OPS, SYMBOLS
 from evals_cli.models.results import Grade, RunSummary, SampleResult, TurnGrade
-from evals_cli.simulation.replay_user import diverged_turn
+from evals_cli.models.trajectory import diverged_turn
 
 OPEN_PROBLEMS = 25  # failed/errored conversations start expanded when there are at most this many
 SAMPLE_STATUSES = [("passed", "passed"), ("failed", "failed"), ("errored", "errored"), ("ungraded", "not graded")]
