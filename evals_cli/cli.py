@@ -452,7 +452,7 @@ def report(
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if html is not None:
         if run_kind(run_path) == "sessions":
-            from evals_cli.exporters.html import write_sessions_html
+            from evals_cli.exporters.html_sessions import write_sessions_html
 
             write_sessions_html(view.analyses, view.summary, html, notes=warnings)
         else:
@@ -604,7 +604,7 @@ def analyze(
 
         if (output / RESULTS_NAME).is_file():
             from evals_cli.display.console import make_console
-            from evals_cli.exporters.html import write_sessions_html
+            from evals_cli.exporters.html_sessions import write_sessions_html
             from evals_cli.report import load_sessions
 
             view = load_sessions(output)

@@ -29,7 +29,7 @@ import pytest
 import websocket
 
 from evals_cli.exporters import write_html
-from evals_cli.exporters.html import write_sessions_html
+from evals_cli.exporters.html_sessions import write_sessions_html
 from evals_cli.models.results import FailedBy, Grade, SampleResult
 from evals_cli.report import load_sessions
 from tests.run_factory import XSS, make_result, make_summary, tool_call

@@ -113,7 +113,7 @@ def run_page(entry: RunEntry, folder: Path, rel: str) -> str:
                         f"</li>" for m in entry.per_model)
         page = _after_body(page, f"<h2>Each model's report</h2><ul>{links}</ul>", at_end=True)
     elif run_kind(folder) == "sessions":
-        from evals_cli.exporters.html import render_sessions_html
+        from evals_cli.exporters.html_sessions import render_sessions_html
         from evals_cli.report import load_sessions
 
         view = load_sessions(folder)
