@@ -294,8 +294,9 @@ def _run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path |
     from evals_cli.display.live import LiveProgress
     from evals_cli.display.matrix import render_matrix
     from evals_cli.display.state import RunState
-    from evals_cli.matrix_report import load_matrix, write_matrix_html
+    from evals_cli.matrix_report import write_matrix_html
     from evals_cli.models.results import SampleResult
+    from evals_cli.report import load_matrix
     from evals_cli.runner.models_matrix import ModelsExecution
     from evals_cli.shutdown import settle_heap
 
@@ -451,7 +452,7 @@ def report(
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if html is not None:
         if run_kind(run_path) == "sessions":
-            from evals_cli.exporters.html import write_sessions_html
+            from evals_cli.exporters.html_sessions import write_sessions_html
 
             write_sessions_html(view.analyses, view.summary, html, notes=warnings)
         else:
@@ -473,7 +474,8 @@ def _conversation_notes(console: Any, state: Any) -> None:
 def _report_models(run_path: Path, html: Path | None) -> None:
     from evals_cli.display.console import make_console
     from evals_cli.display.matrix import render_matrix
-    from evals_cli.matrix_report import load_matrix, write_matrix_html
+    from evals_cli.matrix_report import write_matrix_html
+    from evals_cli.report import load_matrix
 
     console = make_console()
     view = load_matrix(run_path)
@@ -602,7 +604,7 @@ def analyze(
 
         if (output / RESULTS_NAME).is_file():
             from evals_cli.display.console import make_console
-            from evals_cli.exporters.html import write_sessions_html
+            from evals_cli.exporters.html_sessions import write_sessions_html
             from evals_cli.report import load_sessions
 
             view = load_sessions(output)
@@ -659,8 +661,8 @@ def merge(
 def _merge_models(runs: list[Path], output: Path, max_error_rate: float) -> int:
     from evals_cli.display.console import make_console
     from evals_cli.display.matrix import render_matrix
-    from evals_cli.matrix_report import load_matrix
     from evals_cli.output.merge import merge_model_runs
+    from evals_cli.report import load_matrix
 
     matrix, warnings = merge_model_runs(runs, output, max_error_rate)
     console = make_console()

@@ -1,8 +1,6 @@
-"""`evals report` of a run over several models: the side-by-side view read back from each model's own folder
-(with the same honesty rules as a single run: an incomplete model shows no verdict), and its HTML page.
-
-The verdicts are recomputed from the folders, never read from matrix.json alone: a run killed before its end
-left matrix.json saying so, and a model resumed on its own since then has a newer summary than matrix.json."""
+"""`evals report` of a run over several models: the HTML page of the side-by-side view that `report.load_matrix`
+reads back from each model's own folder (with the same honesty rules as a single run: an incomplete model shows no
+verdict; the verdicts are recomputed from the folders, never read from matrix.json alone)."""
 
 from __future__ import annotations
 
@@ -10,59 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evals_cli.display.matrix import MatrixView, ModelColumn, SampleMarks, gate_word, metric_rows, passed_by
-from evals_cli.display.state import RunState, reasons_for
-from evals_cli.errors import EXIT_INTERRUPTED, ConfigError
+from evals_cli.display.state import reasons_for
+from evals_cli.errors import ConfigError
 from evals_cli.exporters.common import fmt_score, tool_runs
 from evals_cli.models.results import MatrixSummary, SampleResult
 from evals_cli.output.files import RESULTS_NAME, read_results
-from evals_cli.output.manifest import MATRIX_NAME, read_matrix
-from evals_cli.output.summary import combined_exit, combined_verdict
-
-
-def load_matrix(top: Path) -> MatrixView:
-    """The view of the run over several models in `top` (its matrix.json and every model's folder)."""
-    matrix = read_matrix(top)
-    if matrix is None:
-        raise ConfigError(f"{top}: no {MATRIX_NAME}, so not the folder of a run over several models")
-    from evals_cli.report import load_run
-
-    columns: list[ModelColumn] = []
-    order: dict[str, None] = {}
-    warnings: list[str] = []
-    for run in matrix.models:
-        folder = top / run.folder
-        if not (folder / RESULTS_NAME).is_file():
-            warnings.append(f"{run.model}: {folder} holds no results (the run stopped before this model started)")
-        _, summary, notes = load_run(folder)
-        warnings += [f"{run.model}: {note}" for note in notes]
-        column = ModelColumn(run.model, run.folder, summary, endpoint=run.base_url,
-                             state=RunState(list(summary.graders), repeats=summary.reliability.repeats
-                                            if summary.reliability else 1))
-        if (folder / RESULTS_NAME).is_file():
-            for result in read_results(folder, []):
-                column.state.add(result)  # type: ignore[union-attr]
-                marks = column.samples.setdefault(result.sample_id, SampleMarks())
-                marks.runs += 1
-                marks.passed += bool(result.error is None and result.passed)
-                marks.errored += result.error is not None
-                order[result.sample_id] = None
-        else:  # never started: nothing was measured, and nothing may read as passed
-            summary.status, summary.exit_code = "interrupted", EXIT_INTERRUPTED
-            summary.abort_reason = f"no results in {folder}: resume the run with --resume {top}"
-        run.status, run.exit_code = summary.status, summary.exit_code
-        columns.append(column)
-    rebuilt = matrix.model_copy(deep=True)
-    rebuilt.models = matrix.models
-    rebuilt.exit_code = combined_exit([EXIT_INTERRUPTED if r.exit_code is None else r.exit_code
-                                     for r in matrix.models], matrix.gate_mode)
-    rebuilt.gate = combined_verdict(matrix.models, matrix.gate_mode)
-    statuses = {run.status for run in matrix.models}
-    rebuilt.status = ("interrupted" if "interrupted" in statuses or None in statuses else
-                      "aborted" if "aborted" in statuses else "completed")
-    if rebuilt.status == "completed":
-        rebuilt.abort_reason = None
-    return MatrixView(rebuilt, columns, list(order), warnings, top)
-
 
 MAX_RUNS_SHOWN = 3  # repeats of one sample shown per model on the page; the rest are counted
 
@@ -243,4 +193,4 @@ def write_matrix_html(view: MatrixView, path: Path) -> list[Path]:
     return [path, *written]
 
 
-__all__ = ["MatrixSummary", "load_matrix", "matrix_html", "matrix_page", "model_report_path", "write_matrix_html"]
+__all__ = ["MatrixSummary", "matrix_html", "matrix_page", "model_report_path", "write_matrix_html"]

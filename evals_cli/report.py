@@ -2,7 +2,8 @@
 
 Every kind of run the tool writes is read here: `evals run` (live, resumed, sharded then `evals merge`d) writes
 one `SampleResult` per line; `evals analyze` and `evals run` on a `recorded_sessions` suite write one
-`SessionAnalysis` per line. `run_kind` tells them apart, `load_run` / `load_sessions` read them back.
+`SessionAnalysis` per line. `run_kind` tells them apart, `load_run` / `load_sessions` read them back; `load_matrix`
+reads a run over several models back from each model's folder (its page is drawn by matrix_report.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from evals_cli.display.matrix import MatrixView, ModelColumn, SampleMarks
 from evals_cli.display.state import RunState
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError, NewerFormatError
 from evals_cli.gate import Gate
@@ -20,8 +22,17 @@ from evals_cli.invocation import program
 from evals_cli.models.results import RunSummary
 from evals_cli.models.specs import GateSpec
 from evals_cli.output.exit_codes import NOT_EVALUATED, withhold_verdict
-from evals_cli.output.files import SUMMARY_NAME, read_records, read_results, read_summary, read_versioned, results_path
-from evals_cli.output.summary import Accumulator
+from evals_cli.output.files import (
+    RESULTS_NAME,
+    SUMMARY_NAME,
+    read_records,
+    read_results,
+    read_summary,
+    read_versioned,
+    results_path,
+)
+from evals_cli.output.manifest import MATRIX_NAME, read_matrix
+from evals_cli.output.summary import Accumulator, combined_exit, combined_verdict
 from evals_cli.sessions.results import SessionAnalysis, SessionsSummary
 
 RunKind = Literal["samples", "sessions"]
@@ -153,6 +164,49 @@ def load_sessions(target: Path) -> SessionsRunView:
     rebuilt.status, rebuilt.exit_code = "aborted", EXIT_INCOMPLETE
     rebuilt.abort_reason = "no summary.json: the run is still going, or was stopped before it finished"
     return SessionsRunView(analyses, rebuilt, warnings)
+
+
+def load_matrix(top: Path) -> MatrixView:
+    """The view of the run over several models in `top` (its matrix.json and every model's folder)."""
+    matrix = read_matrix(top)
+    if matrix is None:
+        raise ConfigError(f"{top}: no {MATRIX_NAME}, so not the folder of a run over several models")
+    columns: list[ModelColumn] = []
+    order: dict[str, None] = {}
+    warnings: list[str] = []
+    for run in matrix.models:
+        folder = top / run.folder
+        if not (folder / RESULTS_NAME).is_file():
+            warnings.append(f"{run.model}: {folder} holds no results (the run stopped before this model started)")
+        _, summary, notes = load_run(folder)
+        warnings += [f"{run.model}: {note}" for note in notes]
+        column = ModelColumn(run.model, run.folder, summary, endpoint=run.base_url,
+                             state=RunState(list(summary.graders), repeats=summary.reliability.repeats
+                                            if summary.reliability else 1))
+        if (folder / RESULTS_NAME).is_file():
+            for result in read_results(folder, []):
+                column.state.add(result)  # type: ignore[union-attr]
+                marks = column.samples.setdefault(result.sample_id, SampleMarks())
+                marks.runs += 1
+                marks.passed += bool(result.error is None and result.passed)
+                marks.errored += result.error is not None
+                order[result.sample_id] = None
+        else:  # never started: nothing was measured, and nothing may read as passed
+            summary.status, summary.exit_code = "interrupted", EXIT_INTERRUPTED
+            summary.abort_reason = f"no results in {folder}: resume the run with --resume {top}"
+        run.status, run.exit_code = summary.status, summary.exit_code
+        columns.append(column)
+    rebuilt = matrix.model_copy(deep=True)
+    rebuilt.models = matrix.models
+    rebuilt.exit_code = combined_exit([EXIT_INTERRUPTED if r.exit_code is None else r.exit_code
+                                     for r in matrix.models], matrix.gate_mode)
+    rebuilt.gate = combined_verdict(matrix.models, matrix.gate_mode)
+    statuses = {run.status for run in matrix.models}
+    rebuilt.status = ("interrupted" if "interrupted" in statuses or None in statuses else
+                      "aborted" if "aborted" in statuses else "completed")
+    if rebuilt.status == "completed":
+        rebuilt.abort_reason = None
+    return MatrixView(rebuilt, columns, list(order), warnings, top)
 
 
 def conversation_notes(state: RunState) -> list[str]:

@@ -29,7 +29,7 @@ import pytest
 import websocket
 
 from evals_cli.exporters import write_html
-from evals_cli.exporters.html import write_sessions_html
+from evals_cli.exporters.html_sessions import write_sessions_html
 from evals_cli.models.results import FailedBy, Grade, SampleResult
 from evals_cli.report import load_sessions
 from tests.run_factory import XSS, make_result, make_summary, tool_call
@@ -385,7 +385,8 @@ def test_at_390_px_every_reason_is_on_screen(window: Browser, simulated: Path) -
 
 
 def test_the_sessions_and_models_pages_follow_the_window(window: Browser, tmp_path: Path) -> None:
-    from evals_cli.matrix_report import load_matrix, write_matrix_html
+    from evals_cli.matrix_report import write_matrix_html
+    from evals_cli.report import load_matrix
     from evals_cli.sessions.cli import analyze_command
     from tests.helpers import run_cli
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from evals_cli.exporters.html import render_sessions_html
-from evals_cli.exporters.html_sessions import KINDS
+from evals_cli.exporters.common import KINDS
+from evals_cli.exporters.html_sessions import render_sessions_html
 from evals_cli.report import load_sessions
 from tests.helpers import run_cli
 from tests.run_factory import XSS

@@ -18,7 +18,8 @@ from evals_cli.graders.kinds.tool import ToolGraderSpec
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import CustomRewardGate, LogicalGate, SimpleGate, WeightedAverageGate
 from evals_cli.suite.letta import letta_reason
-from evals_cli.suite.loader import TargetOverride, load_suite, parse_yaml
+from evals_cli.suite.loader import TargetOverride, load_suite
+from evals_cli.suite.yaml_file import parse_yaml
 from tests.helpers import ROOT, read_jsonl, run_cli
 from tests.scripted_server import ScriptedServer, agent_script, call, judge_score, last_user, text
 

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from evals_cli.errors import ConfigError
-from evals_cli.suite.loader import MAX_YAML_DEPTH, load_suite, load_target_file, parse_yaml
+from evals_cli.suite.loader import load_suite, load_target_file
+from evals_cli.suite.yaml_file import MAX_YAML_DEPTH, parse_yaml
 from tests.bad_inputs import OK, SUITE
 from tests.helpers import run_cli
 
@@ -49,7 +50,7 @@ def test_deep_yaml_is_refused_with_our_own_limit(text: str, line: int, loader: s
     """Whichever parser reads the file, and whatever limit and wording its release has, the message is ours:
     the file, the line of the first value past the bound, and the bound itself."""
     if loader == "pure-python":
-        monkeypatch.setattr("evals_cli.suite.loader._Loader", yaml.SafeLoader)
+        monkeypatch.setattr("evals_cli.suite.yaml_file._Loader", yaml.SafeLoader)
     elif not hasattr(yaml, "CSafeLoader"):
         pytest.skip("PyYAML was built without libyaml here")
     started = time.perf_counter()

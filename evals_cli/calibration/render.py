@@ -3,8 +3,6 @@ every disagreement with the judge's reason; for two runs, the judges side by sid
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -12,28 +10,9 @@ from rich.text import Text
 
 from evals_cli.calibration.calibrate import CalibrationReport, GraderReport, leniency
 from evals_cli.calibration.compare import JudgesComparison
-from evals_cli.models.calibration import JudgeCalibration
+from evals_cli.calibration.figures import fmt, interval, rates_over
 
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
-
-
-def fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
-def interval(ci: list[float] | tuple[float, float] | None) -> str:
-    return "—" if not ci else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
-
-
-def corrected_line(name: str, c: JudgeCalibration) -> str:
-    """One line for a run's footer: the judge's raw pass rate beside the corrected one and its interval."""
-    raw = f"judge {name}: pass rate {fmt(c.observed_pass_rate)} as judged ({_over(c)})"
-    source = f" (calibrated on {c.n} labels of {Path(c.labels).name if c.labels else 'a labels file'}: tpr " \
-             f"{fmt(c.tpr)}, tnr {fmt(c.tnr)})"
-    if c.corrected_pass_rate is None:
-        return f"{raw}; no corrected rate: {c.refused}" + source
-    spread = f"95% CI {interval(c.ci)}" if c.ci else "no interval"
-    return f"{raw}, corrected {fmt(c.corrected_pass_rate)}, {spread}" + source
 
 
 def _figures(report: CalibrationReport) -> Table:
@@ -57,12 +36,6 @@ def _matrix(g: GraderReport) -> Table:
     return table
 
 
-def _over(c: JudgeCalibration) -> str:
-    """What the rates are over: the judged items, and the fails no judge was asked about."""
-    judged = f"{c.judged} item{'s' if c.judged != 1 else ''}"
-    return f"{judged} and {c.no_answer} with no answer to judge (failed)" if c.no_answer else judged
-
-
 def _grader_lines(g: GraderReport) -> list[RenderableType]:
     c = g.calibration
     out: list[RenderableType] = [Text(f"{g.name}: your labels (rows) against the judge (columns)"), _matrix(g)]
@@ -71,11 +44,11 @@ def _grader_lines(g: GraderReport) -> list[RenderableType]:
         out.append(Text(f"{g.name}: the judge " + "; it ".join(words)))
     mark = f" (passes at {SYMBOLS.get(g.record.op, g.record.op)} {g.record.mark:g})" if g.record else ""
     if c.corrected_pass_rate is not None:
-        out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {_over(c)}{mark}; "
+        out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {rates_over(c)}{mark}; "
                         f"corrected for the judge's errors: {fmt(c.corrected_pass_rate)}, "
                         + (f"95% CI {interval(c.ci)}" if c.ci else "no interval (see the warning)")))
     else:
-        out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {_over(c)}{mark}; "
+        out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {rates_over(c)}{mark}; "
                         f"no corrected rate: {c.refused}", style="bold yellow"))
     if g.disagreements:
         count = len(g.disagreements)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evals_cli.models.results import Grade, SampleResult
-from evals_cli.models.trajectory import StateChange
+from evals_cli.models.trajectory import StateChange, diverged_turn
 
 MAX_ROWS = 200
 MAX_REASONS = 3  # distinct reasons kept per row (repeats may fail differently)
@@ -204,8 +204,6 @@ class RunState:
 
     def _conversation(self, result: SampleResult) -> None:
         """Goal completion (met, at which turn) and --replay-user divergence, from one result."""
-        from evals_cli.simulation.replay_user import diverged_turn
-
         for name, grade in result.grades.items():
             if "goal_met" not in grade.metadata or grade.score is None:
                 continue

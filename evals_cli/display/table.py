@@ -421,7 +421,7 @@ def footer(summary: RunSummary, said: Iterable[str] = ()) -> Text:
         if parts:
             lines.append(f"judge {name}: " + "; ".join(parts) + "\n")
     if summary.calibration:  # judges with `calibration:` labels: the raw pass rate beside the corrected one
-        from evals_cli.calibration.render import corrected_line
+        from evals_cli.calibration.figures import corrected_line
 
         for name, calibration in summary.calibration.items():
             lines.append(corrected_line(name, calibration) + "\n")

@@ -5,7 +5,7 @@ sample — what exactly the agent said and called, turn by turn, and why each gr
 Everything from the run is escaped by Jinja2's autoescape: model output is untrusted input here.
 
 A sessions run (`evals analyze`, `evals run` on a recorded_sessions suite) gets its own page from the same
-stylesheet and script (`render_sessions_html`): the gate's checks, then per session its turns, agents and findings.
+stylesheet and script (html_sessions.py): the gate's checks, then per session its turns, agents and findings.
 In both, the filter bar hides a table row and its conversation together.
 """
 
@@ -22,14 +22,13 @@ from jinja2 import Environment
 from evals_cli.display.state import reasons_for
 from evals_cli.display.state_diff import ChangeView, describe_changes, describe_effect
 from evals_cli.exporters.base import EXPORTERS, FinishedRun
-from evals_cli.exporters.common import case_name, failed_labels, fmt_score, model_calls, prepare, tool_runs, unique
+from evals_cli.exporters.common import KINDS, case_name, failed_labels, fmt_score, model_calls, prepare, tool_runs, unique
 from evals_cli.exporters.html_charts import BarChart, Histogram, histogram, score_bars
 from evals_cli.exporters.html_labels import label_items
 from evals_cli.exporters.html_pages import environment
-from evals_cli.exporters.html_sessions import KINDS, render_sessions_html, write_sessions_html
 from evals_cli.gate import OPS, SYMBOLS
 from evals_cli.models.results import Grade, RunSummary, SampleResult, TurnGrade
-from evals_cli.simulation.replay_user import diverged_turn
+from evals_cli.models.trajectory import diverged_turn
 
 OPEN_PROBLEMS = 25  # failed/errored conversations start expanded when there are at most this many
 SAMPLE_STATUSES = [("passed", "passed"), ("failed", "failed"), ("errored", "errored"), ("ungraded", "not graded")]
@@ -339,4 +338,4 @@ def export_html(run: FinishedRun, path: Path) -> Path:
     return write_html(run.results(), run.summary, path, run_dir=run.run_dir)
 
 
-__all__ = ["export_html", "render_html", "render_sessions_html", "write_html", "write_sessions_html"]
+__all__ = ["export_html", "render_html", "write_html"]

@@ -293,7 +293,7 @@ def _models_run(folder: Path, rel: str) -> RunEntry:
         entry.gate = _gate_word(None, entry.status)
         entry.detail = "no verdict yet" if entry.in_flight else "stopped before its end: resume it with --resume"
         return entry
-    from evals_cli.matrix_report import load_matrix
+    from evals_cli.report import load_matrix
 
     view = load_matrix(folder)  # the verdict recomputed from the model folders, as `evals report` shows it
     entry.status = view.matrix.status

@@ -231,3 +231,21 @@ class Trajectory(Record):
     def simulated(self) -> bool:
         """A simulated-user conversation."""
         return self.end_reason is not None or any(t.user_source is not None for t in self.turns)
+
+
+def diverged_turn(trajectory: Trajectory) -> int | None:
+    """The 1-based turn at which a `--replay-user` conversation left the recorded path (its agent reply differed,
+    or the record ran out), None when it stayed on it or is no replay. Read from the trajectory alone:
+    `--on-divergence stop` ends it there (end_reason diverged: its last turn); `continue` has the simulator write
+    the messages after that turn, the first turn not `replayed`."""
+    if trajectory.diverged_at is not None:  # set by the loop from the move that said so
+        return trajectory.diverged_at
+    turns = [t for t in trajectory.turns if t.user_source != "prefilled"]
+    if not any(t.user_source == "replayed" for t in turns):
+        return None
+    if trajectory.end_reason == "diverged":
+        return len(trajectory.turns)
+    for index, turn in enumerate(trajectory.turns):
+        if turn.user_source not in ("replayed", "prefilled"):
+            return index  # the agent's reply in turn `index` (1-based) differed: the next message is not recorded
+    return None

@@ -119,7 +119,7 @@ def _salvage(path: Path, report: ValidationReport, import_code: bool = False) ->
     from evals_cli.graders.base import GRADERS, GraderContext
     from evals_cli.suite import spec as suite_spec
     from evals_cli.suite.envvars import expand
-    from evals_cli.suite.loader import parse_yaml, read_text
+    from evals_cli.suite.yaml_file import parse_yaml, read_text
 
     try:
         data, _ = parse_yaml(read_text(path, "suite file"), str(path))

@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from evals_cli.datasets.jsonl import iter_jsonl, json_problem
 from evals_cli.errors import ConfigError
 from evals_cli.sessions.models import AgentSession
-from evals_cli.suite.loader import read_text
 from evals_cli.suite.problems import format_validation_error
+from evals_cli.suite.yaml_file import read_text
 
 Row = tuple[str, AgentSession | list[str]]  # ("file:line", the session or its problems)
 

@@ -18,8 +18,8 @@ from evals_cli.models.base import SuiteFile
 from evals_cli.models.specs import JudgeSpec
 from evals_cli.sessions.spec import RecordedSessionsTarget
 from evals_cli.suite.kind import suite_kind
-from evals_cli.suite.loader import line_finder, read_yaml_mapping
 from evals_cli.suite.problems import format_validation_error
+from evals_cli.suite.yaml_file import line_finder, read_yaml_mapping
 
 if TYPE_CHECKING:  # annotations only
     from evals_cli.suite.spec import SuiteSpec

@@ -30,10 +30,10 @@ from typing import Any
 
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
-from evals_cli.models.trajectory import EndReason, Trajectory, Turn
+from evals_cli.models.trajectory import EndReason, Turn
 from evals_cli.simulation.player import ConversationView, UserMove, UserPlayer, UserPlayerFactory
 
-__all__ = ["RecordedRun", "ReplayingUser", "diverged_turn", "load_recorded_run", "replaying_factory", "same_turn"]
+__all__ = ["RecordedRun", "ReplayingUser", "load_recorded_run", "replaying_factory", "same_turn"]
 
 
 @dataclass(frozen=True)
@@ -108,24 +108,6 @@ def same_turn(now: Turn, recorded: Turn) -> bool:
     """Whether the agent's turn is the recorded one: the same final text (whitespace aside) and the same tool
     calls (names and arguments, in order). Tool results are the mocks' and follow from the calls."""
     return " ".join(now.answer.split()) == " ".join(recorded.answer.split()) and _calls(now) == _calls(recorded)
-
-
-def diverged_turn(trajectory: Trajectory) -> int | None:
-    """The 1-based turn at which a `--replay-user` conversation left the recorded path (its agent reply differed,
-    or the record ran out), None when it stayed on it or is no replay. Read from the trajectory alone:
-    `--on-divergence stop` ends it there (end_reason diverged: its last turn); `continue` has the simulator write
-    the messages after that turn, the first turn not `replayed`."""
-    if trajectory.diverged_at is not None:  # set by the loop from the move that said so
-        return trajectory.diverged_at
-    turns = [t for t in trajectory.turns if t.user_source != "prefilled"]
-    if not any(t.user_source == "replayed" for t in turns):
-        return None
-    if trajectory.end_reason == "diverged":
-        return len(trajectory.turns)
-    for index, turn in enumerate(trajectory.turns):
-        if turn.user_source not in ("replayed", "prefilled"):
-            return index  # the agent's reply in turn `index` (1-based) differed: the next message is not recorded
-    return None
 
 
 class ReplayingUser:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from evals_cli.errors import ConfigError
-from evals_cli.suite.loader import parse_yaml, read_text
+from evals_cli.suite.yaml_file import parse_yaml, read_text
 
 SuiteKind = Literal["live", "recorded_sessions"]
 
