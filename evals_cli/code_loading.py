@@ -5,8 +5,8 @@ each is confined, imported once and reported the same way; and the tools need no
 from __future__ import annotations
 
 import importlib.util
-import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,13 +24,18 @@ class NotImported:
 
 
 
-def load_object(ref: str, base_dir: Path, what: str) -> tuple[Any, Path]:
+StandIns = Callable[[str], None]
+"""Called with a custom file's source before it runs, to put stand-in packages it imports into sys.modules (the
+graders pass letta-evals' stand-ins: evals_cli.models.grader_specs.letta_python `install_if_imported`)."""
+
+
+def load_object(ref: str, base_dir: Path, what: str, stand_ins: StandIns | None = None) -> tuple[Any, Path]:
     """(the object, its resolved file) named by 'path/to/file.py:name', relative to the suite's folder, or by
     'package.module:name' (an installed module: imported, not confined; (the object, the reference)). The file
     runs as code, once per process, under the custom-code guard (evals_cli/custom_code.py): only files the suite
     names, inside its folder (or `code_dirs`), are run; exiting or interrupting at import is a load error. When
     the policy forbids running code (`evals validate` without --import-code) the file is only read: (NotImported,
-    its file)."""
+    its file). `stand_ins`: see `StandIns` (a file loaded once keeps what it got the first time)."""
     if custom_code.is_module_ref(ref):  # an installed module: not a file of the suite, never confined to its folder
         if not custom_code.may_run():
             return NotImported(custom_code.check_module(ref, what)), Path(ref)
@@ -52,7 +57,7 @@ def load_object(ref: str, base_dir: Path, what: str) -> tuple[Any, Path]:
         custom_code.register_file(path)
         try:
             loader = spec.loader
-            custom_code.import_guarded(lambda: _run_module(loader, module), f"{what} {file_part}")
+            custom_code.import_guarded(lambda: _run_module(loader, module, stand_ins), f"{what} {file_part}")
         except custom_code.CustomCodeError as exc:  # it exited or raised KeyboardInterrupt at import
             del sys.modules[module_name]
             raise ValueError(f"{file_part}: importing failed: it {exc.did} at import; custom code cannot end the "
@@ -72,14 +77,7 @@ def load_object(ref: str, base_dir: Path, what: str) -> tuple[Any, Path]:
     return fn, path.resolve()
 
 
-def _run_module(loader: Any, module: Any) -> None:
-    """Run a custom file; one written for letta-evals (importing `letta_evals`) runs with evals-cli's stand-ins for
-    that package (evals_cli.models.grader_specs.letta_python), even when the real letta-evals is installed: its
-    helpers read Letta message objects, not evals-cli's trajectory, and its decorators do not mark functions as
-    evals-cli's, so with it a letta suite that runs here without it was refused."""
-    from evals_cli.models.grader_specs import letta_python
-
-    source = loader.get_source(module.__name__) or ""
-    if re.search(r"^\s*(from|import)\s+letta_evals\b", source, re.MULTILINE):
-        letta_python.install()
+def _run_module(loader: Any, module: Any, stand_ins: StandIns | None) -> None:
+    if stand_ins is not None:
+        stand_ins(loader.get_source(module.__name__) or "")
     loader.exec_module(module)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from evals_cli import custom_code, safe_regex
 from evals_cli.code_loading import NotImported, load_object
 from evals_cli.models.grader_specs.extractors import CUSTOM_EXTRACTORS, is_custom_ref
+from evals_cli.models.grader_specs.letta_python import install_if_imported
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 
@@ -85,7 +86,7 @@ def load_function(ref: str, base_dir: Path) -> GraderFn:
             raise ValueError(f"unknown function '{ref}'; {more}built-ins: {', '.join(sorted(BUILTINS))}, "
                              "or 'path/to/file.py:func' for a custom grader")
         return BUILTINS[ref]
-    fn, _ = load_object(ref, base_dir, "custom grader")
+    fn, _ = load_object(ref, base_dir, "custom grader", install_if_imported)
     if isinstance(fn, NotImported):  # evals validate without --import-code: read, not run; graded never
         static = fn.static
         if static is not None:  # a plain def: its decorator and signature can be read
@@ -147,7 +148,7 @@ def bind_extractor(spec: SpecT, base_dir: Path) -> SpecT:
     ref: str = getattr(spec, "extractor", "")
     if not is_custom_ref(ref):
         return spec
-    fn, path = load_object(ref, base_dir, "custom extractor")
+    fn, path = load_object(ref, base_dir, "custom extractor", install_if_imported)
     if isinstance(fn, NotImported):  # only read (evals validate): nothing to bind, nothing will be extracted
         if fn.static is not None:
             extractor_params(fn.static, ref)
@@ -173,7 +174,7 @@ def load_reward(ref: str, base_dir: Path) -> Callable[[Any], Any]:
     if not is_custom_ref(ref):
         raise ValueError(f"function '{ref}' must be 'path/to/file.py:function' (a .py file relative to the suite) "
                          "or 'package.module:function' (an installed module)")
-    fn, _ = load_object(ref, base_dir, "custom reward")
+    fn, _ = load_object(ref, base_dir, "custom reward", install_if_imported)
     if isinstance(fn, NotImported) and fn.static is None:  # only read, and only running it would tell more
         return _reward_not_imported
     params = _plain_function_params(fn.static if isinstance(fn, NotImported) else fn, ref, REWARD_SHAPE)

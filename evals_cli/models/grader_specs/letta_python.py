@@ -14,6 +14,7 @@ load with the name it lacks.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,9 +110,18 @@ def _module(name: str, **members: Any) -> ModuleType:
     return module
 
 
+def install_if_imported(source: str) -> None:
+    """A custom grader, extractor or reward file written for letta-evals (importing `letta_evals`) runs with these
+    stand-ins (code_loading's `stand_ins` hook), even when the real letta-evals is installed: its helpers read
+    Letta message objects, not evals-cli's trajectory, and its decorators do not mark functions as evals-cli's,
+    so with it a letta suite that runs here without it was refused."""
+    if re.search(r"^\s*(from|import)\s+letta_evals\b", source, re.MULTILINE):
+        install()
+
+
 def install() -> bool:
-    """Put the stand-in modules in sys.modules (once), in place of the real letta-evals too if it is installed
-    (see code_loading.py `_run_module`): True when they are there."""
+    """Put the stand-in modules in sys.modules (once), in place of the real letta-evals too if it is installed:
+    True when they are there."""
     if getattr(sys.modules.get("letta_evals"), "__evals_stand_in__", False):
         return True
     builtins = {name: _builtin(name) for name in ("last_assistant", "first_assistant", "all_assistant",
