@@ -2,7 +2,7 @@
 and the common gate, so `evals report`, the HTML report, JUnit and the history read it like any other run.
 
 Each session is the sample of `episode.session_sample`, its trajectory the recording replayed. Its grades are
-those of the registered session graders (graders/kinds/recorded.py): the session, turn and agent scores read off
+those of the registered session graders (sessions/graders.py): the session, turn and agent scores read off
 the run's analysis (judged when a judge is configured), the detectors run on the recording. The `overall` grade
 keeps the whole analysis in its metadata (`ANALYSIS`), so a sessions view (the HTML conversations,
 `session_records`) is rebuilt from the common results.
@@ -19,16 +19,11 @@ from typing import Any
 
 from evals_cli.gate import Gate
 from evals_cli.graders.base import GradeContext, Grader, GraderContext
-from evals_cli.graders.kinds.recorded import (
-    SessionDetectorGrader,
-    SessionDetectorSpec,
-    SessionScoreSpec,
-    session_analysis_grade,
-)
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import ErrorInfo, Grade, SampleResult
 from evals_cli.models.specs import AnyGate, GateSpec, LogicalGate, SimpleGate
 from evals_cli.sessions.episode import session_sample, session_trajectory
+from evals_cli.sessions.graders import SessionDetectorGrader, SessionDetectorSpec, SessionScoreSpec, session_analysis_grade
 from evals_cli.sessions.models import AgentSession
 from evals_cli.sessions.results import SessionAnalysis
 from evals_cli.sessions.spec import RecordedSessionsTarget, SessionGateSpec
