@@ -125,7 +125,7 @@ def test_evals_run_on_recorded_sessions_writes_the_results_of_every_run(tmp_path
     """Sample results, a RunSummary, the common gate with the session gate's verdict, and JUnit like any run."""
     from evals_cli.gate import OPS
     from evals_cli.models.results import RunSummary
-    from evals_cli.sessions.common import analysis_of
+    from evals_cli.sessions.results import analysis_of
     from tests.helpers import run_cli
 
     out, junit = tmp_path / "out", tmp_path / "junit.xml"

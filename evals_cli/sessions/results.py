@@ -12,9 +12,12 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from evals_cli.models.base import Record
-from evals_cli.models.results import SummaryBase, Verdict
+from evals_cli.models.results import SampleResult, SummaryBase, Verdict
 
 SCHEMA_VERSION = 1
+ANALYSIS = "session_analysis"
+"""The key of the `overall` grade's metadata, in a recorded session's common results line (`sessions.common`), that
+holds the session's whole analysis (a `SessionAnalysis`)."""
 Severity = Literal["HIGH", "MEDIUM"]
 DetectionType = Literal["ccm", "rdm", "hallucination", "llm_judge", "none"]
 Score = float | None
@@ -216,3 +219,16 @@ class SessionsSummary(Out, SummaryBase):
     judge: JudgeInfo = Field(default_factory=JudgeInfo)
     gate: SessionGateResult | None = None
     status: Literal["completed", "aborted"] = "completed"
+
+
+def analysis_of(result: SampleResult) -> SessionAnalysis | None:
+    """The analysis a common results line of a recorded-sessions run keeps (None: not a recorded session's line).
+    A session that could not be analysed is an errored line without grades: its analysis was only the error, so
+    it is rebuilt from the line (the session, its task, the error), as the run made it."""
+    grade = result.grades.get("overall")
+    raw = grade.metadata.get(ANALYSIS) if grade is not None else None
+    if raw is not None:
+        return SessionAnalysis.model_validate(raw)
+    if result.error is not None and result.error.category == "internal" and not result.grades:
+        return SessionAnalysis(session_id=result.sample_id, task=result.input, error=result.error.message)
+    return None
