@@ -1,9 +1,10 @@
 """How a sessions run is printed, and the `evals analyze` command.
 
-`report` prints a `SessionsOutcome` (Rich view, `--json` document, or `-q` verdict only) for `evals run` and
-`evals analyze` alike; `analyze_command` and `run_sessions_suite` run and print, returning the exit code instead
-of raising for user mistakes (problems printed the way every command prints them), so they work the same wired
-into Typer, called from Python, or from a test. The running itself is the library's (`sessions.runner`).
+`report` prints a `SessionsOutcome` (Rich view, `--json` document, or `-q` verdict only: the sessions view of
+`sessions.view`, derived from the common results the run wrote); `analyze_command` and `run_sessions_suite` run
+and print, returning the exit code instead of raising for user mistakes (problems printed the way every command
+prints them), so they work the same wired into Typer, called from Python, or from a test. The running itself
+is the library's (`sessions.runner`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""What a sessions evaluation writes: one `SessionAnalysis` per results-JSONL line, a `SessionsSummary` at the end.
+"""What a sessions evaluation finds: a `SessionAnalysis` per session (kept in its common results line: `ANALYSIS`,
+`analysis_of`) and the `SessionsSummary` folded from them, which `evals analyze` prints (`sessions.view`); the
+runs it wrote before the common format hold them as results lines and summary.json, and are still read.
 
 Every score is in [0, 1] or null, and null means "does not apply" or "could not be measured" (a judge that
 failed): never read it as 0. The schema shipped as `analysis.schema.json` is generated from `SessionAnalysis`
@@ -159,7 +161,7 @@ class JudgeInfo(Out):
 
 
 class SessionAnalysis(Out):
-    """One results-JSONL line: a session analysed at session, turn and agent level."""
+    """A session analysed at session, turn and agent level (an item of `evals analyze --json`'s sessions)."""
 
     schema_version: int = SCHEMA_VERSION
     session_id: str
@@ -203,7 +205,7 @@ class AgentMinimum(Out):
 
 
 class SessionsSummary(Out, SummaryBase):
-    """summary.json of a sessions evaluation."""
+    """The summary `evals analyze` prints: folded from the analyses, its verdict the common gate's."""
 
     schema_version: int = SCHEMA_VERSION
     name: str
