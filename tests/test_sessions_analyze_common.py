@@ -127,3 +127,22 @@ def test_folders_written_before_the_common_format_are_still_read(tmp_path: Path)
     assert "refund-reviewer-redoes" in html.read_text(encoding="utf-8")
     [entry] = scan_runs(tmp_path)
     assert (entry.kind, entry.gate, entry.total) == ("sessions", "PASSED", 8)
+
+
+def test_more_sessions_than_the_view_keeps_are_all_in_the_json_document(tmp_path: Path) -> None:
+    """Past MAX_KEPT analyses the view keeps the first ones; `--json` still lists every session, read back from
+    the results in the order written, and the summary counts them all."""
+    from evals_cli.sessions.view import MAX_KEPT
+
+    rows = [json.loads(line) for line in DATASET.read_text().splitlines() if line.strip()]
+    many = tmp_path / "many.jsonl"
+    total = MAX_KEPT + 5
+    many.write_text("".join(json.dumps(dict(rows[i % len(rows)], id=f"s{i:03d}")) + "\n" for i in range(total)))
+    done = run_cli("analyze", str(many), "-o", str(tmp_path / "run"), "--json", "-c", "8")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    written = [analysis_of(r) for r in results(tmp_path / "run")]
+    assert document["sessions"] == [a.model_dump(mode="json") for a in written if a is not None]
+    assert len(document["sessions"]) == document["summary"]["sessions"] == total
+    table = run_cli("analyze", str(many), "-o", str(tmp_path / "again"))
+    assert table.returncode == 0 and "... 5 more sessions in the results file" in table.stdout
