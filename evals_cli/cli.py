@@ -429,7 +429,7 @@ def report(
     if run_kind(run_path) == "sessions":
         from evals_cli.report import load_sessions
         from evals_cli.sessions.render import gate_line, render_sessions
-        from evals_cli.sessions.runner import MAX_KEPT
+        from evals_cli.sessions.view import MAX_KEPT
 
         view = load_sessions(run_path)
         warnings = view.warnings

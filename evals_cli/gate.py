@@ -35,19 +35,11 @@ from evals_cli.models.specs import AnyGate, CustomRewardGate, LogicalGate, Simpl
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.registry import Registry
 from evals_cli.stats import ScoreDistribution
+from evals_cli.thresholds import EPS, OPS, SYMBOLS, UNDECIDED
 
-_EPS = 1e-9  # averages of 0.7s land on 0.69999...: compare as a person reading the table would
-OPS: dict[str, Callable[[float, float], bool]] = {
-    "gt": lambda a, b: a > b + _EPS, "gte": lambda a, b: a >= b - _EPS,
-    "lt": lambda a, b: a < b - _EPS, "lte": lambda a, b: a <= b + _EPS,
-    "eq": lambda a, b: abs(a - b) <= _EPS,
-}
 RUN_LEVEL = ("pass_at_k", "pass_hat_k")
 SAMPLE_LEVEL = ("pass_rate",)  # the share of samples whose own verdict passed: a gate that fails when samples do
 PERCENTILES = {"p50": 0.50, "p95": 0.95, "p99": 0.99}
-SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
-# how an undecided gate's message begins (runs and sessions alike): the exit code reads the reason after it
-UNDECIDED = "Gate could not be evaluated: "
 NOTHING_TO_CHECK = "no sample had anything to check (every grade n/a)"
 
 
@@ -551,7 +543,7 @@ class Gate:
 
     def grader_passes(self, grader: str, score: float) -> bool:
         """Whether a score reaches the grader's threshold (also what counts a turn as passed)."""
-        return score >= self.threshold(grader) - _EPS
+        return score >= self.threshold(grader) - EPS
 
     def required(self, grader: str) -> bool:
         """Whether the grader alone can fail a sample: `required` (tools_avoided by default), or sample_pass all."""

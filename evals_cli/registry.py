@@ -13,6 +13,10 @@ kind never means editing an import list, a union or an if/elif elsewhere (the su
 are built from the registries: evals_cli/suite/spec.py). Discovery is lazy so that commands which need no kinds
 (`evals --help`) do not pay for importing them.
 
+A few built-in kinds live beside what they build on rather than in their family's package (the recorded-session
+graders sit in `evals_cli.sessions`, which builds on the graders): `ELSEWHERE` names their modules by family
+package, so discovery imports them too and the family's package never imports the higher layer.
+
 Installed packages add kinds the same way: every entry point of the group `evals_cli` names a module (`acme_evals
 = "acme_evals.plugin"` under `[project.entry-points.evals_cli]`), and the first lookup in any registry imports
 those modules (`load_plugins`), whose decorators then register their kinds beside the built-in ones, each entry
@@ -33,6 +37,9 @@ from evals_cli.errors import ConfigError
 T = TypeVar("T")
 
 PLUGIN_GROUP = "evals_cli"
+
+# family package -> built-in kind modules outside it, imported by its discovery (see the module's docstring)
+ELSEWHERE: dict[str, tuple[str, ...]] = {"evals_cli.graders.kinds": ("evals_cli.sessions.graders",)}
 
 
 class PluginError(ConfigError):
@@ -129,7 +136,7 @@ class Entry(Generic[T]):
 
 
 class Registry(Generic[T]):
-    """Kinds of one family, keyed by name, discovered from one package."""
+    """Kinds of one family, keyed by name, discovered from one package (and its `ELSEWHERE` modules)."""
 
     def __init__(self, family: str, package: str | None = None) -> None:
         self.family = family
@@ -170,6 +177,8 @@ class Registry(Generic[T]):
             for info in sorted(pkgutil.iter_modules(getattr(package, "__path__", [])), key=lambda i: i.name):
                 if not info.name.startswith("_"):
                     importlib.import_module(f"{self.package}.{info.name}")
+            for module in ELSEWHERE.get(self.package, ()):
+                importlib.import_module(module)
         except BaseException:
             self._discovered = False  # a broken kind fails every lookup, not only the first
             raise

@@ -1,9 +1,11 @@
 """Rebuild a run's display state and summary from its results files (`evals report`).
 
-Every kind of run the tool writes is read here: `evals run` (live, resumed, sharded then `evals merge`d) writes
-one `SampleResult` per line; `evals analyze` and `evals run` on a `recorded_sessions` suite write one
-`SessionAnalysis` per line. `run_kind` tells them apart, `load_run` / `load_sessions` read them back; `load_matrix`
-reads a run over several models back from each model's folder (its page is drawn by matrix_report.py).
+Every kind of run the tool writes is read here: each writes one `SampleResult` per line and a `RunSummary`
+(`evals run` live, resumed, sharded then `evals merge`d, or on a `recorded_sessions` suite; `evals analyze`).
+`evals analyze` marks its folder (analyze.json) to be shown as sessions (`sessions.view`); folders it wrote
+before it shared the results format hold one `SessionAnalysis` per line and a `SessionsSummary`, and are still
+read. `run_kind` tells them apart, `load_run` / `load_sessions` read them back; `load_matrix` reads a run over
+several models back from each model's folder (its page is drawn by matrix_report.py).
 """
 
 from __future__ import annotations
@@ -43,8 +45,12 @@ def _summary_file(target: Path) -> Path:
 
 
 def run_kind(target: Path) -> RunKind:
-    """`sessions` for the folder (or results file) of `evals analyze` / `evals run` on a recorded_sessions suite,
-    `samples` for every other run: said by summary.json, else by the first results line (a killed run)."""
+    """`sessions` for the folder (or results file) of `evals analyze` (analyze.json; an older one's: said by
+    summary.json, else by the first results line of a killed run), `samples` for every other run."""
+    from evals_cli.sessions.view import ANALYZE_NAME
+
+    if (results_path(target).parent / ANALYZE_NAME).is_file():
+        return "sessions"
     try:
         saved = json.loads(_summary_file(target).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -140,10 +146,15 @@ class SessionsRunView:
 
 
 def load_sessions(target: Path) -> SessionsRunView:
-    """A sessions run's analyses and summary. Without summary.json (a killed run) the summary is rebuilt from
-    the analyses with no gate verdict, as `load_run` does for a killed `evals run`."""
+    """A sessions run's analyses (as written) and summary. Without summary.json (a killed run) the summary is
+    rebuilt from the analyses with no gate verdict, as `load_run` does for a killed `evals run`."""
     from evals_cli.sessions.summary import SessionsAccumulator
+    from evals_cli.sessions.view import load_view, read_record
 
+    record = read_record(target)
+    if record is not None:  # the results of every run, shown as sessions
+        view = load_view(target, read_summary(target), record, keep=None)
+        return SessionsRunView(view.analyses, view.summary, view.warnings)
     warnings: list[str] = []
     analyses = list(read_analyses(target, warnings))
     saved: SessionsSummary | None = None

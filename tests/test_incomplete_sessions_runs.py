@@ -26,8 +26,12 @@ def test_judge_errors_past_the_rate_give_no_verdict(server: ScriptedServer, tmp_
 
     outcome = run(server, tmp_path, "refund-clean")
     assert outcome.exit_code == 3
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())  # the common summary
     assert summary["status"] == "aborted" and summary["exit_code"] == 3
-    assert summary["gate"]["passed"] is None
-    assert summary["gate"]["message"].startswith("Gate not evaluated: run aborted (")
+    assert summary["gate"]["passed"] is None and summary["gate"]["metric"] is None
+    assert summary["gate"]["message"].startswith("Gate not evaluated: run aborted")
     assert "judge calls gave no verdict" in summary["gate"]["message"]
+    shown = outcome.summary.model_dump(mode="json")  # what `evals analyze` prints
+    assert shown["status"] == "aborted" and shown["exit_code"] == 3 and shown["gate"]["passed"] is None
+    assert shown["gate"]["message"].startswith("Gate not evaluated: run aborted (")
+    assert "judge calls gave no verdict" in shown["gate"]["message"]

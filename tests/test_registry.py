@@ -20,7 +20,7 @@ from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.models.grader_specs.extractors import EXTRACTORS
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import GATE_KINDS
-from evals_cli.registry import Registry
+from evals_cli.registry import ELSEWHERE, Registry
 from tests.helpers import ROOT
 from tests.trajectory_builders import traj
 
@@ -140,10 +140,25 @@ def test_a_kind_in_one_new_module_is_accepted_by_the_suite_and_runs(tmp_path: Pa
 def test_every_grader_kind_is_a_grader_of_its_own_spec() -> None:
     for entry in GRADERS.entries():
         assert issubclass(entry.impl, Grader), entry.kind
-        assert entry.module.startswith("evals_cli.graders.kinds."), entry.kind  # found by discovery
+        # found by discovery: in the family's package, or a built-in module beside what it builds on
+        assert entry.module.startswith("evals_cli.graders.kinds.") or entry.module in ELSEWHERE[GRADERS.package or ""]
         assert entry.spec is not None
         assert entry.kind in typing.get_args(entry.spec.model_fields["kind"].annotation)  # its name or an alias
         assert entry.spec.__module__ == entry.module, entry.kind  # the spec lives with its grader
+
+
+def test_the_recorded_session_kinds_live_in_sessions_and_are_discovered_with_every_grader_kind() -> None:
+    """graders/ never imports sessions/ (which builds on the graders): discovery imports the session kinds from
+    `ELSEWHERE`, in a fresh interpreter where nothing imported them first, and `evals list graders` lists them."""
+    code = ("from evals_cli.graders.base import GRADERS\n"
+            "print(GRADERS['session_score'].module, GRADERS['session_detector'].module)\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["evals_cli.sessions.graders", "evals_cli.sessions.graders"]
+    listed = subprocess.run([sys.executable, "-m", "evals_cli", "list", "graders"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert "session_detector" in listed.stdout and "session_score" in listed.stdout
 
 
 def test_gate_kinds_come_from_the_registry() -> None:

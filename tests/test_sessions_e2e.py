@@ -14,6 +14,7 @@ import pytest
 from pydantic import Field, ValidationInfo, field_validator
 
 import evals_cli.suite.loader as loader
+from evals_cli.report import load_sessions
 from evals_cli.runner import RunOptions
 from evals_cli.sessions.cli import analyze_command, run_sessions_suite
 from evals_cli.sessions.spec import RecordedSessionsTarget
@@ -31,8 +32,13 @@ EXPECTED_TURN_1 = {"refund-clean": "none", "refund-unauthorized-tool": "none", "
 
 
 def lines(directory: Path) -> dict[str, dict[str, Any]]:
-    rows = [json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines() if x.strip()]
-    return {r["session_id"]: r for r in rows}
+    """Each session's analysis, read back from the run's results (the results of every run)."""
+    return {a.session_id: a.model_dump(mode="json") for a in load_sessions(directory).analyses}
+
+
+def saved_summary(directory: Path) -> dict[str, Any]:
+    """The run's sessions summary, rebuilt from its results and its common summary.json."""
+    return load_sessions(directory).summary.model_dump(mode="json")
 
 
 def test_analyze_deterministic_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,7 +49,7 @@ def test_analyze_deterministic_only(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert all(r["judge"]["model"] is None and r["judge"]["calls"] == 0 for r in rows.values())
     assert rows["refund-lost-handoff"]["per_agent_scores"]["planner"]["handoff"] == 0.0
     assert rows["refund-unauthorized-tool"]["tool_validation"]["by_severity"] == {"HIGH": 1}
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    summary = saved_summary(tmp_path / "out")
     assert summary["sessions"] == 8 and summary["exit_code"] == 0 and summary["gate"]["passed"] is True
     assert summary["mean_overall_score"] == pytest.approx(sum(r["overall_score"] for r in rows.values()) / 8)
     assert summary["min_agent"] == {"session_id": "refund-unauthorized-tool", "agent_id": "planner", "score": 0.0}
@@ -87,7 +93,7 @@ def test_analyze_with_a_scripted_judge(server: ScriptedServer, tmp_path: Path, c
     assert completion["refund-lost-handoff"] == (False, "judge") and completion["refund-clean"] == (True, "judge")
     assert rows["refund-lost-handoff"]["per_agent_scores"]["planner"]["handoff"] == pytest.approx(0.1)  # (0 + 0.2) / 2
     assert rows["refund-clean"]["reasoning_score"] == 0.9
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    summary = saved_summary(tmp_path / "out")
     assert summary["task_completion_rate"] == 0.75 and summary["judge"]["model"] == "scripted"
     out = capsys.readouterr().out
     assert "turn 1 ✗ llm_judge (0.70)" in out and "judge scripted:" in out and "reasoning 0.90" in out

@@ -123,9 +123,9 @@ def test_a_score_that_does_not_apply_is_not_a_zero() -> None:
 
 def test_evals_run_on_recorded_sessions_writes_the_results_of_every_run(tmp_path: Path) -> None:
     """Sample results, a RunSummary, the common gate with the session gate's verdict, and JUnit like any run."""
-    from evals_cli.gate import OPS
     from evals_cli.models.results import RunSummary
-    from evals_cli.sessions.common import analysis_of
+    from evals_cli.sessions.results import analysis_of
+    from evals_cli.thresholds import OPS
     from tests.helpers import run_cli
 
     out, junit = tmp_path / "out", tmp_path / "junit.xml"

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from evals_cli.report import load_sessions
 from evals_cli.runner import RunOptions
 from evals_cli.sessions.cli import run_sessions_suite
 from tests.helpers import run_cli
@@ -34,8 +35,8 @@ def lenient_judge(path: str, body: dict[str, Any]) -> Any:
 
 
 def rows(out: Path) -> dict[str, dict[str, Any]]:
-    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
-    return {r["session_id"]: r for r in lines}
+    """Each session's analysis, read back from the run's results (the results of every run)."""
+    return {a.session_id: a.model_dump(mode="json") for a in load_sessions(out).analyses}
 
 
 def analyze(server: ScriptedServer, tmp_path: Path, *extra: str) -> tuple[dict[str, dict[str, Any]], dict[str, Any],
@@ -45,7 +46,7 @@ def analyze(server: ScriptedServer, tmp_path: Path, *extra: str) -> tuple[dict[s
     result = run_cli("analyze", str(DATASET), "-o", str(out), "--judge-model", "scripted", "--judge-base-url",
                      server.url, *extra)
     assert result.returncode in (0, 1), result.stderr
-    return rows(out), json.loads((out / "summary.json").read_text()), result.stdout
+    return rows(out), load_sessions(out).summary.model_dump(mode="json"), result.stdout
 
 
 def test_an_overruled_detection_stays_visible_and_is_counted_apart(server: ScriptedServer, tmp_path: Path) -> None:

@@ -26,9 +26,9 @@ from evals_cli.exporters.common import KINDS, case_name, failed_labels, fmt_scor
 from evals_cli.exporters.html_charts import BarChart, Histogram, histogram, score_bars
 from evals_cli.exporters.html_labels import label_items
 from evals_cli.exporters.html_pages import environment
-from evals_cli.gate import OPS, SYMBOLS
 from evals_cli.models.results import Grade, RunSummary, SampleResult, TurnGrade
 from evals_cli.models.trajectory import diverged_turn
+from evals_cli.thresholds import OPS, SYMBOLS
 
 OPEN_PROBLEMS = 25  # failed/errored conversations start expanded when there are at most this many
 SAMPLE_STATUSES = [("passed", "passed"), ("failed", "failed"), ("errored", "errored"), ("ungraded", "not graded")]

@@ -6,9 +6,10 @@ results, outputs and handoffs, the answer the user got) with the findings pinned
 call they concern, each kind explained in one line. A turn's badge follows every verdict on it: a turn with a
 HIGH tool violation is never badged "good".
 
-The results line of a session (`SessionAnalysis`) holds the verdicts, not the conversation; the conversation is
-the recording the run read (`summary.dataset`). `session_records` is the one place that reads them both: a
-change of the sessions results format is adapted there.
+A session's analysis (`SessionAnalysis`, read back from its results line) holds the verdicts, not the
+conversation; the conversation is the recording the run read (`summary.dataset`, from the run's analyze.json).
+`session_records` is the one place that reads them both: a change of the sessions results format is adapted
+there.
 """
 
 from __future__ import annotations

@@ -304,9 +304,23 @@ def _models_run(folder: Path, rel: str) -> RunEntry:
 
 
 def _sessions_run(folder: Path, rel: str) -> RunEntry:
+    """An `evals analyze` run: its summary.json is the common `RunSummary` (analyze.json marks the folder), or a
+    `SessionsSummary` when an older evals-cli wrote it."""
+    from evals_cli.output.files import read_summary
     from evals_cli.sessions.results import SessionsSummary
 
     path = folder / SUMMARY_NAME
+    common = read_summary(folder) if path.is_file() else None
+    if common is not None:
+        code = common.exit_code
+        completion = common.graders.get("task_completion")
+        rate = completion.avg_score if completion is not None else None
+        state: Status = "aborted" if common.status == "completed" and code == EXIT_INCOMPLETE else common.status
+        return RunEntry(folder, rel, "sessions", common.suite, _parse_time(common.started_at) or
+                        _file_time(folder, _MARKERS), state, _gate_word(code, state), errored=common.errored,
+                        total=common.total, exit_code=code,
+                        detail=f"{common.total} sessions" + (f", task completion {rate:.0%}" if rate is not None
+                                                             else ""))
     if path.is_file():
         summary = SessionsSummary.model_validate_json(path.read_text(encoding="utf-8"))
         status: Status = summary.status

@@ -9,11 +9,10 @@ its gate becomes "not evaluated" (`passed: null`, `metric: null`) everywhere the
 from __future__ import annotations
 
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
-from evals_cli.gate import UNDECIDED
 from evals_cli.models.results import Coverage, RunSummary
+from evals_cli.thresholds import GATE_UNDECIDED, UNDECIDED
 
 NOT_EVALUATED = "Gate not evaluated"
-GATE_UNDECIDED = "the gate could not be evaluated"
 
 
 def _undecided(message: str) -> str | None:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
-from evals_cli.gate import OPS, Gate, aggregate, counted, threshold_key
+from evals_cli.gate import Gate, aggregate, counted, threshold_key
 from evals_cli.models.results import (
     Grade,
     GraderAggregate,
@@ -21,6 +21,7 @@ from evals_cli.models.results import (
 )
 from evals_cli.models.trajectory import Usage
 from evals_cli.streaming_stats import AlphaSums, LatencyHistogram, ScoreCounts
+from evals_cli.thresholds import OPS
 
 
 class Accumulator:

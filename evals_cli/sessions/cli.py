@@ -1,9 +1,10 @@
 """How a sessions run is printed, and the `evals analyze` command.
 
-`report` prints a `SessionsOutcome` (Rich view, `--json` document, or `-q` verdict only) for `evals run` and
-`evals analyze` alike; `analyze_command` and `run_sessions_suite` run and print, returning the exit code instead
-of raising for user mistakes (problems printed the way every command prints them), so they work the same wired
-into Typer, called from Python, or from a test. The running itself is the library's (`sessions.runner`).
+`report` prints a `SessionsOutcome` (Rich view, `--json` document, or `-q` verdict only: the sessions view of
+`sessions.view`, derived from the common results the run wrote); `analyze_command` and `run_sessions_suite` run
+and print, returning the exit code instead of raising for user mistakes (problems printed the way every command
+prints them), so they work the same wired into Typer, called from Python, or from a test. The running itself
+is the library's (`sessions.runner`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evals_cli.display.problems import print_problems
 from evals_cli.errors import EXIT_INVALID, ConfigError
@@ -20,20 +21,10 @@ from evals_cli.sessions.options import SessionsOptions
 from evals_cli.sessions.runner import SessionsOutcome, run_sessions
 from evals_cli.sessions.spec import RecordedSessionsTarget
 from evals_cli.sessions.suite import SessionsSuiteSpec, load_sessions_suite
+from evals_cli.sessions.view import SessionsView, document
 
 if TYPE_CHECKING:  # annotations only
     from evals_cli.suite.spec import SuiteSpec
-
-
-def _document(outcome: SessionsOutcome) -> dict[str, Any]:
-    """Every analysis (read back from the results file when more were analysed than kept) and the summary."""
-    sessions: list[Any] = [a.model_dump(mode="json") for a in outcome.analyses]
-    if outcome.hidden:
-        from evals_cli.output.files import RESULTS_NAME
-
-        with (outcome.output_dir / RESULTS_NAME).open(encoding="utf-8") as fh:
-            sessions = [json.loads(line) for line in fh if line.strip()]
-    return {"summary": outcome.summary.model_dump(mode="json"), "sessions": sessions}
 
 
 def report(outcome: SessionsOutcome, json_out: bool = False, quiet: bool = False) -> int:
@@ -42,7 +33,8 @@ def report(outcome: SessionsOutcome, json_out: bool = False, quiet: bool = False
 
     console = make_console()
     if json_out:
-        sys.stdout.write(json.dumps(_document(outcome), ensure_ascii=False, indent=2) + "\n")
+        view = SessionsView(outcome.analyses, outcome.summary, outcome.hidden)
+        sys.stdout.write(json.dumps(document(view, outcome.output_dir), ensure_ascii=False, indent=2) + "\n")
     elif quiet:
         console.print(outcome.summary.gate.message if outcome.summary.gate else "no gate", markup=False,
                       soft_wrap=True)

@@ -2,10 +2,10 @@
 and the common gate, so `evals report`, the HTML report, JUnit and the history read it like any other run.
 
 Each session is the sample of `episode.session_sample`, its trajectory the recording replayed. Its grades are
-those of the registered session graders (graders/kinds/recorded.py): the session, turn and agent scores read off
+those of the registered session graders (sessions/graders.py): the session, turn and agent scores read off
 the run's analysis (judged when a judge is configured), the detectors run on the recording. The `overall` grade
-keeps the whole analysis in its metadata (`ANALYSIS`), so a sessions view (the HTML conversations,
-`session_records`) is rebuilt from the common results.
+keeps the whole analysis in its metadata (`results.ANALYSIS`), so the sessions view of `evals analyze`
+(`sessions.view`: `--json`, the Rich view, the HTML report) is rebuilt from the common results (`analysis_of`).
 
 The session gate (`target.gate`) becomes the common gate: each check a `simple` gate on one grader, joined by
 `and`: min_overall_score the mean of `overall`, min_task_completion_rate the mean of `task_completion` (1 or 0,
@@ -19,22 +19,14 @@ from typing import Any
 
 from evals_cli.gate import Gate
 from evals_cli.graders.base import GradeContext, Grader, GraderContext
-from evals_cli.graders.kinds.recorded import (
-    SessionDetectorGrader,
-    SessionDetectorSpec,
-    SessionScoreSpec,
-    session_analysis_grade,
-)
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import ErrorInfo, Grade, SampleResult
 from evals_cli.models.specs import AnyGate, GateSpec, LogicalGate, SimpleGate
 from evals_cli.sessions.episode import session_sample, session_trajectory
+from evals_cli.sessions.graders import SessionDetectorGrader, SessionDetectorSpec, SessionScoreSpec, session_analysis_grade
 from evals_cli.sessions.models import AgentSession
-from evals_cli.sessions.results import SessionAnalysis
+from evals_cli.sessions.results import ANALYSIS, SessionAnalysis
 from evals_cli.sessions.spec import RecordedSessionsTarget, SessionGateSpec
-
-ANALYSIS = "session_analysis"
-"""The key of the `overall` grade's metadata that holds the session's whole analysis (a `SessionAnalysis`)."""
 
 SCORES = ("overall", "conversation", "tool_use", "reasoning", "coordination", "intent_drift", "task_completion")
 DETECTORS = ("ccm", "rdm", "hallucination", "unauthorized_tool", "hallucinated_parameter")
@@ -106,10 +98,3 @@ class SessionGrading:
         if verdict.incomplete is not None:
             result.error = verdict.incomplete
         return result
-
-
-def analysis_of(result: SampleResult) -> SessionAnalysis | None:
-    """The analysis a common results line keeps (None: not a recorded session's line)."""
-    grade = result.grades.get("overall")
-    raw = grade.metadata.get(ANALYSIS) if grade is not None else None
-    return None if raw is None else SessionAnalysis.model_validate(raw)

@@ -4,7 +4,7 @@ Nothing is called: the agents and the user replay what was recorded. Each sessio
 message), each agent step a `Step` carrying the agent that took it (`Step.agent`), its recorded tool call with
 the recorded result, and the handoff that ends an interaction (`Step.handoff_to`). The turn's final response is
 its last step's text, so `final_answer` and every trajectory grader read what the user was told. The sample
-keeps the recording itself (`metadata["recorded_session"]`): the session graders (graders/kinds/recorded.py)
+keeps the recording itself (`metadata["recorded_session"]`): the session graders (sessions/graders.py)
 need what a trajectory has no place for (the agents' roles and allowed tools, thoughts, handoff contexts).
 """
 

@@ -1,4 +1,6 @@
-"""What a sessions evaluation writes: one `SessionAnalysis` per results-JSONL line, a `SessionsSummary` at the end.
+"""What a sessions evaluation finds: a `SessionAnalysis` per session (kept in its common results line: `ANALYSIS`,
+`analysis_of`) and the `SessionsSummary` folded from them, which `evals analyze` prints (`sessions.view`); the
+runs it wrote before the common format hold them as results lines and summary.json, and are still read.
 
 Every score is in [0, 1] or null, and null means "does not apply" or "could not be measured" (a judge that
 failed): never read it as 0. The schema shipped as `analysis.schema.json` is generated from `SessionAnalysis`
@@ -12,9 +14,12 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from evals_cli.models.base import Record
-from evals_cli.models.results import SummaryBase, Verdict
+from evals_cli.models.results import SampleResult, SummaryBase, Verdict
 
 SCHEMA_VERSION = 1
+ANALYSIS = "session_analysis"
+"""The key of the `overall` grade's metadata, in a recorded session's common results line (`sessions.common`), that
+holds the session's whole analysis (a `SessionAnalysis`)."""
 Severity = Literal["HIGH", "MEDIUM"]
 DetectionType = Literal["ccm", "rdm", "hallucination", "llm_judge", "none"]
 Score = float | None
@@ -156,7 +161,7 @@ class JudgeInfo(Out):
 
 
 class SessionAnalysis(Out):
-    """One results-JSONL line: a session analysed at session, turn and agent level."""
+    """A session analysed at session, turn and agent level (an item of `evals analyze --json`'s sessions)."""
 
     schema_version: int = SCHEMA_VERSION
     session_id: str
@@ -200,7 +205,7 @@ class AgentMinimum(Out):
 
 
 class SessionsSummary(Out, SummaryBase):
-    """summary.json of a sessions evaluation."""
+    """The summary `evals analyze` prints: folded from the analyses, its verdict the common gate's."""
 
     schema_version: int = SCHEMA_VERSION
     name: str
@@ -216,3 +221,16 @@ class SessionsSummary(Out, SummaryBase):
     judge: JudgeInfo = Field(default_factory=JudgeInfo)
     gate: SessionGateResult | None = None
     status: Literal["completed", "aborted"] = "completed"
+
+
+def analysis_of(result: SampleResult) -> SessionAnalysis | None:
+    """The analysis a common results line of a recorded-sessions run keeps (None: not a recorded session's line).
+    A session that could not be analysed is an errored line without grades: its analysis was only the error, so
+    it is rebuilt from the line (the session, its task, the error), as the run made it."""
+    grade = result.grades.get("overall")
+    raw = grade.metadata.get(ANALYSIS) if grade is not None else None
+    if raw is not None:
+        return SessionAnalysis.model_validate(raw)
+    if result.error is not None and result.error.category == "internal" and not result.grades:
+        return SessionAnalysis(session_id=result.sample_id, task=result.input, error=result.error.message)
+    return None

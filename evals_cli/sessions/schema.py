@@ -1,6 +1,6 @@
 """The JSON Schemas shipped with the package, generated from the pydantic models so they cannot drift:
 `session.schema.json` (the input: one session, or a list of them; each JSONL line is one session) and
-`analysis.schema.json` (one results line). A test fails when a shipped file differs from the generated one;
+`analysis.schema.json` (one session's analysis). A test fails when a shipped file differs from the generated one;
 regenerate with `python -m evals_cli.sessions.schema`."""
 
 from __future__ import annotations

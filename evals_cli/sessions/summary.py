@@ -1,4 +1,4 @@
-"""Fold analyses into summary.json as they arrive, so a file of any size needs no more than one line in memory."""
+"""Fold analyses into a `SessionsSummary` one by one, so a run of any size needs no more than one in memory."""
 
 from __future__ import annotations
 

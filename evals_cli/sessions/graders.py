@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from evals_cli.sessions.results import Detection, SessionAnalysis
 
 # The analysis, the detectors and the episode reader are imported where a grade is made: every run imports this
-# module (discovering the grader kinds builds the suite's union), and most never grade a recorded session.
+# module (discovering the grader kinds builds the suite's union: `registry.ELSEWHERE` names it beside
+# evals_cli.graders.kinds, which never imports the sessions), and most never grade a recorded session.
 
 TurnDetector = Literal["ccm", "rdm", "hallucination"]
 ToolDetector = Literal["unauthorized_tool", "hallucinated_parameter", "missing_required", "type_mismatch",
