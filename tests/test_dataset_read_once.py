@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from evals_cli.datasets import selected
+from evals_cli.datasets import reader, selected
 from evals_cli.datasets.reader import check_dataset
 from evals_cli.datasets.selected import SelectedRows
 from evals_cli.errors import ConfigError
@@ -161,3 +161,40 @@ def test_a_dataset_rewritten_mid_run_with_the_same_size_stops_the_run(server: Sc
     line = len(done) + (1 if data.endswith(".jsonl") else 2)  # the next row's line (a CSV has its header)
     assert f"{data}:{line}: the dataset changed after its rows were checked" in reason, reason
     assert f"the {len(done)} finished results are kept" in reason
+
+
+def counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every pass over the dataset file (our reader's one entry point), by path."""
+    reads: list[Path] = []
+    real = reader.rows_with_spans
+
+    def counting(path: Path, *args: Any, **kwargs: Any) -> Any:
+        reads.append(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(reader, "rows_with_spans", counting)
+    return reads
+
+
+def test_a_run_reads_and_checks_its_dataset_once_from_validation_to_the_end(
+        server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = counted_reads(monkeypatch)
+    prepared = prepared_run(tmp_path, server, [f"s{i}" for i in range(6)], tags=["t"], max_samples=1)
+    assert reads == [tmp_path / "data.jsonl"]  # validate's pass is the run's: no second check pass
+    assert prepared.coverage is not None and (prepared.coverage.dataset_rows, prepared.coverage.selected) == (6, 1)
+    outcome = asyncio.run(execute(prepared))
+    assert len(reads) == 1 and ran(tmp_path) == ["s1"] and outcome.summary.total == 1
+
+
+def test_the_one_pass_still_checks_the_rows_the_run_filters_out_and_lists_every_problem(
+        server: ScriptedServer, tmp_path: Path) -> None:
+    """Validate checks every row whatever -n, --tag or --sample-id keep; the run's own refusals (an id that
+    matches nothing) come in the same list."""
+    server.script = lambda path, body: text("fine")
+    suite = write_suite(tmp_path, [*rows(["a1", "a2"]), {"id": "bad", "input": 7}], base_url=server.url)
+    with pytest.raises(ConfigError) as caught:
+        prepare(suite, RunOptions(output=tmp_path / "out", max_samples=1, tags=["t"], sample_ids=["a1", "nope"]))
+    shown = "\n".join(caught.value.problems)
+    assert f"{tmp_path / 'data.jsonl'}:3" in shown and "input" in shown
+    assert "--sample-id nope: matches no sample id" in shown
+    assert not (tmp_path / "out").exists() and server.requests == []
