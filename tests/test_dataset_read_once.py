@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,37 @@ def test_the_one_pass_still_checks_the_rows_the_run_filters_out_and_lists_every_
     assert f"{tmp_path / 'data.jsonl'}:3" in shown and "input" in shown
     assert "--sample-id nope: matches no sample id" in shown
     assert not (tmp_path / "out").exists() and server.requests == []
+
+
+def test_rows_read_back_are_parsed_not_checked_again(server: ScriptedServer, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the bound the run reads each selected row back; the bytes are the ones the check pass validated (their
+    digest says so), so the row's checks do not run a second time: once per row, by the check pass."""
+    monkeypatch.setattr(selected, "KEEP_SAMPLES", 2)
+    checks: list[str] = []
+    real = reader._row_problem
+
+    def counting(raw: Any, where: str) -> str | None:
+        checks.append(where)
+        return real(raw, where)
+
+    monkeypatch.setattr(reader, "_row_problem", counting)
+    prepared = prepared_run(tmp_path, server, [f"s{i}" for i in range(8)])
+    assert prepared.selected is not None and not prepared.selected.kept and len(checks) == 8
+    outcome = asyncio.run(execute(prepared))
+    assert len(checks) == 8 and sorted(ran(tmp_path)) == [f"s{i}" for i in range(8)] and outcome.summary.total == 8
+
+
+def test_a_row_rewritten_to_other_bytes_is_not_run_even_when_it_reads_the_same(
+        server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row read back must be byte for byte the row checked (a same-size edit the stamp misses included)."""
+    monkeypatch.setattr(selected, "KEEP_SAMPLES", 2)
+    prepared = prepared_run(tmp_path, server, ["a0", "a1", "a2", "a3"])
+    path = tmp_path / "data.jsonl"
+    stat = path.stat()
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].replace(b'{"id": "a3", ', b'{"id":"a3",  ')  # same size, same sample, other bytes
+    path.write_bytes(b"".join(lines))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # a stamp that does not tell
+    outcome = asyncio.run(execute(prepared))
+    assert sorted(ran(tmp_path)) == ["a0", "a1", "a2"] and outcome.exit_code == 3
