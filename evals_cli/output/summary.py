@@ -53,9 +53,10 @@ class Accumulator:
 
     def add(self, result: SampleResult) -> None:
         self.total += 1
-        self.usage.add(result.usage)
-        self.judge_usage.add(result.judge_usage)
-        self.user_usage.add(result.user_usage)
+        for total, use in ((self.usage, result.usage), (self.judge_usage, result.judge_usage),
+                           (self.user_usage, result.user_usage)):
+            if use is not None and (use.prompt_tokens or use.completion_tokens):  # a zero adds nothing (no judge)
+                total.add(use)
         for role, use in result.roles.items():
             self.roles.setdefault(role, RoleUse()).add(use)
         self.latencies.add(result.latency_s)
