@@ -85,3 +85,9 @@ def test_benchmark_harness_smoke() -> None:
     assert result.returncode == 0, result.stderr
     assert "a c=32" in result.stdout and "replay:" in result.stdout
     assert "wall time, scenario a, c=32" in result.stdout and "replay throughput" in result.stdout
+
+
+def test_the_run_loop_imports_the_calibration_maths_only_for_a_suite_with_labels() -> None:
+    modules = loaded_after("import evals_cli.runner.execution")
+    assert "evals_cli.runner.execution" in modules
+    assert not [m for m in modules if m in ("evals_cli.calibration.calibrate", "evals_cli.calibration.items")]

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from evals_cli.calibration.calibrate import calibrated
-from evals_cli.calibration.items import judged_items
 from evals_cli.calibration.judges import judge_records
 from evals_cli.concurrency import Workers
 from evals_cli.custom_code import SAMPLE_DEADLINE
@@ -208,6 +206,9 @@ class Execution:
                   if (found := getattr(grader, "calibration", None)) is not None}
         if not wanted:
             return {}
+        from evals_cli.calibration.calibrate import calibrated  # only a suite with calibration labels needs it
+        from evals_cli.calibration.items import judged_items
+
         records = judge_records(self.p.graders, self.p.gate)
         no_answer: dict[str, int] = {}
         try:
