@@ -23,7 +23,7 @@ from evals_cli.output.fingerprint import file_digest
 from evals_cli.runner import RunOptions, execute
 from evals_cli.runner.dispatch import prepare
 from evals_cli.runner.prepare import PreparedRun
-from tests.helpers import read_jsonl, write_suite
+from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, text
 
 
@@ -233,3 +233,15 @@ def test_a_row_rewritten_to_other_bytes_is_not_run_even_when_it_reads_the_same(
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # a stamp that does not tell
     outcome = asyncio.run(execute(prepared))
     assert sorted(ran(tmp_path)) == ["a0", "a1", "a2"] and outcome.exit_code == 3
+
+
+def test_a_cache_that_cannot_be_used_is_listed_with_the_suites_problems(tmp_path: Path) -> None:
+    """--cache naming a folder: exit 2 naming it, beside the dataset's bad row, with no traceback (the one pass
+    collects both; nothing ran, nothing was written)."""
+    suite = write_suite(tmp_path, [*rows(["a1"]), {"id": "bad", "input": 7}])
+    (tmp_path / "folder").mkdir()
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"), "--cache", str(tmp_path / "folder"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"--cache {tmp_path / 'folder'}: is a folder" in result.stderr
+    assert f"{tmp_path / 'data.jsonl'}:2" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()

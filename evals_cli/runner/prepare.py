@@ -127,9 +127,9 @@ class PreparedRun:
         try:
             self.pool = ClientPool(record=options.record, replay=options.replay, concurrency=self.concurrency,
                                    cache=options.cache if self._running else None)
-        except ConfigError as exc:  # --cache names a folder: for_run lists it with the rest
+        except ConfigError as exc:  # --replay or --cache cannot be read: for_run lists it with the rest
             self._problem(exc.problems)
-            self.pool = ClientPool(record=options.record, replay=options.replay, concurrency=self.concurrency)
+            self.pool = ClientPool(concurrency=self.concurrency)  # the run is refused; the checks go on
         self._agent: Endpoint | None = None
         self._target: Target | None = None
         if suite.mcp_servers and not self._collecting:
