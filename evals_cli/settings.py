@@ -11,18 +11,23 @@ a library user) takes effect; each read of one knob costs one environment look-u
 only when that variable's text changed. The module imports pydantic-settings: import it where a knob is read,
 not at the top of modules that `evals --help` loads.
 
+The knobs are declared as plain data (`KNOBS`) and the model is built from them on first need: only the
+`EVALS_*` knobs have a type that can be wrong (the others are text, where an empty value is unset), so while
+none of them is set a knob is its default (or its variable's text) and the check has nothing to refuse, without
+importing pydantic-settings (some 25 ms of every start). One set, every read goes through the model.
+
 Two variables of the display are not here yet (`NO_COLOR`, `COLUMNS`, read by evals_cli/display/console.py).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
-
-from pydantic import Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evals_cli.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic_settings import BaseSettings
 
 DEFAULT_MAX_FIELD_CHARS = 256 * 1024
 DEFAULT_REGEX_TIMEOUT_S = 1.0
@@ -35,78 +40,106 @@ POSITIVE_SECONDS = "a number of seconds greater than 0"
 SWITCH = "a switch: 1, true, yes or on; 0, false, no or off"
 
 
-def _knob(env: str, default: Any, description: str, expects: str = "any text", *, secret: bool = False,
-          gt: float | None = None) -> Any:
-    """A field read from the variable `env`; `expects` says, in an error, what a good value looks like."""
-    return Field(default=default, validation_alias=env, description=description, gt=gt,
-                 json_schema_extra={"env": env, "expects": expects, "secret": secret})
+class KnobSpec(NamedTuple):
+    """One field of the model: read from the variable `env`; `expects` says, in an error, what a good value is."""
+
+    env: str
+    kind: type  # bool, int, float or str (text: optional, None when unset)
+    default: Any
+    description: str
+    expects: str = "any text"
+    secret: bool = False
+    gt: float | None = None
 
 
-class Settings(BaseSettings):
-    """The environment's knobs. Field order is the order `evals list settings` shows them in."""
+KNOBS: dict[str, KnobSpec] = {  # field order is the order `evals list settings` shows them in
+    "debug": KnobSpec("EVALS_DEBUG", bool, False, "Show the traceback of an internal error instead of one line.",
+                      SWITCH),
+    "max_field_chars": KnobSpec(
+        "EVALS_MAX_FIELD_CHARS", int, DEFAULT_MAX_FIELD_CHARS, "Characters kept per stored text field (replies, "
+        "tool arguments and results, rationales); a longer one is cut and marked.", POSITIVE_INT, gt=0),
+    "regex_timeout": KnobSpec(
+        "EVALS_REGEX_TIMEOUT", float, DEFAULT_REGEX_TIMEOUT_S, "Seconds one match of a user's regex may take "
+        "(ground truth, extractors, tool_args, tool schema patterns) before it is a grade error.", POSITIVE_SECONDS,
+        gt=0),
+    "rubric_timeout": KnobSpec(
+        "EVALS_RUBRIC_TIMEOUT", float, DEFAULT_RUBRIC_TIMEOUT_S, "Seconds one rubric may take to compile and "
+        "render.", POSITIVE_SECONDS, gt=0),
+    "rubric_max_chars": KnobSpec(
+        "EVALS_RUBRIC_MAX_CHARS", int, DEFAULT_RUBRIC_MAX_CHARS, "Characters a rendered rubric (or any text built "
+        "while rendering it) may reach.", POSITIVE_INT, gt=0),
+    "max_response_bytes": KnobSpec(
+        "EVALS_MAX_RESPONSE_BYTES", int, DEFAULT_MAX_RESPONSE_BYTES, "Bytes of one response body from a model "
+        "endpoint; a larger one fails that call.", POSITIVE_INT, gt=0),
+    "agent_model": KnobSpec("EVAL_AGENT_MODEL", str, None, "The agent's model, when neither --model nor the "
+                            "suite's target names one."),
+    "agent_base_url": KnobSpec("EVAL_AGENT_BASE_URL", str, None, "The agent's endpoint, when neither --base-url "
+                               "nor the suite's target names one."),
+    "agent_api_key": KnobSpec("EVAL_AGENT_API_KEY", str, None, "The agent's API key, when the suite gives none "
+                              "(else OPENAI_API_KEY).", secret=True),
+    "judge_model": KnobSpec("EVAL_JUDGE_MODEL", str, None, "The judge's model, after --judge-model, the grader's "
+                            "own and the suite's judge block."),
+    "judge_base_url": KnobSpec("EVAL_JUDGE_BASE_URL", str, None, "The judge's endpoint, after --judge-base-url, "
+                               "the grader's own and the suite's judge block."),
+    "judge_api_key": KnobSpec("EVAL_JUDGE_API_KEY", str, None, "The judge's API key, after --judge-api-key, the "
+                              "grader's own and the suite's judge block.", secret=True),
+    "user_model": KnobSpec("EVAL_USER_MODEL", str, None, "The simulated users' model, after the suite's "
+                           "user_simulator block (else the judge's, then the agent's)."),
+    "user_base_url": KnobSpec("EVAL_USER_BASE_URL", str, None, "The simulated users' endpoint, after the suite's "
+                              "user_simulator block (else the judge's, then the agent's)."),
+    "user_api_key": KnobSpec("EVAL_USER_API_KEY", str, None, "The simulated users' API key, after the suite's "
+                             "user_simulator block (else the judge's, then the agent's).", secret=True),
+    "openai_api_key": KnobSpec("OPENAI_API_KEY", str, None, "The agent's API key when nothing else gives one; the "
+                               "key of a judge with provider: openai.", secret=True),
+    "openai_base_url": KnobSpec("OPENAI_BASE_URL", str, None, "The endpoint of a judge with provider: openai "
+                                "(letta-evals suites)."),
+    "anthropic_api_key": KnobSpec("ANTHROPIC_API_KEY", str, None, "The key of a judge with provider: anthropic "
+                                  "(letta-evals suites).", secret=True),
+    "gemini_api_key": KnobSpec("GEMINI_API_KEY", str, None, "The key of a judge with provider: google "
+                               "(letta-evals suites).", secret=True),
+    "google_api_key": KnobSpec("GOOGLE_API_KEY", str, None, "The key of a judge with provider: google, when "
+                               "GEMINI_API_KEY is not set.", secret=True),
+    "otel_endpoint": KnobSpec("OTEL_EXPORTER_OTLP_ENDPOINT", str, None, "Send OpenTelemetry traces there (as "
+                              "--otel does; needs the otel extra)."),
+}
 
-    model_config = SettingsConfigDict(case_sensitive=True, env_ignore_empty=True, extra="ignore", frozen=True)
+_TYPED = tuple(k.env for k in KNOBS.values() if k.kind is not str)  # the variables a value of can be wrong
+_model: type[BaseSettings] | None = None
 
-    debug: bool = _knob("EVALS_DEBUG", False, "Show the traceback of an internal error instead of one line.",
-                        SWITCH)
-    max_field_chars: int = _knob(
-        "EVALS_MAX_FIELD_CHARS", DEFAULT_MAX_FIELD_CHARS, "Characters kept per stored text field (replies, tool "
-        "arguments and results, rationales); a longer one is cut and marked.", POSITIVE_INT, gt=0)
-    regex_timeout: float = _knob(
-        "EVALS_REGEX_TIMEOUT", DEFAULT_REGEX_TIMEOUT_S, "Seconds one match of a user's regex may take (ground "
-        "truth, extractors, tool_args, tool schema patterns) before it is a grade error.", POSITIVE_SECONDS, gt=0)
-    rubric_timeout: float = _knob(
-        "EVALS_RUBRIC_TIMEOUT", DEFAULT_RUBRIC_TIMEOUT_S, "Seconds one rubric may take to compile and render.",
-        POSITIVE_SECONDS, gt=0)
-    rubric_max_chars: int = _knob(
-        "EVALS_RUBRIC_MAX_CHARS", DEFAULT_RUBRIC_MAX_CHARS, "Characters a rendered rubric (or any text built "
-        "while rendering it) may reach.", POSITIVE_INT, gt=0)
-    max_response_bytes: int = _knob(
-        "EVALS_MAX_RESPONSE_BYTES", DEFAULT_MAX_RESPONSE_BYTES, "Bytes of one response body from a model "
-        "endpoint; a larger one fails that call.", POSITIVE_INT, gt=0)
-    agent_model: str | None = _knob("EVAL_AGENT_MODEL", None, "The agent's model, when neither --model nor the "
-                                    "suite's target names one.")
-    agent_base_url: str | None = _knob("EVAL_AGENT_BASE_URL", None, "The agent's endpoint, when neither "
-                                       "--base-url nor the suite's target names one.")
-    agent_api_key: str | None = _knob("EVAL_AGENT_API_KEY", None, "The agent's API key, when the suite gives "
-                                      "none (else OPENAI_API_KEY).", secret=True)
-    judge_model: str | None = _knob("EVAL_JUDGE_MODEL", None, "The judge's model, after --judge-model, the "
-                                    "grader's own and the suite's judge block.")
-    judge_base_url: str | None = _knob("EVAL_JUDGE_BASE_URL", None, "The judge's endpoint, after "
-                                       "--judge-base-url, the grader's own and the suite's judge block.")
-    judge_api_key: str | None = _knob("EVAL_JUDGE_API_KEY", None, "The judge's API key, after --judge-api-key, "
-                                      "the grader's own and the suite's judge block.", secret=True)
-    user_model: str | None = _knob("EVAL_USER_MODEL", None, "The simulated users' model, after the suite's "
-                                   "user_simulator block (else the judge's, then the agent's).")
-    user_base_url: str | None = _knob("EVAL_USER_BASE_URL", None, "The simulated users' endpoint, after the "
-                                      "suite's user_simulator block (else the judge's, then the agent's).")
-    user_api_key: str | None = _knob("EVAL_USER_API_KEY", None, "The simulated users' API key, after the "
-                                     "suite's user_simulator block (else the judge's, then the agent's).", secret=True)
-    openai_api_key: str | None = _knob("OPENAI_API_KEY", None, "The agent's API key when nothing else gives one; "
-                                       "the key of a judge with provider: openai.", secret=True)
-    openai_base_url: str | None = _knob("OPENAI_BASE_URL", None, "The endpoint of a judge with provider: openai "
-                                        "(letta-evals suites).")
-    anthropic_api_key: str | None = _knob("ANTHROPIC_API_KEY", None, "The key of a judge with provider: "
-                                          "anthropic (letta-evals suites).", secret=True)
-    gemini_api_key: str | None = _knob("GEMINI_API_KEY", None, "The key of a judge with provider: google "
-                                       "(letta-evals suites).", secret=True)
-    google_api_key: str | None = _knob("GOOGLE_API_KEY", None, "The key of a judge with provider: google, when "
-                                       "GEMINI_API_KEY is not set.", secret=True)
-    otel_endpoint: str | None = _knob("OTEL_EXPORTER_OTLP_ENDPOINT", None, "Send OpenTelemetry traces there "
-                                      "(as --otel does; needs the otel extra).")
+
+def settings_model() -> type[BaseSettings]:
+    """The pydantic-settings model of `KNOBS` (one field each, in order), built and imported on first use."""
+    global _model
+    if _model is None:
+        from pydantic import Field, create_model
+        from pydantic_settings import BaseSettings, SettingsConfigDict
+
+        class Base(BaseSettings):
+            model_config = SettingsConfigDict(case_sensitive=True, env_ignore_empty=True, extra="ignore",
+                                              frozen=True)
+
+        fields: dict[str, Any] = {
+            name: (k.kind if k.kind is not str else str | None,
+                   Field(default=k.default, validation_alias=k.env, description=k.description, gt=k.gt,
+                         json_schema_extra={"env": k.env, "expects": k.expects, "secret": k.secret}))
+            for name, k in KNOBS.items()}
+        _model = create_model("Settings", __base__=Base, __doc__="The environment's knobs.", **fields)
+    return _model
+
+
+def __getattr__(name: str) -> Any:
+    """`Settings`, the model, built on first use (importing this module costs no pydantic-settings)."""
+    if name == "Settings":
+        return settings_model()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def env_name(field: str) -> str:
     """The variable a field is read from."""
-    return str(Settings.model_fields[field].validation_alias)
+    return KNOBS[field].env
 
 
-def _expects(field: str) -> str:
-    extra = Settings.model_fields[field].json_schema_extra
-    return str(extra.get("expects", "")) if isinstance(extra, dict) else ""
-
-
-_ENV = {name: env_name(name) for name in Settings.model_fields}
+_ENV = {name: k.env for name, k in KNOBS.items()}
 _FIELD_OF = {env: name for name, env in _ENV.items()}
 
 
@@ -117,10 +150,13 @@ def default_text(value: Any) -> str:
     return "not set" if value is None else str(value)
 
 
-def load() -> Settings:
-    """The settings as the environment has them now; ConfigError naming every variable with a bad value."""
+def load() -> Any:
+    """The settings (a `Settings`) as the environment has them now; ConfigError naming every variable with a
+    bad value."""
+    from pydantic import ValidationError
+
     try:
-        return Settings()
+        return settings_model()()
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
@@ -128,8 +164,10 @@ def load() -> Settings:
             field = _FIELD_OF.get(env, env)
             shown = os.environ.get(env, "")
             shown = shown if len(shown) <= 40 else shown[:39] + "…"
-            default = Settings.model_fields[field].default if field in Settings.model_fields else None
-            problems.append(f"environment variable {env}={shown!r}: expected {_expects(field) or 'a valid value'}; "
+            spec = KNOBS.get(field)
+            default = spec.default if spec is not None else None
+            expects = spec.expects if spec is not None else "a valid value"
+            problems.append(f"environment variable {env}={shown!r}: expected {expects}; "
                             f"fix it, or unset it for the default ({default_text(default)})")
         raise ConfigError(problems) from None
 
@@ -144,7 +182,11 @@ def knob(field: str) -> Any:
     found = _cache.get(field)
     if found is not None and found[0] == raw:
         return found[1]
-    value = getattr(load(), field)
+    spec = KNOBS[field]
+    if spec.kind is str or not raw:  # text is taken as it is (empty: unset); unset, a typed knob is its default
+        value = raw or None if spec.kind is str else spec.default
+    else:
+        value = getattr(load(), field)
     _cache[field] = (raw, value)
     return value
 
@@ -155,8 +197,10 @@ def knob_of(env: str) -> Any:
 
 
 def check() -> None:
-    """Raise ConfigError when any variable has a bad value: before a command or a run does anything."""
-    load()
+    """Raise ConfigError when any variable has a bad value: before a command or a run does anything. Only a
+    typed (EVALS_*) knob can hold one: with none set there is nothing to check, and no model is built."""
+    if any(os.environ.get(env) for env in _TYPED):
+        load()
 
 
 class Knob(NamedTuple):
@@ -172,11 +216,6 @@ class Knob(NamedTuple):
 
 def listing() -> list[Knob]:
     """Every knob as the environment has it now, in model order (raw text: a bad value is shown, not refused)."""
-    rows = []
-    for name, info in Settings.model_fields.items():
-        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-        kind = {"bool": "switch", "int": "integer", "float": "number"}.get(getattr(info.annotation, "__name__", ""),
-                                                                         "text")
-        rows.append(Knob(_ENV[name], kind, info.default, os.environ.get(_ENV[name]) or None,
-                         bool(extra.get("secret")), info.description or ""))
-    return rows
+    kinds = {bool: "switch", int: "integer", float: "number"}
+    return [Knob(k.env, kinds.get(k.kind, "text"), k.default, os.environ.get(k.env) or None, k.secret, k.description)
+            for k in KNOBS.values()]

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evals_cli.datasets import selected
+from evals_cli.datasets import reader, selected
 from evals_cli.datasets.reader import check_dataset
 from evals_cli.datasets.selected import SelectedRows
 from evals_cli.errors import ConfigError
@@ -22,7 +23,7 @@ from evals_cli.output.fingerprint import file_digest
 from evals_cli.runner import RunOptions, execute
 from evals_cli.runner.dispatch import prepare
 from evals_cli.runner.prepare import PreparedRun
-from tests.helpers import read_jsonl, write_suite
+from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, text
 
 
@@ -161,3 +162,86 @@ def test_a_dataset_rewritten_mid_run_with_the_same_size_stops_the_run(server: Sc
     line = len(done) + (1 if data.endswith(".jsonl") else 2)  # the next row's line (a CSV has its header)
     assert f"{data}:{line}: the dataset changed after its rows were checked" in reason, reason
     assert f"the {len(done)} finished results are kept" in reason
+
+
+def counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every pass over the dataset file (our reader's one entry point), by path."""
+    reads: list[Path] = []
+    real = reader.rows_with_spans
+
+    def counting(path: Path, *args: Any, **kwargs: Any) -> Any:
+        reads.append(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(reader, "rows_with_spans", counting)
+    return reads
+
+
+def test_a_run_reads_and_checks_its_dataset_once_from_validation_to_the_end(
+        server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = counted_reads(monkeypatch)
+    prepared = prepared_run(tmp_path, server, [f"s{i}" for i in range(6)], tags=["t"], max_samples=1)
+    assert reads == [tmp_path / "data.jsonl"]  # validate's pass is the run's: no second check pass
+    assert prepared.coverage is not None and (prepared.coverage.dataset_rows, prepared.coverage.selected) == (6, 1)
+    outcome = asyncio.run(execute(prepared))
+    assert len(reads) == 1 and ran(tmp_path) == ["s1"] and outcome.summary.total == 1
+
+
+def test_the_one_pass_still_checks_the_rows_the_run_filters_out_and_lists_every_problem(
+        server: ScriptedServer, tmp_path: Path) -> None:
+    """Validate checks every row whatever -n, --tag or --sample-id keep; the run's own refusals (an id that
+    matches nothing) come in the same list."""
+    server.script = lambda path, body: text("fine")
+    suite = write_suite(tmp_path, [*rows(["a1", "a2"]), {"id": "bad", "input": 7}], base_url=server.url)
+    with pytest.raises(ConfigError) as caught:
+        prepare(suite, RunOptions(output=tmp_path / "out", max_samples=1, tags=["t"], sample_ids=["a1", "nope"]))
+    shown = "\n".join(caught.value.problems)
+    assert f"{tmp_path / 'data.jsonl'}:3" in shown and "input" in shown
+    assert "--sample-id nope: matches no sample id" in shown
+    assert not (tmp_path / "out").exists() and server.requests == []
+
+
+def test_rows_read_back_are_parsed_not_checked_again(server: ScriptedServer, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the bound the run reads each selected row back; the bytes are the ones the check pass validated (their
+    digest says so), so the row's checks do not run a second time: once per row, by the check pass."""
+    monkeypatch.setattr(selected, "KEEP_SAMPLES", 2)
+    checks: list[str] = []
+    real = reader._row_problem
+
+    def counting(raw: Any, where: str) -> str | None:
+        checks.append(where)
+        return real(raw, where)
+
+    monkeypatch.setattr(reader, "_row_problem", counting)
+    prepared = prepared_run(tmp_path, server, [f"s{i}" for i in range(8)])
+    assert prepared.selected is not None and not prepared.selected.kept and len(checks) == 8
+    outcome = asyncio.run(execute(prepared))
+    assert len(checks) == 8 and sorted(ran(tmp_path)) == [f"s{i}" for i in range(8)] and outcome.summary.total == 8
+
+
+def test_a_row_rewritten_to_other_bytes_is_not_run_even_when_it_reads_the_same(
+        server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row read back must be byte for byte the row checked (a same-size edit the stamp misses included)."""
+    monkeypatch.setattr(selected, "KEEP_SAMPLES", 2)
+    prepared = prepared_run(tmp_path, server, ["a0", "a1", "a2", "a3"])
+    path = tmp_path / "data.jsonl"
+    stat = path.stat()
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].replace(b'{"id": "a3", ', b'{"id":"a3",  ')  # same size, same sample, other bytes
+    path.write_bytes(b"".join(lines))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # a stamp that does not tell
+    outcome = asyncio.run(execute(prepared))
+    assert sorted(ran(tmp_path)) == ["a0", "a1", "a2"] and outcome.exit_code == 3
+
+
+def test_a_cache_that_cannot_be_used_is_listed_with_the_suites_problems(tmp_path: Path) -> None:
+    """--cache naming a folder: exit 2 naming it, beside the dataset's bad row, with no traceback (the one pass
+    collects both; nothing ran, nothing was written)."""
+    suite = write_suite(tmp_path, [*rows(["a1"]), {"id": "bad", "input": 7}])
+    (tmp_path / "folder").mkdir()
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"), "--cache", str(tmp_path / "folder"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"--cache {tmp_path / 'folder'}: is a folder" in result.stderr
+    assert f"{tmp_path / 'data.jsonl'}:2" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()

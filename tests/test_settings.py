@@ -69,6 +69,20 @@ def test_empty_is_unset_and_a_good_value_takes_effect_at_once(monkeypatch: pytes
     assert knob("debug") is False  # a switch: "0" is off (any text used to turn it on)
 
 
+def test_a_knob_read_without_the_model_is_what_the_model_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset typed knobs and text knobs are read without building the model: the same values it gives."""
+    from evals_cli.settings import KNOBS, load
+
+    for spec in KNOBS.values():
+        monkeypatch.delenv(spec.env, raising=False)
+    for env, value in (("OPENAI_API_KEY", '{"a": 1}'), ("EVAL_AGENT_MODEL", " null "), ("EVAL_JUDGE_MODEL", ""),
+                       ("EVAL_USER_MODEL", "0")):
+        monkeypatch.setenv(env, value)
+    model = load()
+    assert {name: knob(name) for name in KNOBS} == {name: getattr(model, name) for name in KNOBS}
+    assert knob("agent_model") == " null " and knob("judge_model") is None and knob("max_field_chars") == 262144
+
+
 def test_list_settings_shows_every_knob_with_default_and_value_keys_masked() -> None:
     secret = "sk-test-0123456789abcdef"
     result = run_cli("list", "settings", env={"EVAL_JUDGE_API_KEY": secret, "EVALS_REGEX_TIMEOUT": "0.5",

@@ -35,6 +35,19 @@ def test_a_command_with_no_evals_variable_set_does_not_build_the_settings_model(
     assert "evals_cli.catalog" in modules and "pydantic_settings" not in modules
 
 
+def test_a_run_start_with_no_evals_variable_set_reads_its_knobs_without_the_settings_model() -> None:
+    """Knobs read and checked with only text variables set (keys, models) cost no pydantic-settings import."""
+    modules = loaded_after("import os\nfor k in [k for k in os.environ if k.startswith(('EVALS_', 'EVAL_'))]:\n"
+                           "    del os.environ[k]\nos.environ['OPENAI_API_KEY'] = 'sk-x'\n"
+                           "os.environ['EVAL_JUDGE_MODEL'] = 'judge'\n"
+                           "from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
+                           "from evals_cli.settings import check, knob\ncheck()\n"
+                           "assert knob('max_field_chars') == 256 * 1024 and knob('debug') is False\n"
+                           "assert knob('openai_api_key') == 'sk-x' and knob('agent_model') is None\n"
+                           "assert not validate_suite(Path('suites/multi_turn.yaml')).problems")
+    assert "evals_cli.runner.validate" in modules and "pydantic_settings" not in modules
+
+
 def test_validate_imports_nothing_heavy() -> None:
     modules = loaded_after("from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
                            "assert not validate_suite(Path('suites/multi_turn.yaml')).problems")
@@ -73,3 +86,9 @@ def test_benchmark_harness_smoke() -> None:
     assert result.returncode == 0, result.stderr
     assert "a c=32" in result.stdout and "replay:" in result.stdout
     assert "wall time, scenario a, c=32" in result.stdout and "replay throughput" in result.stdout
+
+
+def test_the_run_loop_imports_the_calibration_maths_only_for_a_suite_with_labels() -> None:
+    modules = loaded_after("import evals_cli.runner.execution")
+    assert "evals_cli.runner.execution" in modules
+    assert not [m for m in modules if m in ("evals_cli.calibration.calibrate", "evals_cli.calibration.items")]

@@ -19,7 +19,20 @@ from evals_cli.datasets.tutorial import is_tutorial_item, tutorial_to_sample
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.suite.problems import clip, format_validation_error
-from evals_cli.traces.otlp import looks_like_otlp
+
+
+def _may_be_otlp(path: Path) -> bool:
+    """`looks_like_otlp`, whose package (the traces reader) is imported only for a file whose first line names
+    resourceSpans: a JSONL dataset, the common case, costs no import of it."""
+    with path.open("rb") as fh:
+        for raw in fh:
+            if raw.strip():
+                if b"resourceSpans" not in raw[:4096]:
+                    return False
+                from evals_cli.traces.otlp import looks_like_otlp
+
+                return looks_like_otlp(path)
+    return False
 
 
 def _first_char(path: Path) -> str:
@@ -181,7 +194,7 @@ def rows_with_spans(path: Path, seen: Seen | None = None,
         for where, number, row in _iter_array(path, seen, fill):
             yield where, number, row, None
         return
-    if looks_like_otlp(path):
+    if _may_be_otlp(path):
         from evals_cli.traces.reader import dataset_rows
 
         if seen is not None:
@@ -203,9 +216,9 @@ def rows_with_spans(path: Path, seen: Seen | None = None,
 
 
 def _jsonl_row(where: str, number: int, raw: Any, problem: str | None,
-               fill: RowFill | None = None) -> Sample | list[str]:
-    if problem is None:
-        problem = _sample_id(raw, where) or _row_problem(raw, where)
+               fill: RowFill | None = None, checked: bool = False) -> Sample | list[str]:
+    if problem is None:  # `_sample_id` renames letta-evals' sample_id: run on a checked row too
+        problem = _sample_id(raw, where) or (None if checked else _row_problem(raw, where))
     if problem is not None:
         return [problem]
     if isinstance(raw, dict):
@@ -219,7 +232,13 @@ def read_span(path: Path, span: Span, fh: BinaryIO, fill: RowFill | None = None)
     offset, length, number = span
     if fh.tell() != offset:
         fh.seek(offset)
-    raw_line = fh.read(length)
+    return span_row(path, span, fh.read(length), fill)
+
+
+def span_row(path: Path, span: Span, raw_line: bytes, fill: RowFill | None = None, *, checked: bool = False) -> Sample:
+    """`read_span` on the bytes already read at `span`. `checked`: they are the very bytes the check pass read
+    and validated there (the caller compared them), so the row's checks are not run again, only its parse."""
+    number = span[2]
     where = f"{path}:{number}"
     if number == 1 and raw_line.startswith(BOM):
         raw_line = raw_line[len(BOM):]
@@ -227,7 +246,7 @@ def read_span(path: Path, span: Span, fh: BinaryIO, fill: RowFill | None = None)
         raw, problem = _load_json(raw_line.decode("utf-8")), None
     except (ValueError, RecursionError) as exc:
         raw, problem = None, json_problem(exc, where, jsonl=True)
-    row = _jsonl_row(where, number, raw, problem, fill)
+    row = _jsonl_row(where, number, raw, problem, fill, checked=checked)
     if isinstance(row, list):
         raise ConfigError([f"{p} (the file changed since it was checked)" for p in row])
     return row

@@ -10,10 +10,13 @@ read again whole (`rows()` is None), as every dataset was before.
 
 Read back, a row is checked again, and a file whose size or modification time changed since the check is
 refused (exit 2) before the first row is read back. A file rewritten while the run reads it (same size, or a
-change the stamp misses) is caught row by row: past the bound each selected row keeps an 8-byte digest of the
-sample the check pass validated, and every row read back (by span, or by the CSV/JSON-array read again) must
-match it; the first that does not stops the run before that row is run (`DatasetChanged`: the run is aborted,
-exit 3, no verdict, the finished results kept). So the run never runs a row the check did not see.
+change the stamp misses) is caught row by row: past the bound each selected row keeps an 8-byte digest, and
+every row read back (by span, or by the CSV/JSON-array read again) must match it; the first that does not stops
+the run before that row is run (`DatasetChanged`: the run is aborted, exit 3, no verdict, the finished results
+kept). So the run never runs a row the check did not see. A JSONL row's digest is that of its bytes as the
+check pass read them (heard by `seen`): bytes read back the same are the row validated, so only parsed again,
+not checked (a fifth of a replayed run's time went to checking each row twice). A CSV or JSON-array row, and
+a row a target fills (a traces target: what it adds is not in the bytes), keeps the digest of the sample.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
-from evals_cli.datasets.reader import RowFill, Span, read_span
+from evals_cli.datasets.reader import RowFill, Span, span_row
 from evals_cli.errors import ConfigError, DatasetChanged
 from evals_cli.models.sample import Sample
 
@@ -46,13 +49,21 @@ class SelectedRows:
         self._spanned = True  # every row so far has a span (JSONL)
         self._bytes = 0
         self.count = 0
-        self._rows = array("Q")  # past the bound: each selected row's digest (`_row_digest`), in order
+        self._rows = array("Q")  # past the bound: each selected row's digest, in order (see the module)
+        self._held: list[int | None] = []  # beside `samples`: each held JSONL row's digest (None: the sample's)
         self._digest = hashlib.sha256()
+        self._heard: tuple[int, bytes] | None = None  # the line `seen` heard last (offset, bytes)
 
     def seen(self, raw: bytes, offset: int) -> None:
         """Every byte of the file as the check pass reads it: the dataset's digest (the run's fingerprint) comes
-        from that same read."""
+        from that same read, and so does each JSONL row's (the last line heard is the row `add` gets next)."""
         self._digest.update(raw)
+        self._heard = (offset, raw)
+
+    @property
+    def _by_bytes(self) -> bool:
+        """Rows read back are compared by their bytes (JSONL, no fill), not by the sample they make."""
+        return self.fill is None and self._spanned
 
     @property
     def digest(self) -> str:
@@ -61,20 +72,30 @@ class SelectedRows:
 
     def add(self, sample: Sample, span: Span | None) -> None:
         self.count += 1
+        digest: int | None = None
         if span is None:
+            if self._offsets:  # one file is one format: JSONL rows all have a span, the others none
+                raise ValueError("SelectedRows.add: a row without a span after rows with one")
             self._spanned = False
         else:
             self._offsets.append(span[0])
             self._lengths.append(span[1])
             self._numbers.append(span[2])
             self._bytes += span[1]
+            if self.fill is None:
+                heard = self._heard
+                if heard is None or heard[0] != span[0] or len(heard[1]) != span[1]:
+                    raise ValueError("SelectedRows.add: a JSONL row's bytes must be heard by `seen` first")
+                digest = _bytes_digest(heard[1])
         if self.samples is not None:
             if len(self.samples) < KEEP_SAMPLES and self._bytes <= KEEP_BYTES:
                 self.samples.append(sample)
+                self._held.append(digest)
                 return
-            self._rows.extend(_row_digest(held) for held in self.samples)
-            self.samples = None  # too many to hold: read back by span, or read again
-        self._rows.append(_row_digest(sample))
+            self._rows.extend(_row_digest(s) if d is None else d for s, d in zip(self.samples, self._held,
+                                                                                 strict=True))
+            self.samples, self._held = None, []  # too many to hold: read back by span, or read again
+        self._rows.append(_row_digest(sample) if digest is None else digest)
 
     @property
     def kept(self) -> bool:
@@ -103,20 +124,26 @@ class SelectedRows:
                               "it: start the run again")
 
     def _read_back(self) -> Iterator[Sample]:
+        by_bytes = self._by_bytes
         with self.path.open("rb") as fh:
             for index, span in enumerate(zip(self._offsets, self._lengths, self._numbers, strict=True)):
+                where = f"{self.path}:{span[2]}"
+                if fh.tell() != span[0]:
+                    fh.seek(span[0])
+                raw = fh.read(span[1])
+                if by_bytes and (index >= len(self._rows) or self._rows[index] != _bytes_digest(raw)):
+                    raise DatasetChanged(_changed(where))
                 try:
-                    sample = read_span(self.path, span, fh, self.fill)
+                    sample = span_row(self.path, span, raw, self.fill, checked=by_bytes)
                 except ConfigError as exc:  # no longer a valid row: the file changed since it was checked
                     raise DatasetChanged(exc.problems) from None
-                yield self.checked(index, sample, f"{self.path}:{span[2]}")
+                yield sample if by_bytes else self.checked(index, sample, where)
 
     def checked(self, index: int, sample: Sample, where: str) -> Sample:
         """`sample`, read again as the `index`-th selected row at `where`, when it is the row the check pass
         validated there; else DatasetChanged (the file changed after it was checked)."""
         if index >= len(self._rows) or self._rows[index] != _row_digest(sample):
-            raise DatasetChanged(f"{where}: the dataset changed after its rows were checked (this row is not the "
-                                 "one the check read); the run stopped before running it: start the run again")
+            raise DatasetChanged(_changed(where))
         return sample
 
     def all_checked(self, count: int) -> None:
@@ -130,3 +157,13 @@ def _row_digest(sample: Sample) -> int:
     """8 bytes standing for a validated row (the run compares each row it reads back with the checked one)."""
     text = sample.model_dump_json().encode("utf-8")
     return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+
+
+def _bytes_digest(raw: bytes) -> int:
+    """8 bytes standing for a JSONL row's bytes as read (the row validated there, when the bytes are the same)."""
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little")
+
+
+def _changed(where: str) -> str:
+    return (f"{where}: the dataset changed after its rows were checked (this row is not the one the check read); "
+            "the run stopped before running it: start the run again")

@@ -54,9 +54,10 @@ class Accumulator:
 
     def add(self, result: SampleResult) -> None:
         self.total += 1
-        self.usage.add(result.usage)
-        self.judge_usage.add(result.judge_usage)
-        self.user_usage.add(result.user_usage)
+        for summed, tokens in ((self.usage, result.usage), (self.judge_usage, result.judge_usage),
+                               (self.user_usage, result.user_usage)):
+            if tokens is not None and (tokens.prompt_tokens or tokens.completion_tokens):  # a zero adds nothing
+                summed.add(tokens)
         for role, use in result.roles.items():
             self.roles.setdefault(role, RoleUse()).add(use)
         self.latencies.add(result.latency_s)

@@ -67,12 +67,12 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
             return models_matrix.prepare_models(Path(suite), options, models)
         if models is not None:
             options = options.model_copy(update={"model": models[0], "models": None})
-        from evals_cli.runner.validate import checked_suite
+        from evals_cli.runner.validate import checked_run
         from evals_cli.suite.loader import TargetOverride
 
         # every check `evals validate` makes, the same way: a run never starts on a problem validate would report
         override = TargetOverride(file=options.target_file, base_url=options.base_url, model=options.model)
-        return PreparedRun(checked_suite(Path(suite), override, options), options)
+        return checked_run(Path(suite), override, options)
     if isinstance(suite, SessionsSuiteSpec):
         _no_models(options)
         return _sessions(suite, options)

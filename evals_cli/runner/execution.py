@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from evals_cli.calibration.calibrate import calibrated
-from evals_cli.calibration.items import judged_items
 from evals_cli.calibration.judges import judge_records
 from evals_cli.concurrency import Workers
 from evals_cli.custom_code import SAMPLE_DEADLINE
@@ -62,6 +60,7 @@ class Execution:
     def __init__(self, prepared: PreparedRun, on_result: ResultCallback | None,
                  on_interrupt: InterruptCallback | None = None) -> None:
         self.p = prepared
+        self._turn_pass = 1.0 if prepared.suite.letta_format else None  # letta-evals counts a turn passed at 1.0
         self.on_result = on_result
         self.on_interrupt = on_interrupt
         self._flight: dict[asyncio.Task[None], InFlight] = {}
@@ -207,6 +206,9 @@ class Execution:
                   if (found := getattr(grader, "calibration", None)) is not None}
         if not wanted:
             return {}
+        from evals_cli.calibration.calibrate import calibrated  # only a suite with calibration labels needs it
+        from evals_cli.calibration.items import judged_items
+
         records = judge_records(self.p.graders, self.p.gate)
         no_answer: dict[str, int] = {}
         try:
@@ -420,7 +422,7 @@ class Execution:
         grading_started = time.perf_counter()
         grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools,
                                     grader_passes=self.p.gate.grader_passes, na_pass=self.p.gate.na_pass,
-                                    turn_pass=1.0 if self.p.suite.letta_format else None)  # letta-evals counts so
+                                    turn_pass=self._turn_pass)
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
         # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
         # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest
@@ -431,7 +433,8 @@ class Execution:
             result.error = verdict.incomplete
         judge = Usage()
         for grade in result.grades.values():
-            judge.add(Usage.model_validate(grade.metadata.get("usage", {})))
+            if "usage" in grade.metadata:  # a judge's grade (without one, a zero: nothing to add)
+                judge.add(Usage.model_validate(grade.metadata["usage"]))
         result.judge_usage = judge
         result.cost = self._cost(result, time.perf_counter() - grading_started)
         result.latency_s = time.perf_counter() - started

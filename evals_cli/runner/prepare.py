@@ -84,12 +84,17 @@ class PreparedRun:
     step appends what it finds and preparation goes on: that is `evals validate`, the same steps on the same
     path, so validate cannot accept what a run refuses. `where` (the suite file) prefixes those problems;
     `build_target` False skips building the agent (validate builds only those whose building checks something).
+
+    `for_run` (with `problems`): `evals run`'s own check, one pass that is both: every problem collected as
+    validate collects it, and, when none is found, the run prepared from the same read (its rows kept, its
+    filters applied), so the dataset is read and checked once. Only for a run `single_pass` allows.
     """
 
     def __init__(self, suite: SuiteSpec, options: RunOptions, *, problems: list[str] | None = None,
-                 where: str = "", build_target: bool = True, import_code: bool = True) -> None:
+                 where: str = "", build_target: bool = True, import_code: bool = True, for_run: bool = False) -> None:
         self.problems: list[str] = problems if problems is not None else []
         self._collecting = problems is not None
+        self._running = not self._collecting or for_run  # prepares what the run needs (pool, rows, filters)
         options = resumed_options(options)  # a resumed run continues with the options it started with
         self._where = where
         try:  # EVALS_* bounds and the EVAL_* endpoints: a bad value stops the run before it starts
@@ -101,7 +106,11 @@ class PreparedRun:
         crossed = suite.cross_check()
         if crossed:
             self._problem([f"{'.'.join(map(str, path))}: {message}" for path, message in crossed])
-        self.suite = _with_overrides(suite, options)
+        try:
+            self.suite = _with_overrides(suite, options)
+        except ConfigError as exc:  # only a run has these flags (for_run collects it with validate's problems)
+            self._problem(exc.problems)
+            self.suite = suite
         self.options = options
         self.mcp: McpHub | None = None  # the run's MCP servers, started here (a run), never by validate
         try:
@@ -115,8 +124,12 @@ class PreparedRun:
         self.dataset: Path = suite.resolve(suite.dataset)
         self.concurrency = options.concurrency or suite.concurrency
         # one limit per server for every model call (agent and judges alike): the run's concurrency
-        self.pool = ClientPool(record=options.record, replay=options.replay, concurrency=self.concurrency,
-                               cache=None if problems is not None else options.cache)
+        try:
+            self.pool = ClientPool(record=options.record, replay=options.replay, concurrency=self.concurrency,
+                                   cache=options.cache if self._running else None)
+        except ConfigError as exc:  # --replay or --cache cannot be read: for_run lists it with the rest
+            self._problem(exc.problems)
+            self.pool = ClientPool(concurrency=self.concurrency)  # the run is refused; the checks go on
         self._agent: Endpoint | None = None
         self._target: Target | None = None
         if suite.mcp_servers and not self._collecting:
@@ -142,7 +155,7 @@ class PreparedRun:
         self.graders: dict[str, Grader] = {}
         with custom_code.policy(suite.code_roots(), run=import_code, read=self.code_read):
             try:
-                self.graders = build_graders(self.suite, None if self._collecting else self.pool, fallback,
+                self.graders = build_graders(self.suite, self.pool if self._running else None, fallback,
                                              no_judge=options.no_judge, judge_overrides=options.judge_overrides)
             except ConfigError as exc:
                 self._problem(exc.problems, located=True)
@@ -175,7 +188,7 @@ class PreparedRun:
                                    f"({self.rerun.samples} samples); no run started")
         elif options.resume is not None and not self._collecting:  # a resumed rerun keeps the samples it chose
             self.rerun = resumed_rerun(options.resume)
-        self.selection = SampleSelection(None if self._collecting else options.sample_ids,
+        self.selection = SampleSelection(options.sample_ids if self._running else None,
                                          self.rerun.ids if self.rerun is not None else None)
         self.rows = 0  # valid dataset rows, counted by the precheck
         self.row_notes = RowNotes()  # deprecated row spellings seen by the precheck (evals validate says them)
@@ -345,9 +358,13 @@ class PreparedRun:
     def _precheck(self) -> None:
         checker = RowChecks(self.suite, self.graders, self._where or "suite", self._user_template)
         # a run checks the rows it will run; validate (collecting) checks every row whatever the options
-        wanted = set() if self._collecting else set(self.tags or [])
+        wanted = set(self.tags or []) if self._running else set()
         selected = tagged = limited = 0
-        keep = SelectedRows(self.dataset, self._fill) if not self._collecting and self.dataset.is_file() else None
+        keep = SelectedRows(self.dataset, self._fill) if self._running and self.dataset.is_file() else None
+        # the rows validate counts with a simulated user (every row, up to the suite's max_samples): for_run
+        # reports a problem with the simulator whenever validate would, whatever the run's filters
+        unfiltered = [0, 0]  # rows counted, of them simulated
+        limit = self.suite.max_samples
 
         def on_row(row: Sample, where: str, span: Span | None) -> list[str]:
             # counted in the order rows are dropped (tag and id filters, then -n, then shard), so "N of M" is exact
@@ -355,18 +372,25 @@ class PreparedRun:
             self.row_notes.add(row, where)
             sample = row.with_user_defaults(self.suite.user)
             picked = self.selection.keeps(str(sample.id)) if self.selection else True
-            picked = picked and self._target_keeps(sample)
-            if picked and (not wanted or wanted.intersection(sample.tags)):
+            kept_by_target = self._target_keeps(sample)
+            picked = picked and kept_by_target
+            if kept_by_target and (limit is None or unfiltered[0] < limit):
+                unfiltered[0] += 1
+                unfiltered[1] += sample.user is not None
+            chosen = picked and (not wanted or wanted.intersection(sample.tags))
+            if chosen:
                 tagged += 1
                 if self.max_samples is None or tagged <= self.max_samples:
                     limited += 1
                     if self.shard is None or in_shard(str(sample.id), self.shard):
                         selected += 1
                         self.simulated += sample.user is not None
-                        if self.replayed is not None and sample.user is not None and not self._collecting:
+                        if self.replayed is not None and sample.user is not None and self._running:
                             self._simulated_ids.append(str(sample.id))
                         if keep is not None:
                             keep.add(row, span)
+            # validate (and for_run) checks every row the target keeps; a run, those its filters keep
+            if kept_by_target if self._collecting else chosen:
                 return checker(sample.with_environment(self.suite.environment), where)
             return []
 
@@ -378,7 +402,7 @@ class PreparedRun:
             return
         self.rows = rows
         problems.extend(checker.problems())
-        if self._user_problem is not None and self.simulated:
+        if self._user_problem is not None and (self.simulated or (self._collecting and unfiltered[1])):
             problems.extend(self._user_problem.problems)
         problems.extend(self._unreplayable())
         problems += [f"--sample-id {p}: matches no sample id in {self.dataset}" for p in self.selection.unmatched()]

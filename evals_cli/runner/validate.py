@@ -13,6 +13,7 @@ from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
     from evals_cli.run_options import RunOptions
+    from evals_cli.runner.prepare import PreparedRun
     from evals_cli.sessions.suite import SessionsSuiteSpec
 
 
@@ -25,6 +26,32 @@ class ValidationReport:
     problems: list[str] = field(default_factory=list)
     graders: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # deprecated names in use: printed, never a problem
+    prepared: PreparedRun | None = None  # with `for_run`: the run, prepared by the same pass
+
+
+def checked_run(path: Path, override: TargetOverride, options: RunOptions) -> PreparedRun:
+    """`evals run`'s start: what `checked_suite` checks and what `PreparedRun` prepares, in one pass over the
+    dataset where `single_pass` allows it (each row read and checked once: a second pass was a fifth of a
+    replayed run's time), else the two passes in turn. Either way the same problems refuse the run."""
+    from evals_cli.runner.prepare import PreparedRun
+
+    report = validate_suite(path, override, options, import_code=True, for_run=options)
+    if report.problems:
+        if report.prepared is not None:
+            report.prepared.close_servers()
+        raise ConfigError(report.problems)
+    if report.prepared is not None:
+        return report.prepared
+    assert isinstance(report.suite, SuiteSpec)
+    return PreparedRun(report.suite, options)
+
+
+def single_pass(suite: SuiteSpec, options: RunOptions) -> bool:
+    """Whether validate's pass can prepare the run too. Not when the run starts MCP servers (validate never
+    does), reads another run first (--rerun-failed, --resume, --replay-user: their own refusals come after the
+    suite's problems), or skips the precheck (--no-precheck: the run reads the rows as it goes)."""
+    return (options.precheck and not suite.mcp_servers and options.rerun_failed is None
+            and options.resume is None and options.replay_user is None)
 
 
 def checked_suite(path: Path, override: TargetOverride | None = None, judging: RunOptions | None = None) -> SuiteSpec:
@@ -40,7 +67,7 @@ def checked_suite(path: Path, override: TargetOverride | None = None, judging: R
 
 
 def validate_suite(path: Path, override: TargetOverride | None = None, judging: RunOptions | None = None,
-                   import_code: bool = False) -> ValidationReport:
+                   import_code: bool = False, for_run: RunOptions | None = None) -> ValidationReport:
     """Every problem of a suite file, of either kind, found by the preparation a run goes through
     (`PreparedRun` / `PreparedSessions`) in its collecting mode: one path, no second list of checks. `judging`:
     see `checked_suite`.
@@ -48,7 +75,10 @@ def validate_suite(path: Path, override: TargetOverride | None = None, judging: 
     The suite's own Python files (custom extractors, @grader functions, rewards, a python agent) are only read
     unless `import_code` (`evals validate --import-code`): checking a suite written by someone else must not run
     its code. Read, each must lie inside the suite's folder (or code_dirs), parse, and name its function;
-    imported, its signature is checked too, as a run checks it."""
+    imported, its signature is checked too, as a run checks it.
+
+    `for_run` (the run's options; see `checked_run`): the same checks, by a pass that also prepares that run
+    (`report.prepared`) when `single_pass` allows."""
     from evals_cli.suite.kind import suite_kind
     from evals_cli.suite.loader import load_suite
 
@@ -84,9 +114,13 @@ def validate_suite(path: Path, override: TargetOverride | None = None, judging: 
         if judging is not None else {}
     options = RunOptions(base_url=override.base_url if override else None, model=override.model if override else None,
                          **judge)
-    # build the target only where building checks something (a python agent's file: a bad path or signature)
-    prepared = PreparedRun(suite, options, problems=report.problems, where=str(path),
-                           build_target=validate_builds(suite.target), import_code=import_code)
+    if for_run is not None and single_pass(suite, for_run):
+        prepared = PreparedRun(suite, for_run, problems=report.problems, where=str(path), import_code=import_code,
+                               for_run=True)
+        report.prepared = prepared
+    else:  # build the target only where building checks something (a python agent's file: a bad path, signature)
+        prepared = PreparedRun(suite, options, problems=report.problems, where=str(path),
+                               build_target=validate_builds(suite.target), import_code=import_code)
     report.samples = prepared.rows
     if prepared.code_read:
         shown = ", ".join(dict.fromkeys(prepared.code_read))

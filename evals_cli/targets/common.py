@@ -156,6 +156,8 @@ def _parses_as_call(text: str) -> bool:
     if "{{" in text or "}}" in text:
         candidates.append(text.replace("{{", "{").replace("}}", "}"))
     for candidate in candidates:
+        if candidate.lstrip()[:1] not in ("{", "["):  # no object or list to parse (prose, the common answer)
+            continue
         try:
             if _is_call_object(json.loads(candidate)):
                 return True
