@@ -17,6 +17,7 @@ from evals_cli.endpoints.pool import ClientPool
 from evals_cli.graders.judge_call import step_downs
 from evals_cli.runner import RunOptions
 from evals_cli.sessions.cli import analyze_command
+from evals_cli.sessions.view import analyses
 from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import Reply, ScriptedServer, is_judge, text
 
@@ -84,8 +85,8 @@ def test_the_step_down_is_learnt_once_per_run_not_once_per_concurrent_call(serve
     monkeypatch.setenv("EVAL_JUDGE_MODEL", "scripted")
     code = analyze_command(DATASET, tmp_path / "out", judge_base_url=server.url, concurrency=4, quiet=True)
     assert code in (0, 1)
-    rows = [json.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
-    assert all(r["judge"]["errors"] == [] for r in rows)
+    analysed = list(analyses(tmp_path / "out"))
+    assert len(analysed) == 8 and all(a.judge.errors == [] and a.judge.calls > 0 for a in analysed)
     assert schema_requests(server) == 1
     assert meter.peak > 1  # the calls after the first still ran side by side
 
