@@ -172,3 +172,13 @@ def test_two_bad_calls_of_one_agent_in_one_turn_are_two() -> None:
     finally:
         del SESSIONS["twice"]
     assert graded.score == 0.0 and graded.rationale.startswith("unauthorized_tool: 2/2 calls")
+
+
+def test_the_library_run_of_a_recorded_sessions_suite_returns_the_common_summary(tmp_path: Path) -> None:
+    """docs/python-api.md: `evals_cli.run` returns a `RunSummary` for every kind of suite, recorded sessions too."""
+    import evals_cli
+    from evals_cli.models.results import RunSummary
+
+    outcome = evals_cli.run("suites/multi_agent.yaml", evals_cli.RunOptions(output=tmp_path / "out", no_judge=True))
+    assert isinstance(outcome.summary, RunSummary) and outcome.summary.total == 8
+    assert outcome.exit_code == 1 and outcome.summary.exit_code == 1

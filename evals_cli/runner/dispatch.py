@@ -123,8 +123,8 @@ async def execute_prepared(prepared: PreparedRun | PreparedSessions | PreparedMo
 async def arun(suite: str | Path | SuiteSpec | SessionsSuiteSpec, options: RunOptions | None = None,
                on_result: OnResult | None = None) -> RunOutcome[Any]:
     """Run a suite file (or a loaded suite), whichever its kind; ConfigError (exit 2) before anything runs when
-    the suite, its dataset or the options are wrong. The outcome's summary is a `RunSummary` for a live suite, a
-    `SessionsSummary` for recorded sessions; a run over several models returns a `ModelsOutcome` (a
+    the suite, its dataset or the options are wrong. The outcome's summary is a `RunSummary` (live agents and
+    recorded sessions alike: `evals analyze` alone prints the sessions view); a run over several models returns a `ModelsOutcome` (a
     `MatrixSummary`, and each model's own outcome in `outcomes`)."""
     return await execute_prepared(prepare(suite, options), on_result)
 
