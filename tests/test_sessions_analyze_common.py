@@ -146,3 +146,16 @@ def test_more_sessions_than_the_view_keeps_are_all_in_the_json_document(tmp_path
     assert len(document["sessions"]) == document["summary"]["sessions"] == total
     table = run_cli("analyze", str(many), "-o", str(tmp_path / "again"))
     assert table.returncode == 0 and "... 5 more sessions in the results file" in table.stdout
+
+
+def test_an_analyze_folder_with_an_unreadable_summary_is_listed_stopped_with_no_verdict(tmp_path: Path) -> None:
+    run = tmp_path / "results" / "run"
+    assert run_cli("analyze", str(DATASET), "-o", str(run), "-q").returncode == 0
+    (run / "summary.json").write_text('{"schema_version": 1, "trunc', encoding="utf-8")
+    [entry] = scan_runs(tmp_path / "results")
+    assert (entry.kind, entry.status, entry.gate, entry.total, entry.exit_code) == \
+        ("sessions", "stopped", "stopped", 8, None), entry
+    assert entry.detail == "summary.json is unreadable (after 8 sessions): no verdict"
+    done = run_cli("report", str(run))
+    assert "summary.json is unreadable" in done.stdout + done.stderr
+    assert "no summary.json" not in done.stdout + done.stderr and "PASSED" not in done.stdout

@@ -321,8 +321,11 @@ def _sessions_run(folder: Path, rel: str) -> RunEntry:
                         total=common.total, exit_code=code,
                         detail=f"{common.total} sessions" + (f", task completion {rate:.0%}" if rate is not None
                                                              else ""))
-    if path.is_file():
-        summary = SessionsSummary.model_validate_json(path.read_text(encoding="utf-8"))
+    try:
+        summary = SessionsSummary.model_validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except ValueError:  # neither summary: listed as stopped with no verdict, as a run's unreadable summary is
+        summary = None
+    if summary is not None:
         status: Status = summary.status
         rate = summary.task_completion_rate
         return RunEntry(folder, rel, "sessions", summary.name, _parse_time(summary.started_at) or
@@ -330,11 +333,13 @@ def _sessions_run(folder: Path, rel: str) -> RunEntry:
                         errored=summary.errored, total=summary.sessions, exit_code=summary.exit_code,
                         detail=f"{summary.sessions} sessions" + (f", task completion {rate:.0%}" if rate is not None
                                                                  else ""))
-    status = _unfinished(_last_write(folder))
+    status = "stopped" if path.is_file() else _unfinished(_last_write(folder))
     with (folder / RESULTS_NAME).open(encoding="utf-8", errors="replace") as fh:
         count = sum(1 for line in fh if line.strip())
+    detail = (f"summary.json is unreadable (after {count} sessions): no verdict" if path.is_file() else
+              f"{count} sessions so far, no summary yet")
     return RunEntry(folder, rel, "sessions", folder.name, _file_time(folder, _MARKERS), status,
-                    _gate_word(None, status), total=count, detail=f"{count} sessions so far, no summary yet")
+                    _gate_word(None, status), total=count, detail=detail)
 
 
 # --- trends ------------------------------------------------------------------------------------------------

@@ -124,8 +124,8 @@ async def arun(suite: str | Path | SuiteSpec | SessionsSuiteSpec, options: RunOp
                on_result: OnResult | None = None) -> RunOutcome[Any]:
     """Run a suite file (or a loaded suite), whichever its kind; ConfigError (exit 2) before anything runs when
     the suite, its dataset or the options are wrong. The outcome's summary is a `RunSummary` (live agents and
-    recorded sessions alike: `evals analyze` alone prints the sessions view); a run over several models returns a `ModelsOutcome` (a
-    `MatrixSummary`, and each model's own outcome in `outcomes`)."""
+    recorded sessions alike: `evals analyze` alone prints the sessions view); a run over several models returns
+    a `ModelsOutcome` (a `MatrixSummary`, and each model's own outcome in `outcomes`)."""
     return await execute_prepared(prepare(suite, options), on_result)
 
 

@@ -157,7 +157,8 @@ def load_view(target: Path, run: RunSummary | None, record: AnalyzeRecord, order
                     "no summary.json (the run did not finish): aggregates recomputed, no gate verdict")
     rebuilt = acc.summary()
     rebuilt.status, rebuilt.exit_code = "aborted", EXIT_INCOMPLETE
-    rebuilt.abort_reason = "no summary.json: the run is still going, or was stopped before it finished"
+    rebuilt.abort_reason = ("summary.json is unreadable: no verdict" if summary_file.is_file() else
+                            "no summary.json: the run is still going, or was stopped before it finished")
     return SessionsView(shown, rebuilt, hidden, warnings)
 
 
