@@ -88,6 +88,27 @@ def test_benchmark_harness_smoke() -> None:
     assert "wall time, scenario a, c=32" in result.stdout and "replay throughput" in result.stdout
 
 
+def test_a_replayed_run_of_a_chat_suite_imports_no_openai_sdk(tmp_path: Path) -> None:
+    """Replay answers every call from the recording: importing the SDK (every type of every API) was a tenth of a
+    replay of 10,000 samples. A plain recorded chat completion is read from its JSON (endpoints/recorded_chat.py)."""
+    from tests.helpers import run_cli, write_suite
+    from tests.scripted_server import ScriptedServer, agent_script, call, text
+
+    server = ScriptedServer(agent_script({"host": [call("read_file", {"path": ".env"}), text("localhost")]})).start()
+    suite = write_suite(tmp_path, [{"id": "host", "input": "db host?", "ground_truth": "localhost"}],
+                        base_url=server.url)
+    recording = tmp_path / "rec.jsonl"
+    try:
+        assert run_cli("run", str(suite), "-o", str(tmp_path / "live"), "--record", str(recording)).returncode == 0
+    finally:
+        server.stop()
+    modules = loaded_after(f"import sys\nsys.argv = ['evals', 'run', {str(suite)!r}, '-o', {str(tmp_path / 'r')!r}, "
+                           f"'-q', '--replay', {str(recording)!r}]\nfrom evals_cli.cli import app\n"
+                           "try:\n    app()\nexcept SystemExit as exc:\n    assert exc.code == 0, exc.code")
+    assert "evals_cli.endpoints.replay" in modules
+    assert not [m for m in modules if m.split(".")[0] == "openai"]
+
+
 def test_the_run_loop_imports_the_calibration_maths_only_for_a_suite_with_labels() -> None:
     modules = loaded_after("import evals_cli.runner.execution")
     assert "evals_cli.runner.execution" in modules
