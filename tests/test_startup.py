@@ -70,13 +70,35 @@ def test_tools_in_the_shorthand_need_no_json_schema_engine(tmp_path: Path) -> No
 
 
 def test_a_suite_of_live_agents_imports_no_sessions_analysis() -> None:
-    """The recorded-session grader kinds register with every grader kind (the suite's union needs their specs), but
-    their analysis, detectors and episode reader are imported only when one grades."""
+    """A suite naming no recorded-session grader kind imports none of their modules (the suite's unions hold the
+    kinds it names: registry.BUILTIN_KINDS); their analysis, detectors and episode reader are imported only when
+    one grades."""
     modules = loaded_after("from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
                            "assert not validate_suite(Path('suites/multi_turn.yaml')).problems")
-    assert "evals_cli.sessions.graders" in modules
+    assert "evals_cli.runner.validate" in modules and "evals_cli.sessions.graders" not in modules
     assert not [m for m in modules if m.startswith("evals_cli.sessions.")
-                and m not in ("evals_cli.sessions.spec", "evals_cli.sessions.graders")]
+                and m not in ("evals_cli.sessions.spec", "evals_cli.sessions.suite")]
+
+
+def test_a_suite_imports_only_the_grader_and_target_kinds_it_names(tmp_path: Path) -> None:
+    """Every grader kind module was imported at the first suite load (the judge's among them, about 40 ms of a
+    run's start); a suite of `kind: tool` graders now imports the tool kind, the default target's, and what the
+    run's own checks need, and `evals list graders` still lists every kind."""
+    (tmp_path / "data.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("name: s\ndataset: data.jsonl\ntarget: {model: m, base_url: 'http://127.0.0.1:9/v1'}\n"
+                     "graders:\n  answer: {kind: tool, function: contains}\n")
+    modules = loaded_after(f"from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
+                           f"assert not validate_suite(Path({str(suite)!r})).problems")
+    kinds = {m for m in modules if m.startswith(("evals_cli.graders.kinds.", "evals_cli.targets.",
+                                                  "evals_cli.sessions.graders"))}
+    assert "evals_cli.graders.kinds.tool" in kinds and "evals_cli.targets.openai_chat" in kinds
+    assert not kinds & {"evals_cli.graders.kinds.model_judge", "evals_cli.graders.kinds.final_state",
+                        "evals_cli.sessions.graders", "evals_cli.targets.python_agent", "evals_cli.targets.traces",
+                        "evals_cli.targets.openai_responses"}
+    listed = subprocess.run([sys.executable, "-m", "evals_cli", "list", "graders"], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout
+    assert "model_judge" in listed and "session_score" in listed and "tool_order" in listed
 
 
 @pytest.mark.slow  # half a dozen interpreters, one after the other: `make test-slow` runs it
