@@ -129,6 +129,37 @@ def test_a_replayed_run_of_a_chat_suite_imports_no_openai_sdk(tmp_path: Path) ->
                            "try:\n    app()\nexcept SystemExit as exc:\n    assert exc.code == 0, exc.code")
     assert "evals_cli.endpoints.replay" in modules
     assert not [m for m in modules if m.split(".")[0] == "openai"]
+    assert not [m for m in modules if m.startswith("evals_cli.sessions")]  # a suite of live agents: none of it
+
+
+def test_a_live_run_settles_the_sdk_with_the_rest_and_collects_rarely_until_then(tmp_path: Path) -> None:
+    """The SDK was imported at the first model call, after the heap was settled (gc.freeze), so every full
+    collection walked its objects again; and start-up ran some 150 young and two full collections at the default
+    thresholds (shutdown.py). Now: collections held until settle_heap, the SDK imported before it, the default
+    thresholds back for the samples."""
+    from tests.helpers import write_suite
+    from tests.scripted_server import ScriptedServer, agent_script, text
+
+    server = ScriptedServer(agent_script({"host": [text("localhost")]})).start()
+    suite = write_suite(tmp_path, [{"id": "host", "input": "db host?", "ground_truth": "localhost"}],
+                        base_url=server.url)
+    code = ("import gc, sys, runpy\nimport evals_cli.shutdown as s\nseen = []\nsettle = s.settle_heap\n"
+            "def spy():\n    seen.append(('openai' in sys.modules, gc.get_threshold()))\n    settle()\n"
+            "    seen.append(gc.get_threshold())\n"
+            "s.settle_heap = spy\ndefault = gc.get_threshold()\n"
+            f"sys.argv = ['evals', 'run', {str(suite)!r}, '-o', {str(tmp_path / 'out')!r}, '-q']\n"
+            "import atexit\natexit.register(lambda: print(repr((seen, default, gc.get_freeze_count() > 0))))\n"
+            "runpy.run_module('evals_cli', run_name='__main__')")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    finally:
+        server.stop()
+    assert out.returncode == 0, out.stderr
+    import ast
+
+    (before, after), default, frozen = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    assert before[0] is True and before[1][0] >= 50_000  # the SDK in, collections held
+    assert after == default and frozen  # the defaults back for the samples; the start-up heap frozen
 
 
 def test_the_run_loop_imports_the_calibration_maths_only_for_a_suite_with_labels() -> None:
