@@ -130,6 +130,7 @@ def test_a_replayed_run_of_a_chat_suite_imports_no_openai_sdk(tmp_path: Path) ->
     assert "evals_cli.endpoints.replay" in modules
     assert not [m for m in modules if m.split(".")[0] == "openai"]
     assert not [m for m in modules if m.startswith("evals_cli.sessions")]  # a suite of live agents: none of it
+    assert "regex" not in modules  # no pattern to match: safe_regex imports `regex` at the first one compiled
 
 
 def test_a_live_run_settles_the_sdk_with_the_rest_and_collects_rarely_until_then(tmp_path: Path) -> None:
