@@ -252,6 +252,7 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
         live.update()
 
     execution.on_result, execution.on_interrupt = on_result, live.interrupted
+    prepared.pool.load_sdk()  # imported now, it is settled with the rest
     settle_heap()  # everything prepared lives to the end: out of the collector's sight
     with live:
         outcome = asyncio.run(execution.run())
@@ -778,8 +779,9 @@ def list_kinds(
 def main() -> None:
     """The `evals` command: ends without the interpreter's teardown (see `evals_cli.shutdown`). Only here, the
     process's own entry point: `app` called in-process (tests, a caller's program) exits as usual."""
-    from evals_cli.shutdown import exit_code, exit_now
+    from evals_cli.shutdown import exit_code, exit_now, hold_collections
 
+    hold_collections()  # until settle_heap, when a run's samples start
     try:
         app()
     except SystemExit as exc:

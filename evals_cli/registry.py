@@ -11,7 +11,9 @@ options) and its implementation, and registers both with one decorator::
 The registry imports every module of the package the first time a kind is looked up (`discover`), so adding a
 kind never means editing an import list, a union or an if/elif elsewhere (the suite's grader and target unions
 are built from the registries: evals_cli/suite/spec.py). Discovery is lazy so that commands which need no kinds
-(`evals --help`) do not pay for importing them.
+(`evals --help`) do not pay for importing them; and for graders and targets a lookup of a built-in kind, or a
+suite naming only built-in kinds, imports only their modules (`BUILTIN_KINDS`, `Registry.ensure`), while any
+other name and every listing (`kinds`, `entries`: `evals list`) still discovers everything.
 
 A few built-in kinds live beside what they build on rather than in their family's package (the recorded-session
 graders sit in `evals_cli.sessions`, which builds on the graders): `ELSEWHERE` names their modules by family
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -40,6 +42,35 @@ PLUGIN_GROUP = "evals_cli"
 
 # family package -> built-in kind modules outside it, imported by its discovery (see the module's docstring)
 ELSEWHERE: dict[str, tuple[str, ...]] = {"evals_cli.graders.kinds": ("evals_cli.sessions.graders",)}
+
+# family package -> built-in kind (and old name) -> the module registering it: a lookup of one built-in kind, and a
+# suite naming only built-in kinds (`Registry.ensure`), import just those modules, not the whole family (a suite
+# of `kind: tool` graders never imports the judge); any other name, and every listing, discovers everything.
+# tests/test_registry_builtin_table.py checks it against full discovery, so a new kind module cannot be missed.
+BUILTIN_KINDS: dict[str, dict[str, str]] = {
+    "evals_cli.graders.kinds": {
+        "final_state": "evals_cli.graders.kinds.final_state",
+        "forbidden_tools": "evals_cli.graders.kinds.trajectory",
+        "grounding": "evals_cli.graders.kinds.grounding",
+        "match": "evals_cli.graders.kinds.tool",
+        "model_judge": "evals_cli.graders.kinds.model_judge",
+        "no_loops": "evals_cli.graders.kinds.no_loops",
+        "session_detector": "evals_cli.sessions.graders",
+        "session_score": "evals_cli.sessions.graders",
+        "stop_behavior": "evals_cli.graders.kinds.stop_behavior",
+        "tool": "evals_cli.graders.kinds.tool",
+        "tool_args": "evals_cli.graders.kinds.tool_args",
+        "tool_order": "evals_cli.graders.kinds.trajectory",
+        "tool_schema": "evals_cli.graders.kinds.tool_schema",
+        "tools_avoided": "evals_cli.graders.kinds.trajectory",
+    },
+    "evals_cli.targets": {
+        "openai_chat": "evals_cli.targets.openai_chat",
+        "openai_responses": "evals_cli.targets.openai_responses",
+        "python": "evals_cli.targets.python_agent",
+        "traces": "evals_cli.targets.traces",
+    },
+}
 
 
 class PluginError(ConfigError):
@@ -64,6 +95,15 @@ class _Plugins:
         self.loading: str | None = None  # the package whose module is being imported (its kinds name it)
         self.error: PluginError | None = None
         self.done = False
+        self._points: list[Any] | None = None
+
+    def points(self) -> list[Any]:
+        """The installed entry points of the group, read once (reading them scans every installed package)."""
+        if self._points is None:
+            from importlib.metadata import entry_points
+
+            self._points = sorted(entry_points(group=PLUGIN_GROUP), key=lambda p: (p.name, p.value))
+        return self._points
 
     def load(self) -> None:
         if self.error is not None:
@@ -71,9 +111,7 @@ class _Plugins:
         if self.done:
             return
         self.done = True  # first: a plug-in module that looks a kind up while imported must not recurse
-        from importlib.metadata import entry_points
-
-        for point in sorted(entry_points(group=PLUGIN_GROUP), key=lambda p: (p.name, p.value)):
+        for point in self.points():
             package = point.dist.name if point.dist is not None else "an unknown package"
             plugin = Plugin(point.name, point.value, package)
             self.loading = package
@@ -183,13 +221,33 @@ class Registry(Generic[T]):
             self._discovered = False  # a broken kind fails every lookup, not only the first
             raise
 
+    def ensure(self, kinds: Iterable[str]) -> None:
+        """Make these kinds registered, importing only their modules when every one is a built-in kind (see
+        `BUILTIN_KINDS`), else discovering everything; the installed plug-ins are imported either way."""
+        if not self._discovered:
+            table = BUILTIN_KINDS.get(self.package or "")
+            missing = [kind for kind in kinds if kind not in self._entries]
+            # with a plug-in installed, everything, in the order `discover` takes (a plug-in claiming a built-in
+            # kind's name is refused the same way whichever kinds the suite names)
+            if table is not None and all(kind in table for kind in missing) and not PLUGINS.points():
+                for module in sorted({table[kind] for kind in missing}):
+                    importlib.import_module(module)
+            if any(kind not in self._entries for kind in kinds):  # unknown, a plug-in's, or the table is wrong
+                self._discover_package()
+        load_plugins()
+
+    def loaded(self) -> Iterator[Entry[T]]:
+        """The kinds registered so far, without discovering the others, in the order of `entries`."""
+        ranked = sorted(enumerate(self._entries.values()), key=lambda pair: (pair[1].module, pair[0]))
+        return iter([entry for _, entry in ranked])
+
     def unregister(self, kind: str) -> None:
         """Forget a kind (a test that registered a probe kind cleans up after itself)."""
         if self._entries.pop(kind, None) is not None:
             self.version += 1
 
     def get(self, kind: str) -> Entry[T] | None:
-        self.discover()
+        self.ensure((kind,))
         return self._entries.get(kind)
 
     def __getitem__(self, kind: str) -> Entry[T]:
@@ -214,5 +272,4 @@ class Registry(Generic[T]):
         """By module name, then in the order each module registered its kinds: the same order whichever kind
         module happened to be imported first (a test, a lazy import), so listings and messages are stable."""
         self.discover()
-        ranked = sorted(enumerate(self._entries.values()), key=lambda pair: (pair[1].module, pair[0]))
-        return iter([entry for _, entry in ranked])
+        return self.loaded()

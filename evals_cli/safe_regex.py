@@ -27,9 +27,10 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-import regex
+if TYPE_CHECKING:
+    import regex
 
 # the standard parser measures a pattern before `regex` compiles it (private modules: no stubs, hence importlib)
 _c: Any = importlib.import_module("re._constants")
@@ -39,10 +40,26 @@ _REPEATS = tuple(getattr(_c, name) for name in ("MAX_REPEAT", "MIN_REPEAT", "POS
 
 TIMEOUT_ENV = "EVALS_REGEX_TIMEOUT"
 
-IGNORECASE: int = regex.IGNORECASE
-RegexError = regex.error  # a pattern that does not compile
-Pattern = regex.Pattern
-Match = regex.Match
+IGNORECASE: int = _re.IGNORECASE  # the same flag bit in `regex`
+if TYPE_CHECKING:
+    RegexError = regex.error  # a pattern that does not compile
+    Pattern = regex.Pattern
+    Match = regex.Match
+
+
+def _regex() -> Any:
+    """The `regex` package, imported at the first pattern compiled (about 7 ms of every start otherwise, for the
+    suites that never match a regex)."""
+    import regex
+
+    return regex
+
+
+def __getattr__(name: str) -> Any:
+    """`RegexError` (a pattern that does not compile), `Pattern` and `Match`: `regex`'s, imported when first read."""
+    if name in ("RegexError", "Pattern", "Match"):
+        return getattr(_regex(), {"RegexError": "error"}.get(name, name))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class RegexTimeout(Exception):
@@ -151,7 +168,7 @@ def _expansion(items: Any) -> int:
 
 def _check_size(pattern: str, flags: int) -> None:
     try:
-        size = _expansion(_sre_parser.parse(pattern, flags & ~regex.VERSION1))
+        size = _expansion(_sre_parser.parse(pattern, flags & ~_regex().VERSION1))
     except (_re.error, OverflowError, RecursionError, TypeError, ValueError):
         # `regex` syntax the standard parser does not know (\p{L}, ...): bounded by the product of all its
         # repeat counts, nested or not (an over-estimate, for such patterns only)
@@ -163,17 +180,18 @@ def _check_size(pattern: str, flags: int) -> None:
                 break
     if size > MAX_EXPANSION:
         shown = pattern if len(pattern) <= 120 else pattern[:117] + "..."
-        raise RegexError(f"/{shown}/ repeats expand past {MAX_EXPANSION:,} steps (nested counted repeats "
+        raise _regex().error(f"/{shown}/ repeats expand past {MAX_EXPANSION:,} steps (nested counted repeats "
                          "such as (a{100}){100}); write a simpler pattern")
 
 
 def compile(pattern: str | Pattern, flags: int = 0) -> Pattern:  # noqa: A001  (mirrors re.compile)
     """The compiled pattern (cached by `regex`); raises RegexError when it is not a valid regex, or when its
     counted repeats would make compiling itself unbounded (see `_expansion`)."""
-    if isinstance(pattern, regex.Pattern):
-        return pattern
-    _check_size(pattern, flags)
-    return regex.compile(pattern, flags)
+    engine = _regex()
+    if isinstance(pattern, engine.Pattern):
+        return cast("Pattern", pattern)
+    _check_size(cast(str, pattern), flags)
+    return engine.compile(pattern, flags)
 
 
 def search(pattern: str | Pattern, text: str, flags: int = 0) -> Match | None:
@@ -189,7 +207,7 @@ def fullmatch(pattern: str | Pattern, text: str, flags: int = 0) -> Match | None
 
 
 def escape(text: str) -> str:
-    return regex.escape(text)
+    return _regex().escape(text)
 
 
 __all__: list[Any] = ["IGNORECASE", "Match", "Pattern", "RegexError", "RegexInterrupted",

@@ -116,3 +116,87 @@ def test_a_structured_output_probe_the_server_refused_is_refused_again_from_any_
     assert ask("b", "json_object").model == "judge"  # b's recorded answer, as recorded
     with pytest.raises(ReplayMiss):
         ask("c", "json_object")  # an answer is never invented: only a refusal of a format carries over
+
+
+def _malformed_replies() -> dict[str, list[object]]:
+    """Replies of every shape a broken server sends, each keyed by the row whose agent step gets it."""
+    base = text("fine")
+    choice = base["choices"][0]
+    return {
+        "nochoices": [{k: v for k, v in base.items() if k != "choices"}],
+        "emptychoices": [{**base, "choices": []}],
+        "strchoices": [{**base, "choices": "oops"}],
+        "nullmessage": [{**base, "choices": [{**choice, "message": None}]}],
+        "numbercontent": [{**base, "choices": [{**choice, "message": {"role": "assistant", "content": 42}}]}],
+        "strusage": [{**base, "usage": "many"}, text("x")],
+        "strtokens": [{**base, "usage": {"prompt_tokens": "7", "completion_tokens": 2, "total_tokens": 9}}],
+        "nofunction": [{**base, "choices": [{**choice, "message": {
+            "role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]}}]}, text("x")],
+        "customcall": [{**base, "choices": [{**choice, "message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c2", "type": "custom", "custom": {"name": "read_file", "input": "x"}}]}}]}, text("x")],
+        "nullargs": [call("read_file", None), text("done")],
+        "plain": [call("read_file", {"path": ".env"}), text("localhost")],
+    }
+
+
+def test_replayed_replies_of_every_shape_read_as_the_live_ones_did(tmp_path: Path) -> None:
+    """Replay reads a plain recorded reply from its JSON, without the SDK (recorded_chat.py): whatever shape a
+    reply has, malformed above all, the replayed run must grade, refuse and word it as the live run did."""
+    replies = _malformed_replies()
+    rows = [{"id": key, "input": f"{key} please", "ground_truth": "localhost"} for key in replies]
+    server = ScriptedServer(agent_script(replies)).start()
+    suite = write_suite(tmp_path, rows, base_url=server.url, graders={"answer": {"kind": "tool", "function": "contains"}})
+    recording = tmp_path / "rec.jsonl"
+    try:
+        live = run_cli("run", str(suite), "-o", str(tmp_path / "live"), "--record", str(recording), "-c", "1",
+                       "--max-error-rate", "1")
+    finally:
+        server.stop()
+    replay = run_cli("run", str(suite), "-o", str(tmp_path / "replay"), "--replay", str(recording), "-c", "1",
+                     "--max-error-rate", "1")
+    assert replay.returncode == live.returncode
+
+    def essence(folder: str) -> dict[str, object]:
+        out = {}
+        for r in read_jsonl(tmp_path / folder / "results.jsonl"):
+            steps = [{k: v for k, v in s.items() if k not in ("started", "latency_s")}
+                     for t in r["trajectory"]["turns"] for s in t["steps"]]
+            out[r["sample_id"]] = (steps, r["trajectory"]["stop_reason"], r["error"], r["grades"], r["score"])
+        return out
+
+    live_results, replayed = essence("live"), essence("replay")
+    assert replayed == live_results
+    errors = {k: v[2] for k, v in replayed.items() if v[2] is not None}
+    assert {"nochoices", "emptychoices", "strchoices", "nullmessage"} <= set(errors)  # refused, not graded
+    assert all(e["category"] == "invalid_response" for e in errors.values())
+    assert replayed["plain"][4] == 1.0 and replayed["plain"][0][0]["tool_calls"][0]["name"] == "read_file"
+
+
+def test_a_recorded_reply_read_from_its_json_gives_what_the_sdk_construct_gives(tmp_path: Path) -> None:
+    """Every attribute the loops read, and any other (read from the SDK object built on demand), equals the
+    SDK's; a reply of any other shape is the SDK's own object."""
+    from openai.types.chat import ChatCompletion
+
+    from evals_cli.endpoints.recorded_chat import RecordedChatCompletion
+    from evals_cli.endpoints.replay import _chat_completion
+
+    def read(r: object) -> object:
+        choices = r.choices  # type: ignore[attr-defined]
+        usage = r.usage  # type: ignore[attr-defined]
+        return ([(c.finish_reason, c.message.content, c.message.role,
+                  [(t.id, t.type, t.function.name, t.function.arguments) for t in c.message.tool_calls or []])
+                 for c in choices],
+                None if usage is None else (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
+                r.model, r.model_dump())  # type: ignore[attr-defined]
+
+    plain = [call("read_file", {"path": ".env"}, ("grep", None)), text("hi"), {**text("x"), "usage": None},
+             {k: v for k, v in text("y").items() if k != "usage"}]
+    for payload in plain:
+        ours = _chat_completion(payload)
+        assert isinstance(ours, RecordedChatCompletion)
+        assert read(ours) == read(ChatCompletion.construct(**payload))
+    for replies in _malformed_replies().values():
+        payload = replies[0]
+        assert isinstance(payload, dict)
+        if not isinstance(_chat_completion(payload), RecordedChatCompletion):
+            assert isinstance(_chat_completion(payload), ChatCompletion)

@@ -70,13 +70,35 @@ def test_tools_in_the_shorthand_need_no_json_schema_engine(tmp_path: Path) -> No
 
 
 def test_a_suite_of_live_agents_imports_no_sessions_analysis() -> None:
-    """The recorded-session grader kinds register with every grader kind (the suite's union needs their specs), but
-    their analysis, detectors and episode reader are imported only when one grades."""
+    """A suite naming no recorded-session grader kind imports none of their modules (the suite's unions hold the
+    kinds it names: registry.BUILTIN_KINDS); their analysis, detectors and episode reader are imported only when
+    one grades."""
     modules = loaded_after("from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
                            "assert not validate_suite(Path('suites/multi_turn.yaml')).problems")
-    assert "evals_cli.sessions.graders" in modules
+    assert "evals_cli.runner.validate" in modules and "evals_cli.sessions.graders" not in modules
     assert not [m for m in modules if m.startswith("evals_cli.sessions.")
-                and m not in ("evals_cli.sessions.spec", "evals_cli.sessions.graders")]
+                and m not in ("evals_cli.sessions.spec", "evals_cli.sessions.suite")]
+
+
+def test_a_suite_imports_only_the_grader_and_target_kinds_it_names(tmp_path: Path) -> None:
+    """Every grader kind module was imported at the first suite load (the judge's among them, about 40 ms of a
+    run's start); a suite of `kind: tool` graders now imports the tool kind, the default target's, and what the
+    run's own checks need, and `evals list graders` still lists every kind."""
+    (tmp_path / "data.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("name: s\ndataset: data.jsonl\ntarget: {model: m, base_url: 'http://127.0.0.1:9/v1'}\n"
+                     "graders:\n  answer: {kind: tool, function: contains}\n")
+    modules = loaded_after(f"from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
+                           f"assert not validate_suite(Path({str(suite)!r})).problems")
+    kinds = {m for m in modules if m.startswith(("evals_cli.graders.kinds.", "evals_cli.targets.",
+                                                  "evals_cli.sessions.graders"))}
+    assert "evals_cli.graders.kinds.tool" in kinds and "evals_cli.targets.openai_chat" in kinds
+    assert not kinds & {"evals_cli.graders.kinds.model_judge", "evals_cli.graders.kinds.final_state",
+                        "evals_cli.sessions.graders", "evals_cli.targets.python_agent", "evals_cli.targets.traces",
+                        "evals_cli.targets.openai_responses"}
+    listed = subprocess.run([sys.executable, "-m", "evals_cli", "list", "graders"], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout
+    assert "model_judge" in listed and "session_score" in listed and "tool_order" in listed
 
 
 @pytest.mark.slow  # half a dozen interpreters, one after the other: `make test-slow` runs it
@@ -86,6 +108,59 @@ def test_benchmark_harness_smoke() -> None:
     assert result.returncode == 0, result.stderr
     assert "a c=32" in result.stdout and "replay:" in result.stdout
     assert "wall time, scenario a, c=32" in result.stdout and "replay throughput" in result.stdout
+
+
+def test_a_replayed_run_of_a_chat_suite_imports_no_openai_sdk(tmp_path: Path) -> None:
+    """Replay answers every call from the recording: importing the SDK (every type of every API) was a tenth of a
+    replay of 10,000 samples. A plain recorded chat completion is read from its JSON (endpoints/recorded_chat.py)."""
+    from tests.helpers import run_cli, write_suite
+    from tests.scripted_server import ScriptedServer, agent_script, call, text
+
+    server = ScriptedServer(agent_script({"host": [call("read_file", {"path": ".env"}), text("localhost")]})).start()
+    suite = write_suite(tmp_path, [{"id": "host", "input": "db host?", "ground_truth": "localhost"}],
+                        base_url=server.url)
+    recording = tmp_path / "rec.jsonl"
+    try:
+        assert run_cli("run", str(suite), "-o", str(tmp_path / "live"), "--record", str(recording)).returncode == 0
+    finally:
+        server.stop()
+    modules = loaded_after(f"import sys\nsys.argv = ['evals', 'run', {str(suite)!r}, '-o', {str(tmp_path / 'r')!r}, "
+                           f"'-q', '--replay', {str(recording)!r}]\nfrom evals_cli.cli import app\n"
+                           "try:\n    app()\nexcept SystemExit as exc:\n    assert exc.code == 0, exc.code")
+    assert "evals_cli.endpoints.replay" in modules
+    assert not [m for m in modules if m.split(".")[0] == "openai"]
+    assert not [m for m in modules if m.startswith("evals_cli.sessions")]  # a suite of live agents: none of it
+    assert "regex" not in modules  # no pattern to match: safe_regex imports `regex` at the first one compiled
+
+
+def test_a_live_run_settles_the_sdk_with_the_rest_and_collects_rarely_until_then(tmp_path: Path) -> None:
+    """The SDK was imported at the first model call, after the heap was settled (gc.freeze), so every full
+    collection walked its objects again; and start-up ran some 150 young and two full collections at the default
+    thresholds (shutdown.py). Now: collections held until settle_heap, the SDK imported before it, the default
+    thresholds back for the samples."""
+    from tests.helpers import write_suite
+    from tests.scripted_server import ScriptedServer, agent_script, text
+
+    server = ScriptedServer(agent_script({"host": [text("localhost")]})).start()
+    suite = write_suite(tmp_path, [{"id": "host", "input": "db host?", "ground_truth": "localhost"}],
+                        base_url=server.url)
+    code = ("import gc, sys, runpy\nimport evals_cli.shutdown as s\nseen = []\nsettle = s.settle_heap\n"
+            "def spy():\n    seen.append(('openai' in sys.modules, gc.get_threshold()))\n    settle()\n"
+            "    seen.append(gc.get_threshold())\n"
+            "s.settle_heap = spy\ndefault = gc.get_threshold()\n"
+            f"sys.argv = ['evals', 'run', {str(suite)!r}, '-o', {str(tmp_path / 'out')!r}, '-q']\n"
+            "import atexit\natexit.register(lambda: print(repr((seen, default, gc.get_freeze_count() > 0))))\n"
+            "runpy.run_module('evals_cli', run_name='__main__')")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    finally:
+        server.stop()
+    assert out.returncode == 0, out.stderr
+    import ast
+
+    (before, after), default, frozen = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    assert before[0] is True and before[1][0] >= 50_000  # the SDK in, collections held
+    assert after == default and frozen  # the defaults back for the samples; the start-up heap frozen
 
 
 def test_the_run_loop_imports_the_calibration_maths_only_for_a_suite_with_labels() -> None:

@@ -58,6 +58,13 @@ class ClientPool:
             self._slots[base_url] = asyncio.Semaphore(self.concurrency)
         return self._slots[base_url]
 
+    def load_sdk(self) -> None:
+        """Import the openai SDK now if this pool will call live (not in replay), as the first call would: the
+        `evals` process then puts it out of the collector's sight with the rest of what it prepared
+        (shutdown.settle_heap), instead of walking the SDK's many thousand objects at each full collection."""
+        if self.replay is None:
+            import openai  # noqa: F401
+
     def client(self, endpoint: Endpoint) -> Any:
         if endpoint not in self._known:  # called per model call: learn each endpoint's secrets once
             self._known.add(endpoint)

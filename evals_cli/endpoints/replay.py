@@ -9,11 +9,13 @@ the last one repeating.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from evals_cli.endpoints.context import CALL_CONTEXT, ReplayMiss
+from evals_cli.endpoints.recorded_chat import RecordedChatCompletion, plain_chat_completion
 from evals_cli.endpoints.recording import RECORDING_VERSION, body_key
 from evals_cli.endpoints.secrets import Redactor
 from evals_cli.errors import ConfigError, refuse_newer
@@ -106,11 +108,9 @@ class ReplayClient:
 
     async def create(self, **kwargs: Any) -> Any:
         """chat.completions.create"""
-        from openai.types.chat import ChatCompletion
+        return self.serve("chat/completions", kwargs, _chat_completion)
 
-        return self.serve("chat/completions", kwargs, ChatCompletion)
-
-    def serve(self, path: str, kwargs: dict[str, Any], model: Any) -> Any:
+    def serve(self, path: str, kwargs: dict[str, Any], model: Callable[[dict[str, Any]], Any]) -> Any:
         """The recorded answer to the request these create() arguments make: the body the SDK would send (the
         arguments without the request-only options, with extra_body merged in) keys it, as at recording."""
         body = {k: v for k, v in kwargs.items() if k not in _REQUEST_ONLY}
@@ -124,7 +124,7 @@ class ReplayClient:
             raise ValueError(f"recorded response is not a JSON object: {str(payload)[:100]}")
         parsed = self.recording.parsed.get((key, index))
         if parsed is None:  # responses are only read, never changed: one parse serves every identical request
-            parsed = self.recording.parsed[(key, index)] = model.construct(**payload)
+            parsed = self.recording.parsed[(key, index)] = model(payload)
         return parsed
 
     async def close(self) -> None:
@@ -140,4 +140,14 @@ class _ReplayResponses:
     async def create(self, **kwargs: Any) -> Any:
         from openai.types.responses import Response
 
-        return self.client.serve("responses", kwargs, Response)
+        return self.client.serve("responses", kwargs, lambda payload: Response.construct(**payload))
+
+
+def _chat_completion(payload: dict[str, Any]) -> Any:
+    """A recorded chat completion: of the plain shape, read from its JSON (no openai import); else, malformed
+    above all, the SDK's unvalidated construct, as it always was (recorded_chat.py)."""
+    if plain_chat_completion(payload):
+        return RecordedChatCompletion(payload)
+    from openai.types.chat import ChatCompletion
+
+    return ChatCompletion.construct(**payload)

@@ -50,7 +50,6 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
     models (`RunOptions.models`, the suite's `target.models`, or `--resume` of such a run) give a
     `PreparedModels`; one model in a list is an ordinary run of that model."""
     from evals_cli.runner import models_matrix
-    from evals_cli.sessions.suite import SessionsSuiteSpec
 
     options = options or RunOptions()
     if isinstance(suite, str | Path):
@@ -73,6 +72,8 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
         # every check `evals validate` makes, the same way: a run never starts on a problem validate would report
         override = TargetOverride(file=options.target_file, base_url=options.base_url, model=options.model)
         return checked_run(Path(suite), override, options)
+    from evals_cli.sessions.suite import SessionsSuiteSpec  # here: a suite file of live agents never needs it
+
     if isinstance(suite, SessionsSuiteSpec):
         _no_models(options)
         return _sessions(suite, options)

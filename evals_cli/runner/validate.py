@@ -164,8 +164,8 @@ def _salvage(path: Path, report: ValidationReport, import_code: bool = False) ->
     data = expand(data, (), [])
     base = path.resolve().parent
     problems: list[str] = []
-    suite_spec.refresh()  # a grader kind registered since the suite's unions were built counts here too
-    adapter: TypeAdapter = TypeAdapter(suite_spec.GraderSpec)
+    suite_spec.refresh(data)  # the kinds it names, and one registered since the unions were built, count here too
+    adapter: TypeAdapter = TypeAdapter(suite_spec.current_unions()[0])
     graders = data.get("graders")
     dirs = data.get("code_dirs")
     roots = [base, *(base / d for d in dirs if isinstance(d, str))] if isinstance(dirs, list) else [base]

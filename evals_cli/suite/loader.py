@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationError
 
@@ -16,7 +16,7 @@ from evals_cli.models.specs import JudgeSpec, cross_check_raw
 from evals_cli.models.tools import ToolSpec, tool_name_problem
 from evals_cli.suite.letta import letta_reason, remap_lines, rename_fields, translate
 from evals_cli.suite.problems import Loc, format_validation_error
-from evals_cli.suite.spec import DEFAULT_TARGET, SuiteSpec, TargetSpec
+from evals_cli.suite.spec import DEFAULT_TARGET, SuiteSpec, current_unions
 from evals_cli.suite.yaml_file import (
     line_finder,
     problem_at,
@@ -166,6 +166,12 @@ def _tool_name_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
     if not isinstance(tools, dict):
         return []
     return [(("tools", name), problem) for name in tools if (problem := tool_name_problem(name)) is not None]
+
+
+if TYPE_CHECKING:
+    from evals_cli.suite.spec import TargetSpec
+else:
+    TargetSpec = current_unions()[1]  # the kinds registered so far: every kind before a --target file is read
 
 
 class TargetFile(StrictModel):

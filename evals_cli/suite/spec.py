@@ -3,15 +3,16 @@
 A grader or target kind is one module (its spec model and its implementation, registered together); the
 suite's `graders:` and `target:` unions are built here from `GRADERS` and `TARGETS`, so adding a kind touches
 no list, union or import anywhere else. This lives in the suite layer, above graders and targets, because
-building the unions means importing every kind; the models layer below stays pure data and imports neither.
-Importing this module therefore discovers every grader and target kind: commands that need no suite
-(`evals --help`, `evals list extractors`) never import it, and modules that only annotate with `SuiteSpec`
-import it under TYPE_CHECKING.
+building the unions means importing kinds; the models layer below stays pure data and imports neither.
+Commands that need no suite (`evals --help`, `evals list extractors`) never import this module, and modules
+that only annotate with `SuiteSpec` import it under TYPE_CHECKING.
 
 The unions are built when this module is first imported (when the first suite is loaded: `import evals_cli`
 imports no kind), and built again by `refresh` whenever a kind was registered or unregistered since (a kind a
 plug-in or a test registers after that still counts): `load_suite`, `load_target_file` and
-`SuiteSpec.model_validate` call it, and comparing two counters is all it costs when nothing moved.
+`SuiteSpec.model_validate` call it, and comparing two counters is all it costs when nothing moved. A suite
+naming only built-in kinds imports only those kinds' modules (about 40 ms less at start-up for a suite of
+`kind: tool` graders); any other name discovers every kind first (see `refresh`).
 
 The kinds are listed alphabetically in the unions, hence in `unknown kind '...'; kinds: ...` messages and in
 `evals list graders`: an order no one has to keep by hand, and the same whichever module was imported first.
@@ -50,15 +51,16 @@ def _kind_names(spec: type[Any]) -> tuple[Any, ...]:
     return (field.default, *(v for v in values if v != field.default))
 
 
-def registered_specs(registry: Registry[Any]) -> list[tuple[str, type[Any]]]:
+def registered_specs(registry: Registry[Any], everything: bool = True) -> list[tuple[str, type[Any]]]:
     """(kind, spec model) of every kind of the family that takes options, alphabetically by kind; an alias
     (an old name registered for the same spec) is not a kind of its own here: see `kind_aliases`.
 
     A spec must declare `kind: Literal["<its kind>", <its aliases>...] = "<its kind>"`: the union tells kinds
     apart by that field, so a spec registered under a name it does not accept would be accepted under one kind
-    and run as another (TypeError at import)."""
+    and run as another (TypeError at import). `everything=False`: the kinds registered so far (the union of a
+    suite is built from the kinds it names: see `refresh`)."""
     pairs = []
-    for entry in sorted(registry.entries(), key=lambda e: e.kind):
+    for entry in sorted(registry.entries() if everything else registry.loaded(), key=lambda e: e.kind):
         if entry.spec is None:
             continue
         names = _kind_names(entry.spec)
@@ -70,12 +72,14 @@ def registered_specs(registry: Registry[Any]) -> list[tuple[str, type[Any]]]:
     return pairs
 
 
-def kind_aliases(registry: Registry[Any]) -> dict[str, str]:
+def kind_aliases(registry: Registry[Any], everything: bool = True) -> dict[str, str]:
     """Old name -> kind, for every alias of the family: a name registered for a spec whose `kind` defaults to
     another name (`@GRADERS.register("tool", spec=MatchSpec)` beside `register("match", ...)`). An alias
-    validates as that spec and runs that implementation; `evals validate` notes it as deprecated."""
+    validates as that spec and runs that implementation; `evals validate` notes it as deprecated. An alias
+    registers with its kind, in one module: `everything=False` (the kinds registered so far) has every alias of
+    those kinds."""
     aliases = {}
-    for entry in registry.entries():
+    for entry in registry.entries() if everything else registry.loaded():
         names = _kind_names(entry.spec) if entry.spec is not None else ()
         if names and names[0] != entry.kind:
             aliases[entry.kind] = names[0]
@@ -101,16 +105,18 @@ def _grader_kind(aliases: dict[str, str]) -> Callable[[Any], str | None]:
     return kind_of
 
 
-def grader_union() -> Any:
-    """Every registered grader spec, told apart by `kind:` (required: a grader without one is an error)."""
-    members = tuple(Annotated[spec, Tag(kind)] for kind, spec in registered_specs(GRADERS))
-    return Annotated[Union[members], Discriminator(_grader_kind(kind_aliases(GRADERS)))]  # noqa: UP007
+def grader_union(everything: bool = True) -> Any:
+    """Every registered grader spec (`everything=False`: those registered so far), told apart by `kind:`
+    (required: a grader without one is an error)."""
+    members = tuple(Annotated[spec, Tag(kind)] for kind, spec in registered_specs(GRADERS, everything))
+    return Annotated[Union[members], Discriminator(_grader_kind(kind_aliases(GRADERS, everything)))]  # noqa: UP007
 
 
-def target_union() -> Any:
-    """Every registered target spec, told apart by `kind:`, openai_chat when it is missing (a callable
-    discriminator with a Tag per kind, since a plain `kind` discriminator cannot have a default)."""
-    members = tuple(Annotated[spec, Tag(kind)] for kind, spec in registered_specs(TARGETS))
+def target_union(everything: bool = True) -> Any:
+    """Every registered target spec (`everything=False`: those registered so far), told apart by `kind:`,
+    openai_chat when it is missing (a callable discriminator with a Tag per kind, since a plain `kind`
+    discriminator cannot have a default)."""
+    members = tuple(Annotated[spec, Tag(kind)] for kind, spec in registered_specs(TARGETS, everything))
     return Annotated[Union[members], Discriminator(kind_or(DEFAULT_TARGET))]  # noqa: UP007
 
 
@@ -119,9 +125,28 @@ if TYPE_CHECKING:
     # exist only once the kinds are imported)
     GraderSpec: TypeAlias = GraderBase
     TargetSpec: TypeAlias = StrictModel
+    _GraderUnion: TypeAlias = GraderBase
+    _TargetUnion: TypeAlias = StrictModel
 else:
-    GraderSpec = grader_union()
-    TargetSpec = target_union()
+    # SuiteSpec's unions: of what is registered when this is imported, at least one kind each (a union has
+    # members); `refresh` rebuilds them before a suite is validated, from the kinds that suite names
+    GRADERS.ensure(("tool",))
+    TARGETS.ensure((DEFAULT_TARGET,))
+    _GraderUnion = grader_union(everything=False)
+    _TargetUnion = target_union(everything=False)
+
+    def __getattr__(name: str) -> Any:
+        """`GraderSpec` and `TargetSpec`, read from outside: the unions of every kind (discovered first), as
+        they always were; SuiteSpec itself holds the unions of the kinds registered so far (see `refresh`)."""
+        if name in ("GraderSpec", "TargetSpec"):
+            refresh()
+            return _GraderUnion if name == "GraderSpec" else _TargetUnion
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def current_unions() -> tuple[Any, Any]:
+    """The grader and target unions SuiteSpec holds now (the kinds registered so far: call `refresh` first)."""
+    return _GraderUnion, _TargetUnion
 
 
 class SuiteSpec(SuiteFile):
@@ -129,7 +154,7 @@ class SuiteSpec(SuiteFile):
 
     @classmethod
     def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> SuiteSpec:
-        refresh()  # a kind registered since the unions were built is a kind of this suite too
+        refresh(obj)  # the kinds it names, and a kind registered since the unions were built, are in its unions
         return super().model_validate(obj, *args, **kwargs)
 
     name: str = Field(description="Suite name, used in output folder names.")
@@ -140,7 +165,7 @@ class SuiteSpec(SuiteFile):
     sample_tags: list[str] | None = Field(default=None, description="Run only samples carrying one of these tags.")
     concurrency: int = Field(default=4, ge=1, description="Samples in flight at once.")
     repeats: int = Field(default=1, ge=1, description="Run every sample this many times (independent conversations).")
-    target: TargetSpec = Field(description="The agent under test.")
+    target: _TargetUnion = Field(description="The agent under test.")
     tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools offered to the agent.")
     mcp_servers: dict[str, McpServerSpec] = Field(
         default_factory=dict, description="MCP servers whose tools the agent is offered, by name: stdio (command, "
@@ -155,7 +180,7 @@ class SuiteSpec(SuiteFile):
     user: UserSpec | None = Field(
         default=None, description="Defaults for every row's `user:` block (a row without one stays an ordinary "
         "sample): the row's keys win, `knows` is merged fact by fact.")
-    graders: dict[str, GraderSpec] = Field(
+    graders: dict[str, _GraderUnion] = Field(
         default_factory=dict, validate_default=True,
         description="Grader name -> grader spec (at least one)."
     )
@@ -219,7 +244,7 @@ class SuiteSpec(SuiteFile):
 
     def naming_notes(self) -> list[tuple[tuple[str, ...], str]]:
         """Deprecated names the suite uses (field path, note): warnings, not problems; the suite runs as is."""
-        aliases = kind_aliases(GRADERS)
+        aliases = kind_aliases(GRADERS, everything=False)  # its kinds are registered, with their old names
         return [(("graders", name, "kind"), deprecation_note(spec.kind, aliases[spec.kind]))
                 for name, spec in self.graders.items() if spec.kind in aliases]
 
@@ -232,17 +257,43 @@ _built_from = (GRADERS.version, TARGETS.version)  # the registries' versions the
 generation = 0  # bumped by every rebuild: a model elsewhere holding a union (the --target file's) compares it
 
 
-def refresh() -> int:
+def named_kinds(data: Any) -> tuple[list[str], list[str]] | None:
+    """The grader and target kinds a suite's raw mapping names (a target without `kind:` is the default), or
+    None when any is not a plain name (missing, not text) or the sections are not mappings."""
+    if not isinstance(data, dict):
+        return None
+    graders, target = data.get("graders", {}), data.get("target", {})
+    if not isinstance(graders, dict) or not isinstance(target, dict | None):
+        return None
+    kinds = [g.get("kind") if isinstance(g, dict) else None for g in graders.values()]
+    target_kind = (target or {}).get("kind", DEFAULT_TARGET)
+    if not all(isinstance(k, str) for k in (*kinds, target_kind)):
+        return None
+    return [k for k in kinds if isinstance(k, str)], [str(target_kind)]
+
+
+def refresh(data: Any = None) -> int:
     """Build the unions again when a grader or target kind was registered or unregistered since they were built
-    (a plug-in's or a test's, after the first suite was loaded), and put them into SuiteSpec; the generation."""
-    global GraderSpec, TargetSpec, _built_from, generation
-    GRADERS.discover()
-    TARGETS.discover()
+    (a plug-in's or a test's, after the first suite was loaded), and put them into SuiteSpec; the generation.
+
+    With a suite's raw mapping (`data`) that names only built-in kinds (and no plug-in is installed), only those
+    kinds' modules are imported (`Registry.ensure`) and the unions hold the kinds registered so far: a suite of
+    `kind: tool` graders does not import the judge. Every kind the suite names is in them, so it validates as
+    against every kind; a name that is not a built-in kind (a plug-in's, a typo, a missing `kind:`) discovers
+    every kind first, so an unknown kind's message still lists them all."""
+    global _GraderUnion, _TargetUnion, _built_from, generation
+    named = named_kinds(data) if data is not None else None
+    if named is None:
+        GRADERS.discover()
+        TARGETS.discover()
+    else:
+        GRADERS.ensure(named[0])
+        TARGETS.ensure(named[1])
     if (GRADERS.version, TARGETS.version) == _built_from:
         return generation
-    GraderSpec, TargetSpec = grader_union(), target_union()
+    _GraderUnion, _TargetUnion = grader_union(everything=False), target_union(everything=False)
     _built_from = (GRADERS.version, TARGETS.version)
-    retype(SuiteSpec, {"graders": dict[str, GraderSpec], "target": TargetSpec})
+    retype(SuiteSpec, {"graders": dict[str, _GraderUnion], "target": _TargetUnion})
     generation += 1
     return generation
 
