@@ -316,6 +316,8 @@ def _run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path |
         live.update()
 
     execution.on_result, execution.on_interrupt = on_result, live.interrupted
+    for run in prepared.runs.values():
+        run.pool.load_sdk()  # imported now, it is settled with the rest
     settle_heap()  # everything prepared lives to the end: out of the collector's sight
     with live:
         outcome = asyncio.run(execution.run())
@@ -778,7 +780,8 @@ def list_kinds(
 
 def main() -> None:
     """The `evals` command: ends without the interpreter's teardown (see `evals_cli.shutdown`). Only here, the
-    process's own entry point: `app` called in-process (tests, a caller's program) exits as usual."""
+    process's own entry point (`evals_cli.__main__` calls it, for the script and `python -m` alike): `app` called
+    in-process (tests, a caller's program) exits as usual."""
     from evals_cli.shutdown import exit_code, exit_now, hold_collections
 
     hold_collections()  # until settle_heap, when a run's samples start

@@ -133,11 +133,13 @@ def test_a_replayed_run_of_a_chat_suite_imports_no_openai_sdk(tmp_path: Path) ->
     assert "regex" not in modules  # no pattern to match: safe_regex imports `regex` at the first one compiled
 
 
-def test_a_live_run_settles_the_sdk_with_the_rest_and_collects_rarely_until_then(tmp_path: Path) -> None:
+@pytest.mark.parametrize("models", [[], ["--model", "m1", "--model", "m2"]], ids=["one-model", "several-models"])
+def test_a_live_run_settles_the_sdk_with_the_rest_and_collects_rarely_until_then(tmp_path: Path,
+                                                                                  models: list[str]) -> None:
     """The SDK was imported at the first model call, after the heap was settled (gc.freeze), so every full
     collection walked its objects again; and start-up ran some 150 young and two full collections at the default
     thresholds (shutdown.py). Now: collections held until settle_heap, the SDK imported before it, the default
-    thresholds back for the samples."""
+    thresholds back for the samples; with several models too (their path settled before importing it)."""
     from tests.helpers import write_suite
     from tests.scripted_server import ScriptedServer, agent_script, text
 
@@ -148,7 +150,7 @@ def test_a_live_run_settles_the_sdk_with_the_rest_and_collects_rarely_until_then
             "def spy():\n    seen.append(('openai' in sys.modules, gc.get_threshold()))\n    settle()\n"
             "    seen.append(gc.get_threshold())\n"
             "s.settle_heap = spy\ndefault = gc.get_threshold()\n"
-            f"sys.argv = ['evals', 'run', {str(suite)!r}, '-o', {str(tmp_path / 'out')!r}, '-q']\n"
+            f"sys.argv = ['evals', 'run', {str(suite)!r}, '-o', {str(tmp_path / 'out')!r}, '-q', *{models!r}]\n"
             "import atexit\natexit.register(lambda: print(repr((seen, default, gc.get_freeze_count() > 0))))\n"
             "runpy.run_module('evals_cli', run_name='__main__')")
     try:
@@ -167,3 +169,30 @@ def test_the_run_loop_imports_the_calibration_maths_only_for_a_suite_with_labels
     modules = loaded_after("import evals_cli.runner.execution")
     assert "evals_cli.runner.execution" in modules
     assert not [m for m in modules if m in ("evals_cli.calibration.calibrate", "evals_cli.calibration.items")]
+
+
+def _threshold_when_typer_is_imported(start: str) -> int:
+    """The gen-0 collection threshold at the moment the command's first heavy import (typer) begins."""
+    code = ("import gc, sys\nseen = []\nclass Spy:\n    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'typer' and not seen:\n            seen.append(gc.get_threshold()[0])\n"
+            "        return None\nsys.meta_path.insert(0, Spy())\nimport atexit\natexit.register(lambda: print(seen))\n"
+            f"sys.argv = ['evals', '--version']\n{start}")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    seen = out.stdout.strip().splitlines()[-1]
+    assert seen.startswith("[") and seen != "[]", out.stdout
+    return int(seen.strip("[]"))
+
+
+def test_the_installed_evals_script_holds_collections_before_the_command_imports() -> None:
+    """The `evals` script called `evals_cli.cli:main`, so typer, rich and the rest were imported (their objects
+    walked by some hundred young collections) before `main` held them; only `python -m evals_cli` held them
+    first. Both now start in `evals_cli.__main__`."""
+    import tomllib
+
+    script = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["evals"]
+    module, _, function = script.partition(":")
+    assert _threshold_when_typer_is_imported(f"from {module} import {function}\n{function}()") >= 50_000
+    assert _threshold_when_typer_is_imported("import runpy\nrunpy.run_module('evals_cli', run_name='__main__')") \
+        >= 50_000
+
