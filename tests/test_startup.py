@@ -196,3 +196,23 @@ def test_the_installed_evals_script_holds_collections_before_the_command_imports
     assert _threshold_when_typer_is_imported("import runpy\nrunpy.run_module('evals_cli', run_name='__main__')") \
         >= 50_000
 
+
+
+def _commands_built(*argv: str) -> tuple[int, int]:
+    """How many commands Typer built to run `evals ARGV`, and the exit code."""
+    code = ("import sys, typer.main as tm\nbuilt = []\nbuild = tm.get_command_from_info\n"
+            "def spy(*a, **k):\n    built.append(1)\n    return build(*a, **k)\ntm.get_command_from_info = spy\n"
+            f"sys.argv = ['evals', *{list(argv)!r}]\nfrom evals_cli.cli import app\n"
+            "try:\n    app()\nexcept SystemExit as exc:\n    print(len(built), exc.code or 0)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    built, exit_code = out.stdout.split()[-2:]
+    return int(built), int(exit_code)
+
+
+def test_a_command_named_on_the_command_line_is_the_only_one_built() -> None:
+    """Typer built all twelve commands' parameters to run one (about 7 ms of a run's start); the help and a
+    misspelt command still see them all."""
+    assert _commands_built("validate", "suites/multi_turn.yaml") == (1, 0)
+    every, code = _commands_built("--help")
+    assert every >= 12 and code == 0
+    assert _commands_built("validat", "suites/multi_turn.yaml") == (every, 2)  # "Did you mean 'validate'?"
