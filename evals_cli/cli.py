@@ -18,6 +18,10 @@ from evals_cli.cli_app import EvalsApp, EvalsGroup
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INVALID, ConfigError, EvalsError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from evals_cli.display.live import LiveProgress
+    from evals_cli.display.plain import PlainConsole, QuietProgress
     from evals_cli.runner.models_matrix import PreparedModels
     from evals_cli.runner.prepare import PreparedRun
 
@@ -231,21 +235,28 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
     """Execute with the live progress view, then the table, the messages and the exports; the exit code."""
     import asyncio
 
-    from evals_cli.display.console import make_console
-    from evals_cli.display.live import LiveProgress
     from evals_cli.display.state import RunState
-    from evals_cli.display.table import render_run
     from evals_cli.models.results import SampleResult
     from evals_cli.runner.execution import Execution
-    from evals_cli.runner.started_with import resume_command
     from evals_cli.shutdown import settle_heap
 
-    console = make_console()
-    err = make_console(stderr=True)
     state = RunState(list(prepared.graders), total_expected=prepared.expected, repeats=prepared.repeats)
     execution = Execution(prepared, None)  # the view watches its samples in flight and hears Ctrl-C at once
-    live = LiveProgress(console, state, enabled=not quiet, in_flight=execution.in_flight,
-                        resumed=lambda: execution.resumed, err=err)
+    live: LiveProgress | QuietProgress
+    view: Console | None = None  # the table's console; none in a quiet run
+    if quiet:  # a line or two of plain text: no Rich console, no progress view (display/plain.py)
+        from evals_cli.display.plain import PlainConsole, QuietProgress
+
+        plain_err = PlainConsole(stderr=True)
+        err: Console | PlainConsole = plain_err
+        live = QuietProgress(plain_err)
+    else:
+        from evals_cli.display.console import make_console
+        from evals_cli.display.live import LiveProgress
+
+        view, err = make_console(), make_console(stderr=True)
+        live = LiveProgress(view, state, enabled=True, in_flight=execution.in_flight,
+                            resumed=lambda: execution.resumed, err=err)
 
     def on_result(result: SampleResult) -> None:
         state.add(result)
@@ -257,20 +268,26 @@ def _run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str
     with live:
         outcome = asyncio.run(execution.run())
     summary = outcome.summary
-    if quiet:
-        console.print(summary.gate.message if summary.gate else "no gate", markup=False)
+    if view is None:
+        PlainConsole().print(summary.gate.message if summary.gate else "no gate", markup=False)
     else:
-        console.print(render_run(state, summary, outcome.output_dir), crop=False)  # commands stay whole
-        _conversation_notes(console, state)
-        console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
+        from evals_cli.display.table import render_run
+
+        view.print(render_run(state, summary, outcome.output_dir), crop=False)  # commands stay whole
+        _conversation_notes(view, state)
+        view.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
     for message in outcome.messages:
         err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
     cov = summary.coverage
     if summary.status != "completed" and cov is not None and cov.expected_results is not None \
             and summary.total < cov.expected_results:  # samples were left unrun: say how to run them
+        from evals_cli.runner.started_with import resume_command
+
         err.print(f"to finish the run: {resume_command(suite, outcome.output_dir)}",
                   markup=False, highlight=False, soft_wrap=True)
     elif summary.status == "aborted" and summary.errored:  # every sample ran, too many errored: retry those
+        from evals_cli.runner.started_with import resume_command
+
         err.print(f"to retry the errored samples: {resume_command(suite, outcome.output_dir, retry_errors=True)}",
                   markup=False, highlight=False, soft_wrap=True)
     if exports:

@@ -114,7 +114,7 @@ def test_the_fifteen_evals_knobs_are_declared_once_with_a_description() -> None:
 def test_no_module_reads_the_environment_around_the_model() -> None:
     """os.environ / os.getenv only in the settings model, the CLI's cheap check for EVALS_* names, the suite's
     ${VAR} expansion (any variable a suite names) and the display (NO_COLOR, COLUMNS: moved later)."""
-    allowed = {"settings.py", "cli.py", "suite/envvars.py", "display/console.py"}
+    allowed = {"settings.py", "cli.py", "suite/envvars.py", "display/terminal.py"}
     found = []
     for path in sorted((ROOT / "evals_cli").rglob("*.py")):
         rel = path.relative_to(ROOT / "evals_cli").as_posix()

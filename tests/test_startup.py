@@ -131,6 +131,7 @@ def test_a_replayed_run_of_a_chat_suite_imports_no_openai_sdk(tmp_path: Path) ->
     assert not [m for m in modules if m.split(".")[0] == "openai"]
     assert not [m for m in modules if m.startswith("evals_cli.sessions")]  # a suite of live agents: none of it
     assert "regex" not in modules  # no pattern to match: safe_regex imports `regex` at the first one compiled
+    assert "rich" not in modules  # a quiet run prints its verdict without Rich (display/plain.py)
 
 
 @pytest.mark.parametrize("models", [[], ["--model", "m1", "--model", "m2"]], ids=["one-model", "several-models"])

@@ -5,11 +5,12 @@ the table's width; a CI log shows that padding as noise, and diffs of two logs t
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import IO, Any
 
 from rich.console import Console
+
+from evals_cli.display.terminal import plain, plain_width
 
 
 class _StripTrailing:
@@ -42,8 +43,7 @@ class _StripTrailing:
 
 def make_console(stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
-    plain = not stream.isatty() or bool(os.environ.get("NO_COLOR"))
-    if plain:
+    if plain(stream):
         return Console(file=_StripTrailing(stream), no_color=True, color_system=None, highlight=False,  # type: ignore[arg-type]
-                       emoji=False, width=int(os.environ.get("COLUMNS", "160")), soft_wrap=False)
+                       emoji=False, width=plain_width(), soft_wrap=False)
     return Console(file=stream, highlight=False)

@@ -20,6 +20,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from evals_cli.display.plain import stopping_message
 from evals_cli.display.state import RunState
 
 MAX_SHOWN_IN_FLIGHT = 8
@@ -41,16 +42,6 @@ def clock(seconds: float) -> str:
     seconds = max(int(seconds), 0)
     hours, rest = divmod(seconds, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
-
-
-def stopping_message(count: int, presses: int = 1) -> str:
-    """What Ctrl-C says at once (the first press waits for the samples in flight; the next abandons them)."""
-    plural = "sample" if count == 1 else "samples"
-    if presses > 1:
-        return f"stopping now: abandoning {count} in-flight {plural}"
-    if not count:
-        return "stopping: no samples in flight"
-    return f"stopping: waiting for {count} in-flight {plural} (Ctrl-C again to abandon them)"
 
 
 class LiveProgress:
