@@ -217,3 +217,29 @@ def test_a_command_named_on_the_command_line_is_the_only_one_built() -> None:
     every, code = _commands_built("--help")
     assert every >= 12 and code == 0
     assert _commands_built("validat", "suites/multi_turn.yaml") == (every, 2)  # "Did you mean 'validate'?"
+
+
+def test_a_live_run_starts_without_a_collection(tmp_path: Path) -> None:
+    """A young collection walks every object made since the last: at the held threshold of 50,000 a run's start
+    (some 250,000 objects: the SDK's classes, ours, the suite) ran five of them, some 20 ms that freed nothing.
+    None runs now between the command's start and the settled heap."""
+    from tests.helpers import write_suite
+    from tests.scripted_server import ScriptedServer, agent_script, text
+
+    server = ScriptedServer(agent_script({"host": [text("localhost")]})).start()
+    suite = write_suite(tmp_path, [{"id": "host", "input": "db host?", "ground_truth": "localhost"}],
+                        base_url=server.url)
+    code = ("import gc, sys, runpy\nimport evals_cli.shutdown as s\nruns = []\nsettled = []\n"
+            "gc.callbacks.append(lambda phase, info: runs.append(info['generation']) "
+            "if phase == 'start' and not settled and gc.get_threshold()[0] > 10_000 else None)\n"  # held
+
+            "settle = s.settle_heap\ndef spy():\n    settled.append(len(runs))\n    settle()\ns.settle_heap = spy\n"
+            "import atexit\natexit.register(lambda: print(settled))\n"
+            f"sys.argv = ['evals', 'run', {str(suite)!r}, '-o', {str(tmp_path / 'out')!r}, '-q']\n"
+            "runpy.run_module('evals_cli', run_name='__main__')")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    finally:
+        server.stop()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[0]"
