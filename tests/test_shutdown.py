@@ -12,7 +12,7 @@ from tests.helpers import ROOT
 
 def evals_main(before: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`evals ARGS` through its console entry point, in a fresh interpreter, after `before` ran."""
-    code = f"{before}\nimport sys\nsys.argv = ['evals', *{list(args)!r}]\nfrom evals_cli.cli import main\nmain()\n"
+    code = f"{before}\nimport sys\nsys.argv = ['evals', *{list(args)!r}]\nfrom evals_cli.__main__ import main\nmain()\n"
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
