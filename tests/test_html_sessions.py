@@ -19,7 +19,8 @@ from evals_cli.exporters.html_sessions import render_sessions_html
 from evals_cli.report import load_sessions
 from tests.helpers import run_cli
 from tests.run_factory import XSS
-from tests.scripted_server import ScriptedServer, text
+from tests.scripted_server import ScriptedServer
+from tests.test_sessions_overruled import lenient_judge
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "datasets" / "multi_agent_sessions.jsonl"
@@ -181,15 +182,7 @@ def test_recorded_text_is_escaped(tmp_path: Path) -> None:
 
 
 def test_an_overruled_detection_leaves_the_turn_good_and_says_so(server: ScriptedServer, tmp_path: Path) -> None:
-    def lenient(path: str, body: dict[str, Any]) -> Any:
-        content = body["messages"][1]["content"]
-        if "Metric: turn\n" in content:
-            return text(json.dumps({"reason": "the answer looked fine to me", "choice": "good"}))
-        if "Metric: task_completion\n" in content:
-            return text(json.dumps({"reason": "done", "verdict": "pass"}))
-        return text(json.dumps({"reason": "fine", "score": 9}))
-
-    server.script = lenient
+    server.script = lenient_judge
     out = tmp_path / "run"
     result = run_cli("analyze", str(DATASET), "-o", str(out), "--judge-model", "scripted", "--judge-base-url",
                      server.url)
