@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from evals_cli.sessions.suite import SessionsSuiteSpec
 
 OnResult = Callable[[Any], None]
-"""Called with each result as it is written: a `SampleResult` (live suite) or a `SessionAnalysis` (sessions)."""
+"""Called with each `SampleResult` as it is written, for live suites and recorded sessions alike."""
 
 
 DEFAULT_SUITES = ("suite.yaml", "evals.yaml")
@@ -118,7 +118,7 @@ async def execute_prepared(prepared: PreparedRun | PreparedSessions | PreparedMo
         return await execute_models(prepared, on_result)
     from evals_cli.sessions.runner import SessionsRun
 
-    return await SessionsRun(prepared, on_result, common=True).run()  # the results of every run
+    return await SessionsRun(prepared, on_result).run()  # the results of every run
 
 
 async def arun(suite: str | Path | SuiteSpec | SessionsSuiteSpec, options: RunOptions | None = None,

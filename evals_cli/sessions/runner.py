@@ -56,13 +56,10 @@ class SessionsOutcome(RunOutcome[SessionsSummary]):
 
 
 class SessionsRun:
-    def __init__(self, prepared: PreparedSessions, on_result: Callable[[Any], None] | None = None,
-                 common: bool = True) -> None:
+    def __init__(self, prepared: PreparedSessions, on_result: Callable[[Any], None] | None = None) -> None:
         """Every sessions run writes the results format of every run (a `SampleResult` per session, a
-        `RunSummary`, the common gate: `sessions.common`); `common` is kept for callers that still say so.
-        `on_result` gets each `SampleResult` as it is written."""
-        if not common:
-            raise ValueError("sessions runs write the common results format only")
+        `RunSummary`, the common gate: `sessions.common`); `on_result` gets each `SampleResult` as it is
+        written."""
         self.p = prepared
         self.suite = prepared.suite
         self.options = prepared.options
