@@ -9,7 +9,7 @@ import json
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -167,7 +167,7 @@ def _validate(raw: Any, where: str, fill: RowFill | None = None) -> Sample | lis
 
 
 Span = tuple[int, int, int]
-"""Where a JSONL row is in its file: (byte offset, byte length, line number); see `read_span`."""
+"""Where a JSONL row is in its file: (byte offset, byte length, line number); see `span_row`."""
 
 Seen = Callable[[bytes, int], None]
 
@@ -226,18 +226,11 @@ def _jsonl_row(where: str, number: int, raw: Any, problem: str | None,
     return _validate(raw, where, fill)
 
 
-def read_span(path: Path, span: Span, fh: BinaryIO, fill: RowFill | None = None) -> Sample:
-    """The sample at `span` of the JSONL file open as `fh`, read and checked again as the first read did (a
-    ConfigError naming the line when it no longer holds a valid row: the file changed since)."""
-    offset, length, number = span
-    if fh.tell() != offset:
-        fh.seek(offset)
-    return span_row(path, span, fh.read(length), fill)
-
-
 def span_row(path: Path, span: Span, raw_line: bytes, fill: RowFill | None = None, *, checked: bool = False) -> Sample:
-    """`read_span` on the bytes already read at `span`. `checked`: they are the very bytes the check pass read
-    and validated there (the caller compared them), so the row's checks are not run again, only its parse."""
+    """The sample in `raw_line`, the bytes at `span` of the JSONL file `path`, read and checked again as the first
+    read did (a ConfigError naming the line when it no longer holds a valid row: the file changed since).
+    `checked`: they are the very bytes the check pass read and validated there (the caller compared them), so
+    the row's checks are not run again, only its parse."""
     number = span[2]
     where = f"{path}:{number}"
     if number == 1 and raw_line.startswith(BOM):
