@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals_cli.display.plain import print_errors
 from evals_cli.errors import EXIT_INCOMPLETE, ConfigError
 
 if TYPE_CHECKING:
@@ -188,9 +189,3 @@ def print_conversation_notes(console: Any, state: Any) -> None:
 
     for line in conversation_notes(state):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
-
-
-def print_errors(err: Any, messages: list[str]) -> None:
-    """The run's messages on stderr, one `error:` line each, whole (a console of either kind)."""
-    for message in messages:
-        err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)

@@ -107,3 +107,9 @@ class QuietProgress:
             self.err.file.flush()
         except (OSError, ValueError):
             pass
+
+
+def print_errors(err: Console | PlainConsole, messages: list[str]) -> None:
+    """The run's messages on stderr, one `error:` line each, whole (a console of either kind)."""
+    for message in messages:
+        err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)

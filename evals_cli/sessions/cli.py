@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evals_cli.display.plain import print_errors
 from evals_cli.display.problems import print_problems
 from evals_cli.errors import EXIT_INVALID, ConfigError
 from evals_cli.run_options import RunOptions
@@ -44,9 +45,7 @@ def report(outcome: SessionsOutcome, json_out: bool = False, quiet: bool = False
         console.print(render_sessions(outcome.analyses, outcome.summary, outcome.hidden))
         console.print(gate_line(outcome.summary), soft_wrap=True)
         console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
-    err = make_console(stderr=True)
-    for message in outcome.messages:
-        err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    print_errors(make_console(stderr=True), outcome.messages)
     return outcome.exit_code
 
 
