@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evals_cli.graders.rubric import RESERVED, RubricError, compile_rubric, render_rubric, rubric_variables, transcript
+from evals_cli.graders.rubric import RubricError, compile_rubric, render_rubric
+from evals_cli.graders.rubric_vars import RESERVED, rubric_variables, transcript
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from evals_cli.graders.rubric import RubricLimitError, load_rubric, render_rubric, rubric_variables
+from evals_cli.graders.rubric import RubricLimitError, load_rubric, render_rubric
+from evals_cli.graders.rubric_vars import rubric_variables
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.settings import DEFAULT_RUBRIC_MAX_CHARS as DEFAULT_MAX_CHARS

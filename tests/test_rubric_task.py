@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from evals_cli import load_suite, run_suite
-from evals_cli.graders.rubric import load_rubric, render_rubric, rubric_variables
+from evals_cli.graders.rubric import load_rubric, render_rubric
+from evals_cli.graders.rubric_vars import rubric_variables
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.runner import RunOptions

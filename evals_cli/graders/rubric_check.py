@@ -11,8 +11,8 @@ from evals_cli.graders.rubric import (
     compile_rubric,
     is_letta_style,
     render_rubric,
-    rubric_variables,
 )
+from evals_cli.graders.rubric_vars import rubric_variables
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 

@@ -26,8 +26,8 @@ from evals_cli.graders.rubric import (
     row_rubric_is_path,
     row_rubric_path,
     rubric_parts,
-    rubric_variables,
 )
+from evals_cli.graders.rubric_vars import rubric_variables
 from evals_cli.graders.scales import Scale
 from evals_cli.labels import Label, calibration_labels
 from evals_cli.models.base import StrictModel
