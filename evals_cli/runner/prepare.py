@@ -16,6 +16,7 @@ from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError, DatasetChanged
 from evals_cli.gate import Gate
 from evals_cli.graders.base import Grader
+from evals_cli.graders.rubric_check import SampleChecker
 from evals_cli.models.results import Coverage
 from evals_cli.models.sample import RowNotes, Sample
 from evals_cli.run_options import NothingToRun, RunOptions
@@ -356,7 +357,8 @@ class PreparedRun:
                 f"{fix}"]
 
     def _precheck(self) -> None:
-        checker = RowChecks(self.suite, self.graders, self._where or "suite", self._user_template)
+        checker = RowChecks(self.suite, self.graders, SampleChecker(self.graders), self._where or "suite",
+                            self._user_template)
         # a run checks the rows it will run; validate (collecting) checks every row whatever the options
         wanted = set(self.tags or []) if self._running else set()
         selected = tagged = limited = 0

@@ -1,26 +1,35 @@
 """Every per-row check a suite implies, as one `check_dataset(on_sample=...)` hook: the graders' own checks
-and rubric rendering, and suite tools that would answer nothing. `evals validate` and the run's precheck both
-use it (through `PreparedRun`), so neither can accept a row the other refuses."""
+and rubric rendering (handed in by `PreparedRun`, which builds the graders), and suite tools that would answer
+nothing. `evals validate` and the run's precheck both use it (through `PreparedRun`), so neither can accept a
+row the other refuses."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from evals_cli.graders.base import Grader
-from evals_cli.graders.rubric_check import SampleChecker
 from evals_cli.models.sample import Sample
 from evals_cli.suite.spec import SuiteSpec
+
+
+class SampleCheck(Protocol):
+    """The graders' checks of one row (graders/rubric_check.py `SampleChecker`), and what they found over all
+    rows once every row was seen."""
+
+    def __call__(self, sample: Sample, where: str = "") -> list[str]: ...
+
+    def problems(self) -> list[str]: ...
 
 
 class RowChecks:
     """Rows reach this with the suite's environment merged into theirs (PreparedRun), as the run sees them."""
 
-    def __init__(self, suite: SuiteSpec, graders: dict[str, Grader], where: str = "",
+    def __init__(self, suite: SuiteSpec, graders: dict[str, Grader], samples: SampleCheck, where: str = "",
                  user_template: str | None = None) -> None:
         from evals_cli.environment.checks import EnvironmentChecker
         from evals_cli.tools.mock import ToolResultChecker
 
-        self.samples = SampleChecker(graders)
+        self.samples = samples
         tools = getattr(suite, "tools", None) or {}
         self.tools = ToolResultChecker(tools, where or str(suite.base_dir))
         states = {name: state for name, g in graders.items()
