@@ -25,7 +25,6 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from evals_cli import custom_code
@@ -165,8 +164,8 @@ class _Node(Generic[GateT]):
         raise NotImplementedError
 
     @classmethod
-    def of(cls, spec: GateT, active: list[str], base_dir: Path | None = None) -> _Node[GateT]:
-        """`base_dir`: the suite's folder, where a custom reward's file is (None: the node only decides runs)."""
+    def of(cls, spec: GateT, active: list[str], load_reward: RewardLoader | None = None) -> _Node[GateT]:
+        """`load_reward`: how a custom reward's function is found (None: the node only decides runs)."""
         raise NotImplementedError
 
     def passes(self, score: float) -> bool:
@@ -198,7 +197,7 @@ class _Leaf(_Node[LeafT]):
         self.weights = weights
 
     @classmethod
-    def of(cls, spec: LeafT, active: list[str], base_dir: Path | None = None) -> _Leaf[LeafT]:
+    def of(cls, spec: LeafT, active: list[str], load_reward: RewardLoader | None = None) -> _Leaf[LeafT]:
         return cls(spec, cls.weights_of(spec, active))
 
     def passes(self, score: float) -> bool:
@@ -314,8 +313,8 @@ class _Logical(_Node[LogicalGate]):
         return any(_runs(sub, active) for sub in spec.gates)
 
     @classmethod
-    def of(cls, spec: LogicalGate, active: list[str], base_dir: Path | None = None) -> _Logical:
-        return cls(spec, [_build(sub, active, base_dir) for sub in spec.gates if _runs(sub, active)])
+    def of(cls, spec: LogicalGate, active: list[str], load_reward: RewardLoader | None = None) -> _Logical:
+        return cls(spec, [_build(sub, active, load_reward) for sub in spec.gates if _runs(sub, active)])
 
     def passes(self, score: float) -> bool:
         """One threshold for callers that need one (per-turn pass counts): the first sub-gate's."""
@@ -382,6 +381,35 @@ class RewardContext:
         return {name: grade.submission or "" for name, grade in self.grades.items()}
 
 
+RewardLoader = Callable[[str], Callable[[RewardContext], Any]]
+"""Finds a custom reward function by its reference ('path/to/file.py:function') and checks its signature
+(ValueError saying what is wrong). Handed to the gate by whoever builds it and knows the suite's folder
+(runner/prepare.py binds graders/functions.py `load_reward` to it): the gate decides, it loads no code."""
+
+
+def reward_score(value: Any, ref: str) -> tuple[float, str]:
+    """(score in [0, 1], rationale) from what a reward function returned; TypeError/ValueError otherwise (an
+    error for that sample, never a zero)."""
+    rationale = ""
+    if isinstance(value, tuple) and len(value) == 2:
+        value, rationale = value[0], str(value[1])
+    elif isinstance(value, dict):
+        if "score" not in value:
+            raise TypeError(f"reward {ref} returned a dict without 'score'")
+        rationale = str(value.get("rationale") or value.get("metadata") or "")
+        value = value["score"]
+    elif not isinstance(value, int | float) and hasattr(value, "score"):  # letta-evals' RewardOutput, or alike
+        rationale = str(getattr(value, "rationale", None) or getattr(value, "metadata", None) or "")
+        value = value.score
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"reward {ref} returned {type(value).__name__}; return a number in [0, 1] (or "
+                        "(score, rationale), a dict with 'score', an object with .score)")
+    score = float(value)
+    if not 0.0 <= score <= 1.0:  # NaN fails this too
+        raise ValueError(f"reward {ref} returned {score:g}, outside [0, 1]")
+    return score, rationale
+
+
 @GATES.register("custom", spec=CustomRewardGate)
 class _CustomReward(_Node[CustomRewardGate]):
     """A reward function of all the sample's grades; the run passes on the share of samples whose reward passed.
@@ -403,13 +431,11 @@ class _CustomReward(_Node[CustomRewardGate]):
         return bool(active)
 
     @classmethod
-    def of(cls, spec: CustomRewardGate, active: list[str], base_dir: Path | None = None) -> _CustomReward:
+    def of(cls, spec: CustomRewardGate, active: list[str], load_reward: RewardLoader | None = None) -> _CustomReward:
         fn = None
-        if base_dir is not None:
-            from evals_cli.graders.functions import load_reward
-
+        if load_reward is not None:
             try:
-                fn = load_reward(spec.function, base_dir)
+                fn = load_reward(spec.function)
             except ValueError as exc:
                 from evals_cli.errors import ConfigError
 
@@ -421,8 +447,6 @@ class _CustomReward(_Node[CustomRewardGate]):
 
     def score_sample(self, grades: dict[str, Grade], na_pass: bool = False) -> tuple[float | None, bool | None]:
         """The reward reads every grade as given (an n/a grade: `applicable` False, score 1.0)."""
-        from evals_cli.graders.functions import reward_score
-
         if self.fn is None:
             raise RewardError(f"custom reward {self.spec.function} was not loaded (no suite folder to find it in)")
         failed = _REWARD_FAILED.get()
@@ -458,8 +482,8 @@ class _CustomReward(_Node[CustomRewardGate]):
         return Verdict(ok, metric, f"{what} = {metric:.3f} {symbol} {self.spec.value:g}")
 
 
-def _build(spec: AnyGate, active: list[str], base_dir: Path | None = None) -> _Node[Any]:
-    return GATES[spec.kind].impl.of(spec, active, base_dir)
+def _build(spec: AnyGate, active: list[str], load_reward: RewardLoader | None = None) -> _Node[Any]:
+    return GATES[spec.kind].impl.of(spec, active, load_reward)
 
 
 def _reward_nodes(node: _Node[Any]) -> list[_CustomReward]:
@@ -502,15 +526,15 @@ class Gate:
     """
 
     def __init__(self, spec: AnyGate, graders: Iterable[str] | Mapping[str, Any],
-                 specs: Mapping[str, Any] | None = None, base_dir: Path | None = None) -> None:
-        """`base_dir`: the suite's folder, from which a custom reward function is loaded and checked (ConfigError
-        when it is missing or has the wrong signature); without it a custom gate decides runs but scores no
-        sample (merging shards, reports)."""
+                 specs: Mapping[str, Any] | None = None, load_reward: RewardLoader | None = None) -> None:
+        """`load_reward`: loads and checks a custom reward function from the suite's folder (ConfigError when it
+        is missing or has the wrong signature); without it a custom gate decides runs but scores no sample
+        (merging shards, reports)."""
         self.spec = spec
         active = list(graders)
         self.specs: dict[str, Any] = dict(specs) if specs is not None else _specs_of(graders)
         self.weights = effective_weights(spec, active)
-        self.root = _build(spec, active, base_dir)
+        self.root = _build(spec, active, load_reward)
         self.rewards = _reward_nodes(self.root)
         self.active = active
         self.sample_pass: str = getattr(spec, "sample_pass", "weighted")

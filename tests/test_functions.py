@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from evals_cli.gate import reward_score
 from evals_cli.graders.base import GradeContext, Grader, GraderContext
 from evals_cli.graders.functions import (
     BUILTINS,
@@ -21,7 +22,6 @@ from evals_cli.graders.functions import (
     load_function,
     load_reward,
     regex_match,
-    reward_score,
     to_grade,
 )
 from evals_cli.graders.kinds.tool import ToolGrader, ToolGraderSpec

@@ -5,6 +5,7 @@ Accumulator, the suite loader and a real run against the scripted server."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import yaml
 
 from evals_cli.errors import ConfigError
 from evals_cli.gate import Gate, aggregate, effective_weights, percentile, weighted
+from evals_cli.graders.functions import load_reward
 from evals_cli.models.results import ErrorInfo, Grade, GraderAggregate, SampleResult
 from evals_cli.models.specs import GateSpec, LogicalGate, SimpleGate, WeightedAverageGate
 from evals_cli.models.trajectory import Usage
@@ -653,7 +655,7 @@ def two_args(ctx, extra):
 def reward_gate(tmp_path: Path, function: str = "rewards.py:quality_if_ascii", **fields: Any) -> Gate:
     (tmp_path / "rewards.py").write_text(REWARDS)
     spec = gate_spec(kind="custom", function=function, **fields)
-    return Gate(spec, ["quality", "ascii_only"], base_dir=tmp_path)
+    return Gate(spec, ["quality", "ascii_only"], load_reward=partial(load_reward, base_dir=tmp_path))
 
 
 def test_a_custom_reward_is_the_samples_score_and_its_rule_the_verdict(tmp_path: Path) -> None:
@@ -738,12 +740,12 @@ def test_a_custom_reward_may_be_a_sub_gate(tmp_path: Path) -> None:
     spec = gate_spec(kind="logical", operator="and", gates=[
         {"kind": "custom", "function": "rewards.py:quality_if_ascii"},
         {"kind": "simple", "metric_key": "ascii_only", "pass_value": 1.0}])
-    gate = Gate(spec, ["quality", "ascii_only"], base_dir=tmp_path)
+    gate = Gate(spec, ["quality", "ascii_only"], load_reward=partial(load_reward, base_dir=tmp_path))
     assert gate.judge_sample({"quality": Grade(score=0.8), "ascii_only": Grade(score=1.0)}).passed is True
     assert gate.judge_sample({"quality": Grade(score=0.5), "ascii_only": Grade(score=1.0)}).passed is False
     spec = gate_spec(kind="logical", operator="or", gates=[
         {"kind": "custom", "function": "rewards.py:raises"}, {"kind": "simple", "metric_key": "ascii_only"}])
-    errored = Gate(spec, ["quality", "ascii_only"], base_dir=tmp_path).judge_sample(
+    errored = Gate(spec, ["quality", "ascii_only"], load_reward=partial(load_reward, base_dir=tmp_path)).judge_sample(
         {"quality": Grade(score=0.8), "ascii_only": Grade(score=1.0)})
     assert errored.passed is None and errored.incomplete is not None  # an erring reward decides nothing
 

@@ -194,29 +194,6 @@ def _reward_not_imported(ctx: Any) -> Any:
     raise RuntimeError("this custom reward was checked without being imported (evals validate)")
 
 
-def reward_score(value: Any, ref: str) -> tuple[float, str]:
-    """(score in [0, 1], rationale) from what a reward function returned; TypeError/ValueError otherwise (an
-    error for that sample, never a zero)."""
-    rationale = ""
-    if isinstance(value, tuple) and len(value) == 2:
-        value, rationale = value[0], str(value[1])
-    elif isinstance(value, dict):
-        if "score" not in value:
-            raise TypeError(f"reward {ref} returned a dict without 'score'")
-        rationale = str(value.get("rationale") or value.get("metadata") or "")
-        value = value["score"]
-    elif not isinstance(value, int | float) and hasattr(value, "score"):  # letta-evals' RewardOutput, or alike
-        rationale = str(getattr(value, "rationale", None) or getattr(value, "metadata", None) or "")
-        value = value.score
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"reward {ref} returned {type(value).__name__}; return a number in [0, 1] (or "
-                        "(score, rationale), a dict with 'score', an object with .score)")
-    score = float(value)
-    if not 0.0 <= score <= 1.0:  # NaN fails this too
-        raise ValueError(f"reward {ref} returned {score:g}, outside [0, 1]")
-    return score, rationale
-
-
 def _alternatives(sample: Sample) -> list[str]:
     """The ground truth's alternatives, without empty ones: "" is in (and matches) every answer, so an empty
     alternative would pass anything; a ground truth with only empty ones is n/a (`_no_ground_truth`)."""

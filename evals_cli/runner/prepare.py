@@ -5,6 +5,7 @@ the run will run are kept by that same read (datasets/selected.py), so the run d
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError, DatasetChanged
 from evals_cli.gate import Gate
 from evals_cli.graders.base import Grader
+from evals_cli.graders.functions import load_reward
 from evals_cli.graders.rubric_check import SampleChecker
 from evals_cli.models.results import Coverage
 from evals_cli.models.sample import RowNotes, Sample
@@ -161,7 +163,7 @@ class PreparedRun:
             except ConfigError as exc:
                 self._problem(exc.problems, located=True)
             try:  # a custom reward gate loads its function from the suite's folder and checks its signature
-                self.gate = Gate(suite.gate, self.graders, base_dir=suite.base_dir)
+                self.gate = Gate(suite.gate, self.graders, load_reward=partial(load_reward, base_dir=suite.base_dir))
             except ConfigError as exc:
                 self._problem(exc.problems, located=True)
                 self.gate = Gate(suite.gate, self.graders)
