@@ -1,6 +1,7 @@
 """A recorded session is an episode of the common pipeline: its trajectory is the recording replayed (turns, each
 agent's steps, tool calls with their recorded results, handoffs), and its detectors and scores are graders of the
-grader registry, graded from the sample like every other kind."""
+grader registry, graded from the sample like every other kind: the scores read the analysis the sessions run
+made, which the sample carries."""
 
 from __future__ import annotations
 
@@ -15,20 +16,32 @@ from evals_cli.graders.base import GRADERS, GradeContext, GraderContext
 from evals_cli.models.results import Grade, SampleResult
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Step, Trajectory
-from evals_cli.sessions.episode import recorded_session, session_sample, session_trajectory
+from evals_cli.sessions.analysis import analyze_session
+from evals_cli.sessions.episode import recorded_session, session_analysis, session_sample, session_trajectory
 from evals_cli.sessions.reader import iter_sessions
+from evals_cli.sessions.results import SessionAnalysis
+from evals_cli.sessions.spec import RecordedSessionsTarget
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = {s.id: s for s in iter_sessions(ROOT / "datasets" / "multi_agent_sessions.jsonl")}
 
 
-def grade(spec: dict[str, Any], session_id: str | None) -> Grade:
+def analysed(session_id: str) -> SessionAnalysis:
+    """The analysis a sessions run without a judge makes of the session (default target)."""
+    return asyncio.run(analyze_session(SESSIONS[session_id], RecordedSessionsTarget()))
+
+
+def grade(spec: dict[str, Any], session_id: str | None, analysis: SessionAnalysis | None = None) -> Grade:
+    """The grade of the sample the sessions run builds: the recording with its analysis (`analysis`, else the
+    run's without a judge)."""
     entry = GRADERS[spec["kind"]]
     grader = entry.impl("g", entry.spec.model_validate(spec), GraderContext(base_dir=ROOT))
     if session_id is None:
         sample, trajectory = Sample(id="live", input="hi"), Trajectory()
     else:
-        sample, trajectory = session_sample(SESSIONS[session_id]), session_trajectory(SESSIONS[session_id])
+        session = SESSIONS[session_id]
+        sample = session_sample(session, analysis or analysed(session_id))
+        trajectory = session_trajectory(session)
     ctx = GradeContext(sample=sample, trajectory=trajectory, view=trajectory, turn=None, ground_truth=None)
     return asyncio.run(grader.grade(ctx))
 
@@ -56,12 +69,14 @@ def test_a_recorded_trajectory_survives_the_results_file_and_a_live_step_keeps_i
     assert "agent" not in Step(content="hi").model_dump() and "handoff_to" not in Step().model_dump_json()
 
 
-def test_the_sample_carries_the_recording() -> None:
+def test_the_sample_carries_the_recording_and_its_analysis() -> None:
     session = SESSIONS["refund-user-reasks"]
     sample = session_sample(session)
     assert sample.id == session.id and sample.input == [t.user_message for t in session.turns]
-    assert recorded_session(sample) == session
+    assert recorded_session(sample) == session and session_analysis(sample) is None
     assert recorded_session(Sample(id="x", input="hi")) is None
+    analysis = analysed(session.id)
+    assert session_analysis(session_sample(session, analysis)) == analysis
 
 
 @pytest.mark.parametrize(("detector", "session_id", "score"), [
@@ -98,11 +113,8 @@ def test_turn_detectors_grade_each_turn() -> None:
 
 
 def test_session_turn_and_agent_scores_are_the_analysis_scores() -> None:
-    from evals_cli.sessions.analysis import analyze_session
-    from evals_cli.sessions.spec import RecordedSessionsTarget
-
     session = SESSIONS["refund-unauthorized-tool"]
-    analysis = asyncio.run(analyze_session(session, RecordedSessionsTarget()))
+    analysis = analysed(session.id)
     overall = grade({"kind": "session_score"}, session.id)
     assert overall.score == analysis.overall_score and overall.score is not None and overall.score < 1
     lowest = grade({"kind": "session_score", "level": "agent"}, session.id)
@@ -119,6 +131,24 @@ def test_a_score_that_does_not_apply_is_not_a_zero() -> None:
     assert not reasoning.applicable
     missing = grade({"kind": "session_score", "level": "agent", "agent": "nobody"}, "refund-clean")
     assert not missing.applicable
+    live = grade({"kind": "session_score"}, None)
+    assert not live.applicable and "not a recorded session" in live.rationale
+
+
+def test_a_score_reads_the_analysis_it_is_handed_never_its_own() -> None:
+    """A judged analysis is graded as judged: the score is the one the run computed, not a deterministic redo."""
+    judged = analysed("refund-clean").model_copy(update={"reasoning_score": 0.25, "overall_score": 0.5})
+    assert grade({"kind": "session_score", "metric": "reasoning"}, "refund-clean", judged).score == 0.25
+    assert grade({"kind": "session_score"}, "refund-clean", judged).score == 0.5
+
+
+def test_a_recording_without_its_analysis_is_an_error_never_a_score() -> None:
+    session = SESSIONS["refund-clean"]
+    ctx = GradeContext(sample=session_sample(session), trajectory=session_trajectory(session),
+                       view=session_trajectory(session), turn=None, ground_truth=None)
+    entry = GRADERS["session_score"]
+    found = asyncio.run(entry.impl("g", entry.spec(), GraderContext(base_dir=ROOT)).grade(ctx))
+    assert found.score is None and found.error is not None and "without its analysis" in found.error
 
 
 def test_evals_run_on_recorded_sessions_writes_the_results_of_every_run(tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ message), each agent step a `Step` carrying the agent that took it (`Step.agent`
 the recorded result, and the handoff that ends an interaction (`Step.handoff_to`). The turn's final response is
 its last step's text, so `final_answer` and every trajectory grader read what the user was told. The sample
 keeps the recording itself (`metadata["recorded_session"]`): the session graders (sessions/graders.py)
-need what a trajectory has no place for (the agents' roles and allowed tools, thoughts, handoff contexts).
+need what a trajectory has no place for (the agents' roles and allowed tools, thoughts, handoff contexts). It
+also keeps the session's analysis, made once by the sessions run (`metadata["session_analysis"]`), which the
+session scores read instead of analysing the session again.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
 from evals_cli.sessions.models import AgentInteraction, AgentSession, SessionTurn
+from evals_cli.sessions.results import ANALYSIS, SessionAnalysis
 
 RECORDING = "recorded_session"
 """The key of `Sample.metadata` that holds the recording (the session, as JSON)."""
@@ -61,13 +64,27 @@ def session_trajectory(session: AgentSession) -> Trajectory:
     return Trajectory(turns=[_turn(t, turn) for t, turn in enumerate(session.turns)])
 
 
-def session_sample(session: AgentSession) -> Sample:
-    """The sample a recorded session is: its id, its user messages as scripted turns, the recording kept."""
-    return Sample(id=session.id, input=[turn.user_message for turn in session.turns],
-                  metadata={"task": session.task, RECORDING: session.model_dump(mode="json")})
+def session_sample(session: AgentSession, analysis: SessionAnalysis | None = None) -> Sample:
+    """The sample a recorded session is: its id, its user messages as scripted turns, the recording kept, and
+    the analysis the run made of it (when given)."""
+    metadata: dict[str, Any] = {"task": session.task, RECORDING: session.model_dump(mode="json")}
+    if analysis is not None:
+        metadata[ANALYSIS] = analysis.model_dump(mode="json")
+    return Sample(id=session.id, input=[turn.user_message for turn in session.turns], metadata=metadata)
+
+
+def is_recorded(sample: Sample) -> bool:
+    """Does the sample carry a recording (is it a recorded session)?"""
+    return sample.metadata.get(RECORDING) is not None
 
 
 def recorded_session(sample: Sample) -> AgentSession | None:
     """The recording a sample carries (None: not a recorded session)."""
     raw = sample.metadata.get(RECORDING)
     return None if raw is None else AgentSession.model_validate(raw)
+
+
+def session_analysis(sample: Sample) -> SessionAnalysis | None:
+    """The analysis of the recording a sample carries (None: no analysis came with it)."""
+    raw = sample.metadata.get(ANALYSIS)
+    return None if raw is None else SessionAnalysis.model_validate(raw)

@@ -8,10 +8,11 @@ thoughts, the contexts handed over. A sample without one is "not applicable", ne
   detectors (ccm: the user re-asks, rdm: the user corrects, hallucination: facts in no tool result) score the
   share of turns they did not flag, with a turn grade each; the tool detectors (unauthorized_tool,
   hallucinated_parameter, missing_required, type_mismatch, invalid_value) the share of calls without one.
-- `session_score`: a score of the sessions analysis (`sessions/analysis.py`, deterministic: no judge) at one of
-  its three levels: `session` (overall, conversation, tool_use, reasoning, coordination, intent_drift,
-  task_completion), `turn` (the share of turns not bad, a turn grade each) or `agent` (one agent's overall, or the
-  lowest agent's when `agent` is not set).
+- `session_score`: a score of the session's analysis at one of its three levels: `session` (overall,
+  conversation, tool_use, reasoning, coordination, intent_drift, task_completion), `turn` (the share of turns not
+  bad, a turn grade each) or `agent` (one agent's overall, or the lowest agent's when `agent` is not set). The
+  analysis (`sessions/analysis.py`, judged when the run has a judge) is made once per session by the sessions
+  run, which hands it over in the sample (`episode.session_analysis`): the scores read it, none analyses again.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from pydantic import Field
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade, TurnGrade
-from evals_cli.sessions.spec import InteractionWeights, RecordedSessionsTarget, SessionWeights, Thresholds
+from evals_cli.sessions.spec import InteractionWeights, SessionWeights, Thresholds
 from evals_cli.wording import plural
 
 if TYPE_CHECKING:
     from evals_cli.sessions.models import AgentSession
     from evals_cli.sessions.results import Detection, SessionAnalysis
 
-# The analysis, the detectors and the episode reader are imported where a grade is made: every run imports this
+# The detectors and the episode reader are imported where a grade is made: every run imports this
 # module (discovering the grader kinds builds the suite's union: `registry.ELSEWHERE` names it beside
 # evals_cli.graders.kinds, which never imports the sessions), and most never grade a recorded session.
 
@@ -38,6 +39,8 @@ TurnDetector = Literal["ccm", "rdm", "hallucination"]
 ToolDetector = Literal["unauthorized_tool", "hallucinated_parameter", "missing_required", "type_mismatch",
                        "invalid_value"]
 NO_RECORDING = "not a recorded session: nothing to check"
+NOT_ANALYSED = ("a recorded session without its analysis: session_score grades the analysis a recorded-sessions run "
+                "makes (evals analyze, evals run on a recorded_sessions suite)")
 
 
 class SessionDetectorSpec(GraderBase):
@@ -125,7 +128,8 @@ SessionMetric = Literal["overall", "conversation", "tool_use", "reasoning", "coo
 
 
 class SessionScoreSpec(GraderBase):
-    """A score of the sessions analysis (deterministic), at the session, turn or agent level."""
+    """A score of the session's analysis, at the session, turn or agent level. The weights and thresholds are
+    those of the run's target, which made the analysis (`sessions.common.grader_specs`)."""
 
     kind: Literal["session_score"] = "session_score"
     level: Literal["session", "turn", "agent"] = Field(default="session", description="session: `metric`; turn: "
@@ -139,7 +143,7 @@ class SessionScoreSpec(GraderBase):
 
 
 def session_analysis_grade(spec: SessionScoreSpec, a: SessionAnalysis) -> Grade:
-    """The grade `spec` reads off an analysis (also used with a judged analysis, by the sessions run)."""
+    """The grade `spec` reads off an analysis."""
     if a.error is not None:
         return Grade(score=None, error=a.error)
     if spec.level == "turn":
@@ -176,12 +180,10 @@ def session_analysis_grade(spec: SessionScoreSpec, a: SessionAnalysis) -> Grade:
 @GRADERS.register("session_score", spec=SessionScoreSpec)
 class SessionScoreGrader(Grader[SessionScoreSpec]):
     async def grade(self, ctx: GradeContext) -> Grade:
-        from evals_cli.sessions.analysis import analyze_session
-        from evals_cli.sessions.episode import recorded_session
+        from evals_cli.sessions.episode import is_recorded, session_analysis
 
-        session = recorded_session(ctx.sample)
-        if session is None:
-            return Grade(score=1.0, applicable=False, rationale=NO_RECORDING)
-        target = RecordedSessionsTarget(interaction_weights=self.spec.interaction_weights,
-                                        session_weights=self.spec.session_weights, thresholds=self.spec.thresholds)
-        return session_analysis_grade(self.spec, await analyze_session(session, target, None))
+        analysis = session_analysis(ctx.sample)
+        if analysis is None:  # a recording nobody analysed cannot be scored: an error, never a score or n/a
+            return Grade.failed(NOT_ANALYSED) if is_recorded(ctx.sample) else \
+                Grade(score=1.0, applicable=False, rationale=NO_RECORDING)
+        return session_analysis_grade(self.spec, analysis)

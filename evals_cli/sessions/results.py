@@ -19,7 +19,8 @@ from evals_cli.models.results import SampleResult, SummaryBase, Verdict
 SCHEMA_VERSION = 1
 ANALYSIS = "session_analysis"
 """The key of the `overall` grade's metadata, in a recorded session's common results line (`sessions.common`), that
-holds the session's whole analysis (a `SessionAnalysis`)."""
+holds the session's whole analysis (a `SessionAnalysis`); also that of the session's sample's metadata, which
+hands the analysis to the session graders (`sessions.episode`)."""
 Severity = Literal["HIGH", "MEDIUM"]
 DetectionType = Literal["ccm", "rdm", "hallucination", "llm_judge", "none"]
 Score = float | None
