@@ -16,7 +16,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from evals_cli.errors import ConfigError
-from evals_cli.history.runs import RunEntry, read_run, scan_runs, trends
+from evals_cli.history.entries import RunEntry, trends
+from evals_cli.history.runs import read_run, scan_runs
 
 HOST = "127.0.0.1"
 
