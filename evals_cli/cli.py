@@ -563,9 +563,10 @@ def view(
 ) -> None:
     """Serve the run history and every run's report on http://127.0.0.1:PORT/ until Ctrl-C; a run in flight
     reloads itself."""
+    from evals_cli.history import pages
     from evals_cli.history.server import HistoryServer
 
-    server = HistoryServer(folder, port)
+    server = HistoryServer(folder, port, pages=pages)
     print(f"serving the runs under {folder} at {server.url} (Ctrl-C stops)", flush=True)
     server.serve_until_interrupted()
     print("stopped", flush=True)
