@@ -49,8 +49,7 @@ if TYPE_CHECKING:
     from evals_cli.runner.execution import Execution, InFlight
 
 ModelResultCallback = Callable[[str, SampleResult], None]
-__all__ = ["MATRIX_NAME", "GateMode", "ModelsExecution", "PreparedModels", "combined_exit", "folder_names",
-           "prepare_models"]
+__all__ = ["MATRIX_NAME", "GateMode", "ModelsExecution", "PreparedModels", "combined_exit", "folder_names"]
 
 
 # --- which models ------------------------------------------------------------------------------------------
@@ -105,9 +104,10 @@ def _resumed_models(matrix: MatrixSummary, options: RunOptions) -> list[str]:
 
 
 class PreparedModels:
-    """A suite checked once, and a `PreparedRun` per model (its agent endpoint resolved with that model): nothing
-    left to fail but the endpoints. Only the first model's preparation reads the whole dataset; the others take
-    its counts and the rows it kept (the rows, filters and shard are the same for every model)."""
+    """A suite checked once (by the caller, as `evals validate` would with the first model: `dispatch.prepare`),
+    and a `PreparedRun` per model (its agent endpoint resolved with that model): nothing left to fail but the
+    endpoints. Only the first model's preparation reads the whole dataset; the others take its counts and the
+    rows it kept (the rows, filters and shard are the same for every model)."""
 
     def __init__(self, suite: SuiteSpec, options: RunOptions, models: list[str]) -> None:
         _refuse_single_only(options)
@@ -178,17 +178,6 @@ def _judge_warnings(runs: dict[str, PreparedRun]) -> list[str]:
         return []
     return ["the judge differs from model to model (with no judge model set, each model judges itself): the "
             "judge scores are not comparable across models; set judge.model in the suite or --judge-model"]
-
-
-def prepare_models(suite: Path | SuiteSpec, options: RunOptions, models: list[str]) -> PreparedModels:
-    """Check the suite as `evals validate` would (with the first model), then prepare every model."""
-    if isinstance(suite, Path):
-        from evals_cli.runner.validate import checked_suite
-        from evals_cli.suite.loader import TargetOverride
-
-        override = TargetOverride(file=options.target_file, base_url=options.base_url, model=models[0])
-        suite = checked_suite(suite, override, options)
-    return PreparedModels(suite, options, models)
 
 
 def _refuse_single_only(options: RunOptions) -> None:
