@@ -116,7 +116,9 @@ async def execute_prepared(prepared: PreparedRun | PreparedSessions | PreparedMo
     from evals_cli.runner.models_matrix import PreparedModels, execute_models
 
     if isinstance(prepared, PreparedModels):
-        return await execute_models(prepared, on_result)
+        from evals_cli.runner.execution import Execution
+
+        return await execute_models(prepared, Execution, on_result)  # one Execution per model
     from evals_cli.sessions.runner import SessionsRun
 
     return await SessionsRun(prepared, on_result).run()  # the results of every run
