@@ -322,7 +322,9 @@ def _report_models(run_path: Path, html: Path | None) -> None:
     for warning in view.warnings:
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if html is not None:
-        write_matrix_html(view, html)
+        from evals_cli.exporters.html import write_run_html
+
+        write_matrix_html(view, html, write_run_html)
         console.print(f"html report: {html}", markup=False, highlight=False, soft_wrap=True)
 
 

@@ -154,8 +154,10 @@ def run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path | 
                   f"{resume_command(suite, outcome.output_dir, retry_errors=retry)}",
                   markup=False, highlight=False, soft_wrap=True)
     if html is not None:
+        from evals_cli.exporters.html import write_run_html
+
         try:
-            write_matrix_html(view, html)
+            write_matrix_html(view, html, write_run_html)
         except ConfigError as exc:  # the run is saved; only the report is not: keep the run's code unless it passed
             err.print(f"error: {exc.problems[0]}; the run is saved in {outcome.output_dir}", markup=False,
                       highlight=False, soft_wrap=True)
