@@ -22,7 +22,6 @@ from evals_cli.output.files import RESULTS_NAME, read_results
 MAX_RUNS_SHOWN = 3  # repeats of one sample shown per model on the page; the rest are counted
 
 
-
 class RunReportWriter(Protocol):
     """Writes the full report of the run saved in `folder` to `path` (`exporters.html.write_run_html`)."""
 
