@@ -322,7 +322,9 @@ def _report_models(run_path: Path, html: Path | None) -> None:
     for warning in view.warnings:
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if html is not None:
-        write_matrix_html(view, html)
+        from evals_cli.exporters.html import write_run_html
+
+        write_matrix_html(view, html, write_run_html)
         console.print(f"html report: {html}", markup=False, highlight=False, soft_wrap=True)
 
 
@@ -563,9 +565,10 @@ def view(
 ) -> None:
     """Serve the run history and every run's report on http://127.0.0.1:PORT/ until Ctrl-C; a run in flight
     reloads itself."""
+    from evals_cli.history import pages
     from evals_cli.history.server import HistoryServer
 
-    server = HistoryServer(folder, port)
+    server = HistoryServer(folder, port, pages=pages)
     print(f"serving the runs under {folder} at {server.url} (Ctrl-C stops)", flush=True)
     server.serve_until_interrupted()
     print("stopped", flush=True)

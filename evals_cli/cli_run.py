@@ -113,6 +113,7 @@ def run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path | 
     from evals_cli.matrix_report import write_matrix_html
     from evals_cli.models.results import SampleResult
     from evals_cli.report import load_matrix
+    from evals_cli.runner.execution import Execution
     from evals_cli.runner.models_matrix import ModelsExecution
     from evals_cli.shutdown import settle_heap
 
@@ -122,7 +123,7 @@ def run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path | 
         err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     graders = list(next(iter(prepared.runs.values())).graders)
     state = RunState(graders, total_expected=prepared.expected, repeats=next(iter(prepared.runs.values())).repeats)
-    execution = ModelsExecution(prepared)
+    execution = ModelsExecution(prepared, Execution)
     live = LiveProgress(console, state, enabled=not quiet, in_flight=execution.in_flight,
                         resumed=lambda: execution.resumed, err=err)
 
@@ -153,8 +154,10 @@ def run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path | 
                   f"{resume_command(suite, outcome.output_dir, retry_errors=retry)}",
                   markup=False, highlight=False, soft_wrap=True)
     if html is not None:
+        from evals_cli.exporters.html import write_run_html
+
         try:
-            write_matrix_html(view, html)
+            write_matrix_html(view, html, write_run_html)
         except ConfigError as exc:  # the run is saved; only the report is not: keep the run's code unless it passed
             err.print(f"error: {exc.problems[0]}; the run is saved in {outcome.output_dir}", markup=False,
                       highlight=False, soft_wrap=True)

@@ -1,11 +1,16 @@
 """`evals report` of a run over several models: the HTML page of the side-by-side view that `report.load_matrix`
 reads back from each model's own folder (with the same honesty rules as a single run: an incomplete model shows no
-verdict; the verdicts are recomputed from the folders, never read from matrix.json alone)."""
+verdict; the verdicts are recomputed from the folders, never read from matrix.json alone).
+
+Each model's full report beside the page is written by the writer the command hands over
+(`exporters.html.write_run_html`): this page links to a single run's report without depending on how it is drawn.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from evals_cli.display.matrix import MatrixView, ModelColumn, SampleMarks, gate_word, metric_rows, passed_by
 from evals_cli.display.state import reasons_for
@@ -15,6 +20,12 @@ from evals_cli.models.results import MatrixSummary, SampleResult
 from evals_cli.output.files import RESULTS_NAME, read_results
 
 MAX_RUNS_SHOWN = 3  # repeats of one sample shown per model on the page; the rest are counted
+
+
+class RunReportWriter(Protocol):
+    """Writes the full report of the run saved in `folder` to `path` (`exporters.html.write_run_html`)."""
+
+    def __call__(self, folder: Path, path: Path, *, title: str) -> Path: ...
 
 
 @dataclass
@@ -166,12 +177,9 @@ def model_report_path(path: Path, column: ModelColumn) -> Path:
     return path.with_name(f"{path.stem}-{column.folder}{path.suffix or '.html'}")
 
 
-def write_matrix_html(view: MatrixView, path: Path) -> list[Path]:
-    """The side-by-side page at `path`, and beside it each model's full report (the one `evals report
-    RUN/MODEL --html` writes), linked from the page; every file self-contained. Returns the files written."""
-    from evals_cli.exporters.html import write_html
-    from evals_cli.report import load_run
-
+def write_matrix_html(view: MatrixView, path: Path, write_report: RunReportWriter) -> list[Path]:
+    """The side-by-side page at `path`, and beside it each model's full report (`write_report`: the one `evals
+    report RUN/MODEL --html` writes), linked from the page; every file self-contained. Returns the files written."""
     written = []
     links: dict[str, str] = {}
     try:
@@ -181,10 +189,8 @@ def write_matrix_html(view: MatrixView, path: Path) -> list[Path]:
             folder = (view.top or Path(".")) / column.folder
             if view.top is None or not (folder / RESULTS_NAME).is_file():
                 continue
-            _, summary, notes = load_run(folder)
             target = model_report_path(path, column)
-            write_html(read_results(folder), summary, target, title=f"{view.matrix.suite} · {column.model}",
-                       notes=notes, run_dir=folder)
+            write_report(folder, target, title=f"{view.matrix.suite} · {column.model}")
             links[column.folder] = target.name
             written.append(target)
         path.write_text(matrix_html(view, links), encoding="utf-8")
@@ -193,4 +199,5 @@ def write_matrix_html(view: MatrixView, path: Path) -> list[Path]:
     return [path, *written]
 
 
-__all__ = ["MatrixSummary", "matrix_html", "matrix_page", "model_report_path", "write_matrix_html"]
+__all__ = ["MatrixSummary", "RunReportWriter", "matrix_html", "matrix_page", "model_report_path",
+           "write_matrix_html"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from evals_cli.history import scan_runs, trends
+from evals_cli.history import pages, scan_runs, trends
 from evals_cli.history.server import HistoryServer
 from tests.helpers import ROOT, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, text
@@ -125,7 +125,7 @@ def _get(url: str) -> tuple[int, str, dict[str, str]]:
 
 
 def test_the_viewer_serves_the_history_and_every_report(results: Path) -> None:
-    server = HistoryServer(results, 0).start()
+    server = HistoryServer(results, 0, pages=pages).start()
     try:
         assert server.url.startswith("http://127.0.0.1:")
         status, page, headers = _get(server.url)
@@ -178,7 +178,7 @@ def test_evals_view_serves_until_ctrl_c(results: Path) -> None:
 
 
 def test_a_port_in_use_is_a_usage_error(results: Path) -> None:
-    busy = HistoryServer(results, 0)
+    busy = HistoryServer(results, 0, pages=pages)
     try:
         port = busy.url.rsplit(":", 1)[1].strip("/")
         result = run_cli("view", str(results), "--port", port)
@@ -216,7 +216,7 @@ def test_the_viewer_serves_nothing_outside_its_folder_nor_to_another_host(result
     matrix = json.loads(matrix_path.read_text(encoding="utf-8"))
     matrix["models"][0]["folder"] = "../../../outside"
     matrix_path.write_text(json.dumps(matrix), encoding="utf-8")
-    server = HistoryServer(results, 0).start()
+    server = HistoryServer(results, 0, pages=pages).start()
     try:
         host, port = server.url.split("//")[1].rstrip("/").split(":")
         for path, headers, expected in [("/run/nested/m/../../../outside/", {}, 404),

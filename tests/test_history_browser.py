@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from evals_cli.history import pages
 from evals_cli.history.server import HistoryServer
 from tests.run_factory import make_result, make_summary, write_run
 from tests.test_html_browser import CHROMIUM, Browser
@@ -28,7 +29,7 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         summary.exit_code = 0 if all(scores) else 1
         write_run(root / f"nightly-{name}", results, summary)
     write_run(root / "nightly-now", [make_result("s0", {"answer": 1.0})], None)
-    server = HistoryServer(root, 0).start()
+    server = HistoryServer(root, 0, pages=pages).start()
     try:
         yield server.url
     finally:

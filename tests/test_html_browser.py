@@ -385,6 +385,7 @@ def test_at_390_px_every_reason_is_on_screen(window: Browser, simulated: Path) -
 
 
 def test_the_sessions_and_models_pages_follow_the_window(window: Browser, tmp_path: Path) -> None:
+    from evals_cli.exporters.html import write_run_html
     from evals_cli.matrix_report import write_matrix_html
     from evals_cli.report import load_matrix
     from evals_cli.sessions.cli import analyze_command
@@ -397,7 +398,7 @@ def test_the_sessions_and_models_pages_follow_the_window(window: Browser, tmp_pa
     run_cli("run", str(ROOT / "suites" / "demo.yaml"), "--replay", str(ROOT / "suites" / "demo.recording.jsonl"),
             "-o", str(models), "--model", "qwen2.5-coder-1.5b-instruct", "--model", "unrecorded")
     page = tmp_path / "models.html"
-    write_matrix_html(load_matrix(models), page)
+    write_matrix_html(load_matrix(models), page, write_run_html)
     answers = "#sample-1 .model-answer"
     for width in (1400, 390):
         at_width(window, width)

@@ -332,10 +332,20 @@ def write_html(results: Iterable[SampleResult], summary: RunSummary, path: Path 
     return out
 
 
+def write_run_html(folder: Path, path: Path | str, *, title: str | None = None) -> Path:
+    """Write the report of the run saved in `folder`, read back as `evals report` reads it (a killed run's summary
+    rebuilt, its warnings shown at the top), and return its path."""
+    from evals_cli.output.files import read_results
+    from evals_cli.report import load_run
+
+    _, summary, notes = load_run(folder)
+    return write_html(read_results(folder), summary, path, title=title, notes=notes, run_dir=folder)
+
+
 @EXPORTERS.register("html")
 def export_html(run: FinishedRun, path: Path) -> Path:
     """`--export html=PATH`: the report `evals report --html` writes, straight after the run."""
     return write_html(run.results(), run.summary, path, run_dir=run.run_dir)
 
 
-__all__ = ["export_html", "render_html", "write_html"]
+__all__ = ["export_html", "render_html", "write_html", "write_run_html"]

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+from evals_cli.history.entries import RunEntry, Trend
 from evals_cli.history.render import RUN_COLUMNS, TREND_COLUMNS, run_cells, trend_cells
-from evals_cli.history.runs import RunEntry, Trend
 
 REFRESH_S = 5
 

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from evals_cli.history.runs import RunEntry, Trend, sparkline
+from evals_cli.history.entries import RunEntry, Trend, sparkline
 
 GATE_STYLES = {"PASSED": "bold green", "FAILED": "bold red", "running": "cyan"}
 

@@ -1,4 +1,4 @@
-"""The runs under a results folder, read from what each run left on disk, and each suite's trend over them.
+"""The runs under a results folder, each read into a `RunEntry` (entries.py) from what it left on disk.
 
 A run is a folder holding `run.json`, `results.jsonl` or `summary.json` (an `evals run`, `evals merge`,
 `evals analyze`), or `matrix.json` (a run over several models, whose model subfolders belong to it). Every field
@@ -11,106 +11,22 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 from pydantic import ValidationError
 
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED, ConfigError
+from evals_cli.history.entries import GateWord, ModelLine, RunEntry, Status
 from evals_cli.models.results import Coverage
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME
 from evals_cli.output.manifest import MANIFEST_NAME, MATRIX_NAME, read_manifest, read_matrix
-
-RunKind = Literal["run", "models", "sessions"]
-Status = Literal["completed", "aborted", "interrupted", "running", "stopped"]
-GateWord = Literal["PASSED", "FAILED", "not evaluated", "running", "stopped"]
 
 RUNNING_WINDOW_S = 30 * 60
 """A run without summary.json whose files changed this recently is taken to be in flight (a results line is
 written per finished sample); older, it was stopped before its end (killed, or the machine went down)."""
 MAX_DEPTH = 6
 _MARKERS = (MANIFEST_NAME, RESULTS_NAME, SUMMARY_NAME)
-
-
-@dataclass
-class ModelLine:
-    """One model of a run over several models, as the history shows it."""
-
-    model: str
-    folder: str
-    pass_rate: float | None
-    passed: int
-    graded: int
-    gate: GateWord
-    cost: float | None
-    endpoint: str | None = None
-
-
-@dataclass
-class RunEntry:
-    """One run, as its folder tells it. `rel` (the folder relative to the results folder, with `/`) names it in
-    the history and in the viewer's addresses."""
-
-    path: Path
-    rel: str
-    kind: RunKind
-    suite: str
-    started: datetime
-    status: Status
-    gate: GateWord
-    models: list[str] = field(default_factory=list)
-    passed: int = 0
-    failed: int = 0
-    errored: int = 0
-    total: int = 0
-    cost: float | None = None
-    exit_code: int | None = None
-    detail: str = ""
-    per_model: list[ModelLine] = field(default_factory=list)
-    subset: str = ""  # which samples, when not the whole dataset ("-n 3", "tags: smoke"): trends keep them apart
-
-    @property
-    def pass_rate(self) -> float | None:
-        """Passed of the samples graded; errored samples are counted apart, never as failures."""
-        graded = self.passed + self.failed
-        return self.passed / graded if graded else None
-
-    @property
-    def in_flight(self) -> bool:
-        return self.status == "running"
-
-    def as_json(self) -> dict[str, object]:
-        return {"run": self.rel, "kind": self.kind, "suite": self.suite, "started_at": self.started.isoformat(),
-                "status": self.status, "gate": self.gate, "exit_code": self.exit_code, "models": self.models,
-                "pass_rate": self.pass_rate, "passed": self.passed, "failed": self.failed, "errored": self.errored,
-                "total": self.total, "cost": self.cost, "detail": self.detail, "subset": self.subset,
-                "per_model": [vars(m) for m in self.per_model]}
-
-
-@dataclass
-class TrendPoint:
-    run: str
-    started: datetime
-    pass_rate: float
-    gate: GateWord
-
-
-@dataclass
-class Trend:
-    """A suite's pass rate over its last completed runs, oldest first (per model: a model's runs are its own)."""
-
-    suite: str
-    model: str
-    runs: int
-    points: list[TrendPoint]
-    subset: str = ""
-
-    @property
-    def change(self) -> float | None:
-        """The last pass rate minus the one before it (None with one run)."""
-        return self.points[-1].pass_rate - self.points[-2].pass_rate if len(self.points) > 1 else None
 
 
 # --- finding runs ------------------------------------------------------------------------------------------
@@ -340,38 +256,3 @@ def _sessions_run(folder: Path, rel: str) -> RunEntry:
               f"{count} sessions so far, no summary yet")
     return RunEntry(folder, rel, "sessions", folder.name, _file_time(folder, _MARKERS), status,
                     _gate_word(None, status), total=count, detail=detail)
-
-
-# --- trends ------------------------------------------------------------------------------------------------
-
-
-def trends(entries: list[RunEntry], last: int = 8) -> list[Trend]:
-    """Per suite (and model, and sample selection), the pass rate of its last `last` completed runs, oldest first.
-    Runs in flight, stopped or aborted are left out (their pass rate is over the samples that happened to finish),
-    and a run over part of the dataset (-n, --tag, --sample-id, --shard) is a series of its own: a trend must
-    compare like with like."""
-    series: dict[tuple[str, str, str], list[TrendPoint]] = {}
-    for entry in sorted(entries, key=lambda e: (e.started, e.rel)):
-        if entry.status != "completed":
-            continue
-        if entry.kind == "models":
-            for line in entry.per_model:
-                if line.pass_rate is not None and line.gate in ("PASSED", "FAILED"):
-                    series.setdefault((entry.suite, line.model, entry.subset), []).append(
-                        TrendPoint(f"{entry.rel}/{line.folder}", entry.started, line.pass_rate, line.gate))
-        elif entry.kind == "run" and entry.pass_rate is not None and entry.gate in ("PASSED", "FAILED"):
-            model = entry.models[0] if entry.models else ""
-            series.setdefault((entry.suite, model, entry.subset), []).append(
-                TrendPoint(entry.rel, entry.started, entry.pass_rate, entry.gate))
-    found = [Trend(suite, model, len(points), points[-last:], subset)
-             for (suite, model, subset), points in series.items()]
-    return sorted(found, key=lambda t: (t.suite, t.model, t.subset))
-
-
-SPARKS = "▁▂▃▄▅▆▇█"
-
-
-def sparkline(values: list[float]) -> str:
-    """Pass rates (0..1) as block characters: the level is the rate itself, not scaled to the series, so 90%
-    → 95% does not look like a leap."""
-    return "".join(SPARKS[min(int(v * len(SPARKS)), len(SPARKS) - 1)] for v in values)

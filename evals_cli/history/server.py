@@ -3,6 +3,10 @@
 The standard library's http.server on 127.0.0.1 (nothing to install; nobody else on the network can read the
 runs). Every request scans the folder again, so a run that starts or ends shows at the next reload, and a page
 of a run in flight reloads itself. Only runs the scan finds are served: an address never becomes a path.
+
+The pages themselves (pages.py: the history page, and each run's report by the renderers of `evals report
+--html`) are handed over by `evals view`: serving a folder on this machine does not depend on how a report is
+drawn.
 """
 
 from __future__ import annotations
@@ -12,13 +16,23 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from evals_cli.errors import ConfigError
-from evals_cli.history.runs import RunEntry, read_run, scan_runs, trends
+from evals_cli.history.entries import RunEntry, Trend, trends
+from evals_cli.history.runs import read_run, scan_runs
 
 HOST = "127.0.0.1"
+
+
+class Pages(Protocol):
+    """What the viewer serves (the module `evals_cli.history.pages` is one): the history of the folder, and the
+    report of one run the scan found."""
+
+    def history_page(self, entries: list[RunEntry], found: list[Trend], root: str) -> str: ...
+
+    def run_page(self, entry: RunEntry, folder: Path, rel: str) -> str: ...
 
 
 def _lookup(root: Path, rel: str) -> RunEntry | None:
@@ -35,14 +49,14 @@ def _lookup(root: Path, rel: str) -> RunEntry | None:
 
 
 class HistoryServer:
-    """Serves `root` on 127.0.0.1:`port` (0: a free port; `url` says which). `serve_forever()` until
+    """Serves `root`'s `pages` on 127.0.0.1:`port` (0: a free port; `url` says which). `serve_forever()` until
     `shutdown()` (from another thread) or Ctrl-C (`serve_until_interrupted`)."""
 
-    def __init__(self, root: Path, port: int = 0) -> None:
+    def __init__(self, root: Path, port: int = 0, *, pages: Pages) -> None:
         if not root.is_dir():
             raise ConfigError(f"{root}: no such folder; give the folder your runs are written to (default: results)")
         self.root = root
-        handler = _handler(root)
+        handler = _handler(root, pages)
         try:
             self.httpd = _Server((HOST, port), handler)
         except OSError as exc:
@@ -81,7 +95,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def _handler(root: Path) -> type[BaseHTTPRequestHandler]:
+def _handler(root: Path, pages: Pages) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "evals-view"
 
@@ -102,10 +116,8 @@ def _handler(root: Path) -> type[BaseHTTPRequestHandler]:
             path = unquote(urlsplit(self.path).path)
             try:
                 if path in ("/", "/index.html"):
-                    from evals_cli.history.pages import history_page
-
                     entries = scan_runs(root)
-                    self._send(200, history_page(entries, trends(entries), str(root)))
+                    self._send(200, pages.history_page(entries, trends(entries), str(root)))
                 elif path == "/runs.json":
                     entries = scan_runs(root)
                     self._send(200, json.dumps([e.as_json() for e in entries], indent=2), "application/json")
@@ -118,13 +130,11 @@ def _handler(root: Path) -> type[BaseHTTPRequestHandler]:
                                 f"{_esc(str(exc))}</p><p><a href='/'>all runs</a></p>")
 
         def _run(self, rel: str) -> None:
-            from evals_cli.history.pages import run_page
-
             entry = _lookup(root, rel or ".")
             if entry is None:
                 self._send(404, _not_found(f"/run/{rel}/"))
                 return
-            self._send(200, run_page(entry, entry.path, entry.rel))
+            self._send(200, pages.run_page(entry, entry.path, entry.rel))
 
         def _send(self, status: int, body: str, kind: str = "text/html; charset=utf-8") -> None:
             data = body.encode("utf-8")

@@ -62,14 +62,15 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
             return _sessions(load_sessions_suite(suite), options)
         options = resumed_options(options)  # before --target, --base-url and the models are read
         models = models_matrix.models_for_file(Path(suite), options)
-        if models is not None and len(models) > 1:
-            return models_matrix.prepare_models(Path(suite), options, models)
-        if models is not None:
-            options = options.model_copy(update={"model": models[0], "models": None})
-        from evals_cli.runner.validate import checked_run
+        from evals_cli.runner.validate import checked_run, checked_suite
         from evals_cli.suite.loader import TargetOverride
 
         # every check `evals validate` makes, the same way: a run never starts on a problem validate would report
+        if models is not None and len(models) > 1:  # checked with the first model, then every model prepared
+            override = TargetOverride(file=options.target_file, base_url=options.base_url, model=models[0])
+            return models_matrix.PreparedModels(checked_suite(Path(suite), override, options), options, models)
+        if models is not None:
+            options = options.model_copy(update={"model": models[0], "models": None})
         override = TargetOverride(file=options.target_file, base_url=options.base_url, model=options.model)
         return checked_run(Path(suite), override, options)
     from evals_cli.sessions.suite import SessionsSuiteSpec  # here: a suite file of live agents never needs it
@@ -86,7 +87,7 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
                           "load it with load_suite(path, TargetOverride(file=...))")
     models = models_matrix.models_for_spec(suite, options)
     if models is not None and len(models) > 1:
-        return models_matrix.prepare_models(suite, options, models)
+        return models_matrix.PreparedModels(suite, options, models)
     if models is not None:
         options = options.model_copy(update={"model": models[0], "models": None})
     return PreparedRun(suite, options)
@@ -115,7 +116,9 @@ async def execute_prepared(prepared: PreparedRun | PreparedSessions | PreparedMo
     from evals_cli.runner.models_matrix import PreparedModels, execute_models
 
     if isinstance(prepared, PreparedModels):
-        return await execute_models(prepared, on_result)
+        from evals_cli.runner.execution import Execution
+
+        return await execute_models(prepared, Execution, on_result)  # one Execution per model
     from evals_cli.sessions.runner import SessionsRun
 
     return await SessionsRun(prepared, on_result).run()  # the results of every run

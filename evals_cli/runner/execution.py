@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +34,7 @@ from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, de
 from evals_cli.output.manifest import Manifest, folder_error, write_manifest
 from evals_cli.output.summary import Accumulator
 from evals_cli.run_options import ResultCallback, RunOutcome
+from evals_cli.runner.interrupts import interrupts_to
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.runner.resume import load_for_resume
 from evals_cli.runner.suite_fingerprint import fingerprint
@@ -454,25 +455,6 @@ def _verdicts_asked(grade: Grade) -> int:
     if isinstance(per_turn, list) and per_turn:
         return sum(max(len(call.get("verdicts") or []), 1) for call in per_turn if isinstance(call, dict))
     return max(len(grade.metadata.get("verdicts") or []), 1)
-
-
-@contextlib.contextmanager
-def interrupts_to(handler: Callable[[signal.Signals], None]) -> Iterator[None]:
-    """SIGINT and SIGTERM go to `handler` while the block runs (one run, or every model's run at once); where the
-    loop cannot take signal handlers (not the main thread), nothing is installed."""
-    loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, handler, sig)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal
-            pass
-    try:
-        yield
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
 
 
 def _refuse_earlier_run(directory: Path) -> None:

@@ -8,6 +8,11 @@ and spend cap, the gate, the exit code, the summary) then holds per model unchan
 of samples in flight across all models (the suite's or -c concurrency), one signal handler (Ctrl-C stops every
 model), and one `--record` file (requests carry their model's name, so the models' calls never share a key).
 
+The matrix does not build a model's run itself: whoever starts it (`dispatch.execute_prepared`, cli_run.py's
+progress view) hands it the maker of one run (`Execution`), and it asks of each run only what `OneModelRun`
+names. How one model's samples are run (targets, graders, episodes) stays out of this module, which knows only
+what the models' runs share, where each one's folder is, and how their verdicts combine.
+
 The combined exit code: 130 when any model was interrupted; with `--gate all` (the default) 0 only when every
 model passed its gate, 3 when any model is incomplete (its endpoint failed, too many errors: no verdict can say
 "all passed"), else 1; with `--gate any` 0 when at least one model passed, else 3 when any is incomplete, else 1.
@@ -19,13 +24,13 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from evals_cli.concurrency import each
+from evals_cli.concurrency import Workers, each
 from evals_cli.endpoints.resolve import DEFAULT_URL
 from evals_cli.endpoints.secrets import MASK, Redactor, mask_url
 from evals_cli.errors import EXIT_INTERRUPTED, ConfigError
@@ -41,16 +46,13 @@ from evals_cli.output.manifest import (
     write_matrix,
 )
 from evals_cli.output.summary import GateMode, combined_exit, combined_verdict
-from evals_cli.run_options import ModelsOutcome, RunOptions, RunOutcome
+from evals_cli.run_options import ModelsOutcome, ResultCallback, RunOptions, RunOutcome
+from evals_cli.runner.interrupts import interrupts_to
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.suite.spec import SuiteSpec
 
-if TYPE_CHECKING:
-    from evals_cli.runner.execution import Execution, InFlight
-
 ModelResultCallback = Callable[[str, SampleResult], None]
-__all__ = ["MATRIX_NAME", "GateMode", "ModelsExecution", "PreparedModels", "combined_exit", "folder_names",
-           "prepare_models"]
+__all__ = ["MATRIX_NAME", "GateMode", "ModelsExecution", "PreparedModels", "combined_exit", "folder_names"]
 
 
 # --- which models ------------------------------------------------------------------------------------------
@@ -105,9 +107,10 @@ def _resumed_models(matrix: MatrixSummary, options: RunOptions) -> list[str]:
 
 
 class PreparedModels:
-    """A suite checked once, and a `PreparedRun` per model (its agent endpoint resolved with that model): nothing
-    left to fail but the endpoints. Only the first model's preparation reads the whole dataset; the others take
-    its counts and the rows it kept (the rows, filters and shard are the same for every model)."""
+    """A suite checked once (by the caller, as `evals validate` would with the first model: `dispatch.prepare`),
+    and a `PreparedRun` per model (its agent endpoint resolved with that model): nothing left to fail but the
+    endpoints. Only the first model's preparation reads the whole dataset; the others take its counts and the
+    rows it kept (the rows, filters and shard are the same for every model)."""
 
     def __init__(self, suite: SuiteSpec, options: RunOptions, models: list[str]) -> None:
         _refuse_single_only(options)
@@ -180,17 +183,6 @@ def _judge_warnings(runs: dict[str, PreparedRun]) -> list[str]:
             "judge scores are not comparable across models; set judge.model in the suite or --judge-model"]
 
 
-def prepare_models(suite: Path | SuiteSpec, options: RunOptions, models: list[str]) -> PreparedModels:
-    """Check the suite as `evals validate` would (with the first model), then prepare every model."""
-    if isinstance(suite, Path):
-        from evals_cli.runner.validate import checked_suite
-        from evals_cli.suite.loader import TargetOverride
-
-        override = TargetOverride(file=options.target_file, base_url=options.base_url, model=models[0])
-        suite = checked_suite(suite, override, options)
-    return PreparedModels(suite, options, models)
-
-
 def _refuse_single_only(options: RunOptions) -> None:
     if options.rerun_failed is not None:
         raise ConfigError("--rerun-failed with several models: not supported yet; rerun the failed samples of one "
@@ -198,6 +190,34 @@ def _refuse_single_only(options: RunOptions) -> None:
 
 
 # --- the run -----------------------------------------------------------------------------------------------
+
+
+class Flight(Protocol):
+    """A sample in flight in one model's run."""
+
+    sample_id: str
+    repeat: int
+    started: float
+    where: str
+
+
+class OneModelRun(Protocol):
+    """What the matrix asks of one model's run (an `Execution`): its samples share the matrix's limit
+    (`workers.slots`), the matrix takes the signals (`handle_signals` off) and passes each on (`interrupt`)."""
+
+    resumed: int
+    handle_signals: bool
+    workers: Workers[Any]
+
+    def in_flight(self) -> Sequence[Flight]: ...
+
+    def interrupt(self, sig: signal.Signals) -> None: ...
+
+    async def run(self) -> RunOutcome[RunSummary]: ...
+
+
+RunMaker = Callable[[PreparedRun, ResultCallback | None], OneModelRun]
+"""Makes one model's run from its preparation and what hears its results (`Execution`)."""
 
 
 @dataclass
@@ -211,13 +231,11 @@ class ModelFlight:
 
 
 class ModelsExecution:
-    """Every model's run at once, within one limit of samples in flight; `on_result(model, result)` hears each
-    result as it is written."""
+    """Every model's run at once (each made by `make_run`), within one limit of samples in flight;
+    `on_result(model, result)` hears each result as it is written."""
 
-    def __init__(self, prepared: PreparedModels, on_result: ModelResultCallback | None = None,
+    def __init__(self, prepared: PreparedModels, make_run: RunMaker, on_result: ModelResultCallback | None = None,
                  on_interrupt: Callable[[int, int], None] | None = None) -> None:
-        from evals_cli.runner.execution import Execution
-
         self.p = prepared
         self.on_result = on_result
         self.on_interrupt = on_interrupt
@@ -238,13 +256,13 @@ class ModelsExecution:
                 self.top = default_output_dir(prepared.suite.name)
             except OSError as exc:
                 raise folder_error(Path("results"), exc, "the default output folder") from None
-        self.executions: dict[str, Execution] = {}
+        self.executions: dict[str, OneModelRun] = {}
         for model, run in prepared.runs.items():
             sub = self.top / prepared.folders[model]
             resuming = options.resume is not None and (sub / MANIFEST_NAME).is_file()
             run.options = run.options.model_copy(update={"resume": sub if resuming else None,
                                                          "output": None if resuming else sub})
-            execution = Execution(run, self._hear(model))
+            execution = make_run(run, self._hear(model))
             execution.handle_signals = False
             self.executions[model] = execution
         self.interrupts = 0
@@ -259,9 +277,9 @@ class ModelsExecution:
     def resumed(self) -> int:
         return sum(e.resumed for e in self.executions.values())
 
-    def in_flight(self) -> list[InFlight | ModelFlight]:
+    def in_flight(self) -> list[ModelFlight]:
         """Every model's samples in flight, each named `model / sample`, oldest first."""
-        shown: list[InFlight | ModelFlight] = []
+        shown: list[ModelFlight] = []
         for model, execution in self.executions.items():
             shown += [ModelFlight(f"{model} / {e.sample_id}", e.repeat, e.started, e.where)
                       for e in execution.in_flight()]
@@ -301,11 +319,9 @@ class ModelsExecution:
         slots = asyncio.Semaphore(self.p.concurrency)
         for execution in self.executions.values():
             execution.workers.slots = slots
-        from evals_cli.runner.execution import interrupts_to
-
         outcomes: dict[str, RunOutcome[RunSummary]] = {}
 
-        async def run_one(item: tuple[str, Execution]) -> None:
+        async def run_one(item: tuple[str, OneModelRun]) -> None:
             model, execution = item
             outcomes[model] = await execution.run()
 
@@ -332,13 +348,14 @@ class ModelsExecution:
 
 
 
-async def execute_models(prepared: PreparedModels, on_result: Callable[[Any], None] | None = None) -> ModelsOutcome:
-    """Run every model to the end; `on_result` hears every model's results (see `ModelsExecution` for which
-    model each is)."""
+async def execute_models(prepared: PreparedModels, make_run: RunMaker,
+                         on_result: Callable[[Any], None] | None = None) -> ModelsOutcome:
+    """Run every model to the end, each run made by `make_run`; `on_result` hears every model's results (see
+    `ModelsExecution` for which model each is)."""
     hear: ModelResultCallback | None = None
     if on_result is not None:
         callback = on_result
 
         def hear(model: str, result: SampleResult) -> None:
             callback(result)
-    return await ModelsExecution(prepared, hear).run()
+    return await ModelsExecution(prepared, make_run, hear).run()
