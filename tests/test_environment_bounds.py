@@ -19,11 +19,10 @@ from evals_cli.environment.excerpts import (
     StateBudget,
     common_prefix,
     common_suffix,
-    replayed_after,
     store_changes,
     store_effect,
 )
-from evals_cli.environment.world import World
+from evals_cli.environment.world import World, replayed_after
 from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.trajectory import Effect, StateChange, ToolCall
 from evals_cli.text_caps import MAX_LINE_BYTES
