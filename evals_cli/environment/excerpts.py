@@ -188,7 +188,8 @@ def store_effect(effect: Effect, budget: StateBudget) -> Effect:
 
 def store_changes(changes: list[StateChange] | None, budget: StateBudget | None = None) -> None:
     """A trajectory's final state changes as they are to be stored, in place (changes already cut are left as
-    they are): called as its results line is written, after the graders have read the whole values."""
+    they are): called by whoever hands the result to the results writer (the run, `evals merge`), after the
+    graders have read the whole values."""
     budget = budget or StateBudget()
     for change in changes or []:
         if change.cut is not None:
