@@ -471,6 +471,7 @@ def merge(
     """Join the result folders of `evals run --shard K/N` jobs into one run, one summary, one gate verdict."""
     from evals_cli.display.console import make_console
     from evals_cli.display.table import render_run
+    from evals_cli.environment.excerpts import store_changes
     from evals_cli.output.merge import merge_runs
     from evals_cli.report import load_run
 
@@ -482,7 +483,7 @@ def merge(
             raise ConfigError("--export, --junit and --task-results with several models: not supported; export "
                               "each model's merged folder (evals report OUT/MODEL --html F)")
         raise typer.Exit(_merge_models(runs, output, max_error_rate))
-    summary, warnings = merge_runs(runs, output, max_error_rate)
+    summary, warnings = merge_runs(runs, output, max_error_rate, store_changes=store_changes)
     state, _, _ = load_run(output)
     console = make_console()
     console.print(render_run(state, summary, output), crop=False)
@@ -502,10 +503,11 @@ def merge(
 def _merge_models(runs: list[Path], output: Path, max_error_rate: float) -> int:
     from evals_cli.display.console import make_console
     from evals_cli.display.matrix import render_matrix
+    from evals_cli.environment.excerpts import store_changes
     from evals_cli.output.merge import merge_model_runs
     from evals_cli.report import load_matrix
 
-    matrix, warnings = merge_model_runs(runs, output, max_error_rate)
+    matrix, warnings = merge_model_runs(runs, output, max_error_rate, store_changes=store_changes)
     console = make_console()
     console.print(render_matrix(load_matrix(output), str(output)))
     console.print(f"merged {len(runs)} runs into {output}", markup=False, highlight=False, soft_wrap=True)

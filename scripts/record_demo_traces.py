@@ -41,7 +41,7 @@ def main() -> int:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from evals_cli.endpoints.recording import body_key
+    from evals_cli.endpoints.keys import body_key
     from evals_cli.endpoints.replay import Recording
     from evals_cli.endpoints.secrets import Redactor
     from evals_cli.run_options import RunOptions

@@ -19,11 +19,10 @@ from evals_cli.environment.excerpts import (
     StateBudget,
     common_prefix,
     common_suffix,
-    replayed_after,
     store_changes,
     store_effect,
 )
-from evals_cli.environment.world import World
+from evals_cli.environment.world import World, replayed_after
 from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.trajectory import Effect, StateChange, ToolCall
 from evals_cli.text_caps import MAX_LINE_BYTES
@@ -137,6 +136,25 @@ def test_a_results_file_read_back_cannot_pass_an_excerpt_off_as_the_world() -> N
                                                                before="x", after=big), StateBudget()).model_dump_json())
     with pytest.raises(ValueError, match="stored cut"):
         World(EnvironmentSpec(files={"a.txt": "x"})).replay(ToolCall(name="w", effect=read_back))
+
+
+def test_merge_stores_the_final_state_changes_as_a_run_does(tmp_path: Path, server: ScriptedServer) -> None:
+    """A shard whose changes were stored whole (by an evals older than the excerpts) is written by `evals merge`
+    as a run writes its results now: the run hands results to the writer stored, and so does merge."""
+    server.script = agent_script({"log": [call("append", {"path": "log.txt", "content": "hi"}), text("done")]})
+    rows = [{"id": "log", "input": "log it", "ground_truth": "done"}]
+    suite = write_suite(tmp_path, rows, base_url=server.url, tools=APPEND,
+                        environment={"files": {"README.md": "# demo"}, "records": {"settings": []}})
+    shard = tmp_path / "shard"
+    assert run_cli("run", str(suite), "-o", str(shard)).returncode in (0, 1)
+    [line] = read_jsonl(shard / "results.jsonl")
+    big = "line\n" * 10_000
+    line["trajectory"]["state_changes"] = [{"kind": "file", "target": "log.txt", "before": None, "after": big}]
+    (shard / "results.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    merged = run_cli("merge", str(shard), "-o", str(tmp_path / "merged"))
+    assert merged.returncode in (0, 1), merged.stderr
+    [change] = read_jsonl(tmp_path / "merged" / "results.jsonl")[0]["trajectory"]["state_changes"]
+    assert change["cut"]["after_chars"] == len(big) and len(change["after"]) <= MAX_CHANGE_CHARS
 
 
 @pytest.mark.parametrize("raw", ['{"path": "n.txt", "content": NaN}', '{"path": "n.txt", "content": Infinity}',

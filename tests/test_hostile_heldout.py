@@ -297,8 +297,9 @@ def test_patterns_whose_compilation_never_ends_are_refused_at_once(pattern: str)
     """The match had a time bound; compiling did not: `regex` unrolls counted repeats, and nested ones never
     finish compiling (the first took > 30 s at 100^4). A child with a wall-clock limit, since a regression
     would hang the worker."""
-    code = ("import sys\nfrom evals_cli import safe_regex\n"
-            "try:\n    safe_regex.compile(sys.argv[1])\nexcept safe_regex.RegexError as exc:\n    print('REFUSED', exc)\n")
+    code = ("import sys\nfrom evals_cli import regex_patterns\n"
+            "try:\n    regex_patterns.compile(sys.argv[1])\nexcept regex_patterns.RegexError as exc:\n"
+            "    print('REFUSED', exc)\n")
     done = subprocess.run([sys.executable, "-c", code, pattern], capture_output=True, text=True, timeout=20)
     assert "REFUSED" in done.stdout and "expand past" in done.stdout, done.stdout + done.stderr
 
@@ -306,9 +307,9 @@ def test_patterns_whose_compilation_never_ends_are_refused_at_once(pattern: str)
 @pytest.mark.parametrize("pattern", [r"^\d{3}-\d{4}$", r"(?:[a-z0-9-]{1,63}\.){1,127}[a-z]{2,63}", r"\p{L}{2}-\d{4}",
                                      "^(a+)+$", "(?i)hello"])
 def test_ordinary_patterns_still_compile(pattern: str) -> None:
-    from evals_cli import safe_regex
+    from evals_cli import regex_patterns
 
-    assert safe_regex.compile(pattern) is not None
+    assert regex_patterns.compile(pattern) is not None
 
 
 @pytest.mark.parametrize("where", ["tool_args", "extractor"])

@@ -80,7 +80,7 @@ def test_replay_file_that_is_not_a_recording_is_exit_2(tmp_path: Path) -> None:
 
 
 def _entry(sample: str, fmt: str, status: int, response: object) -> dict[str, object]:
-    from evals_cli.endpoints.recording import body_key
+    from evals_cli.endpoints.keys import body_key
     from evals_cli.endpoints.secrets import Redactor
 
     request = {"model": "judge", "messages": [{"role": "user", "content": f"grade {sample}"}],

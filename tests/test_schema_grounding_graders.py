@@ -13,7 +13,7 @@ from evals_cli.graders.base import GraderContext
 from evals_cli.graders.grading import grade_sample
 from evals_cli.graders.kinds.grounding import GroundingGrader, GroundingSpec
 from evals_cli.graders.kinds.tool_schema import ToolSchemaGrader, ToolSchemaSpec
-from evals_cli.json_schema import SchemaUnusable, check_value, strict_schema
+from evals_cli.json_values import SchemaUnusable, check_value, strict_schema
 from evals_cli.models.sample import Message, Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory

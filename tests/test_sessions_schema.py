@@ -1,7 +1,7 @@
 """The shipped JSON Schemas equal the generated ones; real output validates against analysis.schema.json; bad
 session files give exit 2 with file:line messages.
 
-Documents are checked with the project's JSON Schema check (`json_schema.check_value`, on `jsonschema`: `$ref`s,
+Documents are checked with the project's JSON Schema check (`json_values.check_value`, on `jsonschema`: `$ref`s,
 bounds and all), plus a round trip through the pydantic model. The check also reports keys the schema does not know.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from evals_cli.errors import ConfigError
-from evals_cli.json_schema import check_value
+from evals_cli.json_values import check_value
 from evals_cli.sessions.cli import analyze_command
 from evals_cli.sessions.reader import check_sessions, iter_sessions
 from evals_cli.sessions.results import ANALYSIS, SessionAnalysis

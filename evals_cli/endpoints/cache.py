@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from evals_cli.endpoints.httpx_compat import httpx
-from evals_cli.endpoints.recording import RecordingTransport, api_path, body_key, request_body
+from evals_cli.endpoints.keys import api_path, body_key, request_body
+from evals_cli.endpoints.recording import RecordingTransport
 from evals_cli.endpoints.secrets import Redactor, header_secrets, url_secrets
 from evals_cli.errors import ConfigError
 

@@ -15,8 +15,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from evals_cli.endpoints.context import CALL_CONTEXT, ReplayMiss
+from evals_cli.endpoints.keys import RECORDING_VERSION, body_key
 from evals_cli.endpoints.recorded_chat import RecordedChatCompletion, plain_chat_completion
-from evals_cli.endpoints.recording import RECORDING_VERSION, body_key
 from evals_cli.endpoints.secrets import Redactor
 from evals_cli.errors import ConfigError, refuse_newer
 
@@ -115,7 +115,7 @@ class ReplayClient:
         arguments without the request-only options, with extra_body merged in) keys it, as at recording."""
         body = {k: v for k, v in kwargs.items() if k not in _REQUEST_ONLY}
         body.update(kwargs.get("extra_body") or {})
-        key = body_key("POST", path, body, self.redact)  # masked before hashing, as recording.py does
+        key = body_key("POST", path, body, self.redact)  # masked before hashing, as at recording (keys.py)
         index, entry = self.recording.next(key, path, body)
         status, payload = entry.get("status", 200), entry["response"]
         if status != 200:

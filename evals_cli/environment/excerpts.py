@@ -188,7 +188,8 @@ def store_effect(effect: Effect, budget: StateBudget) -> Effect:
 
 def store_changes(changes: list[StateChange] | None, budget: StateBudget | None = None) -> None:
     """A trajectory's final state changes as they are to be stored, in place (changes already cut are left as
-    they are): called as its results line is written, after the graders have read the whole values."""
+    they are): called by whoever hands the result to the results writer (the run, `evals merge`), after the
+    graders have read the whole values."""
     budget = budget or StateBudget()
     for change in changes or []:
         if change.cut is not None:
@@ -197,25 +198,3 @@ def store_changes(changes: list[StateChange] | None, budget: StateBudget | None 
         old, new, cut, _ = budget.store(change.before, change.after, change.kind == "record")
         if cut is not None:
             change.before, change.after, change.cut = old, new, cut
-
-
-class NotStored(ValueError):
-    """A cut effect read back from a results file: the world after it cannot be rebuilt from the excerpt."""
-
-
-def replayed_after(effect: Effect, current: Any) -> Any:
-    """The value of the effect's target after the call, from its value before (`current`): the stored after
-    when it is whole, else the edit kept in memory."""
-    if effect.cut is None:
-        return effect.after
-    edit = effect.replay_edit
-    if effect.cut.after_chars is None:  # deleted
-        return None
-    if edit is None:
-        raise NotStored(f"{effect.op} {effect.target}: the effect was stored cut (its values are excerpts), so the "
-                        "world after it cannot be rebuilt from the results file")
-    if isinstance(edit, tuple):
-        p, s, middle = edit
-        text = current if isinstance(current, str) else ""
-        return text[:p] + middle + text[len(text) - s:]
-    return edit

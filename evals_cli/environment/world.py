@@ -2,6 +2,10 @@
 
 A copy per (sample, repeat) is what makes state isolated: concurrent samples and repeats each build their own
 toolbox, hence their own World, so no run can see another's writes.
+
+A world is rebuilt by replaying effects: the stored after of a whole one, else the edit a cut one keeps in memory
+(environment/excerpts.py decides what is stored); a cut effect read back from a results file has no edit, and
+cannot be replayed (`NotStored`).
 """
 
 from __future__ import annotations
@@ -11,9 +15,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from evals_cli.environment.excerpts import NotStored, replayed_after
 from evals_cli.models.environment import EnvironmentSpec, record_key
-from evals_cli.models.trajectory import StateChange, ToolCall
+from evals_cli.models.trajectory import Effect, StateChange, ToolCall
 
 
 class World:
@@ -93,3 +96,25 @@ class World:
 def _same(a: Any, b: Any) -> bool:
     """JSON equality (true is not 1), key order aside: an update that sets a field to its own value is no change."""
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+class NotStored(ValueError):
+    """A cut effect read back from a results file: the world after it cannot be rebuilt from the excerpt."""
+
+
+def replayed_after(effect: Effect, current: Any) -> Any:
+    """The value of the effect's target after the call, from its value before (`current`): the stored after
+    when it is whole, else the edit kept in memory."""
+    if effect.cut is None:
+        return effect.after
+    edit = effect.replay_edit
+    if effect.cut.after_chars is None:  # deleted
+        return None
+    if edit is None:
+        raise NotStored(f"{effect.op} {effect.target}: the effect was stored cut (its values are excerpts), so the "
+                        "world after it cannot be rebuilt from the results file")
+    if isinstance(edit, tuple):
+        p, s, middle = edit
+        text = current if isinstance(current, str) else ""
+        return text[:p] + middle + text[len(text) - s:]
+    return edit

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals_cli.json_schema import SchemaUnusable, check_value
+from evals_cli.json_values import SchemaUnusable, check_value
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import ToolCall
 

@@ -12,7 +12,6 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from evals_cli.environment.excerpts import store_changes
 from evals_cli.errors import ConfigError, refuse_newer
 from evals_cli.models.results import RunSummary, SampleResult
 from evals_cli.text_caps import MAX_LINE_BYTES, cap_result, clean_text, max_field_chars
@@ -41,7 +40,9 @@ def default_output_dir(suite_name: str, root: Path = Path("results")) -> Path:
 
 
 class ResultsWriter:
-    """Appends one line per finished sample and flushes it, so a killed run keeps every finished sample."""
+    """Appends one line per finished sample and flushes it, so a killed run keeps every finished sample. A result
+    is written as it is given: whoever produced it has already reduced its final state changes to what is stored
+    of them (environment/excerpts.py), after the graders read them whole."""
 
     def __init__(self, directory: Path, redact: Callable[[str], str] | None = None) -> None:
         """`redact` (the run's Redactor) masks every line and the summary as written: a model or a server can
@@ -53,7 +54,6 @@ class ResultsWriter:
         self._fh = self.path.open("a", encoding="utf-8")
 
     def write(self, result: SampleResult) -> None:
-        store_changes(result.trajectory.state_changes)  # graded on the whole world; stored as what changed
         line = _dump(result)
         if len(line) > max_field_chars():  # no field is longer than its line: cap (in place) only when one may be
             line = _within_bound(result, _dump(cap_result(result)))

@@ -1,16 +1,22 @@
 """Join the result folders of sharded runs into one run: one results file, one summary, one gate verdict.
 Refuses folders of different suites or datasets (their fingerprints differ) and samples seen twice. Shards of
-a run over several models are merged model by model (`merge_model_runs`)."""
+a run over several models are merged model by model (`merge_model_runs`).
+
+Each result is written as a run writes it: its final state changes are stored as what changed by the function
+the caller hands in (`store_changes`, environment/excerpts.py's), so that the shards of an older evals, which
+stored them whole, come out as a run's results do now."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError
 from evals_cli.gate import Gate
 from evals_cli.models.results import Coverage, MatrixSummary, ModelRun, RunSummary
 from evals_cli.models.specs import GateSpec
+from evals_cli.models.trajectory import StateChange
 from evals_cli.output.exit_codes import exit_code_for
 from evals_cli.output.files import RESULTS_NAME, ResultsWriter, read_results, read_summary, results_path
 from evals_cli.output.manifest import (
@@ -25,8 +31,11 @@ from evals_cli.output.manifest import (
 )
 from evals_cli.output.summary import Accumulator, combined_exit, combined_verdict
 
+StoreChanges = Callable[[list[StateChange] | None], None]  # a result's final state changes, stored in place
 
-def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> tuple[RunSummary, list[str]]:
+
+def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2, *,
+               store_changes: StoreChanges) -> tuple[RunSummary, list[str]]:
     """(the merged summary, warnings); writes results.jsonl, summary.json and run.json into `out`."""
     if not folders:
         raise ConfigError("evals merge: give the result folders of the shards to join")
@@ -64,6 +73,7 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> t
                                       f"and {d}: the same shard given twice?")
                 seen[key] = d
                 samples.add(result.sample_id)
+                store_changes(result.trajectory.state_changes)
                 writer.write(result)
                 acc.add(result)
     except ConfigError:
@@ -110,7 +120,8 @@ def _coverage(saved: list[RunSummary | None], results: int, samples: int) -> Cov
                     shard=shards if first.limited is not None and selected < first.limited else None)
 
 
-def merge_model_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2) -> tuple[MatrixSummary, list[str]]:
+def merge_model_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2, *,
+                     store_changes: StoreChanges) -> tuple[MatrixSummary, list[str]]:
     """Shards of a run over several models (each a folder with matrix.json): every model's shard folders are
     merged into `out/<its folder>` as `merge_runs` does, and `out/matrix.json` says how each model ended.
     Refuses shards run with different models."""
@@ -136,7 +147,7 @@ def merge_model_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2
         for index, model in enumerate(models):
             own = [folder / matrix.models[index].folder for folder, matrix in zip(folders, runs, strict=True)]
             target = first.models[index].folder
-            summary, notes = merge_runs(own, out / target, max_error_rate)
+            summary, notes = merge_runs(own, out / target, max_error_rate, store_changes=store_changes)
             warnings += [f"{model}: {note}" for note in dict.fromkeys(notes)]
             merged.append(ModelRun(model=model, folder=target, status=summary.status, exit_code=summary.exit_code,
                                    gate=summary.gate, base_url=first.models[index].base_url,

@@ -23,6 +23,7 @@ from evals_cli.custom_code import SAMPLE_DEADLINE
 from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.secrets import Redactor
+from evals_cli.environment.excerpts import store_changes
 from evals_cli.errors import ConfigError, DatasetChanged, RunAborted
 from evals_cli.graders.grading import grade_sample
 from evals_cli.models.calibration import JudgeCalibration
@@ -313,6 +314,7 @@ class Execution:
         """Append the result; on a full disk (or any failed write) stop the run, saying what was saved and how to
         go on. The result that could not be written is not counted: the counts are what the file holds."""
         try:
+            store_changes(result.trajectory.state_changes)  # graded on the whole world; stored as what changed
             self.writer.write(result)
             return True
         except OSError as exc:

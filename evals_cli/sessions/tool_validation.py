@@ -1,6 +1,6 @@
 """Deterministic checks of every recorded tool call against the calling agent's `tools_available`.
 
-Reuses the tool-schema grader's vocabulary: `json_schema.check_value` (the arguments against the tool's JSON
+Reuses the tool-schema grader's vocabulary: `json_values.check_value` (the arguments against the tool's JSON
 Schema, reporting parameters outside `properties` as hallucinated) and `tool_schema.SEVERITY`
 (a tool the agent was never given is HIGH, a security problem; a bad parameter is MEDIUM, a correctness one).
 Kinds are upper-cased: UNAUTHORIZED_TOOL, HALLUCINATED_PARAMETER, MISSING_REQUIRED, TYPE_MISMATCH, INVALID_VALUE.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from evals_cli.graders.tool_schema import SEVERITY
-from evals_cli.json_schema import check_value
+from evals_cli.json_values import check_value
 from evals_cli.sessions.models import AgentInteraction, AgentSession, ToolCallRecord
 from evals_cli.sessions.results import ToolValidation, ToolViolation
 

@@ -243,11 +243,11 @@ def _letta_search(config: dict[str, Any]) -> None:
     if not config.get("search_all"):
         config.setdefault("group", 0)
         return
-    from evals_cli import safe_regex
+    from evals_cli import regex_patterns
 
     try:
-        groups = safe_regex.compile(str(config.get("pattern"))).groups
-    except safe_regex.RegexError:
+        groups = regex_patterns.compile(str(config.get("pattern"))).groups
+    except regex_patterns.RegexError:
         return  # reported by the extractor check, at its line
     group = config.get("group", 0)
     if groups == 1:

@@ -11,13 +11,16 @@ order), else from the tool message of a later request. Agents come from `invoke_
 nested in another's tool call is a handoff. What cannot be rebuilt (content capture off, a tool result never
 recorded, a conversation cut off mid-call, spans whose parents are not in the files) is said in the
 conversation's `notes`, never filled in: a conversation that cannot be graded honestly is `complete=False`.
+
+Every text and value taken from a span passes through the `Cleaner` the caller hands in (the reader's
+TraceCleaner, traces/masking.py: masked and capped as a live run's are).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from evals_cli.models.trajectory import Step, StopReason, ToolCall, Trajectory, Turn, Usage
 from evals_cli.traces.conventions import (
@@ -32,11 +35,18 @@ from evals_cli.traces.conventions import (
     span_kind,
     tool_definitions,
 )
-from evals_cli.traces.masking import TraceCleaner
 from evals_cli.traces.otlp import Span
 
 SpanKey = tuple[str, str]  # (trace id, span id)
 ROOT_AGENT = "agent"  # the name of the agent of model calls no agent span encloses
+
+
+class Cleaner(Protocol):
+    """What a text or JSON value taken from a trace becomes before it is kept (masked and capped)."""
+
+    def text(self, value: str | None) -> str | None: ...
+
+    def value(self, value: Any) -> Any: ...
 
 
 @dataclass
@@ -127,7 +137,7 @@ def _arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 class _Builder:
-    def __init__(self, cid: str, spans: list[Span], ctx: _Context, cleaner: TraceCleaner) -> None:
+    def __init__(self, cid: str, spans: list[Span], ctx: _Context, cleaner: Cleaner) -> None:
         self.cid, self.spans, self.ctx, self.clean = cid, spans, ctx, cleaner
         self.turns: list[Turn] = []
         self.step_agents: list[list[str]] = []
@@ -342,11 +352,10 @@ class _Builder:
             complete=self.complete)
 
 
-def build_conversations(spans: list[Span]) -> tuple[list[Conversation], list[str]]:
+def build_conversations(spans: list[Span], cleaner: Cleaner) -> tuple[list[Conversation], list[str]]:
     """(the conversations holding model calls or LLM attributes, in the order they started; a note per trace
-    that holds spans but nothing of an LLM, summed up in one line)."""
+    that holds spans but nothing of an LLM, summed up in one line), every text kept passed through `cleaner`."""
     groups, ctx = group(spans)
-    cleaner = TraceCleaner(spans)
     conversations: list[Conversation] = []
     other = 0
     for cid, members in groups.items():

@@ -14,6 +14,7 @@ from typing import Any
 
 from evals_cli.errors import ConfigError
 from evals_cli.traces.conversations import Conversation, build_conversations
+from evals_cli.traces.masking import TraceCleaner
 from evals_cli.traces.otlp import Span, iter_files, read_spans
 
 
@@ -48,7 +49,7 @@ def read_traces(paths: list[Path] | Path, *, max_problems: int = 50) -> TraceSet
         found, bad = read_spans(path)
         spans += found
         problems += bad
-    conversations, notes = build_conversations(spans)
+    conversations, notes = build_conversations(spans, TraceCleaner(spans))  # masked by the secrets the spans name
     problems += notes
     problems += [c.problem() for c in conversations if not c.complete]
     if len(problems) > max_problems:

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from evals_cli import custom_code, safe_regex
+from evals_cli import custom_code, regex_patterns
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.graders.functions import BUILTINS, load_function, to_grade
 from evals_cli.models.grader_specs.base import GraderBase
@@ -51,8 +51,8 @@ class MatchGrader(Grader[MatchSpec]):
         problems = []
         for pattern in patterns:
             try:
-                safe_regex.compile(str(pattern))
-            except safe_regex.RegexError as exc:
+                regex_patterns.compile(str(pattern))
+            except regex_patterns.RegexError as exc:
                 problems.append(f"sample {sample.id!r}: ground_truth /{pattern}/ is not a valid regex ({exc}), "
                                 f"needed by grader {self.name} (regex_match)")
         return problems

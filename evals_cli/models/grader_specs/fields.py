@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from evals_cli import safe_regex
+from evals_cli import regex_patterns
 from evals_cli.models.base import StrictModel
 
 ScoreMode = Literal["binary", "fraction"]
@@ -39,8 +39,8 @@ class ArgMatch(StrictModel):
             raise ValueError(f"give one comparison per argument (got {', '.join(given)})")
         if self.regex is not None:
             try:  # the engine and the size check the grader runs with (safe_regex), so validate agrees with run
-                safe_regex.compile(self.regex, safe_regex.IGNORECASE if self.case_insensitive else 0)
-            except safe_regex.RegexError as exc:
+                regex_patterns.compile(self.regex, regex_patterns.IGNORECASE if self.case_insensitive else 0)
+            except regex_patterns.RegexError as exc:
                 raise ValueError(f"regex {self.regex!r} is not valid: {exc}") from None
         return self
 
