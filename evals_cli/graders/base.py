@@ -1,4 +1,4 @@
-"""What a grader is, what it is built with and what it sees, and the registry of grader kinds.
+"""What a grader is, what it is built with and what it sees, and the registry of grader kinds under its type.
 
 A kind is a module of `evals_cli.graders.kinds` that registers its implementation with the spec model it reads:
 
@@ -7,7 +7,8 @@ A kind is a module of `evals_cli.graders.kinds` that registers its implementatio
 
 Every kind is built the same way, `impl(name, spec, GraderContext)`, so building a suite's graders needs no
 branch per kind. The spec model lives in the kind's module, next to its grader; the suite's `GraderSpec` union
-is built from this registry (evals_cli/suite/spec.py), so no other file lists the kinds.
+is built from the same registry (evals_cli/kinds.py, which evals_cli/suite/spec.py reads without importing this
+module), so no other file lists the kinds.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from evals_cli import kinds
 from evals_cli.graders.functions import bind_extractor
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.extractors import extract, extract_guarded
@@ -100,5 +102,5 @@ class Grader(Generic[SpecT]):
         return []
 
 
-GRADERS: Registry[type[Grader[Any]]] = Registry("grader", "evals_cli.graders.kinds")
+GRADERS: Registry[type[Grader[Any]]] = kinds.GRADERS
 

@@ -1,4 +1,4 @@
-"""The target contract and its registry.
+"""The target contract and the registry of target kinds under its type.
 
 Every target kind is one module of this package that defines its spec model and registers its class with it::
 
@@ -9,7 +9,8 @@ and every class takes the same `(spec, ctx)`, so building one is a registry look
 differs between kinds beyond running a sample (whether a model endpoint stands behind the agent, whether
 building the target checks something `evals validate` should report) is a class attribute or class method
 here, overridden by the kind that differs, so no code outside a target's module names a kind. The suite's
-target union is built from this registry (evals_cli/suite/spec.py): adding a kind is its module and its test.
+target union is built from the same registry (evals_cli/kinds.py, which evals_cli/suite/spec.py reads without
+importing this module): adding a kind is its module and its test.
 
 A kind implements one agent turn (`Agent.run_turn`) and what an episode asks of it (`open_toolbox`, `start`,
 `stop_reason`); the conversation around the turns (scripted, per-turn, a simulated user) is driven by the
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from evals_cli import kinds
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint, resolve_agent
 from evals_cli.models.sample import Sample
@@ -150,5 +152,5 @@ class Target:
         raise NotImplementedError
 
 
-TARGETS: Registry[type[Target]] = Registry("target", "evals_cli.targets")
+TARGETS: Registry[type[Target]] = kinds.TARGETS
 
