@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from evals_cli import kinds
-from evals_cli.graders.functions import bind_extractor
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.extractors import extract, extract_guarded
 from evals_cli.models.results import Grade
@@ -79,15 +78,17 @@ class Grader(Generic[SpecT]):
     """Base of every grader kind (public: `evals_cli.Grader`): a grade from a finished episode. Built from
     `(name, spec, GraderContext)`; subclasses implement `grade(ctx)`, reading the sample, the trajectory and the
     submission its extractor picks from `ctx` (a GradeContext), and register with `GRADERS`. A grader that
-    cannot grade raises or returns `Grade.failed(...)` (an error, never a zero)."""
+    cannot grade raises or returns `Grade.failed(...)` (an error, never a zero).
+
+    A custom extractor (`extractor: file.py:func`) is suite code: whoever builds graders from a suite loads it
+    first (`bind_extractor`, runner/build_graders.py) and hands the grader the spec naming the loaded one."""
 
     per_turn: ClassVar[bool] = False
     uses_judge: ClassVar[bool] = False  # calls a model: skipped by --no-judge, graded after the others
 
     def __init__(self, name: str, spec: SpecT, ctx: GraderContext) -> None:
         self.name = name
-        # a custom extractor (`extractor: file.py:func`) is loaded and its signature checked here, at load time
-        self.spec = bind_extractor(spec, ctx.base_dir)
+        self.spec = spec
 
     @property
     def kind(self) -> str:

@@ -1,4 +1,8 @@
-"""Suite grader specs -> grader instances (every problem collected, for one ConfigError)."""
+"""Suite grader specs -> grader instances (every problem collected, for one ConfigError).
+
+A custom extractor (`extractor: file.py:func`) is loaded and its signature checked here, at load time, before
+its grader is built (`bind_extractor`): the graders themselves never load suite code.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint, JudgeOverrides
 from evals_cli.errors import ConfigError
 from evals_cli.graders.base import GRADERS, Grader, GraderContext
+from evals_cli.graders.functions import bind_extractor
 
 if TYPE_CHECKING:
     from evals_cli.suite.spec import SuiteSpec
@@ -26,7 +31,7 @@ def build_graders(suite: SuiteSpec, pool: ClientPool | None, agent: Endpoint | N
         if impl.uses_judge and no_judge:
             continue
         try:
-            graders[name] = impl(name, spec, ctx)
+            graders[name] = impl(name, bind_extractor(spec, suite.base_dir), ctx)
         except ConfigError as exc:
             problems.extend(f"graders.{name}: {p}" for p in exc.problems)
         except (ValueError, OSError, TypeError) as exc:
