@@ -27,7 +27,7 @@ from evals_cli.models.trajectory import Trajectory
 from evals_cli.registry import Registry
 
 if TYPE_CHECKING:
-    from evals_cli.endpoints.pool import ClientPool
+    from evals_cli.endpoints.clients import ModelClients
     from evals_cli.endpoints.resolve import Endpoint, JudgeOverrides
     from evals_cli.models.specs import JudgeSpec
 
@@ -67,7 +67,7 @@ class GraderContext:
     """
 
     base_dir: Path
-    pool: ClientPool | None = None
+    pool: ModelClients | None = None
     judge: JudgeSpec | None = None  # the suite's judge block: the default endpoint of judge graders
     agent: Endpoint | None = None  # the judge's last fallback: the agent's own endpoint
     offline: bool = False

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from evals_cli import kinds
-from evals_cli.endpoints.pool import ClientPool
+from evals_cli.endpoints.clients import ModelClients
 from evals_cli.endpoints.resolve import Endpoint, resolve_agent
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
@@ -72,7 +72,7 @@ class TargetContext:
 
     tools: Mapping[str, ToolSpec] = field(default_factory=dict)
     endpoint: Endpoint | None = None
-    pool: ClientPool | None = None
+    pool: ModelClients | None = None
     system_prompt: str | None = None
     base_dir: Path = field(default_factory=Path.cwd)
     #: Builds the user player of one (sample, repeat) for `Target.run` outside a run (a test, a script); a run

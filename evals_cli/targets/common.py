@@ -15,8 +15,8 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
+from evals_cli.endpoints.clients import ModelClients
 from evals_cli.endpoints.context import CALL_CONTEXT
-from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
@@ -74,7 +74,7 @@ class ToolLoopTarget(Target):
         if ctx.endpoint is None or ctx.pool is None:
             raise ValueError(f"{type(self).__name__} calls a model: its context needs an endpoint and a pool")
         self.endpoint: Endpoint = ctx.endpoint
-        self.pool: ClientPool = ctx.pool
+        self.pool: ModelClients = ctx.pool
         self._suite_schemas: list[dict[str, Any]] | None = None
 
     def tool_schemas(self, toolbox: MockToolbox) -> list[dict[str, Any]]:
