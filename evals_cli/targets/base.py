@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 class Toolbox(Protocol):
     """The mocked tools of one episode, as a target kind uses them: the tools offered, their schemas (OpenAI's
     function format) and a call answered from the mocks and recorded (never raising on bad input from the model).
-    The Episode builds it over the sample's own world (tools/mock.py `MockToolbox`) and reads the world back."""
+    The Episode builds it over the sample's own world (tools/mock.py `MockToolbox`) and reads the world back, so
+    the kinds need neither the mocks nor the world, only this."""
 
     @property
     def tools(self) -> Mapping[str, ToolSpec]: ...
