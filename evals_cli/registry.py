@@ -10,10 +10,12 @@ options) and its implementation, and registers both with one decorator::
 
 The registry imports every module of the package the first time a kind is looked up (`discover`), so adding a
 kind never means editing an import list, a union or an if/elif elsewhere (the suite's grader and target unions
-are built from the registries: evals_cli/suite/spec.py). Discovery is lazy so that commands which need no kinds
-(`evals --help`) do not pay for importing them; and for graders and targets a lookup of a built-in kind, or a
-suite naming only built-in kinds, imports only their modules (`BUILTIN_KINDS`, `Registry.ensure`), while any
-other name and every listing (`kinds`, `entries`: `evals list`) still discovers everything.
+are built from the registries: evals_cli/suite/spec.py; those two registries live in evals_cli/kinds.py, so the
+suite reads them without importing the graders' and targets' base machinery). Discovery is lazy so that
+commands which need no kinds (`evals --help`) do not pay for importing them; and for graders and targets a lookup
+of a built-in kind, or a suite naming only built-in kinds, imports only their modules (`BUILTIN_KINDS`,
+`Registry.ensure`), while any other name and every listing (`kinds`, `entries`: `evals list`) still discovers
+everything.
 
 A few built-in kinds live beside what they build on rather than in their family's package (the recorded-session
 graders sit in `evals_cli.sessions`, which builds on the graders): `ELSEWHERE` names their modules by family

@@ -1,6 +1,7 @@
 """One Episode per (sample, repeat), built and driven by the runner: a target kind implements one agent turn
-(`open_toolbox`, `start`, `run_turn`, `stop_reason`) and nothing of the conversation, and the runner hands each
-episode its repeat and its user player (no context variable, no player patched into the target)."""
+(`start`, `run_turn`, `stop_reason`) and nothing of the conversation or the world (the episode builds the toolbox),
+and the runner hands each episode its repeat and its user player (no context variable, no player patched into the
+target)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import EndpointSpec
 from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
 from evals_cli.simulation.player import USER_PLAYERS, ConversationView, UserMove
-from evals_cli.targets.base import TARGETS, Target
-from evals_cli.tools.mock import MockToolbox, merge_tools
+from evals_cli.targets.base import TARGETS, Target, Toolbox
 from tests.helpers import read_jsonl, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 
@@ -31,16 +31,12 @@ class TurnsSpec(EndpointSpec):
 class TurnsOnly(Target):
     """Implements one agent turn against the endpoint, with one tool round; no `run`, no conversation driving."""
 
-    def open_toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
-        toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment)
-        return toolbox, toolbox.schemas()
-
     def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
         trajectory.prefilled = []
         return []
 
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
-                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+                       toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
         assert self.ctx.pool is not None and self.ctx.endpoint is not None
         client = self.ctx.pool.client(self.ctx.endpoint)
         for _ in range(max_steps):
@@ -58,7 +54,7 @@ class TurnsOnly(Target):
             conversation.extend({"role": "tool", "tool_call_id": c.id, "content": c.result} for c in calls)
         return False
 
-    def stop_reason(self, trajectory: Trajectory, toolbox: MockToolbox) -> StopReason:
+    def stop_reason(self, trajectory: Trajectory, toolbox: Toolbox) -> StopReason:
         return "completed"
 
 

@@ -506,6 +506,7 @@ def test_prefilled_messages_ending_with_the_user_open_the_conversation(server: S
     from evals_cli.models.sample import Sample
     from evals_cli.simulation.simulator import SimulatedPlayers, SimulatorSettings
     from evals_cli.targets.base import TargetContext
+    from evals_cli.targets.episode import Episode
     from evals_cli.targets.openai_chat import OpenAIChat, OpenAIChatTarget
 
     server.script = both
@@ -521,8 +522,8 @@ def test_prefilled_messages_ending_with_the_user_open_the_conversation(server: S
             endpoint = resolve_agent(spec)
             players = SimulatedPlayers(SimulatorSettings(endpoint.__class__(**{**endpoint.__dict__, "role": "user"}),
                                                          pool))
-            agent = OpenAIChat(spec, TargetContext({}, endpoint, pool, "Be brief.", user_player=players))
-            return await agent.run(sample, repeat=4)
+            agent = OpenAIChat(spec, TargetContext({}, endpoint, pool, "Be brief."))
+            return await Episode(agent, sample, 4, players).run()
         finally:
             await pool.aclose()
 

@@ -262,12 +262,13 @@ ALL_KINDS = {
 
 
 def test_every_new_kind_loads_from_yaml_and_builds(tmp_path: Path) -> None:
+    from evals_cli.graders.functions import bind_extractor
     from evals_cli.runner.build_graders import build_graders
     from evals_cli.suite.loader import load_suite
     from tests.helpers import write_suite
 
     suite = load_suite(write_suite(tmp_path, [{"input": "q"}], graders=ALL_KINDS))
-    graders = build_graders(suite, None, None)
+    graders = build_graders(suite, None, None, bind=bind_extractor)
     assert {name: g.kind for name, g in graders.items()} == {n: spec["kind"] for n, spec in ALL_KINDS.items()}
     assert not any(g.uses_judge for g in graders.values())
 

@@ -26,7 +26,8 @@ from evals_cli.endpoints.secrets import Redactor
 class ClientPool:
     """The run's clients. `concurrency` is the limit of model calls in flight per server (base_url), shared by
     every client the pool hands out; None means no limit. Call `client(endpoint)` for an AsyncOpenAI (or, in
-    replay mode, the replay client); `aclose()` at the end of the run."""
+    replay mode, the replay client: all the model callers see of the pool, `ModelClients` in endpoints/clients.py);
+    `aclose()` at the end of the run."""
 
     def __init__(self, record: Path | None = None, replay: Path | None = None,
                  concurrency: int | None = None, cache: Path | None = None) -> None:

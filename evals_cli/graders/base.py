@@ -1,4 +1,4 @@
-"""What a grader is, what it is built with and what it sees, and the registry of grader kinds.
+"""What a grader is, what it is built with and what it sees, and the registry of grader kinds under its type.
 
 A kind is a module of `evals_cli.graders.kinds` that registers its implementation with the spec model it reads:
 
@@ -7,7 +7,8 @@ A kind is a module of `evals_cli.graders.kinds` that registers its implementatio
 
 Every kind is built the same way, `impl(name, spec, GraderContext)`, so building a suite's graders needs no
 branch per kind. The spec model lives in the kind's module, next to its grader; the suite's `GraderSpec` union
-is built from this registry (evals_cli/suite/spec.py), so no other file lists the kinds.
+is built from the same registry (evals_cli/kinds.py, which evals_cli/suite/spec.py reads without importing this
+module), so no other file lists the kinds.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from evals_cli.graders.functions import bind_extractor
+from evals_cli import kinds
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.extractors import extract, extract_guarded
 from evals_cli.models.results import Grade
@@ -26,7 +27,7 @@ from evals_cli.models.trajectory import Trajectory
 from evals_cli.registry import Registry
 
 if TYPE_CHECKING:
-    from evals_cli.endpoints.pool import ClientPool
+    from evals_cli.endpoints.clients import ModelClients
     from evals_cli.endpoints.resolve import Endpoint, JudgeOverrides
     from evals_cli.models.specs import JudgeSpec
 
@@ -66,7 +67,7 @@ class GraderContext:
     """
 
     base_dir: Path
-    pool: ClientPool | None = None
+    pool: ModelClients | None = None
     judge: JudgeSpec | None = None  # the suite's judge block: the default endpoint of judge graders
     agent: Endpoint | None = None  # the judge's last fallback: the agent's own endpoint
     offline: bool = False
@@ -77,15 +78,17 @@ class Grader(Generic[SpecT]):
     """Base of every grader kind (public: `evals_cli.Grader`): a grade from a finished episode. Built from
     `(name, spec, GraderContext)`; subclasses implement `grade(ctx)`, reading the sample, the trajectory and the
     submission its extractor picks from `ctx` (a GradeContext), and register with `GRADERS`. A grader that
-    cannot grade raises or returns `Grade.failed(...)` (an error, never a zero)."""
+    cannot grade raises or returns `Grade.failed(...)` (an error, never a zero).
+
+    A custom extractor (`extractor: file.py:func`) is suite code: whoever builds graders from a suite loads it
+    first (`bind_extractor`, runner/build_graders.py) and hands the grader the spec naming the loaded one."""
 
     per_turn: ClassVar[bool] = False
     uses_judge: ClassVar[bool] = False  # calls a model: skipped by --no-judge, graded after the others
 
     def __init__(self, name: str, spec: SpecT, ctx: GraderContext) -> None:
         self.name = name
-        # a custom extractor (`extractor: file.py:func`) is loaded and its signature checked here, at load time
-        self.spec = bind_extractor(spec, ctx.base_dir)
+        self.spec = spec
 
     @property
     def kind(self) -> str:
@@ -100,5 +103,5 @@ class Grader(Generic[SpecT]):
         return []
 
 
-GRADERS: Registry[type[Grader[Any]]] = Registry("grader", "evals_cli.graders.kinds")
+GRADERS: Registry[type[Grader[Any]]] = kinds.GRADERS
 

@@ -1,22 +1,36 @@
-"""Suite grader specs -> grader instances (every problem collected, for one ConfigError)."""
+"""Suite grader specs -> grader instances (every problem collected, for one ConfigError).
+
+A custom extractor (`extractor: file.py:func`) is loaded and its signature checked here, at load time, before
+its grader is built: the graders themselves never load suite code. What loads it (graders/functions.py
+`bind_extractor`, with the letta-evals stand-ins a custom file may import) is handed in by the caller, so that
+building graders stands below the custom-code loading.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint, JudgeOverrides
 from evals_cli.errors import ConfigError
 from evals_cli.graders.base import GRADERS, Grader, GraderContext
+from evals_cli.models.grader_specs.base import GraderBase
 
 if TYPE_CHECKING:
     from evals_cli.suite.spec import SuiteSpec
 
+BindExtractor = Callable[[GraderBase, Path], GraderBase]
+"""A grader's spec -> the same spec naming its custom extractor once loaded (`bind_extractor`)."""
+
 
 def build_graders(suite: SuiteSpec, pool: ClientPool | None, agent: Endpoint | None,
-                  no_judge: bool = False, judge_overrides: JudgeOverrides | None = None) -> dict[str, Grader[Any]]:
+                  no_judge: bool = False, judge_overrides: JudgeOverrides | None = None, *,
+                  bind: BindExtractor) -> dict[str, Grader[Any]]:
     """`agent` is the judges' last fallback endpoint; `no_judge` leaves out the kinds that call a model;
-    `judge_overrides` (--judge-model, --judge-base-url, --judge-api-key) win over every judge setting."""
+    `judge_overrides` (--judge-model, --judge-base-url, --judge-api-key) win over every judge setting; `bind`
+    loads a grader's custom extractor (see the module's docstring)."""
     ctx = GraderContext(base_dir=suite.base_dir, pool=pool, judge=suite.judge, agent=agent,
                         judge_overrides=judge_overrides or None)
     graders: dict[str, Grader[Any]] = {}
@@ -26,7 +40,7 @@ def build_graders(suite: SuiteSpec, pool: ClientPool | None, agent: Endpoint | N
         if impl.uses_judge and no_judge:
             continue
         try:
-            graders[name] = impl(name, spec, ctx)
+            graders[name] = impl(name, bind(spec, suite.base_dir), ctx)
         except ConfigError as exc:
             problems.extend(f"graders.{name}: {p}" for p in exc.problems)
         except (ValueError, OSError, TypeError) as exc:

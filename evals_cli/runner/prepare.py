@@ -17,7 +17,7 @@ from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError, DatasetChanged
 from evals_cli.gate import Gate
 from evals_cli.graders.base import Grader
-from evals_cli.graders.functions import load_reward
+from evals_cli.graders.functions import bind_extractor, load_reward
 from evals_cli.graders.rubric_check import SampleChecker
 from evals_cli.models.results import Coverage
 from evals_cli.models.sample import RowNotes, Sample
@@ -159,7 +159,8 @@ class PreparedRun:
         with custom_code.policy(suite.code_roots(), run=import_code, read=self.code_read):
             try:
                 self.graders = build_graders(self.suite, self.pool if self._running else None, fallback,
-                                             no_judge=options.no_judge, judge_overrides=options.judge_overrides)
+                                             no_judge=options.no_judge, judge_overrides=options.judge_overrides,
+                                             bind=bind_extractor)
             except ConfigError as exc:
                 self._problem(exc.problems, located=True)
             try:  # a custom reward gate loads its function from the suite's folder and checks its signature

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evals_cli.concurrency import each_or_raise
+from evals_cli.endpoints.clients import ModelClients
 from evals_cli.endpoints.errors import classify
-from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.errors import RunAborted
 from evals_cli.graders.judge_call import ask_judge, judge_messages, step_downs
@@ -60,7 +60,7 @@ class SessionJudge:
     per-server limit (the run's `-c`, shared with every other caller). The structured-output step-down is learnt
     once per run (`step_downs(pool)`, shared with model_judge graders)."""
 
-    def __init__(self, endpoint: Endpoint, pool: ClientPool, temperature: float | None = 0.0,
+    def __init__(self, endpoint: Endpoint, pool: ModelClients, temperature: float | None = 0.0,
                  max_tokens: int | None = None, concurrency: int = 8,
                  redact: Callable[[str], str] = lambda text: text) -> None:
         self.endpoint = endpoint

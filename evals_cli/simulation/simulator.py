@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from evals_cli.endpoints.clients import ModelClients
 from evals_cli.endpoints.context import CALL_CONTEXT
-from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import END_TOOL, UserSimulatorSpec, UserSpec, split_stop
@@ -135,7 +135,7 @@ class SimulatorSettings:
     """Everything the simulated players of one run share."""
 
     endpoint: Endpoint  # None only for a user-player kind other than `simulated` when no endpoint resolved
-    pool: ClientPool
+    pool: ModelClients
     spec: UserSimulatorSpec | None = None
     template: str = DEFAULT_TEMPLATE
     # the agent's model, named in every simulator request of a run over several models: two models that answer

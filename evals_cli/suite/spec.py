@@ -1,9 +1,10 @@
 """`SuiteSpec`, everything suite.yaml can say, composed from the kinds that registered themselves.
 
 A grader or target kind is one module (its spec model and its implementation, registered together); the
-suite's `graders:` and `target:` unions are built here from `GRADERS` and `TARGETS`, so adding a kind touches
-no list, union or import anywhere else. This lives in the suite layer, above graders and targets, because
-building the unions means importing kinds; the models layer below stays pure data and imports neither.
+suite's `graders:` and `target:` unions are built here from `GRADERS` and `TARGETS` (evals_cli/kinds.py), so
+adding a kind touches no list, union or import anywhere else. This lives in the suite layer, above graders and
+targets, because building the unions means importing kinds (the registries import them as they discover them,
+so this module imports only the registries); the models layer below stays pure data and imports neither.
 Commands that need no suite (`evals --help`, `evals list extractors`) never import this module, and modules
 that only annotate with `SuiteSpec` import it under TYPE_CHECKING.
 
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
-from evals_cli.graders.base import GRADERS
+from evals_cli.kinds import GRADERS, TARGETS
 from evals_cli.mcp.spec import McpServerSpec, server_name_problem
 from evals_cli.models.base import StrictModel, SuiteFile
 from evals_cli.models.environment import EnvironmentSpec
@@ -37,7 +38,6 @@ from evals_cli.models.specs import GateField, JudgeSpec, Price, WeightedAverageG
 from evals_cli.models.target_specs import kind_or
 from evals_cli.models.tools import ToolSpec
 from evals_cli.registry import Registry
-from evals_cli.targets.base import TARGETS
 
 DEFAULT_TARGET = "openai_chat"  # the target kind of a `target:` block without `kind:` (as in every earlier version)
 

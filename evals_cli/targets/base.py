@@ -1,4 +1,4 @@
-"""The target contract and its registry.
+"""The target contract and the registry of target kinds under its type.
 
 Every target kind is one module of this package that defines its spec model and registers its class with it::
 
@@ -9,11 +9,13 @@ and every class takes the same `(spec, ctx)`, so building one is a registry look
 differs between kinds beyond running a sample (whether a model endpoint stands behind the agent, whether
 building the target checks something `evals validate` should report) is a class attribute or class method
 here, overridden by the kind that differs, so no code outside a target's module names a kind. The suite's
-target union is built from this registry (evals_cli/suite/spec.py): adding a kind is its module and its test.
+target union is built from the same registry (evals_cli/kinds.py, which evals_cli/suite/spec.py reads without
+importing this module): adding a kind is its module and its test.
 
-A kind implements one agent turn (`Agent.run_turn`) and what an episode asks of it (`open_toolbox`, `start`,
-`stop_reason`); the conversation around the turns (scripted, per-turn, a simulated user) is driven by the
-Episode the runner builds for every (sample, repeat) (targets/episode.py).
+A kind implements one agent turn (`Agent.run_turn`) and what an episode asks of it (`start`, `stop_reason`, and
+its tools' schemas in its wire format); the Episode the runner builds for every (sample, repeat) owns the rest
+(targets/episode.py): the sample's world and the toolbox over it, the MCP servers, the user player and the
+conversation around the turns (scripted, per-turn, a simulated user). A kind sees the toolbox only as a `Toolbox`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-from evals_cli.endpoints.pool import ClientPool
+from evals_cli import kinds
+from evals_cli.endpoints.clients import ModelClients
 from evals_cli.endpoints.resolve import Endpoint, resolve_agent
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
@@ -32,9 +35,21 @@ from evals_cli.registry import Registry
 
 if TYPE_CHECKING:
     from evals_cli.mcp.hub import McpHub
-    from evals_cli.models.trajectory import StopReason
-    from evals_cli.simulation.player import UserPlayerFactory
-    from evals_cli.tools.mock import EpisodeServers, MockToolbox
+    from evals_cli.models.trajectory import StopReason, ToolCall
+
+
+class Toolbox(Protocol):
+    """The mocked tools of one episode, as a target kind uses them: the tools offered, their schemas (OpenAI's
+    function format) and a call answered from the mocks and recorded (never raising on bad input from the model).
+    The Episode builds it over the sample's own world (tools/mock.py `MockToolbox`) and reads the world back, so
+    the kinds need neither the mocks nor the world, only this."""
+
+    @property
+    def tools(self) -> Mapping[str, ToolSpec]: ...
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    def call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall: ...
 
 
 @runtime_checkable
@@ -48,7 +63,7 @@ class Agent(Protocol):
     max_steps). It raises on errors (the sample errors; never scored as a zero)."""
 
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
-                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+                       toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
         """Answer the conversation's last user message; False when the step bound cut the turn off."""
         ...
 
@@ -70,20 +85,11 @@ class TargetContext:
 
     tools: Mapping[str, ToolSpec] = field(default_factory=dict)
     endpoint: Endpoint | None = None
-    pool: ClientPool | None = None
+    pool: ModelClients | None = None
     system_prompt: str | None = None
     base_dir: Path = field(default_factory=Path.cwd)
-    #: Builds the user player of one (sample, repeat) for `Target.run` outside a run (a test, a script); a run
-    #: hands its players to each Episode instead.
-    user_player: UserPlayerFactory | None = None
     #: The run's MCP servers (evals_cli/mcp); None: the suite names none. Each (sample, repeat) gets its episode.
     mcp: McpHub | None = None
-
-    def episode_servers(self, sample: Sample, repeat: int) -> EpisodeServers | None:
-        """The MCP servers' side of one (sample, repeat), for its toolbox (None without servers)."""
-        if self.mcp is None:
-            return None
-        return self.mcp.episode(str(sample.id), repeat)
 
 
 class Target:
@@ -115,20 +121,20 @@ class Target:
         return agent if cls.calls_model else None
 
     #: The agent takes a whole scripted sample in one call (every user message at once) instead of one turn at a
-    #: time: the episode hands it the world and the toolbox and lets `run_whole_sample` run it (the python kind).
+    #: time: the episode hands it the toolbox over the world and lets `run_whole_sample` run it (the python kind).
     runs_whole_samples: ClassVar[bool] = False
 
     async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
                   repeat: int = 0) -> Trajectory:
-        """One episode of this target outside a run (a test, a script): the runner builds its Episodes itself
-        (targets/episode.py), handing each its repeat and the run's user players; here they come from the
-        context. Fills `trajectory` and returns it; SampleFailed on errors."""
+        """One episode of this target outside a run (a test, a script), without a user player (a simulated-user
+        sample needs an Episode built with the run's players, as the runner builds every one: targets/episode.py).
+        Fills `trajectory` and returns it; SampleFailed on errors."""
         raise NotImplementedError  # every kind that runs inherits one from ToolLoopTarget or defines its own
 
-    def open_toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
-        """A new toolbox for one episode, with its own copy of the world, and the tool schemas in this kind's
-        wire format."""
-        raise NotImplementedError
+    def schemas(self, sample: Sample, toolbox: Toolbox) -> list[dict[str, Any]]:
+        """The schemas of the tools one episode offers, in this kind's wire format (default: OpenAI's function
+        tools, as the toolbox gives them)."""
+        return toolbox.schemas()
 
     def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
         """The conversation to send before the first user turn, in this kind's format; fills
@@ -136,19 +142,20 @@ class Target:
         raise NotImplementedError
 
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
-                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
-        """One agent turn (`Agent`)."""
+                       toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+        """One agent turn (`Agent`); a kind that implements none runs its whole episode in `run`."""
         raise NotImplementedError
 
-    def stop_reason(self, trajectory: Trajectory, toolbox: MockToolbox) -> StopReason:
+    def stop_reason(self, trajectory: Trajectory, toolbox: Toolbox) -> StopReason:
         """How an episode whose every turn was answered ended (completed, empty_answer, unparsed_tool_call)."""
         raise NotImplementedError
 
-    async def run_whole_sample(self, sample: Sample, trajectory: Trajectory, toolbox: MockToolbox,
+    async def run_whole_sample(self, sample: Sample, trajectory: Trajectory, toolbox: Toolbox,
                                schemas: list[dict[str, Any]]) -> Trajectory:
-        """A scripted sample in one call, for a kind that `runs_whole_samples`."""
+        """A scripted sample in one call, for a kind that `runs_whole_samples` (the episode records the world as
+        the agent left it)."""
         raise NotImplementedError
 
 
-TARGETS: Registry[type[Target]] = Registry("target", "evals_cli.targets")
+TARGETS: Registry[type[Target]] = kinds.TARGETS
 

@@ -1,4 +1,4 @@
-"""What the model-driven agent loops (Chat Completions, Responses) share: the mocked toolbox and its schemas,
+"""What the model-driven agent loops (Chat Completions, Responses) share: the tool schemas of each episode,
 the pre-filled conversation, the per-turn driver with its step bound, and answering tool calls from the mocks.
 
 Only the wire format differs between the APIs, so each target supplies its own request, its own reading of
@@ -15,14 +15,13 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
+from evals_cli.endpoints.clients import ModelClients
 from evals_cli.endpoints.context import CALL_CONTEXT
-from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
-from evals_cli.targets.base import Target, TargetContext
+from evals_cli.targets.base import Target, TargetContext, Toolbox
 from evals_cli.text_caps import cap, clean_text
-from evals_cli.tools.mock import MockToolbox, merge_tools
 
 
 def initial_messages(sample: Sample, system_prompt: str | None) -> list[dict[str, Any]]:
@@ -39,7 +38,7 @@ def initial_messages(sample: Sample, system_prompt: str | None) -> list[dict[str
     return head + prefilled
 
 
-def answer_calls(toolbox: MockToolbox, step: Step, calls: list[tuple[str | None, str | None, str | None]],
+def answer_calls(toolbox: Toolbox, step: Step, calls: list[tuple[str | None, str | None, str | None]],
                  turn_index: int, step_index: int) -> None:
     """Answer (call id, name, raw arguments) triples from the mocks into `step.tool_calls`. A missing id gets a
     stable one (some local servers send none, and the result must still be tied to its call); a missing name
@@ -74,10 +73,10 @@ class ToolLoopTarget(Target):
         if ctx.endpoint is None or ctx.pool is None:
             raise ValueError(f"{type(self).__name__} calls a model: its context needs an endpoint and a pool")
         self.endpoint: Endpoint = ctx.endpoint
-        self.pool: ClientPool = ctx.pool
+        self.pool: ModelClients = ctx.pool
         self._suite_schemas: list[dict[str, Any]] | None = None
 
-    def tool_schemas(self, toolbox: MockToolbox) -> list[dict[str, Any]]:
+    def tool_schemas(self, toolbox: Toolbox) -> list[dict[str, Any]]:
         """The tool definitions in this API's format."""
         raise NotImplementedError
 
@@ -86,20 +85,19 @@ class ToolLoopTarget(Target):
         raise NotImplementedError
 
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
-                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+                       toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
         """Loop until a reply without tool calls (True) or the step bound (False)."""
         raise NotImplementedError
 
-    def open_toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
-        """A new toolbox per call, hence per (sample, repeat): its world is that run's alone."""
-        toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment)
+    def schemas(self, sample: Sample, toolbox: Toolbox) -> list[dict[str, Any]]:
+        """This API's tool definitions for one episode's toolbox."""
         if sample.tools:
-            return toolbox, self.tool_schemas(toolbox)
+            return self.tool_schemas(toolbox)
         if self._suite_schemas is None:  # the suite's tools: the same schemas for every sample, built once
             self._suite_schemas = self.tool_schemas(toolbox)
-        return toolbox, self._suite_schemas
+        return self._suite_schemas
 
-    def stop_reason(self, trajectory: Trajectory, toolbox: MockToolbox) -> StopReason:
+    def stop_reason(self, trajectory: Trajectory, toolbox: Toolbox) -> StopReason:
         last = trajectory.turns[-1].steps[-1] if trajectory.turns and trajectory.turns[-1].steps else None
         return answer_stop_reason(last.content if last else None, toolbox.tools)
 
@@ -107,7 +105,7 @@ class ToolLoopTarget(Target):
                   repeat: int = 0) -> Trajectory:
         from evals_cli.targets.episode import Episode
 
-        episode = Episode(self, sample, repeat, self.ctx.user_player, trajectory or Trajectory())
+        episode = Episode(self, sample, repeat, trajectory=trajectory or Trajectory())
         return await episode.run()
 
 

@@ -2,7 +2,7 @@
 next, around a target that implements one agent turn (`evals_cli.Agent`).
 
 The runner builds one for every (sample, repeat) it runs, handing it the repeat and the run's user-player factory
-itself: no context variable carries the repeat, and no player is patched into a target after it was built. The
+itself: no context variable carries the repeat, and no player is patched into a target or its context. The
 drivers are the same for every target kind, so a new kind implements the turn in its wire format (`start`,
 `run_turn`) and nothing of the conversation:
 
@@ -14,9 +14,10 @@ drivers are the same for every target kind, so a new kind implements the turn in
   function gets every user message at once and moves on with `tools.next_turn()`) gets the world and the
   toolbox from here and runs it itself; its simulated-user conversations are driven turn by turn like any.
 
-The world is created here (`Target.open_toolbox`: a new toolbox per episode, so a repeat never sees another's
-changes; the episode's MCP servers, with its workspace, are attached to it here, so no kind deals with them),
-and what the agent left it as is recorded however the episode ends.
+The world is created here (a new toolbox per episode, over the sample's tools and environment, so a repeat never
+sees another's changes; the episode's MCP servers, with its workspace, are attached to it here, so no kind deals
+with them; the kind only gives the tools' schemas in its wire format, `Target.schemas`), and what the agent left
+it as is recorded however the episode ends.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory, Turn
 from evals_cli.simulation.loop import AgentFailed, converse
 from evals_cli.targets.base import SampleFailed, Target
+from evals_cli.tools.mock import MockToolbox, merge_tools
 
 if TYPE_CHECKING:
     from evals_cli.simulation.player import UserPlayer, UserPlayerFactory
-    from evals_cli.tools.mock import MockToolbox
+    from evals_cli.tools.mock import EpisodeServers
 
 
 @dataclass
@@ -53,17 +55,26 @@ class Episode:
             raise ValueError(f"sample {self.sample.id} has a user: block, but the run has no user simulator")
         return self.players(self.sample, self.repeat)
 
+    def servers(self) -> EpisodeServers | None:
+        """The MCP servers' side of this (sample, repeat), for its toolbox (None: the suite names no servers)."""
+        hub = self.target.ctx.mcp
+        return hub.episode(str(self.sample.id), self.repeat) if hub is not None else None
+
     async def run(self) -> Trajectory:
         target, sample, trajectory = self.target, self.sample, self.trajectory
-        if type(target).open_toolbox is Target.open_toolbox:  # a kind that runs its whole episode (its own `run`,
-            return await target.run(sample, trajectory)      # as every kind did before episodes): it still may
-        toolbox, schemas = target.open_toolbox(sample)
-        servers = target.ctx.episode_servers(sample, self.repeat)
+        if type(target).run_turn is Target.run_turn:  # a kind that runs its whole episode (its own `run`, as
+            return await target.run(sample, trajectory)  # every kind did before episodes)
+        toolbox = MockToolbox(merge_tools(target.tools, sample.tools), sample.environment)  # this episode's world
+        schemas = target.schemas(sample, toolbox)
+        servers = self.servers()
         if servers is not None:  # the MCP servers of this (sample, repeat): live tools, and its workspace
             toolbox.attach(servers)
         player = self.player()
         if player is None and target.runs_whole_samples:
-            return await target.run_whole_sample(sample, trajectory, toolbox, schemas)
+            try:
+                return await target.run_whole_sample(sample, trajectory, toolbox, schemas)
+            finally:  # also failed or cancelled (sample_timeout): the world as the agent left it
+                trajectory.state_changes = toolbox.state_changes()
         if target.calls_model:  # the row's own model, asked instead of the run's (results say so)
             trajectory.agent_model = sample.agent_model
         conversation = target.start(sample, trajectory)

@@ -10,10 +10,9 @@ from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import EndpointSpec
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
-from evals_cli.targets.base import TARGETS
+from evals_cli.targets.base import TARGETS, Toolbox
 from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options, take_step
 from evals_cli.text_caps import cap, clean_text
-from evals_cli.tools.mock import MockToolbox
 
 
 class OpenAIChatTarget(EndpointSpec):
@@ -42,7 +41,7 @@ class OpenAIChat(ToolLoopTarget):
 
     spec: OpenAIChatTarget
 
-    def tool_schemas(self, toolbox: MockToolbox) -> list[dict[str, Any]]:
+    def tool_schemas(self, toolbox: Toolbox) -> list[dict[str, Any]]:
         return toolbox.schemas()
 
     def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
@@ -51,7 +50,7 @@ class OpenAIChat(ToolLoopTarget):
         return messages
 
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, messages: list[dict[str, Any]],
-                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+                       toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
         """Loop until a reply without tool calls (True) or the step bound (False)."""
         client = self.pool.client(self.endpoint)
         kwargs = self._request_options(schemas, sample.agent_model)

@@ -14,10 +14,9 @@ from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import AgentPrompt, EndpointSpec
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
-from evals_cli.targets.base import TARGETS
+from evals_cli.targets.base import TARGETS, Toolbox
 from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options, take_step
 from evals_cli.text_caps import cap, clean_text
-from evals_cli.tools.mock import MockToolbox
 
 
 class OpenAIResponsesTarget(AgentPrompt, EndpointSpec):
@@ -49,7 +48,7 @@ class OpenAIResponses(ToolLoopTarget):
 
     spec: OpenAIResponsesTarget
 
-    def tool_schemas(self, toolbox: MockToolbox) -> list[dict[str, Any]]:
+    def tool_schemas(self, toolbox: Toolbox) -> list[dict[str, Any]]:
         """Responses function tools are flat: the Chat Completions schema without its `function` wrapper."""
         tools = []
         for schema in toolbox.schemas():
@@ -67,7 +66,7 @@ class OpenAIResponses(ToolLoopTarget):
         return input_items(messages)
 
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, items: list[dict[str, Any]],
-                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+                       toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
         """Loop until a reply without function calls (True) or the step bound (False)."""
         client = self.pool.client(self.endpoint)
         kwargs = self._request_options(schemas, instructions(sample, self.system_prompt), sample.agent_model)

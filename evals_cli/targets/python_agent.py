@@ -39,10 +39,9 @@ from evals_cli.errors import ConfigError, ToolServerFailed
 from evals_cli.models.sample import Message, Sample
 from evals_cli.models.target_specs import AgentPrompt
 from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
-from evals_cli.targets.base import TARGETS, SampleFailed, Target, TargetContext
+from evals_cli.targets.base import TARGETS, SampleFailed, Target, TargetContext, Toolbox
 from evals_cli.targets.common import answer_stop_reason, initial_messages
 from evals_cli.text_caps import cap, clean_text
-from evals_cli.tools.mock import MockToolbox, merge_tools
 
 
 class PythonTarget(AgentPrompt):
@@ -97,7 +96,7 @@ class ToolSession:
     """One sample's tool calls, recorded into its trajectory as they happen: one step per call, in the turn the
     agent is on. Thread-safe, because a sync agent calls from its own thread and may fan out to more."""
 
-    def __init__(self, toolbox: MockToolbox, trajectory: Trajectory, max_steps: int, turn_offset: int = 0) -> None:
+    def __init__(self, toolbox: Toolbox, trajectory: Trajectory, max_steps: int, turn_offset: int = 0) -> None:
         self.toolbox = toolbox
         self.trajectory = trajectory
         self.max_steps = max_steps
@@ -334,22 +333,18 @@ class PythonAgent(Target):
                   repeat: int = 0) -> Trajectory:
         from evals_cli.targets.episode import Episode
 
-        return await Episode(self, sample, repeat, self.ctx.user_player, trajectory or Trajectory()).run()
-
-    def open_toolbox(self, sample: Sample) -> tuple[MockToolbox, list[dict[str, Any]]]:
-        toolbox = MockToolbox(merge_tools(self.tools, sample.tools), sample.environment)  # this run's own world
-        return toolbox, toolbox.schemas()
+        return await Episode(self, sample, repeat, trajectory=trajectory or Trajectory()).run()
 
     def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
         """A simulated-user conversation's history, chat-shaped: the function gets it as pre-filled `messages`."""
         trajectory.prefilled = initial_messages(sample, self.system_prompt)
         return [dict(m) for m in trajectory.prefilled]
 
-    def stop_reason(self, trajectory: Trajectory, toolbox: MockToolbox) -> StopReason:
+    def stop_reason(self, trajectory: Trajectory, toolbox: Toolbox) -> StopReason:
         last = trajectory.turns[-1].answer if trajectory.turns else None
         return answer_stop_reason(last, toolbox.tools)
 
-    async def run_whole_sample(self, sample: Sample, trajectory: Trajectory, toolbox: MockToolbox,
+    async def run_whole_sample(self, sample: Sample, trajectory: Trajectory, toolbox: Toolbox,
                                schemas: list[dict[str, Any]]) -> Trajectory:
         """A scripted sample: the function is called once, with every user turn (`tools.next_turn()` moves its
         calls on to the next one), and returns the last answer (a str) or one per user message (a list)."""
@@ -368,7 +363,6 @@ class PythonAgent(Target):
             raise SampleFailed(session.failure or self._cause(exc), trajectory) from exc
         finally:
             session.close()  # also when cancelled (sample_timeout): later calls from a stray thread raise
-            trajectory.state_changes = toolbox.state_changes()
         if session.failure is not None:  # the agent caught it and answered anyway: the sample still failed
             trajectory.stop_reason = "error"
             raise SampleFailed(session.failure, trajectory) from None
@@ -389,7 +383,7 @@ class PythonAgent(Target):
         return trajectory
 
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
-                       toolbox: MockToolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
+                       toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
         """One agent turn (the `evals_cli.Agent` interface): the function is called with a sample holding the
         conversation's last message as `input` and the ones before it as pre-filled `messages` (the
         mid-conversation shape it already handles), and returns this turn's answer (a str), appended to
