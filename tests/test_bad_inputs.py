@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.bad_inputs import CASES, OK, Case, suite
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_cli_process
 
 
 def materialise(case: Case, tmp_path: Path) -> Path:
@@ -47,3 +47,18 @@ def test_validate_reports_all_problems_at_once(tmp_path: Path) -> None:
     for fragment in ("concurrency", "gate2", "containz", "data.jsonl:2", "data.jsonl:3"):
         assert fragment in result.stderr
     assert "problems" in result.stderr.splitlines()[0]
+
+
+# a new `evals` process imports only the kinds its suite names (a union of one kind), where the in-process runs
+# above may have every kind imported by earlier tests: the location must be the user's in both
+FRESH = [c for c in CASES if c.name in ("unknown-target-key", "unknown-grader-key", "max-steps-zero",
+                                       "temperature-out-of-range")]
+
+
+@pytest.mark.parametrize("case", FRESH, ids=[c.name for c in FRESH])
+def test_a_new_process_names_the_same_line_and_key(case: Case, tmp_path: Path) -> None:
+    path = materialise(case, tmp_path)
+    result = run_cli_process("validate", str(path), *case.validate_args, env=case.env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    for fragment in case.expect:
+        assert fragment in result.stderr, f"{fragment!r} missing from:\n{result.stderr}"

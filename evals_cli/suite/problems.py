@@ -64,6 +64,10 @@ def _resolve(root: type[BaseModel], loc: Loc) -> tuple[Loc, list[str]]:
         tp = _unwrap(tp)
         origin = typing.get_origin(tp)
         if isinstance(tp, type) and issubclass(tp, BaseModel):
+            if isinstance(part, str) and part not in tp.model_fields and part == _tag_of(tp):
+                # the union's label of this member: a union of one kind (a suite imports only the kinds it names)
+                # is that kind's model to typing, but pydantic still puts the tag in the location
+                continue
             parent_fields = list(tp.model_fields)
             field = tp.model_fields.get(part) if isinstance(part, str) else None
             path.append(part)
