@@ -62,3 +62,19 @@ def test_a_new_process_names_the_same_line_and_key(case: Case, tmp_path: Path) -
     assert result.returncode == 2, result.stdout + result.stderr
     for fragment in case.expect:
         assert fragment in result.stderr, f"{fragment!r} missing from:\n{result.stderr}"
+
+
+def test_a_key_named_like_its_kind_is_the_users_own(tmp_path: Path) -> None:
+    """Only the union's label is left out of a location: a key the user wrote that happens to be named like the
+    kind (`openai_chat:` inside an openai_chat target) is reported where it is, with the keys valid there."""
+    (tmp_path / "data.jsonl").write_text('{"id": "a", "input": "hi"}\n', encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text(
+        "name: t\ndataset: data.jsonl\ngraders:\n  g:\n    kind: final_state\n    final_state: 1\n"
+        "target:\n  kind: openai_chat\n  model: m\n  base_url: http://127.0.0.1:9/v1\n  openai_chat: 1\n"
+        "gate:\n  kind: simple\n  metric_key: g\n  simple: 0.5\n", encoding="utf-8")
+    for result in (run_cli_process("validate", str(tmp_path / "suite.yaml")),
+                   run_cli("validate", str(tmp_path / "suite.yaml"))):
+        assert result.returncode == 2
+        assert "suite.yaml:11: target.openai_chat: unknown key 'openai_chat'; valid keys: base_url" in result.stderr
+        assert "suite.yaml:6: graders.g.final_state: unknown key 'final_state'" in result.stderr
+        assert "suite.yaml:15: gate.simple: unknown key 'simple'; valid keys: sample_pass" in result.stderr

@@ -9,7 +9,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Discriminator, ValidationError
 from pydantic_core import ErrorDetails
 
 Loc = tuple[str | int, ...]
@@ -49,6 +49,13 @@ def _unwrap(tp: Any) -> Any:
         return tp
 
 
+def _discriminated(tp: Any) -> bool:
+    """Whether `tp` is a tagged union (Annotated with a pydantic Discriminator), whose errors carry the member's tag
+    as a location part of their own."""
+    return typing.get_origin(tp) is typing.Annotated and any(
+        isinstance(meta, Discriminator) for meta in typing.get_args(tp)[1:])
+
+
 def _tag_of(model: Any) -> str | None:
     if isinstance(model, type) and issubclass(model, BaseModel) and "kind" in model.model_fields:
         return model.model_fields["kind"].default
@@ -60,18 +67,22 @@ def _resolve(root: type[BaseModel], loc: Loc) -> tuple[Loc, list[str]]:
     path: list[str | int] = []
     tp: Any = root
     parent_fields: list[str] = list(root.model_fields)
+    field_tagged = False  # the field just entered is a tagged union (pydantic keeps its Discriminator aside)
     for part in loc:
+        tagged = field_tagged or _discriminated(tp)
+        field_tagged = False
         tp = _unwrap(tp)
         origin = typing.get_origin(tp)
         if isinstance(tp, type) and issubclass(tp, BaseModel):
-            if isinstance(part, str) and part not in tp.model_fields and part == _tag_of(tp):
-                # the union's label of this member: a union of one kind (a suite imports only the kinds it names)
-                # is that kind's model to typing, but pydantic still puts the tag in the location
-                continue
             parent_fields = list(tp.model_fields)
+            if tagged and part == _tag_of(tp):
+                # a tagged union of one kind (a suite imports only the kinds it names) is that kind's model to
+                # typing, but pydantic still puts the member's tag in the location: not part of the user's path
+                continue
             field = tp.model_fields.get(part) if isinstance(part, str) else None
             path.append(part)
             tp = field.annotation if field is not None else None
+            field_tagged = field is not None and any(isinstance(meta, Discriminator) for meta in field.metadata)
         elif origin is dict:
             path.append(part)
             tp = typing.get_args(tp)[1]
