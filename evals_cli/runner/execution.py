@@ -13,7 +13,6 @@ import contextlib
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, de
 from evals_cli.output.manifest import Manifest, folder_error, write_manifest
 from evals_cli.output.summary import Accumulator
 from evals_cli.run_options import ResultCallback, RunOutcome
+from evals_cli.runner.in_flight import InFlight
 from evals_cli.runner.interrupts import interrupts_to
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.runner.resume import load_for_resume
@@ -46,16 +46,6 @@ from evals_cli.telemetry import make_telemetry, otel_requested
 from evals_cli.tools.mock import merge_tools
 
 InterruptCallback = Callable[[int, int], None]  # (which Ctrl-C: 1, 2, ...; samples in flight)
-
-
-@dataclass
-class InFlight:
-    """One (sample, repeat) being run, as the progress view shows it."""
-
-    sample_id: str
-    repeat: int
-    started: float
-    where: str = "starting"  # "turn 1, step 2" while the agent runs, "grading" after
 
 
 class Execution:

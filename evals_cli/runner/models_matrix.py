@@ -25,7 +25,6 @@ import contextlib
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,6 +46,7 @@ from evals_cli.output.manifest import (
 )
 from evals_cli.output.summary import GateMode, combined_exit, combined_verdict
 from evals_cli.run_options import ModelsOutcome, ResultCallback, RunOptions, RunOutcome
+from evals_cli.runner.in_flight import InFlight
 from evals_cli.runner.interrupts import interrupts_to
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.suite.spec import SuiteSpec
@@ -192,15 +192,6 @@ def _refuse_single_only(options: RunOptions) -> None:
 # --- the run -----------------------------------------------------------------------------------------------
 
 
-class Flight(Protocol):
-    """A sample in flight in one model's run."""
-
-    sample_id: str
-    repeat: int
-    started: float
-    where: str
-
-
 class OneModelRun(Protocol):
     """What the matrix asks of one model's run (an `Execution`): its samples share the matrix's limit
     (`workers.slots`), the matrix takes the signals (`handle_signals` off) and passes each on (`interrupt`)."""
@@ -209,7 +200,7 @@ class OneModelRun(Protocol):
     handle_signals: bool
     workers: Workers[Any]
 
-    def in_flight(self) -> Sequence[Flight]: ...
+    def in_flight(self) -> Sequence[InFlight]: ...
 
     def interrupt(self, sig: signal.Signals) -> None: ...
 
@@ -218,16 +209,6 @@ class OneModelRun(Protocol):
 
 RunMaker = Callable[[PreparedRun, ResultCallback | None], OneModelRun]
 """Makes one model's run from its preparation and what hears its results (`Execution`)."""
-
-
-@dataclass
-class ModelFlight:
-    """A sample in flight, named with its model, as the progress view shows it."""
-
-    sample_id: str
-    repeat: int
-    started: float
-    where: str
 
 
 class ModelsExecution:
@@ -277,11 +258,11 @@ class ModelsExecution:
     def resumed(self) -> int:
         return sum(e.resumed for e in self.executions.values())
 
-    def in_flight(self) -> list[ModelFlight]:
+    def in_flight(self) -> list[InFlight]:
         """Every model's samples in flight, each named `model / sample`, oldest first."""
-        shown: list[ModelFlight] = []
+        shown: list[InFlight] = []
         for model, execution in self.executions.items():
-            shown += [ModelFlight(f"{model} / {e.sample_id}", e.repeat, e.started, e.where)
+            shown += [InFlight(f"{model} / {e.sample_id}", e.repeat, e.started, e.where)
                       for e in execution.in_flight()]
         return sorted(shown, key=lambda e: e.started)
 
