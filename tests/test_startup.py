@@ -134,6 +134,26 @@ def test_a_replayed_run_of_a_chat_suite_imports_no_openai_sdk(tmp_path: Path) ->
     assert "rich" not in modules  # a quiet run prints its verdict without Rich (display/plain.py)
 
 
+def _spied_run(tmp_path: Path, spy: str, extra: list[str] | None = None) -> str:
+    """The last line a real `evals run -q` process printed, of a one-row suite against a scripted server, with `spy`
+    (code seeing `gc`, `sys` and evals_cli.shutdown as `s`) run before the command starts."""
+    from tests.helpers import write_suite
+    from tests.scripted_server import ScriptedServer, agent_script, text
+
+    server = ScriptedServer(agent_script({"host": [text("localhost")]})).start()
+    suite = write_suite(tmp_path, [{"id": "host", "input": "db host?", "ground_truth": "localhost"}],
+                        base_url=server.url)
+    code = ("import gc, sys, runpy\nimport evals_cli.shutdown as s\n" + spy +
+            f"sys.argv = ['evals', 'run', {str(suite)!r}, '-o', {str(tmp_path / 'out')!r}, '-q', *{extra or []!r}]\n"
+            "runpy.run_module('evals_cli', run_name='__main__')")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    finally:
+        server.stop()
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip().splitlines()[-1]
+
+
 @pytest.mark.parametrize("models", [[], ["--model", "m1", "--model", "m2"]], ids=["one-model", "several-models"])
 def test_a_live_run_settles_the_sdk_with_the_rest_and_collects_rarely_until_then(tmp_path: Path,
                                                                                   models: list[str]) -> None:
@@ -141,27 +161,14 @@ def test_a_live_run_settles_the_sdk_with_the_rest_and_collects_rarely_until_then
     collection walked its objects again; and start-up ran some 150 young and two full collections at the default
     thresholds (shutdown.py). Now: collections held until settle_heap, the SDK imported before it, the default
     thresholds back for the samples; with several models too (their path settled before importing it)."""
-    from tests.helpers import write_suite
-    from tests.scripted_server import ScriptedServer, agent_script, text
-
-    server = ScriptedServer(agent_script({"host": [text("localhost")]})).start()
-    suite = write_suite(tmp_path, [{"id": "host", "input": "db host?", "ground_truth": "localhost"}],
-                        base_url=server.url)
-    code = ("import gc, sys, runpy\nimport evals_cli.shutdown as s\nseen = []\nsettle = s.settle_heap\n"
-            "def spy():\n    seen.append(('openai' in sys.modules, gc.get_threshold()))\n    settle()\n"
-            "    seen.append(gc.get_threshold())\n"
-            "s.settle_heap = spy\ndefault = gc.get_threshold()\n"
-            f"sys.argv = ['evals', 'run', {str(suite)!r}, '-o', {str(tmp_path / 'out')!r}, '-q', *{models!r}]\n"
-            "import atexit\natexit.register(lambda: print(repr((seen, default, gc.get_freeze_count() > 0))))\n"
-            "runpy.run_module('evals_cli', run_name='__main__')")
-    try:
-        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    finally:
-        server.stop()
-    assert out.returncode == 0, out.stderr
+    spy = ("seen = []\nsettle = s.settle_heap\n"
+           "def spy():\n    seen.append(('openai' in sys.modules, gc.get_threshold()))\n    settle()\n"
+           "    seen.append(gc.get_threshold())\n"
+           "s.settle_heap = spy\ndefault = gc.get_threshold()\n"
+           "import atexit\natexit.register(lambda: print(repr((seen, default, gc.get_freeze_count() > 0))))\n")
     import ast
 
-    (before, after), default, frozen = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    (before, after), default, frozen = ast.literal_eval(_spied_run(tmp_path, spy, models))
     assert before[0] is True and before[1][0] >= 50_000  # the SDK in, collections held
     assert after == default and frozen  # the defaults back for the samples; the start-up heap frozen
 
@@ -223,23 +230,9 @@ def test_a_live_run_starts_without_a_collection(tmp_path: Path) -> None:
     """A young collection walks every object made since the last: at the held threshold of 50,000 a run's start
     (some 250,000 objects: the SDK's classes, ours, the suite) ran five of them, some 20 ms that freed nothing.
     None runs now between the command's start and the settled heap."""
-    from tests.helpers import write_suite
-    from tests.scripted_server import ScriptedServer, agent_script, text
-
-    server = ScriptedServer(agent_script({"host": [text("localhost")]})).start()
-    suite = write_suite(tmp_path, [{"id": "host", "input": "db host?", "ground_truth": "localhost"}],
-                        base_url=server.url)
-    code = ("import gc, sys, runpy\nimport evals_cli.shutdown as s\nruns = []\nsettled = []\n"
-            "gc.callbacks.append(lambda phase, info: runs.append(info['generation']) "
-            "if phase == 'start' and not settled and gc.get_threshold()[0] > 10_000 else None)\n"  # held
-
-            "settle = s.settle_heap\ndef spy():\n    settled.append(len(runs))\n    settle()\ns.settle_heap = spy\n"
-            "import atexit\natexit.register(lambda: print(settled))\n"
-            f"sys.argv = ['evals', 'run', {str(suite)!r}, '-o', {str(tmp_path / 'out')!r}, '-q']\n"
-            "runpy.run_module('evals_cli', run_name='__main__')")
-    try:
-        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    finally:
-        server.stop()
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "[0]"
+    spy = ("runs = []\nsettled = []\n"
+           "gc.callbacks.append(lambda phase, info: runs.append(info['generation']) "
+           "if phase == 'start' and not settled and gc.get_threshold()[0] > 10_000 else None)\n"  # held
+           "settle = s.settle_heap\ndef spy():\n    settled.append(len(runs))\n    settle()\ns.settle_heap = spy\n"
+           "import atexit\natexit.register(lambda: print(settled))\n")
+    assert _spied_run(tmp_path, spy) == "[0]"
