@@ -54,7 +54,7 @@ def test_analyze_deterministic_only(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert summary["mean_overall_score"] == pytest.approx(sum(r["overall_score"] for r in rows.values()) / 8)
     assert summary["min_agent"] == {"session_id": "refund-unauthorized-tool", "agent_id": "planner", "score": 0.0}
     for expected in ("refund-user-corrects  overall 0.81", "├── turn 1 ✗ rdm (0.90)", "│   ├── planner 1.00",
-                     "agent      overall   tool use", "issue [reviewer] turn 1 · reviewer redid lookup_order",
+                     "agent      overall   tool use", "turn 1 redundant call: reviewer redid lookup_order",
                      "→ planner should pass more context when delegating", "slowest tool call turn 1 · reviewer · "
                      "lookup_order 2900 ms", "judge: off", "Gate PASSED: mean overall_score (over 8 sessions) = 0.775"):
         assert expected in out, expected

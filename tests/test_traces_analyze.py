@@ -54,8 +54,8 @@ def test_unreadable_lines_and_conversations_are_warned_and_the_rest_analysed(tmp
     path = FIXTURES / "edge_cases.otlp.jsonl"
     result = run_cli("analyze", str(path), "-o", str(tmp_path / "run"), "--no-judge", "--json")
     assert result.returncode in (0, 1)
-    assert [s["session_id"] for s in json.loads(result.stdout)["sessions"]] == ["legacy-1", "orphan-1"]
-    assert "2 of 5 traced conversations read" in result.stderr
+    assert [s["session_id"] for s in json.loads(result.stdout)["sessions"]] == ["legacy-1", "cut-1", "orphan-1"]
+    assert "3 of 5 traced conversations read" in result.stderr
     for expected in (f"warning: {path}:2: not JSON", f"warning: {path}:4: conversation 'cut-1'",
                      "cut off mid-call", f"warning: {path}:7: conversation 'noresult-1'"):
         assert expected in result.stderr

@@ -95,7 +95,7 @@ def test_edge_cases_are_reported_per_line_and_per_conversation() -> None:
     traces = read_traces(path)
     by_id = {c.id: c for c in traces.conversations}
     # what is readable is read: the older gen_ai.prompt.N form, and a span whose parent is missing
-    assert [c.id for c in traces.complete] == ["legacy-1", "orphan-1"]
+    assert [c.id for c in traces.complete] == ["legacy-1", "cut-1", "orphan-1"]
     legacy = by_id["legacy-1"].trajectory
     assert [(c.name, c.arguments, c.result) for c in legacy.tool_calls] == [("lookup_order", {"order_id": "9"},
                                                                              "order 9: shipped")]
@@ -112,7 +112,8 @@ def test_edge_cases_are_reported_per_line_and_per_conversation() -> None:
                for n in notes)
     assert any(n.startswith(f"{path}:7: conversation 'noresult-1'") and "was never recorded" in n for n in notes)
     assert not by_id["noresult-1"].complete  # an empty result would be graded as what the tool returned
-    assert not by_id["cut-1"].complete
+    # cut off mid-call: graded as recorded, its stop reason says so (the call it was cut off in has no result yet)
+    assert by_id["cut-1"].trajectory.stop_reason == "cut_off"
 
 
 def test_secrets_the_trace_carries_are_masked_everywhere() -> None:

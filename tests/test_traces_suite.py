@@ -94,14 +94,14 @@ def test_a_conversation_that_cannot_be_graded_is_an_error_and_bad_lines_are_warn
     result = run_cli("run", str(_suite(tmp_path, "edge_cases.otlp.jsonl")), "-o", str(tmp_path / "out"))
     results = _results(tmp_path / "out")
     assert set(results) == {"legacy-1", "cut-1", "orphan-1", "3af7651916cd43dd8448eb211c80319c", "noresult-1"}
-    assert "cut off mid-call" in results["cut-1"]["error"]["message"]
-    assert results["cut-1"]["score"] is None and results["cut-1"]["passed"] is None
+    # cut off mid-call: graded as recorded (one call, no loop, nothing forbidden), its stop reason said
+    assert results["cut-1"]["error"] is None and results["cut-1"]["trajectory"]["stop_reason"] == "cut_off"
     assert "was never recorded" in results["noresult-1"]["error"]["message"]  # no empty result is graded
     assert results["noresult-1"]["passed"] is None
     assert results["legacy-1"]["error"] is None and results["legacy-1"]["passed"] is True
     assert "traces.jsonl:2: not JSON" in result.stderr and "warning: " in result.stderr
     assert "SECRETSECRET" not in (tmp_path / "out" / "results.jsonl").read_text(encoding="utf-8")
-    assert result.returncode == 3  # 3 of 5 conversations errored: past the default max_error_rate, no verdict
+    assert result.returncode == 3  # 2 of 5 conversations errored: past the default max_error_rate, no verdict
 
 
 def test_nothing_readable_is_exit_2(tmp_path: Path) -> None:

@@ -6,24 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from evals_cli.models.results import SampleResult
+from evals_cli.sessions.explanations import FINDINGS
 
-# what each finding means, in one line (README "Multi-agent sessions", sessions/detectors.py, tool_validation.py)
-KINDS: dict[str, str] = {
-    "ccm": "the user re-asks: their next message repeats this turn's question (similar enough), so this answer "
-           "did not serve them",
-    "rdm": "the user corrects or rejects this answer in their next message (\"that's wrong\", \"not what I "
-           "asked\", \"actually, I meant\")",
-    "hallucination": "the final answer states ids or numbers found in no tool result, user message or the task",
-    "llm_judge": "the judge found another problem with this turn's answer (its reason is given)",
-    "overruled": "an inferred detection the judge found wrong: kept for review, the turn counts as good",
-    "UNAUTHORIZED_TOOL": "an agent called a tool its role was not given (HIGH: a security problem)",
-    "HALLUCINATED_PARAMETER": "a call sent a parameter the tool does not declare (MEDIUM)",
-    "MISSING_REQUIRED": "a call left out a parameter the tool requires (MEDIUM)",
-    "TYPE_MISMATCH": "a parameter of the wrong type (MEDIUM)",
-    "INVALID_VALUE": "a parameter value the tool's schema does not allow (MEDIUM)",
-    "lost handoff": "an agent handed the work on with a context missing the task's ids or amounts (or empty)",
-    "redundant call": "an agent redid a call another agent had made, with the same parameters",
-}
+# what each finding means and why it matters, in one line: the table the terminal view of `evals analyze` prints
+# too (sessions/explanations.py)
+KINDS: dict[str, str] = {kind: str(explanation) for kind, explanation in FINDINGS.items()}
 
 
 def case_name(result: SampleResult) -> str:

@@ -14,7 +14,6 @@ there.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +22,9 @@ from typing import Any
 from evals_cli.exporters.common import KINDS, prepare
 from evals_cli.exporters.html_charts import Histogram, histogram
 from evals_cli.exporters.html_pages import environment, pretty
+from evals_cli.sessions.findings import PINNED_KINDS, Finding, coordination_by_turn, turn_findings
 from evals_cli.sessions.models import AgentSession
 from evals_cli.sessions.results import (
-    Detection,
     InteractionResult,
     SessionAnalysis,
     SessionsSummary,
@@ -36,7 +35,6 @@ from evals_cli.sessions.results import (
 SESSION_STATUSES = [("clean", "no problem found"), ("problems", "with problems"), ("errored", "errored")]
 OPEN_SESSIONS = 25  # sessions with problems start expanded when there are at most this many
 
-_TURN = re.compile(r"^turn (\d+) · ")
 
 
 @dataclass(frozen=True)
@@ -134,15 +132,7 @@ class InteractionView:
         return [n for n in notes if n.split(" ", 1)[0] not in KINDS]
 
 
-@dataclass
-class FindingView:
-    """One detection or finding pinned to a turn: its kind, what that means, and the evidence."""
-
-    kind: str
-    css: str
-    meaning: str
-    evidence: str
-    detail: str = ""
+FindingView = Finding  # the name the report used before findings moved to sessions/findings.py
 
 
 @dataclass
@@ -188,7 +178,8 @@ def _session_problems(a: SessionAnalysis) -> list[str]:
     c = a.coordination
     found += [f"{len(items)} {what}" for items, what in ((c.redundant_calls, "redundant call(s)"),
                                                          (c.lost_handoffs, "lost handoff(s)"),
-                                                         (c.out_of_role_calls, "out-of-role call(s)")) if items]
+                                                         (c.out_of_role_calls, "out-of-role call(s)"),
+                                                         (c.repeated_calls, "repeated call(s)")) if items]
     if a.judge.errors:
         found.append(f"{len(a.judge.errors)} judge call(s) without a verdict")
     return found
@@ -198,24 +189,6 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else pretty(value)
 
 
-def _pinned(items: list[str]) -> dict[int, list[str]]:
-    """Coordination findings ('turn 2 · ...') by the turn (1-based) they name."""
-    by_turn: dict[int, list[str]] = {}
-    for item in items:
-        found = _TURN.match(item)
-        if found:
-            by_turn.setdefault(int(found.group(1)), []).append(item[found.end():])
-    return by_turn
-
-
-def _detection(d: Detection) -> FindingView:
-    if d.overruled_by_judge:
-        return FindingView(d.type, "muted", f"{KINDS.get(d.type, d.type)}; overruled: {KINDS['overruled']}",
-                           d.evidence, f"{d.source}, confidence {d.confidence:.2f}; the judge: {d.judge_reason or '—'}")
-    how = f"{d.source}, confidence {d.confidence:.2f}" + ("; stated by the user" if d.stated_by_user else "")
-    return FindingView(d.type, "bad", KINDS.get(d.type, d.type), d.evidence, how)
-
-
 def turn_views(a: SessionAnalysis, session: AgentSession | None) -> list[TurnView]:
     """Each turn with its conversation (when recorded) and every verdict on it, the badges following them."""
     verdicts = {t.turn_index: t for t in a.turn_results}
@@ -223,33 +196,27 @@ def turn_views(a: SessionAnalysis, session: AgentSession | None) -> list[TurnVie
     for v in a.tool_validation.violations:
         violations.setdefault((v.turn_index, v.step_index), []).append(v)
     by_agent_turn = {(v.turn_index, v.agent_id) for v in a.tool_validation.violations}
-    lost = _pinned(a.coordination.lost_handoffs)
-    redundant = _pinned(a.coordination.redundant_calls)
+    coordination = coordination_by_turn(a)
     count = len(session.turns) if session is not None else len(a.turn_results)
     turns = []
     for t in range(count):
         verdict = verdicts.get(t)
         recorded = session.turns[t] if session is not None else None
         chips: list[Chip] = []
-        findings = [_detection(d) for d in (verdict.detections if verdict else [])]
+        findings = turn_findings(a, t, coordination)
         if verdict is not None and verdict.is_bad:
             chips.append(Chip(f"{verdict.detection_type} ({verdict.confidence:.2f})", "bad",
                               KINDS.get(verdict.detection_type, verdict.detection_type)))
-            if not verdict.detections and verdict.reason:  # the judge alone: its reason is the evidence
-                findings.append(FindingView(verdict.detection_type, "bad", KINDS.get(verdict.detection_type, ""),
-                                            verdict.reason))
         turn_violations = [v for v in a.tool_validation.violations if v.turn_index == t]
         for severity, css in (("HIGH", "bad"), ("MEDIUM", "mid")):
             kinds = sorted({v.kind for v in turn_violations if v.severity == severity})
             if kinds:
                 chips.append(Chip(f"{severity}: {', '.join(k.lower() for k in kinds)}", css,
                                   "; ".join(f"{k}: {KINDS.get(k, k)}" for k in kinds)))
-        findings += [FindingView(v.kind, "bad" if v.severity == "HIGH" else "mid", KINDS.get(v.kind, v.kind),
-                                 v.detail, f"{v.severity} · {v.agent_id} · {v.tool}") for v in turn_violations]
-        for kind, items in (("lost handoff", lost.get(t + 1, [])), ("redundant call", redundant.get(t + 1, []))):
+        for kind in PINNED_KINDS:
+            items = coordination[kind].get(t + 1, [])
             if items:
                 chips.append(Chip(f"{kind}{'s' if len(items) > 1 else ''}", "mid", KINDS[kind]))
-                findings += [FindingView(kind, "mid", KINDS[kind], item) for item in items]
         if any(d.overruled_by_judge for d in (verdict.detections if verdict else [])):
             chips.append(Chip("overruled by the judge", "muted", KINDS["overruled"]))
         if not any(c.css in ("bad", "mid") for c in chips):

@@ -53,6 +53,28 @@ NO_ANSWER = "no answer to judge"
 """How a judge grade of an empty or absent answer begins: failed without asking the judge (model_judge), and
 counted as such, never as a judged item, by calibration."""
 
+NO_ANSWER_ENDINGS = {"max_steps": "it was cut off at the step limit (max_steps) before answering",
+                     "cut_off": "the recorded conversation was cut off mid-call before an answer (cut_off)",
+                     "empty_answer": "its final reply was empty (empty_answer)",
+                     "unparsed_tool_call": "its last reply was a tool call written as text (unparsed_tool_call)"}
+"""Endings that leave no final answer, whatever text an earlier step of the turn held."""
+FINAL_ANSWER_EXTRACTORS = {"last_assistant", "last_turn", "pattern", "after_marker"}
+"""Extractors that read the final answer: under a NO_ANSWER_ENDINGS ending what they return is not one."""
+RECORDED_CUT_OFF = frozenset({"cut_off"})
+"""The ending the deterministic answer graders (match, grounding) read as no answer: a recording that stopped
+mid-call. A live run's `max_steps` keeps its partial answer for them, as it always has."""
+
+
+def ending_without_answer(extractor: str, stop_reason: str, endings: frozenset[str] | None = None) -> str | None:
+    """Why a turn that ended with `stop_reason` left no final answer for `extractor` to read (None: it did, or
+    the extractor reads something else). `endings` narrows the endings considered. Shared by the graders of the
+    answer, so that text an agent wrote before it was cut off is never graded as its answer."""
+    if extractor not in FINAL_ANSWER_EXTRACTORS or stop_reason not in NO_ANSWER_ENDINGS:
+        return None
+    if endings is not None and stop_reason not in endings:
+        return None
+    return NO_ANSWER_ENDINGS[stop_reason]
+
 
 class TurnGrade(Record):
     """A grade for one user turn of a per-turn sample (letta-evals' PerTurnGrade). `turn` is 0-based."""

@@ -8,11 +8,14 @@ from pydantic import Field, PrivateAttr, SerializerFunctionWrapHandler, model_se
 
 from evals_cli.models.base import Record
 
-StopReason = Literal["completed", "empty_answer", "unparsed_tool_call", "max_steps", "error"]
+StopReason = Literal["completed", "empty_answer", "unparsed_tool_call", "max_steps", "cut_off", "error"]
 """Why the loop stopped. `completed`: the agent answered in text. `empty_answer`: it stopped without calling a
 tool and without a word. `unparsed_tool_call`: its final answer is a tool call written as text (JSON, fenced, or
 in <tool_call> tags) that the endpoint did not parse into a call, so no tool ran. `max_steps`: cut off at the
-bound. `error`: the sample failed. Anything but `completed` is shown in the table and given to graders."""
+bound. `cut_off`: a recorded conversation (a trace) ends mid-call: its last model reply asked for tools and no
+model call followed, or its last model call never ended (the agent was stopped by its own step cap, a crash or a
+timeout: the recording cannot say which), so there is no final answer. `error`: the sample failed. Anything but
+`completed` is shown in the table and given to graders."""
 
 UserSource = Literal["prefilled", "scripted", "simulated", "replayed"]
 """Where a user message came from: `prefilled` (the row's pre-filled messages end with it), `scripted` (the row's

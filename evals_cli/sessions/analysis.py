@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evals_cli.sessions.coordination import Handoff, coordination_signals, handoffs, intent_drift_fallback, redundant_calls
+from evals_cli.sessions.coordination import (
+    Handoff,
+    coordination_signals,
+    handoffs,
+    intent_drift_fallback,
+    redundant_calls,
+    repeated_calls,
+)
 from evals_cli.sessions.detectors import combine_turn, deterministic_detections
 from evals_cli.sessions.judge_metrics import (
     JudgeLog,
@@ -128,6 +135,7 @@ def agents(session: AgentSession, target: RecordedSessionsTarget, everything: li
            validation: ToolValidation, found_handoffs: list[Handoff]) -> dict[str, AgentScores]:
     """Per agent: its scores over its interactions, the concrete issues behind them, and what to do about it."""
     redone = redundant_calls(session)
+    looped = repeated_calls(session)
     per_agent = {}
     for agent in session.agents:
         scores = agent_scores(agent.role, [r for r in everything if r.agent_id == agent.agent_id],
@@ -136,7 +144,9 @@ def agents(session: AgentSession, target: RecordedSessionsTarget, everything: li
                          for v in validation.violations if v.agent_id == agent.agent_id]
         scores.issues += [f"lost handoff: {h.describe()}" for h in found_handoffs if h.lost and h.source == agent.agent_id]
         scores.issues += [text for who, text in redone if who == agent.agent_id]
-        scores.recommendations = agent_recommendations(agent.agent_id, scores, target.thresholds)
+        loops = [text for who, text in looped if who == agent.agent_id]
+        scores.issues += loops
+        scores.recommendations = agent_recommendations(agent.agent_id, scores, target.thresholds, loops=len(loops))
         per_agent[agent.agent_id] = scores
     return per_agent
 
@@ -183,7 +193,8 @@ async def analyze_session(session: AgentSession, target: RecordedSessionsTarget,
     tool_use = mean(r.tool_use_score for r in everything)
     reasoning = mean(r.reasoning_score for r in everything)
     recommendations = [rec for scores in per_agent.values() for rec in scores.recommendations]
-    recommendations += session_recommendations(conversation, coordination.score, drift, completed, thresholds)
+    recommendations += session_recommendations(conversation, coordination.score, drift, completed, thresholds,
+                                               handoffs=len(found_handoffs))
     return SessionAnalysis(
         session_id=session.id, task=session.task,
         overall_score=session_overall(conversation_score, tool_use, coordination.score, reasoning, drift,

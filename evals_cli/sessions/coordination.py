@@ -9,6 +9,9 @@
 - redundant calls: the same tool with the same canonical parameters (sorted keys) as an earlier call by a
   *different* agent: work redone because it was not passed on.
 - out-of-role calls: a tool outside the calling agent's `tools_available` (the UNAUTHORIZED_TOOL violations).
+- repeated calls: one agent making the same call (same tool, same canonical parameters) more than twice in a
+  turn: a loop, such as the one an agent's step cap cuts off. Reported, not scored (no coordination between
+  agents is involved).
 The deterministic coordination score is the mean of those that apply: 1 - redundant/calls, 1 - lost/handoffs,
 1 - out-of-role/calls (null with no call and no handoff).
 """
@@ -82,6 +85,25 @@ def redundant_calls(session: AgentSession) -> list[tuple[str, str]]:
     return found
 
 
+REPEATS_ALLOWED = 2  # as no_loops' max_repeats: a retry is no loop, a third identical call is
+
+
+def repeated_calls(session: AgentSession) -> list[tuple[str, str]]:
+    """(agent, description) for every call one agent made more than REPEATS_ALLOWED times in one turn."""
+    found = []
+    for t, turn in enumerate(session.turns):
+        counts: dict[tuple[str, str, str], int] = {}
+        for interaction in turn.agent_interactions:
+            for _, call in interaction.tool_calls:
+                same = (interaction.agent_id, call.tool_name, canonical_args(
+                    ToolCall(name=call.tool_name, arguments=call.parameters)))
+                counts[same] = counts.get(same, 0) + 1
+        for (agent, tool, _), count in counts.items():
+            if count > REPEATS_ALLOWED:
+                found.append((agent, f"turn {t + 1} · {agent} called {tool} {count} times with the same parameters"))
+    return found
+
+
 def coordination_signals(session: AgentSession, validation: ToolValidation, found_handoffs: list[Handoff]) -> Coordination:
     redundant = redundant_calls(session)
     out_of_role = [f"turn {v.turn_index + 1} · {v.detail}" for v in validation.violations
@@ -94,7 +116,7 @@ def coordination_signals(session: AgentSession, validation: ToolValidation, foun
         parts.append(1 - len(lost) / len(found_handoffs))
     det = round(sum(parts) / len(parts), 6) if parts else None
     return Coordination(score=det, deterministic_score=det, redundant_calls=[d for _, d in redundant], lost_handoffs=lost,
-                        out_of_role_calls=out_of_role)
+                        out_of_role_calls=out_of_role, repeated_calls=[d for _, d in repeated_calls(session)])
 
 
 def work_text(session: AgentSession) -> str:

@@ -7,6 +7,9 @@ An agent whose offered tools were never recorded (the OpenTelemetry openai instr
 `gen_ai.tool.definitions`; the application's invoke_agent span may) is given the tools it called, unchecked,
 and the session's metadata says so: without the list, calling a tool cannot be judged unauthorized, and
 flagging every call would be a guess.
+
+A conversation cut off mid-call (stop reason cut_off) is analysed too: its last turn has no final response (the
+user got none), so the task is not completed, and its calls are there for the loop and redundancy checks.
 """
 
 from __future__ import annotations
@@ -84,7 +87,10 @@ def _turn(conversation: Conversation, index: int) -> SessionTurn:
                 before.handoff_context = next((s.output for s in reversed(before.agent_steps) if s.output), None)
         interactions.append(AgentInteraction(agent_id=agent, latency_ms=step.latency_s * 1000,
                                              agent_steps=_agent_steps(step)))
-    return SessionTurn(user_message=turn.user or "", agent_interactions=interactions, final_response=turn.answer)
+    # a conversation cut off mid-call gave the user no answer in its last turn, whatever an earlier step said
+    cut = conversation.trajectory.stop_reason == "cut_off" and index == len(conversation.trajectory.turns) - 1
+    return SessionTurn(user_message=turn.user or "", agent_interactions=interactions,
+                       final_response="" if cut else turn.answer)
 
 
 def to_session(conversation: Conversation) -> AgentSession:

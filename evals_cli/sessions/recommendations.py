@@ -7,8 +7,11 @@ from evals_cli.sessions.results import AgentScores, ConversationStats
 from evals_cli.sessions.spec import Thresholds
 
 
-def agent_recommendations(agent_id: str, scores: AgentScores, t: Thresholds) -> list[str]:
+def agent_recommendations(agent_id: str, scores: AgentScores, t: Thresholds, loops: int = 0) -> list[str]:
     found = []
+    if loops:
+        found.append(f"{agent_id} repeats identical calls ({loops} loop(s)): have it use the result it already has, "
+                     "and stop or ask the user when a call brings nothing new.")
     if scores.tool_use is not None and scores.tool_use < t.tool_use:
         found.append(f"Consider improving tool selection for {agent_id} (tool use {scores.tool_use:.2f} < "
                      f"{t.tool_use:g}): keep it to its own tools and their declared parameters.")
@@ -29,12 +32,14 @@ def _rate(count: int, conversation: ConversationStats) -> float:
 
 
 def session_recommendations(conversation: ConversationStats, coordination: float | None, drift: float | None,
-                            task_completion: bool | None, t: Thresholds) -> list[str]:
+                            task_completion: bool | None, t: Thresholds, handoffs: int = 0) -> list[str]:
+    """Session-level advice; `handoffs`: how many the session had (no handoff advice for a session without)."""
     found = []
     total = conversation.total_responses
     if coordination is not None and coordination < t.coordination:
-        found.append(f"Coordination is weak ({coordination:.2f} < {t.coordination:g}): define clearer roles, "
-                     "which agent owns which tool, and what each handoff must carry.")
+        found.append(f"Coordination is weak ({coordination:.2f} < {t.coordination:g}): define clearer roles"
+                     + (", which agent owns which tool, and what each handoff must carry." if handoffs
+                        else " and which agent owns which tool."))
     n = conversation.rdm_detections
     if n and _rate(n, conversation) >= t.rdm_rate:
         found.append(f"Users frequently correct responses ({n}/{total} turns): check the answer against what "
@@ -48,7 +53,8 @@ def session_recommendations(conversation: ConversationStats, coordination: float
                      "tool results.")
     if drift is not None and drift > t.intent_drift:
         found.append(f"The agents' work strays from the task (intent drift {drift:.2f} > {t.intent_drift:g}): "
-                     "restate the task in every handoff.")
+                     + ("restate the task in every handoff." if handoffs
+                        else "keep the agent's instructions and tool calls on what the user asked."))
     if task_completion is False:
         found.append("The task was not completed: review the last turn.")
     return found

@@ -1,5 +1,6 @@
 """The Rich view of a sessions evaluation: an overview table, then per session the tree (turns → agents with
-their scores), the per-agent table, issues and recommendations, and a footer with the gate's verdict.
+their scores), the per-agent table, each finding on its turn explained as the HTML report explains it
+(sessions/findings.py), the recommendations, and a footer with the gate's verdict.
 Same conventions as the run table: `—` for a score that does not apply, green/yellow/red by score, plain text
 when stdout is not a terminal (see `display.console.make_console`)."""
 
@@ -11,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from evals_cli.sessions.findings import coordination_by_turn, turn_findings
 from evals_cli.sessions.results import SessionAnalysis, SessionsSummary, TurnResult
 from evals_cli.wording import plural
 
@@ -104,12 +106,26 @@ def agents_table(a: SessionAnalysis) -> Table:
     return table
 
 
-def findings(a: SessionAnalysis) -> Text:
+def explained_findings(a: SessionAnalysis) -> Text:
+    """Each finding on its turn with its evidence, and what its kind means and why it matters the first time the
+    kind appears in the session: the explanations the HTML report pins to the same findings."""
     text = Text()
-    issues = [(agent, issue) for agent, s in a.per_agent_scores.items() for issue in s.issues]
-    for agent, issue in issues:
-        text.append("  issue ", style="yellow")
-        text.append(f"[{agent}] {issue}\n")
+    coordination = coordination_by_turn(a)
+    explained: set[str] = set()
+    for t in range(len(a.turn_results)):
+        for f in turn_findings(a, t, coordination):
+            text.append(f"  turn {t + 1} ", style="dim")
+            text.append(f.kind, style={"bad": "red", "mid": "yellow"}.get(f.css, "dim"))
+            text.append(f": {f.evidence[:300]}" if f.evidence else "")
+            text.append(f" ({f.detail})\n" if f.detail else "\n", style="dim")
+            if f.kind not in explained and f.meaning:
+                explained.add(f.kind)
+                text.append(f"      {f.meaning}\n", style="italic")
+    return text
+
+
+def findings(a: SessionAnalysis) -> Text:
+    text = explained_findings(a)
     for rec in a.recommendations:
         text.append("  → ", style="cyan")
         text.append(rec + "\n")

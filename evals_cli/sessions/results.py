@@ -150,6 +150,8 @@ class Coordination(Out):
     redundant_calls: list[str] = Field(default_factory=list, description="Calls redoing another agent's call.")
     lost_handoffs: list[str] = Field(default_factory=list, description="Handoffs whose context lost the task.")
     out_of_role_calls: list[str] = Field(default_factory=list, description="Calls outside the agent's tools.")
+    repeated_calls: list[str] = Field(default_factory=list, description="Calls one agent made again and again in a "
+                                      "turn, with the same parameters (a loop); not in the score.")
     reason: str = ""
 
 

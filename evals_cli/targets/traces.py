@@ -7,8 +7,10 @@ Samples: without a `dataset:` the suite's dataset is the trace file itself, one 
 the conversation id), graded by the graders that need no expectations; with one, rows are matched to
 conversations by `id` and carry the expectations, and a row may leave `input` out (the conversation's user
 messages fill it). `since` / `until` (or --since / --until) keep the conversations that started in a window.
-A conversation that cannot be graded honestly (cut off mid-call, content not captured) is an errored sample
-with its reason, never a score; a row naming no conversation of the file is an errored sample too.
+A conversation cut off mid-call is graded as recorded (stop reason `cut_off`: trajectory graders grade it, answer
+graders fail it with no answer); one that cannot be graded honestly (content not captured, a tool result never
+recorded) is an errored sample with its reason, never a score; a row naming no conversation of the file is an
+errored sample too.
 """
 
 from __future__ import annotations

@@ -9,8 +9,10 @@ carries that no earlier request did starts a turn; each call's reply is one step
 their arguments); a tool call's result comes from its execute_tool / TOOL span (by call id, else by name in
 order), else from the tool message of a later request. Agents come from `invoke_agent` / AGENT spans; one
 nested in another's tool call is a handoff. What cannot be rebuilt (content capture off, a tool result never
-recorded, a conversation cut off mid-call, spans whose parents are not in the files) is said in the
-conversation's `notes`, never filled in: a conversation that cannot be graded honestly is `complete=False`.
+recorded, spans whose parents are not in the files) is said in the conversation's `notes`, never filled in: a
+conversation that cannot be graded honestly is `complete=False`. A conversation cut off mid-call (its last reply
+asked for tools and no model call followed: an agent stopped by its own step cap while looping) is graded as
+recorded, with stop reason `cut_off` and no final answer, and a note saying so.
 
 Every text and value taken from a span passes through the `Cleaner` the caller hands in (the reader's
 TraceCleaner, traces/masking.py: masked and capped as a live run's are).
@@ -150,6 +152,7 @@ class _Builder:
         self.result_from_span: set[int] = set()  # id() of ToolCalls whose result a tool span gave
         self.result_recorded: set[int] = set()  # id() of ToolCalls whose result was recorded (span or request)
         self.reply_unrecorded: set[int] = set()  # id() of Steps whose model reply was not recorded
+        self.cut_off = False  # it ends mid-call: graded as recorded, with stop reason cut_off
 
     # --- agents ---
 
@@ -312,23 +315,36 @@ class _Builder:
                               "or OpenInference's OPENINFERENCE_HIDE_* off, where the traces are made)")
         elif not any(t.user for t in self.turns):
             self.notes.append("no user message was recorded")
-        missing = [c for t in self.turns for c in t.tool_calls if id(c) not in self.result_recorded]
+        pending = self._cut_off(last, last_span, uncaptured)
+        missing = [c for t in self.turns for c in t.tool_calls
+                   if id(c) not in self.result_recorded and id(c) not in pending]
         if missing and not uncaptured:
             self.complete = False  # an empty result would be graded as what the tool returned
             names = ", ".join(sorted({c.name for c in missing}))
             self.notes.append(f"the result of {len(missing)} tool call(s) ({names}) was never recorded (no tool span "
                               "with a result, no later request carrying it)")
-        if last is not None and last.tool_calls and not uncaptured:
-            self.complete = False
-            self.notes.append("cut off mid-call: the last model reply asked for "
-                              f"{', '.join(c.name for c in last.tool_calls)} and no model call followed")
-        elif last_span is not None and last_span.end_ns is None:
-            self.complete = False
-            self.notes.append("cut off: the last model call span never ended")
         missing_parents = [s for s in self.spans if (s.trace_id, s.span_id) in self.ctx.parents_missing]
         if missing_parents:
             self.notes.append(f"{len(missing_parents)} span(s) name a parent that is not in the files (a trace "
                               "exported in parts, or cut); they were placed by their start times")
+
+    def _cut_off(self, last: Step | None, last_span: Span | None, uncaptured: list[str]) -> set[int]:
+        """Whether the conversation ends mid-call (`self.cut_off`, said in a note), and the id() of the calls it
+        was cut off in (they have no result yet). Such a conversation is graded as recorded, with stop reason
+        cut_off: the loop that ran into the agent's own step cap is what is most worth catching."""
+        if uncaptured:
+            return set()
+        if last is not None and last.tool_calls:
+            self.cut_off = True
+            self.notes.append("cut off mid-call: the last model reply asked for "
+                              f"{', '.join(c.name for c in last.tool_calls)} and no model call followed (graded as "
+                              "recorded, stop reason cut_off: no final answer)")
+            return {id(c) for c in last.tool_calls}
+        if last_span is not None and last_span.end_ns is None:
+            self.cut_off = True
+            self.notes.append("cut off: the last model call span never ended (graded as recorded, stop reason "
+                              "cut_off: no final answer)")
+        return set()
 
     def _finish(self, spans: list[Span], calls: list[ModelCall]) -> Conversation:
         last = self.turns[-1].steps[-1] if self.turns and self.turns[-1].steps else None
@@ -338,6 +354,8 @@ class _Builder:
             stop = "error" if id(last) in self.reply_unrecorded else "empty_answer"
         if any(c.span.status_error is not None for c in calls) and (last is None or not last.content):
             stop = "error"
+        if self.cut_off:
+            stop = "cut_off"
         trajectory = Trajectory(turns=self.turns, stop_reason=stop)
         ends = [s.end_ns or s.start_ns for s in spans]
         model = next((c.model for c in calls if c.model), None)

@@ -15,7 +15,7 @@ from evals_cli import safe_regex
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.fields import ScoreMode
-from evals_cli.models.results import Grade
+from evals_cli.models.results import RECORDED_CUT_OFF, Grade, ending_without_answer
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 
@@ -104,6 +104,9 @@ class GroundingGrader(Grader[GroundingSpec]):
         answer = await ctx.asubmission(self.spec.extractor, self.spec.extractor_config)
         if not cite and not avoid:
             return Grade.not_applicable("no must_cite or must_not_say values: nothing to check", submission=answer)
+        cut = ending_without_answer(self.spec.extractor, ctx.view.stop_reason, RECORDED_CUT_OFF)
+        if cut is not None:  # a traced conversation cut off mid-call: nothing it said before is its answer
+            return Grade(score=0.0, rationale=f"no answer: {cut}", submission=answer)
         find = Finder(self.spec.case_sensitive, self.spec.whole_word)
         sources = tool_texts(ctx.trajectory)
         problems: list[str] = []

@@ -33,7 +33,7 @@ from evals_cli.labels import Label, calibration_labels
 from evals_cli.models.base import StrictModel
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.judge import Choice
-from evals_cli.models.results import NO_ANSWER, Grade
+from evals_cli.models.results import NO_ANSWER, Grade, ending_without_answer
 from evals_cli.models.sample import Sample
 
 
@@ -104,19 +104,12 @@ class Verdict:
     fields: dict[str, Any] | None = None
 
 
-NO_ANSWER_ENDINGS = {"max_steps": "it was cut off at the step limit (max_steps) before answering",
-                     "empty_answer": "its final reply was empty (empty_answer)",
-                     "unparsed_tool_call": "its last reply was a tool call written as text (unparsed_tool_call)"}
-"""Endings that leave no final answer, whatever text an earlier step of the turn held."""
-FINAL_ANSWER_EXTRACTORS = {"last_assistant", "last_turn", "pattern", "after_marker"}
-"""Extractors that read the final answer: under a NO_ANSWER_ENDINGS ending what they return is not one."""
-
-
 def missing_answer(submission: str, extractor: str, stop_reason: str) -> str | None:
     """Why there is no answer to judge (None when there is one): an empty or blank submission, or a turn that
     ended without a final answer. A judge asked about nothing can still give 10/10; that must never pass."""
-    if extractor in FINAL_ANSWER_EXTRACTORS and stop_reason in NO_ANSWER_ENDINGS:
-        return NO_ANSWER_ENDINGS[stop_reason]
+    ending = ending_without_answer(extractor, stop_reason)
+    if ending is not None:
+        return ending
     if not submission.strip():
         return "the answer is empty" if not submission else "the answer is only whitespace"
     return None

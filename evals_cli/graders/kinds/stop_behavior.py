@@ -2,7 +2,8 @@
 
 - premature_stop: it stopped by itself before the required tools were called;
 - no_stop: it kept calling tools (or called a mutating tool) after the required calls were complete;
-- max_steps: the loop cut it off at the step limit (stop_reason max_steps).
+- max_steps: the loop cut it off at the step limit (stop_reason max_steps), or a traced conversation ends mid-call
+  (stop_reason cut_off).
 
 "Complete" is the first model step after which every required tool (globs, as a multiset, any order) has been
 called by a call that reached a tool; unknown tools and unparseable arguments do not count, so a retry of a
@@ -139,7 +140,7 @@ class _Checks:
     def premature_stop(self) -> Check:
         if self.required is None:
             return Check(1.0, "no required tools: nothing to check", applicable=False)
-        if self.stop_reason in ("max_steps", "error"):  # empty_answer, unparsed_tool_call: it stopped itself
+        if self.stop_reason in ("max_steps", "cut_off", "error"):  # empty_answer, unparsed_tool_call: it stopped itself
             return Check(1.0, f"not applicable: the agent did not stop by itself ({self.stop_reason}; see max_steps)",
                          applicable=False)
         if self.done is not None:
@@ -183,6 +184,9 @@ class _Checks:
     def max_steps(self) -> Check:
         if self.stop_reason == "max_steps":
             return Check(0.0, "cut off at the step limit (stop_reason max_steps): no final answer of its own")
+        if self.stop_reason == "cut_off":  # a recording that ends mid-call: stopped from outside, as at a bound
+            return Check(0.0, "the recorded conversation was cut off mid-call (stop_reason cut_off): no final "
+                              "answer of its own")
         return Check(1.0, f"stopped by itself (stop_reason {self.stop_reason})")
 
 

@@ -13,7 +13,7 @@ from evals_cli import custom_code, regex_patterns
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.graders.functions import BUILTINS, load_function, to_grade
 from evals_cli.models.grader_specs.base import GraderBase
-from evals_cli.models.results import Grade
+from evals_cli.models.results import RECORDED_CUT_OFF, Grade, ending_without_answer
 from evals_cli.models.sample import Sample
 
 
@@ -59,6 +59,10 @@ class MatchGrader(Grader[MatchSpec]):
 
     async def grade(self, ctx: GradeContext) -> Grade:
         submission = await ctx.asubmission(self.spec.extractor, self.spec.extractor_config)
+        # a traced conversation cut off mid-call has no answer: text the agent wrote before it is none
+        cut = ending_without_answer(self.spec.extractor, ctx.view.stop_reason, RECORDED_CUT_OFF)
+        if cut is not None:
+            return Grade(score=0.0, rationale=f"no answer: {cut}", submission=submission)
         sample = ctx.sample.model_copy(update={"ground_truth": ctx.ground_truth})
         args = [sample, submission]
         if getattr(self.fn, "__evals_wants_trajectory__", False):
