@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -20,19 +21,23 @@ from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.suite.problems import clip, format_validation_error
 
+_TRACE_MARKER = re.compile(rb'"resourceSpans"|"object"\s*:\s*"trace(?:\.span)?"')
 
-def _may_be_otlp(path: Path) -> bool:
-    """`looks_like_otlp`, whose package (the traces reader) is imported only for a file whose first line names
-    resourceSpans: a JSONL dataset, the common case, costs no import of it."""
+
+def _is_traces(path: Path, fill: RowFill | None) -> bool:
+    """Whether the dataset is a trace file, read one row per conversation: always for the file a traces target
+    reads (the fill's owner names it), else when its content as a whole is traces (`is_trace_file`: past a broken
+    or foreign first line). The traces reader is imported only for a file where some line names a trace's key:
+    a JSONL dataset, the common case, costs no import of it."""
+    owner = getattr(fill, "__self__", None)
+    if getattr(owner, "trace_file", None) == path.resolve():
+        return True
     with path.open("rb") as fh:
-        for raw in fh:
-            if raw.strip():
-                if b"resourceSpans" not in raw[:4096]:
-                    return False
-                from evals_cli.traces.otlp import looks_like_otlp
+        if not any(_TRACE_MARKER.search(raw) for raw in fh):
+            return False
+    from evals_cli.traces.files import is_trace_file
 
-                return looks_like_otlp(path)
-    return False
+    return is_trace_file(path)
 
 
 def _first_char(path: Path) -> str:
@@ -194,7 +199,7 @@ def rows_with_spans(path: Path, seen: Seen | None = None,
         for where, number, row in _iter_array(path, seen, fill):
             yield where, number, row, None
         return
-    if _may_be_otlp(path):
+    if _is_traces(path, fill):
         from evals_cli.traces.reader import dataset_rows
 
         if seen is not None:

@@ -151,6 +151,14 @@ def agents(session: AgentSession, target: RecordedSessionsTarget, everything: li
     return per_agent
 
 
+def task_completed(session: AgentSession, turns: list[TurnResult], verdict: Verdict | None) -> tuple[bool, str]:
+    """(completed, by whom): the judge's verdict, else (weak) the last turn has an answer and was not flagged; a
+    conversation cut off mid-call has no answer in its last turn, so it is never completed."""
+    if verdict is not None:
+        return verdict.score >= 1.0, "judge"
+    return not turns[-1].is_bad and bool(session.turns[-1].final_response.strip()), "deterministic"
+
+
 async def analyze_session(session: AgentSession, target: RecordedSessionsTarget,
                           judge: SessionJudge | None = None) -> SessionAnalysis:
     """The whole analysis of one session. Without a judge every metric that has a deterministic form gets it and
@@ -183,12 +191,7 @@ async def analyze_session(session: AgentSession, target: RecordedSessionsTarget,
         coordination.reason = judged.session["coordination"].reason  # type: ignore[union-attr]
     focus = judged.session.get("intent_drift")
     drift = rounded(1.0 - focus.score if focus is not None else intent_drift_fallback(session))
-    completion = judged.session.get("task_completion")
-    if completion is not None:
-        completed, source = completion.score >= 1.0, "judge"
-    else:
-        completed = not turn_results[-1].is_bad and bool(session.turns[-1].final_response.strip())
-        source = "deterministic"
+    completed, source = task_completed(session, turn_results, judged.session.get("task_completion"))
     conversation_score = rounded(conversation.good_responses / conversation.total_responses)
     tool_use = mean(r.tool_use_score for r in everything)
     reasoning = mean(r.reasoning_score for r in everything)

@@ -58,8 +58,8 @@ def analyze_command(path: Path, output: Path | None = None, *, judge_model: str 
     """`evals analyze sessions.jsonl`: default weights, thresholds and gate (mean overall_score >= 0.7). The judge
     runs when a judge model is given (`judge_model` or EVAL_JUDGE_MODEL) and `no_judge` is not set;
     `judge_confirms=False` keeps the deterministic turn detections final (the judge cannot overrule them).
-    `input_format`: "sessions", "otlp" (OpenTelemetry trace files: their conversations are analysed as
-    sessions) or "auto" (a folder, or a file whose first line is an OTLP/JSON request, is read as traces)."""
+    `input_format`: "sessions", "otlp" (trace files, OTLP/JSON or the Agents SDK's export: their conversations
+    are analysed as sessions) or "auto" (a folder, or a file mostly of trace requests, is read as traces)."""
     path = Path(path)
     try:
         sessions_file = path.resolve()
@@ -81,10 +81,11 @@ def analyze_command(path: Path, output: Path | None = None, *, judge_model: str 
 
 
 def is_trace_input(path: Path) -> bool:
-    """Auto-detection for `evals analyze`: a folder (of trace files), or a file starting with an OTLP/JSON request."""
-    from evals_cli.traces.otlp import looks_like_otlp
+    """Auto-detection for `evals analyze`: a folder (of trace files), or a file whose content is mostly trace
+    requests (OTLP/JSON or the OpenAI Agents SDK's export), whatever its first line is."""
+    from evals_cli.traces.files import is_trace_file
 
-    return path.is_dir() or looks_like_otlp(path)
+    return path.is_dir() or is_trace_file(path)
 
 
 def traced_sessions(path: Path, output: Path | None, *, quiet: bool = False) -> tuple[Path, Path]:

@@ -79,9 +79,10 @@ def _turn(conversation: Conversation, index: int) -> SessionTurn:
             before = interactions[-1]
             info, back = conversation.agents.get(agent), conversation.agents.get(before.agent_id)
             if info is not None and info.parent == before.agent_id:
-                before.handoff_to = agent  # the nested agent took over: a handoff, with the call's arguments
+                before.handoff_to = agent  # the other agent took over: a handoff, with what it was handed
                 last = before.agent_steps[-1].tool_call
-                before.handoff_context = last.parameters if last is not None else None
+                before.handoff_context = conversation.handoff_contexts.get(
+                    (agent, index), last.parameters if last is not None else None)
             elif back is not None and back.parent == agent:
                 before.handoff_to = agent  # the nested agent handed back, with its answer
                 before.handoff_context = next((s.output for s in reversed(before.agent_steps) if s.output), None)

@@ -81,6 +81,7 @@ class Traces(Target):
     def __init__(self, spec: TracesTarget, ctx: TargetContext) -> None:
         super().__init__(spec, ctx)
         self.path = (ctx.base_dir / spec.path).resolve()
+        self.trace_file = self.path  # the dataset reader reads this file as traces, whatever its lines look like
         self.traces: TraceSet = read_traces(self.path)
         self.by_id: dict[str, Conversation] = {c.id: c for c in self.traces.conversations}
         self.since = parse_when(spec.since, "since") if spec.since else None

@@ -270,6 +270,8 @@ def read_model_call(span: Span) -> ModelCall:
         prompt, completion = _usage(a)
     if tools is None:
         tools = tool_definitions(a.get("gen_ai.tool.definitions"))
+    if isinstance(a.get("evals.convention"), str):  # a span converted from another format (traces/agents_sdk.py)
+        convention = a["evals.convention"]
     if outputs and finish is None:
         finish = outputs[0].finish_reason
     return ModelCall(span, convention, inputs, outputs, tools, str(model) if model else None, prompt, completion,
@@ -300,6 +302,18 @@ def agent_name(span: Span) -> str | None:
             a.get("gen_ai.operation.name") == "invoke_agent":
         return span.name.removeprefix("invoke_agent").strip() or None
     return None
+
+
+def names_agent(span: Span) -> bool:
+    """Whether a span names its agent in an attribute (not only by the span's name)."""
+    return bool(span.attributes.get("gen_ai.agent.name") or span.attributes.get("agent.name"))
+
+
+def handed_by(span: Span) -> str | None:
+    """The agent that handed work to this agent span, when the span names it (OpenInference's
+    `graph.node.parent_id`, which the Agents SDK's handoffs become)."""
+    value = span.attributes.get("graph.node.parent_id")
+    return str(value) if value else None
 
 
 def conversation_key(span: Span) -> str | None:

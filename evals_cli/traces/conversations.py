@@ -31,7 +31,9 @@ from evals_cli.traces.conventions import (
     ToolRun,
     agent_name,
     conversation_key,
+    handed_by,
     is_genai_like,
+    names_agent,
     read_model_call,
     read_tool_run,
     span_kind,
@@ -40,6 +42,7 @@ from evals_cli.traces.conventions import (
 from evals_cli.traces.otlp import Span
 
 SpanKey = tuple[str, str]  # (trace id, span id)
+SDK_RESPONSE = "openai-agents response"  # the convention of an Agents SDK export's Responses API call
 ROOT_AGENT = "agent"  # the name of the agent of model calls no agent span encloses
 
 
@@ -82,6 +85,8 @@ class Conversation:
     conventions: list[str]
     notes: list[str] = field(default_factory=list)
     complete: bool = True
+    # (agent, turn index) -> what an agent that was handed work, not nested in a call, was sent (its first request)
+    handoff_contexts: dict[tuple[str, int], str] = field(default_factory=dict)
 
     @property
     def root_agent(self) -> str:
@@ -153,13 +158,22 @@ class _Builder:
         self.result_recorded: set[int] = set()  # id() of ToolCalls whose result was recorded (span or request)
         self.reply_unrecorded: set[int] = set()  # id() of Steps whose model reply was not recorded
         self.cut_off = False  # it ends mid-call: graded as recorded, with stop reason cut_off
+        self.awaiting_context: set[str] = set()  # agents handed work to, whose first request is what they got
+        self.handoff_contexts: dict[tuple[str, int], str] = {}
+        self.runs = {(a.trace_id, a.span_id) for s in spans if span_kind(s) == "agent" and names_agent(s)
+                     for a in ctx.ancestors(s) if span_kind(a) == "agent" and not names_agent(a)}
 
     # --- agents ---
 
     def _agent_spans(self, span: Span) -> list[Span]:
-        """The agent spans enclosing `span` (itself included), innermost first."""
+        """The agent spans enclosing `span` (itself included), innermost first; a run's span is none of them."""
         chain = [span, *self.ctx.ancestors(span)]
-        return [s for s in chain if span_kind(s) == "agent"]
+        return [s for s in chain if span_kind(s) == "agent" and not self._is_run(s)]
+
+    def _is_run(self, span: Span) -> bool:
+        """An agent-kind span that names no agent and encloses an agent span that does: the run of a workflow
+        (OpenInference writes the Agents SDK's trace as such a root AGENT span), not an agent of its own."""
+        return (span.trace_id, span.span_id) in self.runs
 
     def _agent_of(self, span: Span) -> tuple[str, bool, Span | None]:
         """(agent name, nested in another agent, the agent span)."""
@@ -199,6 +213,13 @@ class _Builder:
         if nested:
             return
         users = [m for m in inputs if m.role == "user"]
+        if not self.turns and len(users) > 1:
+            # the first request recorded carries earlier user messages: the conversation began before these
+            # traces (a run given its history), and those turns' answers are not in them: not rebuilt as turns
+            self.notes.append(f"{len(users) - 1} earlier user message(s) came as history in the first recorded "
+                              "request: the conversation began before these traces; only the recorded turns are "
+                              "graded")
+            self.users_seen = len(users) - 1
         if len(users) > self.users_seen:
             for message in users[self.users_seen:]:
                 self._turn(message.content if message.content is not None else "")
@@ -253,17 +274,77 @@ class _Builder:
         spans = sorted(self.spans, key=lambda s: s.start_ns)
         calls = [read_model_call(s) for s in spans if span_kind(s) == "model"]
         runs = [read_tool_run(s) for s in spans if span_kind(s) == "tool"]
+        handoffs = self._read_agents(spans)
+        steps, uncaptured, last_top, last_top_span = self._read_calls(calls)
+        self._attach_tool_runs(runs, steps)
+        starts = [t.steps[0].started if t.steps else 0.0 for t in self.turns]
+        for parent, name, at in handoffs:  # in the turn under way when the receiving agent started
+            self.handoffs.append((parent, name, max(0, sum(1 for s in starts if s <= at) - 1)))
+        self.notes += [f"guardrail {s.attributes.get('guardrail.name') or s.name!r} tripped"
+                       for s in spans if s.attributes.get("guardrail.triggered") is True]
+        self._explain(calls, uncaptured, last_top, last_top_span)
+        return self._finish(spans, calls)
+
+    def _explain(self, calls: list[ModelCall], uncaptured: list[str], last: Step | None,
+                 last_span: Span | None) -> None:
+        if not calls:
+            self.complete = False
+            found = sorted({k.split(".")[0] + "." + k.split(".")[1] for s in self.spans for k in s.attributes
+                            if k.count(".") >= 1 and is_genai_like(s)})[:6]
+            self.notes.append("no model call span in a convention evals-cli reads (the GenAI semantic conventions' "
+                              "gen_ai.operation.name chat / gen_ai.prompt.N, or OpenInference's "
+                              f"openinference.span.kind LLM); its spans carry {', '.join(found) or 'no LLM attributes'}")
+            return
+        if uncaptured:
+            self.complete = False
+            sides = "messages" if len(set(uncaptured)) > 1 else uncaptured[0]
+            why = ("the OpenAI Agents SDK's export of a Responses API call holds no messages (response_id only): "
+                   "export with the Chat Completions model, or record through OpenInference"
+                   if any(c.convention == SDK_RESPONSE for c in calls) else
+                   "content capture was off: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, or "
+                   "OpenInference's OPENINFERENCE_HIDE_* off, where the traces are made")
+            self.notes.append(f"the {sides} of {len(uncaptured)} of {len(calls)} model calls were not recorded ({why})")
+        elif not any(t.user for t in self.turns):
+            self.notes.append("no user message was recorded")
+        pending = self._cut_off(last, last_span, uncaptured)
+        missing = [c for t in self.turns for c in t.tool_calls
+                   if id(c) not in self.result_recorded and id(c) not in pending]
+        if missing and not uncaptured:
+            self.complete = False  # an empty result would be graded as what the tool returned
+            names = ", ".join(sorted({c.name for c in missing}))
+            self.notes.append(f"the result of {len(missing)} tool call(s) ({names}) was never recorded (no tool span "
+                              "with a result, no later request carrying it)")
+        missing_parents = [s for s in self.spans if (s.trace_id, s.span_id) in self.ctx.parents_missing]
+        if missing_parents:
+            self.notes.append(f"{len(missing_parents)} span(s) name a parent that is not in the files (a trace "
+                              "exported in parts, or cut); they were placed by their start times")
+
+    def _read_agents(self, spans: list[Span]) -> list[tuple[str, str, float]]:
+        """Every agent, with the agent that handed work to it: the one whose tool call it is nested in, or the
+        one its span names (`graph.node.parent_id`: OpenInference, and the Agents SDK's handoff spans). Returns
+        the handoffs as (from, to, start time)."""
         handoffs: list[tuple[str, str, float]] = []
         for span in spans:
-            if span_kind(span) == "agent":
-                name, nested, _ = self._agent_of(span)
-                parent_span = self.ctx.parent(span)
-                parent = self._agent_of(parent_span)[0] if nested and parent_span is not None else None
-                self._agent(name, parent)
-                if parent is not None and parent != name:
-                    handoffs.append((parent, name, span.start_s))
+            if span_kind(span) != "agent" or self._is_run(span):
+                continue
+            name, nested, _ = self._agent_of(span)
+            parent_span = self.ctx.parent(span)
+            parent = self._agent_of(parent_span)[0] if nested and parent_span is not None else None
+            named = handed_by(span)
+            if parent is None and named is not None and named != name:
+                parent = named
+                self.awaiting_context.add(name)  # not nested in a call: what it was handed is its first request
+            self._agent(name, parent)
+            if parent is not None and parent != name:
+                handoffs.append((parent, name, span.start_s))
+        return handoffs
+
+    def _read_calls(self, calls: list[ModelCall]) -> tuple[list[tuple[Step, float]], list[str], Step | None,
+                                                           Span | None]:
+        """Each model call as a step of its turn: (steps with their start, the side(s) not recorded per call,
+        the last top-level step and its span)."""
         steps: list[tuple[Step, float]] = []
-        uncaptured: list[str] = []  # per model call whose messages were not recorded: the side(s) missing
+        uncaptured: list[str] = []
         last_top: Step | None = None
         last_top_span: Span | None = None
         for call in calls:
@@ -283,6 +364,9 @@ class _Builder:
                 self.reply_unrecorded.add(id(step))
             if not self.turns:
                 self._turn(None)
+            if agent in self.awaiting_context and call.inputs is not None:
+                self.awaiting_context.discard(agent)
+                self.handoff_contexts[(agent, len(self.turns) - 1)] = self._context_text(call.inputs)
             self.turns[-1].steps.append(step)
             self.step_agents[-1].append(agent)
             steps.append((step, call.span.start_s))
@@ -290,43 +374,17 @@ class _Builder:
                 last_top, last_top_span = step, call.span
             if call.span.status_error is not None:
                 self.notes.append(f"a model call failed in production ({call.span.status_error or 'error status'})")
-        self._attach_tool_runs(runs, steps)
-        starts = [t.steps[0].started if t.steps else 0.0 for t in self.turns]
-        for parent, name, at in handoffs:  # in the turn under way when the nested agent started
-            self.handoffs.append((parent, name, max(0, sum(1 for s in starts if s <= at) - 1)))
-        self._explain(calls, uncaptured, last_top, last_top_span)
-        return self._finish(spans, calls)
+        return steps, uncaptured, last_top, last_top_span
 
-    def _explain(self, calls: list[ModelCall], uncaptured: list[str], last: Step | None,
-                 last_span: Span | None) -> None:
-        if not calls:
-            self.complete = False
-            found = sorted({k.split(".")[0] + "." + k.split(".")[1] for s in self.spans for k in s.attributes
-                            if k.count(".") >= 1 and is_genai_like(s)})[:6]
-            self.notes.append("no model call span in a convention evals-cli reads (the GenAI semantic conventions' "
-                              "gen_ai.operation.name chat / gen_ai.prompt.N, or OpenInference's "
-                              f"openinference.span.kind LLM); its spans carry {', '.join(found) or 'no LLM attributes'}")
-            return
-        if uncaptured:
-            self.complete = False
-            sides = "messages" if len(set(uncaptured)) > 1 else uncaptured[0]
-            self.notes.append(f"the {sides} of {len(uncaptured)} of {len(calls)} model calls were not recorded "
-                              "(content capture was off: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, "
-                              "or OpenInference's OPENINFERENCE_HIDE_* off, where the traces are made)")
-        elif not any(t.user for t in self.turns):
-            self.notes.append("no user message was recorded")
-        pending = self._cut_off(last, last_span, uncaptured)
-        missing = [c for t in self.turns for c in t.tool_calls
-                   if id(c) not in self.result_recorded and id(c) not in pending]
-        if missing and not uncaptured:
-            self.complete = False  # an empty result would be graded as what the tool returned
-            names = ", ".join(sorted({c.name for c in missing}))
-            self.notes.append(f"the result of {len(missing)} tool call(s) ({names}) was never recorded (no tool span "
-                              "with a result, no later request carrying it)")
-        missing_parents = [s for s in self.spans if (s.trace_id, s.span_id) in self.ctx.parents_missing]
-        if missing_parents:
-            self.notes.append(f"{len(missing_parents)} span(s) name a parent that is not in the files (a trace "
-                              "exported in parts, or cut); they were placed by their start times")
+    def _context_text(self, inputs: list[Message]) -> str:
+        """What an agent handed work to was sent: its request's messages but the system prompt, as text."""
+        lines = []
+        for message in inputs:
+            if message.role == "system":
+                continue
+            said = message.content or ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
+            lines.append(f"{message.role or 'message'}: {said}")
+        return self.clean.text("\n".join(lines)) or ""
 
     def _cut_off(self, last: Step | None, last_span: Span | None, uncaptured: list[str]) -> set[int]:
         """Whether the conversation ends mid-call (`self.cut_off`, said in a note), and the id() of the calls it
@@ -367,7 +425,7 @@ class _Builder:
             agents=self.agents, handoffs=self.handoffs, started=spans[0].start_s,
             latency_s=max(0.0, (max(ends) - spans[0].start_ns) / 1e9), model=model,
             conventions=sorted({c.convention for c in calls}), notes=[self.clean.text(n) or "" for n in self.notes],
-            complete=self.complete)
+            complete=self.complete, handoff_contexts=self.handoff_contexts)
 
 
 def build_conversations(spans: list[Span], cleaner: Cleaner) -> tuple[list[Conversation], list[str]]:

@@ -2,22 +2,16 @@
 `ExportTraceServiceRequest` per line (resourceSpans / scopeSpans / spans), ids in hex, attribute values in OTLP's
 `AnyValue` form (`{"stringValue": ...}`, `{"intValue": "3"}`, arrays, kvlists).
 
-Only the shape is read here; what the attributes mean is conventions.py's. A line that is not such a request is
-reported at its line and skipped, so one broken export line never hides the spans of the others; the caller
-decides whether anything was read at all.
+Only the shape is read here; what the attributes mean is conventions.py's, and the files (lines of OTLP/JSON or
+of the OpenAI Agents SDK's export) are files.py's.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from evals_cli.errors import ConfigError
 
 _MAX_DEPTH = 64  # AnyValue nesting past this is a hostile file, not a trace
 
@@ -127,7 +121,8 @@ def spans_of_request(request: Any, where: str) -> list[Span]:
     """The spans of one ExportTraceServiceRequest."""
     if not isinstance(request, dict) or "resourceSpans" not in request:
         raise BadLine("not an OTLP/JSON ExportTraceServiceRequest (expected an object with resourceSpans, one per "
-                      "line, as the OpenTelemetry collector's file exporter writes them)")
+                      "line, as the OpenTelemetry collector's file exporter writes them; or the OpenAI Agents SDK's "
+                      'trace export, {"data": [...]} or its trace and trace.span objects)')
     spans: list[Span] = []
     for resource_spans in request.get("resourceSpans") or []:
         if not isinstance(resource_spans, dict):
@@ -152,60 +147,3 @@ def spans_of_request(request: Any, where: str) -> list[Span]:
                     attributes=key_values(raw.get("attributes") or []),
                     where=where, status_error=error, resource=resource))
     return spans
-
-
-def read_spans(path: Path) -> tuple[list[Span], list[str]]:
-    """(every span of the file, a problem per line that could not be read). Raises ConfigError only when the
-    file itself cannot be opened."""
-    if not path.is_file():
-        raise ConfigError(f"{path}: trace file not found; check the path")
-    spans: list[Span] = []
-    problems: list[str] = []
-    try:
-        with path.open("rb") as fh:
-            for number, raw_line in enumerate(fh, 1):
-                if not raw_line.strip():
-                    continue
-                where = f"{path}:{number}"
-                try:
-                    text = raw_line.decode("utf-8")
-                except UnicodeDecodeError:
-                    problems.append(f"{where}: not UTF-8 text; an OTLP/JSON trace file is UTF-8 JSON, one request "
-                                    "per line")
-                    continue
-                try:
-                    request = json.loads(text)
-                except (ValueError, RecursionError) as exc:
-                    problems.append(f"{where}: not JSON ({str(exc)[:80]}); an OTLP/JSON trace file holds one "
-                                    "ExportTraceServiceRequest per line (not a pretty-printed document)")
-                    continue
-                try:
-                    spans += spans_of_request(request, where)
-                except BadLine as exc:
-                    problems.append(f"{where}: {exc}")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the trace file: {exc.strerror or type(exc).__name__}") from None
-    return spans, problems
-
-
-def looks_like_otlp(path: Path) -> bool:
-    """Whether the file's first non-empty line starts an OTLP/JSON request (for `evals analyze` auto-detection;
-    a session file's objects never have resourceSpans)."""
-    try:
-        with path.open("rb") as fh:
-            for raw in fh:
-                if raw.strip():
-                    head = raw[:4096].decode("utf-8", "replace")
-                    return head.lstrip().startswith("{") and '"resourceSpans"' in head
-    except OSError:
-        return False
-    return False
-
-
-def iter_files(paths: list[Path]) -> Iterator[Path]:
-    """Trace files named directly, or every *.jsonl / *.json file of a folder (sorted)."""
-    for path in paths:
-        if path.is_dir():
-            yield from sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".json") and p.is_file())
-        else:
-            yield path

@@ -14,8 +14,9 @@ from typing import Any
 
 from evals_cli.errors import ConfigError
 from evals_cli.traces.conversations import Conversation, build_conversations
+from evals_cli.traces.files import iter_files, read_spans
 from evals_cli.traces.masking import TraceCleaner
-from evals_cli.traces.otlp import Span, iter_files, read_spans
+from evals_cli.traces.otlp import Span
 
 
 @dataclass
@@ -49,6 +50,8 @@ def read_traces(paths: list[Path] | Path, *, max_problems: int = 50) -> TraceSet
         found, bad = read_spans(path)
         spans += found
         problems += bad
+    spans, duplicates = unique_spans(spans)
+    problems += duplicates
     conversations, notes = build_conversations(spans, TraceCleaner(spans))  # masked by the secrets the spans name
     problems += notes
     problems += [c.problem() for c in conversations if not c.complete]
@@ -59,6 +62,26 @@ def read_traces(paths: list[Path] | Path, *, max_problems: int = 50) -> TraceSet
                 "OTLP/JSON: one ExportTraceServiceRequest per line, with GenAI or OpenInference LLM spans)")
         raise ConfigError([head, *problems])
     return TraceSet(conversations, problems, files)
+
+
+def unique_spans(spans: list[Span]) -> tuple[list[Span], list[str]]:
+    """The spans with each (trace id, span id) once, the first kept, and a warning naming the ids seen again (an
+    export written twice, or two files of one trace): merged silently, a model call would count twice."""
+    seen: dict[tuple[str, str], Span] = {}
+    kept: list[Span] = []
+    again: list[tuple[Span, Span]] = []
+    for span in spans:
+        key = (span.trace_id, span.span_id)
+        if key in seen:
+            again.append((seen[key], span))
+            continue
+        seen[key] = span
+        kept.append(span)
+    if not again:
+        return kept, []
+    named = "; ".join(f"{later.span_id} of trace {later.trace_id} ({later.where}, first at {first.where})"
+                      for first, later in again[:5]) + (f"; and {len(again) - 5} more" if len(again) > 5 else "")
+    return kept, [f"{len(again)} span id(s) appear more than once, each read once (the first): {named}"]
 
 
 def dataset_rows(path: Path) -> list[dict[str, Any]]:
