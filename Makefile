@@ -107,10 +107,14 @@ eval-simulated: $(VENV)/.installed
 
 ## Production traces, graded: the demo agent's conversations as OpenTelemetry recorded them (suites/demo.traces.otlp.jsonl),
 ## graded by suites/traces.yaml with the demo's graders (no agent called; 3 of 4 fail, exit 1, which is what the
-## traces show), then the recorded-sessions analysis of the same file; exit 2 or 3 still fails the target.
+## traces show); exit 2 or 3 still fails the target. The suite's gate is the verdict: the session analysis of the
+## same file (`evals analyze`) answers another question and is named, not run as a second gate beside it.
 eval-traces: $(VENV)/.installed
 	$(EVALS) run suites/traces.yaml || [ $$? -eq 1 ]
-	$(EVALS) analyze suites/demo.traces.otlp.jsonl --no-judge || [ $$? -eq 1 ]
+	@echo "The verdict above is the suite's: the dataset's expectations (tool order, answers) against what the agent did."
+	@echo "'evals analyze suites/demo.traces.otlp.jsonl' asks another question: do the conversations show multi-agent"
+	@echo "problems (users correcting or re-asking, tool violations, lost handoffs, loops)? With no tool call in these"
+	@echo "traces it flags almost nothing; it never checks an answer against an expectation, so it cannot see the guesses."
 
 ## Re-record those traces: the demo suite's agent loop under the openai instrumentation, against the demo recording
 ## served on 127.0.0.1 (needs the dev install: the instrumentation is a dev dependency).

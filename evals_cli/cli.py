@@ -405,7 +405,7 @@ def calibrate(
 @app.command()
 @_guard
 def analyze(
-    path: Annotated[Path, typer.Argument(help="Session file: JSONL, or JSON (one session or a list); or OpenTelemetry trace file(s): OTLP/JSON, a file or a folder.")],
+    path: Annotated[Path, typer.Argument(help="Session file: JSONL, or JSON (one session or a list); or trace file(s): OTLP/JSON or the OpenAI Agents SDK's export, a file or a folder.")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Output folder (default results/analyze-<file>-<time>).")] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model (else EVAL_JUDGE_MODEL; none: deterministic only).")] = None,
     judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (else EVAL_JUDGE_BASE_URL).")] = None,
@@ -423,8 +423,9 @@ def analyze(
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML report here "
                                               "(= evals report OUTPUT --html PATH afterwards).")] = None,
     input_format: Annotated[str, typer.Option("--format", metavar="auto|sessions|otlp", help="What PATH holds: "
-                                              "auto (default: a folder or an OTLP/JSON first line is traces), "
-                                              "sessions, or otlp (OpenTelemetry traces).")] = "auto",
+                                              "auto (default: a folder, or a file mostly of trace requests, is "
+                                              "traces), sessions, or otlp (traces: OTLP/JSON or the Agents SDK's "
+                                              "export).")] = "auto",
 ) -> None:
     """Analyse recorded multi-agent sessions (or traced conversations) at session, turn and agent level; exit with the gate's code."""
     from evals_cli.sessions.cli import analyze_command

@@ -25,6 +25,7 @@ def test_traces_are_analysed_and_a_tool_never_offered_is_unauthorized(convention
     assert sessions["order-42"]["tool_validation"]["violations"] == []
     assert result.returncode == (0 if document["summary"]["gate"]["passed"] else 1)
     assert "2 of 2 traced conversations read" in result.stderr
+    assert "it never checks an answer against an expectation" in result.stderr  # its question, not a verdict on them
     # what was analysed is kept in the run folder, as a session file
     assert [s["id"] for s in read_jsonl(out / "traced_sessions.jsonl")] == ["order-42", "order-7"]
     refund = read_jsonl(out / "traced_sessions.jsonl")[0]["turns"][1]["agent_interactions"]

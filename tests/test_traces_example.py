@@ -56,3 +56,14 @@ def test_re_recording_the_demo_traces_gives_the_same_conversations(tmp_path: Pat
     subprocess.run([sys.executable, str(ROOT / "scripts" / "record_demo_traces.py")], check=True, timeout=300,
                    env={**os.environ, "TRACES_OUT": str(out)})
     assert _shape(out) == _shape(TRACES)
+
+
+def test_make_eval_traces_gives_one_verdict_and_names_the_other_question() -> None:
+    """Issue 35 item 7: the suite's gate is the verdict; the analysis is explained, not run as a second gate
+    beside it (it passed 0.941 where the suite failed 1 of 4)."""
+    commands = subprocess.run(["make", "-n", "-o", ".venv/.installed", "eval-traces"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout
+    run_lines = [line for line in commands.splitlines() if "evals " in line and " run " in line]
+    assert len(run_lines) == 1 and "suites/traces.yaml" in run_lines[0]
+    assert not [line for line in commands.splitlines() if "evals analyze" in line and "echo" not in line]
+    assert "The verdict above is the suite's" in commands and "asks another question" in commands

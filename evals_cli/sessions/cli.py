@@ -109,12 +109,16 @@ def traced_sessions(path: Path, output: Path | None, *, quiet: bool = False) -> 
     read = f"{len(traces.complete)} of {len(traces.conversations)} traced conversations read from {path}"
     if not quiet:
         err.print(read, markup=False, highlight=False, soft_wrap=True)
+        err.print(ANALYSIS_QUESTION, markup=False, highlight=False, soft_wrap=True)
     for note in traces.notes():
         err.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
     return output, sessions_file
 
 
 TRACED_SESSIONS = "traced_sessions.jsonl"
+ANALYSIS_QUESTION = ("this analysis asks whether the conversations show multi-agent problems (corrections, re-asks, "
+                     "tool violations, lost handoffs, loops); it never checks an answer against an expectation: for "
+                     "a verdict on expectations, grade the traces with a kind: traces suite")
 
 
 def run_sessions_suite(suite: SessionsSuiteSpec | SuiteSpec | str | Path, options: RunOptions | None = None, *,
