@@ -68,6 +68,10 @@ def test_a_traces_suite_grades_the_cut_off_conversation(recording: str, tmp_path
     assert row["passed"] is False
     assert result.returncode == 1  # a verdict (the gate failed), not "run could not complete"
     assert "[cut_off]" in result.stdout
+    # every view of the run says how it stopped: the HTML report and the summary's sample
+    html = tmp_path / "report.html"
+    assert run_cli("report", str(tmp_path / "out"), "--html", str(html)).returncode in (0, 1)
+    assert "stopped: cut_off" in html.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("recording", LOOPS)
