@@ -127,3 +127,11 @@ def test_a_fresh_recording_with_the_installed_sdk_reads_the_same(form: str, tmp_
         return {**shape(c), "id": c.id if form == "sdk" else None}
 
     assert [same(c) for c in read_traces(out).conversations] == [same(c) for c in read_traces(committed).conversations]
+
+
+def test_a_tripped_guardrail_is_noted(tmp_path: Path) -> None:
+    text = EXPORT.read_text(encoding="utf-8").replace('"triggered": false', '"triggered": true', 1)
+    path = tmp_path / "tripped.jsonl"
+    path.write_text(text, encoding="utf-8")
+    order, refund = read_traces(path).conversations
+    assert order.notes == ["guardrail 'polite' tripped"] and refund.notes == []
