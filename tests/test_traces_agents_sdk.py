@@ -115,9 +115,10 @@ def test_a_responses_api_export_says_why_it_cannot_be_graded(tmp_path: Path) -> 
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("form", ["sdk", "openinference"])
+@pytest.mark.parametrize("form", ["sdk", pytest.param("openinference", marks=pytest.mark.slow)])
 def test_a_fresh_recording_with_the_installed_sdk_reads_the_same(form: str, tmp_path: Path) -> None:
-    """The committed fixtures are what today's openai-agents (and its OpenInference instrumentation) write."""
+    """The committed fixtures are what today's openai-agents (and its OpenInference instrumentation) write: the
+    SDK's export is recorded live in the default run, the OpenInference one with the slow tests (`make test-slow`)."""
     out = tmp_path / "trace.jsonl"
     subprocess.run([sys.executable, str(FIXTURES / "record_agents_sdk.py"), form, str(out)], check=True,
                    timeout=120)
