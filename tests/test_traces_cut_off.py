@@ -87,3 +87,9 @@ def test_evals_analyze_keeps_the_cut_off_conversation_and_names_the_loop(recordi
     assert "1 of 1 traced conversations read" in result.stderr
     (written,) = read_jsonl(tmp_path / "run" / "traced_sessions.jsonl")
     assert written["turns"][-1]["final_response"] == ""
+    # the HTML report says it was cut off, and pins the loop to its turn with its explanation
+    html = tmp_path / "report.html"
+    run_cli("report", str(tmp_path / "run"), "--html", str(html))
+    page = html.read_text(encoding="utf-8")
+    assert "cut off mid-call: the last model reply asked for lookup_order" in page
+    assert 'data-kind="repeated call"' in page and "called lookup_order 6 times with the same parameters" in page

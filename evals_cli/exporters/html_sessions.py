@@ -161,6 +161,7 @@ class SessionView:
     problems: list[str]
     turns: list[TurnView] = field(default_factory=list)
     recorded: bool = False
+    source_notes: list[str] = field(default_factory=list)  # what the recording says of itself (a trace cut off, ...)
     agents: dict[str, str] = field(default_factory=dict)  # agent id -> role
 
     @property
@@ -262,6 +263,13 @@ def _owns(a: SessionAnalysis, turn: int, agent: str, step: int) -> bool:
                for v in a.tool_validation.violations)
 
 
+def _source_notes(session: AgentSession | None) -> list[str]:
+    """The notes a recording carries about itself (`metadata.notes`: what a traced conversation's rebuilding
+    could not see, or that it was cut off mid-call), as text."""
+    notes = (session.metadata or {}).get("notes") if session is not None else None
+    return [str(n) for n in notes] if isinstance(notes, list) else []
+
+
 def session_view(index: int, record: SessionRecord) -> SessionView:
     analysis = record.analysis
     if analysis.error:
@@ -274,6 +282,7 @@ def session_view(index: int, record: SessionRecord) -> SessionView:
     return SessionView(index=index, anchor=f"s-{index}", name=analysis.session_id, analysis=analysis,
                        status=status, status_text=text, problems=problems,
                        turns=[] if analysis.error else turn_views(analysis, session), recorded=session is not None,
+                       source_notes=_source_notes(session),
                        agents={a.agent_id: a.role for a in session.agents} if session else {})
 
 
