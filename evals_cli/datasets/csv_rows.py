@@ -40,7 +40,7 @@ Record = tuple[str, int, dict[str, Any] | None, str | None]
 
 JSON_FIELDS = ("rubric_vars", "metadata", "agent_args", "extra_vars", "tools", "expected_calls", "messages",
                "environment", "expected_state", "user", "expected_actions")
-LIST_FIELDS = ("expected_tool_order", "forbidden_tools", "tags")  # JSON list, or comma-separated names
+LIST_FIELDS = ("expected_tool_order", "forbidden_tools", "tags", "secrets")  # JSON list, or comma-separated names
 TEXT_OR_LIST = ("input", "ground_truth", "must_cite", "must_not_say")  # text, or a JSON list
 TEXT_FIELDS = ("id", "sample_id", "category", "rubric", "rubric_path", "success", "agent_model")
 KNOWN = frozenset((*JSON_FIELDS, *LIST_FIELDS, *TEXT_OR_LIST, *TEXT_FIELDS, "max_steps"))
