@@ -75,15 +75,19 @@ def _report(outcome: GenerateOutcome, request: GenerateRequest, where: str, outp
         say(f"dropped: {line}")
     kept, asked = len(outcome.rows), request.count
     cost = (f"{outcome.requests} request{'s' if outcome.requests != 1 else ''} to the {where}, "
-            f"{outcome.usage.total_tokens} tokens; {len(outcome.dropped)} rows dropped, "
-            f"{len(outcome.malformed)} replies malformed")
-    written = f"wrote {kept} rows to {output}" if kept else "wrote no rows"
+            f"{outcome.usage.total_tokens} tokens; {_count(len(outcome.dropped), 'row')} dropped, "
+            f"{_count(len(outcome.malformed), 'reply', 'replies')} malformed)")
+    written = f"wrote {_count(kept, 'row')} to {output}" if kept else "wrote no rows"
     if outcome.error is not None:
         say(f"error: the generator failed: {outcome.error}")
     if kept >= asked and outcome.error is None:
-        print(f"{written} ({cost})")
+        print(f"{written} ({cost}")
         return EXIT_PASSED
     why = outcome.error and "the generator failed" or f"the bound of {request.request_bound} requests was reached"
-    say(f"error: {written}, {asked} asked for: {why} ({cost}); try another --seed, raise --max-requests, or "
+    say(f"error: {written}, {asked} asked for: {why} ({cost}; try another --seed, raise --max-requests, or "
         "read the reasons above")
     return EXIT_INCOMPLETE
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"

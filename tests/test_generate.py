@@ -101,7 +101,7 @@ def test_rows_are_checked_by_the_suites_tools_deduplicated_and_pass_validate(tmp
     asked = requests_of(server)
     assert [b["seed"] for b in asked] == [7, 8, 9]
     prompt = asked[2]["messages"][1]["content"]
-    assert POLICY.strip() in prompt and "cancel_reservation (changes the world)" in prompt
+    assert POLICY.strip() in prompt and "cancel_reservation (may change the world)" in prompt
     assert '"R1"' in prompt  # the world, so the model can name real ids
     assert "already written:\n- Cancel reservation R1" in prompt and "Write 2 new test cases" in prompt
     # the file is a dataset as it is: a suite naming it validates
@@ -157,7 +157,7 @@ def test_the_generator_endpoint_failing_keeps_the_rows_written_and_exits_3(tmp_p
     code, rows, _, err = generate(tmp_path, policy, "--tools", str(suite), "-n", "3")
     assert code == 3 and [r["user"]["goal"] for r in rows] == ["Ask about baggage"]
     assert "error: the generator failed:" in err and "model overloaded" in err
-    assert "wrote 1 rows to" in err and "3 asked for: the generator failed" in err
+    assert "wrote 1 row to" in err and "3 asked for: the generator failed" in err
 
 
 def test_a_template_of_your_own_is_used_and_bad_input_is_exit_2(tmp_path: Path, server: ScriptedServer) -> None:
@@ -181,3 +181,30 @@ def test_a_template_of_your_own_is_used_and_bad_input_is_exit_2(tmp_path: Path, 
     assert code == 2 and f"{suite}:" in err and "final_stat" in err
     code, _, _, err = generate(tmp_path, policy)  # no suite, no --model, no EVAL_JUDGE_MODEL
     assert code == 2 and "no generator model: give --model NAME" in err
+
+
+def test_effect_tools_are_marked_by_what_they_do_and_a_gold_action_on_a_missing_record_is_dropped(
+        tmp_path: Path, server: ScriptedServer) -> None:
+    tools = {"get_order": {"description": "Look an order up", "parameters": {"order_id": "Order id"},
+                           "effect": {"records.get": "orders", "key": "order_id"}},
+             "refund_order": {"description": "Refund an order", "parameters": {"order_id": "Order id"},
+                              "effect": {"records.update": "orders", "key": "order_id",
+                                         "set": {"status": "refunded"}}},
+             "weather": {"description": "Today's weather", "returns": "sunny"}}
+    refund = [{"tool": "refund_order", "arguments": {"order_id": "o1"}}]
+    server.script = generator([json.dumps({"rows": [
+        row("Refund order o1", refund), row("Refund order o9", [{"tool": "refund_order",
+                                                                  "arguments": {"order_id": "o9"}}]),
+        row("Ask the weather", [{"tool": "weather", "arguments": {}}])]})])
+    (tmp_path / "policy.md").write_text(POLICY)
+    suite = write_suite(tmp_path, [{"id": "x", "input": "hi"}], base_url=server.url, tools=tools,
+                        environment={"records": {"orders": [{"id": "o1", "status": "paid"}]}})
+    code, rows, _, err = generate(tmp_path, tmp_path / "policy.md", "--tools", str(suite), "-n", "3",
+                                  "--max-requests", "1")
+    assert code == 3 and [r["expected_actions"] for r in rows] == [refund]
+    assert "request 1, row 2: expected_actions[1] (refund_order): the tool refused the gold call" in err
+    assert ("request 1, row 3: expected_actions[1] (weather): a tool without logic (no effect, no python): "
+            "nothing to apply") in err
+    prompt = requests_of(server)[0]["messages"][1]["content"]
+    assert "- refund_order (may change the world): Refund an order" in prompt
+    assert "- get_order: Look an order up" in prompt and "- weather: Today's weather" in prompt

@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from evals_cli.errors import ConfigError
-from evals_cli.models.environment import EnvironmentSpec
+from evals_cli.models.environment import EFFECTS, EnvironmentSpec
 from evals_cli.models.tools import ToolSpec
 
 DEFAULT_TEMPLATE_PATH = Path(__file__).resolve().parent / "templates" / "rows.j2"
-READ_ONLY_EFFECTS = frozenset({"files.read", "files.list", "files.exists", "records.get", "records.list",
-                               "records.search"})
 MAX_WORLD_CHARS = 20_000  # the world shown to the model: a large one is cut (the model needs its ids, not all of it)
 MAX_AVOID = 40  # goals already written listed in a request: the latest ones
 
@@ -27,10 +25,14 @@ def has_logic(spec: ToolSpec) -> bool:
 
 
 def changes_world(spec: ToolSpec) -> bool:
-    """A tool that may change the world: a writing effect, or a python function (which may do anything)."""
+    """A tool that may change the world: a mutating effect (as its kind registered it), or a python function
+    (which may do anything)."""
     if not has_logic(spec):
         return False
-    return spec.python is not None or (spec.effect is not None and spec.effect.op not in READ_ONLY_EFFECTS)
+    if spec.effect is None:
+        return True
+    entry = EFFECTS.get(spec.effect.op)
+    return entry is None or bool(entry.impl.mutating)
 
 
 def load_template(path: Path | None) -> str:
