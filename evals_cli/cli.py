@@ -599,12 +599,25 @@ def generate(
     replay: Annotated[Path | None, typer.Option("--replay", help="Serve the generator's calls from a recording; no network.")] = None,
 ) -> None:
     """Write dataset rows (simulated users, or attackers with --kind attacker) from a policy with a model; rows whose gold actions the suite's tools refuse are dropped."""
-    from evals_cli.cli_generate import GenerateOptions, generate_command
+    from evals_cli.generate.api import GenerateOptions, generate_rows
 
-    raise typer.Exit(generate_command(GenerateOptions(
+    done = generate_rows(GenerateOptions(
         policy=policy, tools=tools, count=count, output=output, kind=kind, seed=seed, template=template, model=model,
         base_url=base_url, api_key=api_key, max_requests=max_requests, batch=batch, temperature=temperature,
-        record=record, replay=replay)))
+        record=record, replay=replay))
+    _notes_as_said(done.notes())
+    if done.summary() is not None:
+        print(done.summary())
+    raise typer.Exit(done.exit_code)
+
+
+def _notes_as_said(lines: list[str]) -> None:
+    """Lines for stderr, printed as they are (a dropped row's reason is not Rich markup)."""
+    from evals_cli.display.console import make_console
+
+    err = make_console(stderr=True)
+    for line in lines:
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("list")
