@@ -208,3 +208,18 @@ def test_effect_tools_are_marked_by_what_they_do_and_a_gold_action_on_a_missing_
     prompt = requests_of(server)[0]["messages"][1]["content"]
     assert "- refund_order (may change the world): Refund an order" in prompt
     assert "- get_order: Look an order up" in prompt and "- weather: Today's weather" in prompt
+
+
+def test_the_library_call_returns_what_the_command_prints(tmp_path: Path, server: ScriptedServer) -> None:
+    from evals_cli.generate.api import GenerateOptions, generate_rows
+
+    server.script = generator([json.dumps([row("Ask about baggage"), row("Ask about baggage")])])
+    policy, suite = inputs(tmp_path, server)
+    done = generate_rows(GenerateOptions(policy=policy, tools=suite, count=2, output=tmp_path / "rows.jsonl",
+                                         max_requests=1))
+    assert not done.complete and done.exit_code == 3
+    assert [r["id"] for r in read_jsonl(tmp_path / "rows.jsonl")] == ["gen-001"] == \
+        [r["id"] for r in done.outcome.rows]
+    assert done.outcome.dropped == ["request 1, row 2: a duplicate of gen-001 (the same goal)"]
+    assert done.summary() is None and done.notes()[-1].startswith(
+        "error: wrote 1 row to " + str(tmp_path / "rows.jsonl") + ", 2 asked for: the bound of 1 requests")
