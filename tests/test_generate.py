@@ -48,13 +48,13 @@ def generator(replies: list[Any]) -> Any:
     return script
 
 
-def inputs(tmp: Path, server: ScriptedServer, **suite: Any) -> tuple[Path, Path]:
+def inputs(tmp: Path, server: ScriptedServer, tools: dict[str, Any] | None = None) -> tuple[Path, Path]:
     """policy.md, and a suite with the airline's tools and world whose judge is the scripted server."""
     shutil.copy(ROOT / "tests" / "tool_logic_airline.py", tmp / "airline_tools.py")
     (tmp / "policy.md").write_text(POLICY, encoding="utf-8")
-    path = write_suite(tmp, [{"id": "x", "input": "hi"}], base_url=server.url, tools=TOOLS, environment=WORLD,
+    path = write_suite(tmp, [{"id": "x", "input": "hi"}], base_url=server.url, tools=tools or TOOLS, environment=WORLD,
                        judge={"base_url": server.url, "model": "scripted", "api_key": "sk-test", "max_retries": 0},
-                       graders={"state": {"kind": "final_state"}}, **suite)
+                       graders={"state": {"kind": "final_state"}})
     return tmp / "policy.md", path
 
 
@@ -143,7 +143,7 @@ def test_a_model_that_never_gives_rows_is_asked_a_bounded_number_of_times_and_ex
     server.script = generator(['{"rows": "not a list"', '[1, 2]'])
     policy, suite = inputs(tmp_path, server)
     code, rows, _, err = generate(tmp_path, policy, "--tools", str(suite), "-n", "2")
-    assert code == 3 and rows == [] and not (tmp_path / "rows.jsonl").exists()
+    assert code == 3 and rows == [] and (tmp_path / "rows.jsonl").read_text() == ""  # no older file left
     assert len(requests_of(server)) == 4  # 2 * one batch + 2
     assert "dropped: request 2, row 1: not a JSON object but int" in err
     assert "error: wrote no rows, 2 asked for: the bound of 4 requests was reached" in err
@@ -223,3 +223,23 @@ def test_the_library_call_returns_what_the_command_prints(tmp_path: Path, server
     assert done.outcome.dropped == ["request 1, row 2: a duplicate of gen-001 (the same goal)"]
     assert done.summary() is None and done.notes()[-1].startswith(
         "error: wrote 1 row to " + str(tmp_path / "rows.jsonl") + ", 2 asked for: the bound of 1 requests")
+
+
+def test_a_gold_action_that_breaks_or_hangs_the_suites_tool_drops_the_row_in_bounded_time(
+        tmp_path: Path, server: ScriptedServer, monkeypatch: Any) -> None:
+    from evals_cli.generate import rows as generated_rows
+
+    monkeypatch.setattr(generated_rows, "GOLD_SECONDS", 0.3)
+    tools = {**TOOLS, "hangs": {"description": "Wait", "parameters": {"seconds": "How long"},
+                                "python": "airline_tools.py:hangs"},
+             "breaks": {"description": "Divide", "python": "airline_tools.py:breaks"}}
+    server.script = generator([json.dumps([row("Wait a while", [{"tool": "hangs", "arguments": {"seconds": 3}}]),
+                                           row("Divide", [{"tool": "breaks", "arguments": {}}]),
+                                           row("Cancel R1", cancel("R1"))])])
+    policy, suite = inputs(tmp_path, server, tools=tools)
+    code, rows, _, err = generate(tmp_path, policy, "--tools", str(suite), "-n", "1")
+    assert code == 0 and [r["user"]["goal"] for r in rows] == ["Cancel R1"], err
+    assert "dropped: request 1, row 1: a gold action broke the suite's tool: tool function airline_tools.py:hangs" \
+        in err and "was still running" in err
+    assert "dropped: request 1, row 2: a gold action broke the suite's tool: tool function airline_tools.py:breaks " \
+        "raised ZeroDivisionError" in err

@@ -94,8 +94,8 @@ def _count(n: int, one: str, many: str | None = None) -> str:
 
 
 def generate_rows(options: GenerateOptions) -> Generated:
-    """Generate and write the rows kept (the file is written only when at least one was); ConfigError (exit 2)
-    for bad input, before any model call."""
+    """Generate and write the rows kept (the file always: with none kept it is empty, never an older file left in
+    place as if it were this one); ConfigError (exit 2) for bad input, before any model call."""
     import asyncio
 
     from evals_cli.endpoints.pool import ClientPool
@@ -118,6 +118,5 @@ def generate_rows(options: GenerateOptions) -> Generated:
             await pool.aclose()
 
     outcome = asyncio.run(go())
-    if outcome.rows:
-        write_rows(options.output, outcome.rows)
+    write_rows(options.output, outcome.rows)
     return Generated(outcome, request, endpoint.describe(), options.output)

@@ -9,6 +9,7 @@ punctuation aside; for attackers, with the same strategy) as a row already kept.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import ATTACK_STRATEGIES, DEFAULT_STRATEGY
 
 _NOT_WORD = re.compile(r"[\W_]+")
+GOLD_SECONDS = 30.0  # one row's gold actions, all together
 
 
 class Dropped(Exception):
@@ -117,13 +119,17 @@ def _sample(row: dict[str, Any]) -> Sample:
 
 
 def _apply_gold(sample: Sample, brief: Brief) -> None:
-    """The row's gold actions applied by the suite's tools to a fresh copy of the suite's world."""
-    from evals_cli.custom_code import CustomCodeError
+    """The row's gold actions applied by the suite's tools to a fresh copy of the suite's world, within
+    GOLD_SECONDS (a tool function that hangs on the model's arguments drops the row, never holds the command)."""
+    from evals_cli.custom_code import SAMPLE_DEADLINE, CustomCodeError
     from evals_cli.tools.gold import GoldActionError, gold_world
 
+    token = SAMPLE_DEADLINE.set((time.monotonic() + GOLD_SECONDS, GOLD_SECONDS))
     try:
         gold_world(sample.with_environment(brief.environment), brief.tools)
     except GoldActionError as exc:
         raise Dropped(str(exc).removesuffix("; fix the row")) from None
     except CustomCodeError as exc:
         raise Dropped(f"a gold action broke the suite's tool: {exc}") from None
+    finally:
+        SAMPLE_DEADLINE.reset(token)
