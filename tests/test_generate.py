@@ -243,3 +243,35 @@ def test_a_gold_action_that_breaks_or_hangs_the_suites_tool_drops_the_row_in_bou
         in err and "was still running" in err
     assert "dropped: request 1, row 2: a gold action broke the suite's tool: tool function airline_tools.py:breaks " \
         "raised ZeroDivisionError" in err
+
+
+def test_generated_rows_run_as_they_are_and_final_state_grades_against_their_gold_actions(
+        tmp_path: Path, server: ScriptedServer) -> None:
+    from tests.scripted_server import call
+
+    generated = [row("Cancel reservation R1", cancel("R1")), row("Ask about baggage")]
+
+    def script(path: str, body: dict[str, Any]) -> Any:
+        who = str(body.get("user", ""))
+        if who.startswith("evals-generate:"):
+            return text(json.dumps({"rows": generated}))
+        if who.startswith("evals-sim:"):  # the simulated user states its goal and stops
+            goal = body["messages"][0]["content"].split("What you want: ", 1)[1].split("\n", 1)[0]
+            return text(f"{goal} please ###STOP###")
+        messages = body["messages"]
+        if "Cancel reservation R1" in messages[-1].get("content", "") and messages[-1]["role"] == "user":
+            return call("cancel_reservation", {"reservation_id": "R1"})
+        return text("Done.")
+
+    server.script = script
+    policy, suite = inputs(tmp_path, server)
+    code, _, _, err = generate(tmp_path, policy, "--tools", str(suite), "-n", "2")
+    assert code == 0, err
+    data = yaml.safe_load(suite.read_text())
+    data["dataset"] = "rows.jsonl"
+    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"))
+    lines = {line["sample_id"]: line for line in read_jsonl(tmp_path / "out" / "results.jsonl")}
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert lines["gen-001"]["grades"]["state"]["score"] == 1.0  # the agent's world is the gold actions' world
+    assert lines["gen-002"]["grades"]["state"]["score"] == 1.0  # nothing to change, and nothing changed
