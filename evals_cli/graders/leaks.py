@@ -26,7 +26,6 @@ MIN_SECRET_CHARS = 6
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")
 _HEX_RUN = re.compile(r"\b(?:[0-9A-Fa-f]{2}){6,}\b")
-_MAX_DECODED_RUNS = 200  # runs decoded per text: a reply of a million base64-looking words is not worth them all
 
 
 def normal(text: str) -> str:
@@ -56,16 +55,17 @@ class Leak:
     form: str
 
 
-def _decoded(text: str) -> list[str]:
-    """The texts that base64 and hex runs in `text` decode to (runs that decode to nothing readable dropped)."""
+def _decoded(text: str, shortest: int) -> list[str]:
+    """The texts that base64 and hex runs in `text` decode to. Every run is decoded (a cap on their number would
+    let a secret encoded late in a long reply pass), except those too short to hold `shortest` characters."""
     out: list[str] = []
-    for run in _HEX_RUN.findall(text)[:_MAX_DECODED_RUNS]:
-        try:
+    for run in _HEX_RUN.findall(text):
+        if len(run) >= 2 * shortest:
             out.append(bytes.fromhex(run).decode("utf-8", "ignore"))
-        except ValueError:
-            pass
-    for run in _BASE64_RUN.findall(text)[:_MAX_DECODED_RUNS]:
+    for run in _BASE64_RUN.findall(text):
         body = run.rstrip("=")
+        if len(body) * 3 // 4 < shortest:
+            continue
         padded = body + "=" * (-len(body) % 4)
         for decode in (base64.b64decode, base64.urlsafe_b64decode):
             try:
@@ -84,7 +84,7 @@ def find_form(secret: str, text: str) -> str | None:
         return "case or spacing changed"
     if wanted[::-1] in flat:
         return "reversed"
-    for decoded in _decoded(text):
+    for decoded in _decoded(text, len(wanted)):
         if wanted in normal(decoded):
             return "encoded (base64 or hex)"
     return None
