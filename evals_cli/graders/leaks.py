@@ -25,7 +25,7 @@ MIN_SECRET_CHARS = 6
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")
-_HEX_RUN = re.compile(r"\b(?:[0-9A-Fa-f]{2}){6,}\b")
+_HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){6,}")  # 0x-prefixed and run-on hex too
 
 
 def normal(text: str) -> str:
