@@ -14,6 +14,7 @@ MAX_POLICY_CHARS = 200_000  # a policy longer than this is not a policy a model 
 
 
 def read_policy(path: Path) -> str:
+    """The policy's text; a missing, unreadable, empty or oversized file is exit 2 naming --from."""
     where = f"--from {path}"
     try:
         text = path.read_text(encoding="utf-8")

@@ -70,11 +70,13 @@ class Brief:
         return any(has_logic(spec) for spec in self.tools.values())
 
     def tool_lines(self) -> list[dict[str, Any]]:
+        """Each tool as the template shows it: the schema the agent is offered, so gold arguments fit it."""
         return [{"name": name, "description": spec.description or "",
                  "parameters": json.dumps(spec.json_schema(), ensure_ascii=False, sort_keys=True),
                  "changes_world": changes_world(spec)} for name, spec in self.tools.items()]
 
     def world(self) -> str:
+        """The starting world as JSON: the model needs its ids to write gold actions the tools accept."""
         if self.environment is None:
             return ""
         text = json.dumps(self.environment.model_dump(mode="json", exclude_defaults=True), ensure_ascii=False)

@@ -28,6 +28,7 @@ class Dropped(Exception):
 
 
 def _text(candidate: dict[str, Any], key: str) -> str:
+    """A required text field: a row without it cannot be played or judged."""
     value = candidate.get(key)
     if not isinstance(value, str) or not value.strip():
         raise Dropped(f"no {key} (a non-empty string)")
@@ -55,6 +56,7 @@ def _actions(candidate: dict[str, Any], brief: Brief) -> list[dict[str, Any]]:
 
 
 def _user(candidate: dict[str, Any], kind: str, strategy: str | None) -> dict[str, Any]:
+    """The row's `user:` block, from the keys a simulated user (or an attacker) reads."""
     knows = candidate.get("knows", {})
     if not isinstance(knows, dict):
         raise Dropped("knows is not an object of facts")
@@ -68,6 +70,7 @@ def _user(candidate: dict[str, Any], kind: str, strategy: str | None) -> dict[st
 
 
 def _strategy(candidate: dict[str, Any], planned: str | None) -> str | None:
+    """The strategy the model gave (one of the four), else the one the seed planned for this row."""
     given = candidate.get("strategy")
     if given is None:
         return planned

@@ -61,6 +61,7 @@ class GenerateOutcome:
 
 
 def _strategy_order(seed: int) -> list[str]:
+    """The four strategies in the seed's order: attacker rows are asked for in turn, so each gets its share."""
     order = list(ATTACK_STRATEGIES)
     random.Random(seed).shuffle(order)
     return order
@@ -122,6 +123,7 @@ async def generate(request: GenerateRequest, endpoint: Endpoint, pool: ModelClie
 
 def _keep(candidates: list[Any], planned: list[str], maker: RowMaker, outcome: GenerateOutcome, count: int,
           index: int) -> None:
+    """Check one reply's candidates in order, until the count is reached (the rest are counted as surplus)."""
     for number, candidate in enumerate(candidates, 1):
         if len(outcome.rows) >= count:
             outcome.surplus += len(candidates) - number + 1
