@@ -161,12 +161,12 @@ def test_the_generator_endpoint_failing_keeps_the_rows_written_and_exits_3(tmp_p
 
 
 def test_a_template_of_your_own_is_used_and_bad_input_is_exit_2(tmp_path: Path, server: ScriptedServer) -> None:
-    server.script = generator([json.dumps([row("Ask about baggage")])])
+    server.script = generator([json.dumps([row("Ask about baggage"), row("Ask about pets")])])
     policy, suite = inputs(tmp_path, server)
     mine = tmp_path / "mine.j2"
     mine.write_text("ROWS PLEASE, {{ count }} of them, for: {{ policy }}")
-    code, _, _, err = generate(tmp_path, policy, "--tools", str(suite), "-n", "1", "--template", str(mine))
-    assert code == 0, err
+    code, rows, out, err = generate(tmp_path, policy, "--tools", str(suite), "-n", "1", "--template", str(mine))
+    assert code == 0 and len(rows) == 1 and "0 replies malformed, 1 past the count not read)" in out, err
     assert requests_of(server)[0]["messages"][1]["content"] == f"ROWS PLEASE, 1 of them, for: {POLICY.strip()}"
     mine.write_text("{% if %}")
     for args, said in [(["--template", str(mine)], f"--template {mine}: line 1: Jinja2 syntax error"),

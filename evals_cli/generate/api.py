@@ -86,7 +86,8 @@ class Generated:
         outcome = self.outcome
         return (f"{_count(outcome.requests, 'request')} to the {self.endpoint}, {outcome.usage.total_tokens} tokens; "
                 f"{_count(len(outcome.dropped), 'row')} dropped, "
-                f"{_count(len(outcome.malformed), 'reply', 'replies')} malformed")
+                f"{_count(len(outcome.malformed), 'reply', 'replies')} malformed"
+                + (f", {outcome.surplus} past the count not read" if outcome.surplus else ""))
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
