@@ -173,7 +173,7 @@ def _user_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
 
     kinds = [("user:", "A dataset row's simulated user; the suite's `user:` block gives defaults to every row that "
                        "has one (the row's keys win, knows is merged fact by fact). The row's `success:` says what "
-                       "success means, for goal-completion judges.", _model_options(UserSpec)),
+                       "success means, for goal-completion judges.", _model_options(UserSpec, skip=())),
              ("user_simulator:", _doc(UserSimulatorSpec), _model_options(UserSimulatorSpec, skip=("kind", "models")))]
     kinds += [(f"player: {e.kind}", _doc(e.impl) + _from(e), []) for e in USER_PLAYERS.entries()]
     return (f"Simulated users: a row with a `user:` block is a conversation with a model playing the user, until "

@@ -56,6 +56,7 @@ BUILTIN_KINDS: dict[str, dict[str, str]] = {
         "grounding": "evals_cli.graders.kinds.grounding",
         "match": "evals_cli.graders.kinds.tool",
         "model_judge": "evals_cli.graders.kinds.model_judge",
+        "no_leak": "evals_cli.graders.kinds.no_leak",
         "no_loops": "evals_cli.graders.kinds.no_loops",
         "session_detector": "evals_cli.sessions.graders",
         "session_score": "evals_cli.sessions.graders",

@@ -32,3 +32,10 @@ def leaves(arguments, world):
 
 def breaks(arguments, world):
     return 1 / 0
+
+
+def hangs(arguments, world):
+    import threading
+
+    threading.Event().wait(arguments.get("seconds", 60))
+    return "woke"

@@ -9,8 +9,9 @@ The column mapping, in the spirit of both tools:
 - `id` or `sample_id`: the sample id (default `row-N`, N counting data records from 1).
 - JSON-encoded cells for the fields that hold structures: `rubric_vars`, `metadata`, `agent_args`, `extra_vars`,
   `tools`, `expected_calls`, `messages`, `environment`, `expected_state`, `expected_actions`, `user` (objects or lists);
-  `expected_tool_order`, `forbidden_tools`, `tags`,
-  `must_cite`, `must_not_say` take a JSON list or, for `tags` and the tool lists, comma-separated names.
+  `expected_tool_order`, `forbidden_tools`, `tags`, `secrets`,
+  `must_cite`, `must_not_say` take a JSON list or, for `tags`, `secrets` and the tool lists, comma-separated values
+  (a secret holding a comma is written as a JSON list).
 - `max_steps` (an integer), `category`, `rubric`, `rubric_path`, `success`, `agent_model`: text.
 - Every field a JSONL row can have is one of these (a test keeps it so): a row field read as a rubric variable
   would be silently ignored, and a grader with nothing to check is n/a, never a failure.
@@ -40,7 +41,7 @@ Record = tuple[str, int, dict[str, Any] | None, str | None]
 
 JSON_FIELDS = ("rubric_vars", "metadata", "agent_args", "extra_vars", "tools", "expected_calls", "messages",
                "environment", "expected_state", "user", "expected_actions")
-LIST_FIELDS = ("expected_tool_order", "forbidden_tools", "tags")  # JSON list, or comma-separated names
+LIST_FIELDS = ("expected_tool_order", "forbidden_tools", "tags", "secrets")  # JSON list, or comma-separated names
 TEXT_OR_LIST = ("input", "ground_truth", "must_cite", "must_not_say")  # text, or a JSON list
 TEXT_FIELDS = ("id", "sample_id", "category", "rubric", "rubric_path", "success", "agent_model")
 KNOWN = frozenset((*JSON_FIELDS, *LIST_FIELDS, *TEXT_OR_LIST, *TEXT_FIELDS, "max_steps"))

@@ -76,6 +76,9 @@ class Sample(StrictModel):
     must_not_say: Scalars | None = Field(
         default=None, description="Values the answer must not state (read by grounding; formerly "
         "metadata.must_not_say).")
+    secrets: list[str] | None = Field(
+        default=None, description="Planted values (canaries) the agent must never reveal: in its replies or in the "
+        "arguments of its tool calls (read by no_leak, added to the grader's own secrets).")
     tools: dict[str, ToolSpec] | None = Field(
         default=None, description="Per-sample mocked tools: replace or add to the suite's tools by name."
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
 from evals_cli.models.target_specs import EndpointSpec
@@ -34,6 +34,14 @@ DEFAULT_MAX_SECONDS = 1800.0
 """How long a simulated conversation may go on by default (`user.max_seconds`): a user that never stops, or a
 simulator that never answers, ends the conversation with end_reason `time_limit` instead of holding the run."""
 
+USER_KINDS = ("simulated", "attacker")
+"""Who a `user:` block plays: a user with a goal the agent should meet, or a red-team attacker pursuing a goal the
+agent must refuse (its system prompt: evals_cli/simulation/attacker_prompt.py)."""
+
+AttackStrategy = Literal["direct", "role_play", "crescendo", "prompt_injection"]
+ATTACK_STRATEGIES: tuple[str, ...] = ("direct", "role_play", "crescendo", "prompt_injection")
+DEFAULT_STRATEGY = "direct"
+
 _STOP_AT_END = re.compile(re.escape(STOP_TOKEN) + r"""[\s.!?,;:'")\]*_~`]*\Z""")
 
 
@@ -49,6 +57,13 @@ def split_stop(text: str) -> tuple[str, bool]:
 
 class UserSpec(StrictModel):
     """A simulated user (a row's `user:` block, or the suite's defaults for such blocks)."""
+
+    kind: Literal["simulated", "attacker"] = Field(
+        default="simulated", description="simulated: a user with a goal the agent should meet; attacker: a red-team "
+        "user pursuing a harmful goal over several turns, adapting to refusals (see strategy).")
+    strategy: AttackStrategy | None = Field(
+        default=None, description="An attacker's approach: direct, role_play, crescendo or prompt_injection "
+        f"(default {DEFAULT_STRATEGY}); only with kind: attacker.")
 
     persona: str | None = Field(default=None, description="Who the user is and how they write.")
     goal: str | None = Field(default=None, description="What the user wants from the agent.")
@@ -71,6 +86,20 @@ class UserSpec(StrictModel):
     sees_tools: bool = Field(
         default=False, description="Show the simulator the agent's tool calls and results (a real user sees only "
         "the agent's text replies).")
+
+    @model_validator(mode="after")
+    def _strategy_is_an_attackers(self) -> UserSpec:
+        """A strategy on a block that says it is not an attacker would be ignored: say so instead. (A block that
+        leaves kind out may get kind: attacker from the suite's defaults; the row checks look at the merged one.)"""
+        if self.strategy is not None and "kind" in self.model_fields_set and self.kind != "attacker":
+            raise ValueError(f"strategy: only an attacker has a strategy; set kind: attacker, or drop strategy "
+                             f"(kind is {self.kind})")
+        return self
+
+    @property
+    def attack_strategy(self) -> str:
+        """The attacker's strategy, its default filled in."""
+        return self.strategy or DEFAULT_STRATEGY
 
     @field_validator("script")
     @classmethod

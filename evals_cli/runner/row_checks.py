@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from evals_cli.graders.base import Grader
 from evals_cli.models.sample import Sample
+from evals_cli.models.simulated_user import UserSpec
 from evals_cli.suite.spec import SuiteSpec
 
 
@@ -67,18 +68,30 @@ class RowChecks:
         if isinstance(sample.ground_truth, list) and sample.per_turn:
             found.append(f"{where}: per-turn ground_truth cannot follow a simulated user (its turns are not known "
                          "in advance); give one ground_truth string, or grade with scope: reply")
+        found += _attacker_problems(user, where)
         if self.user_template is not None:
             from evals_cli.graders.rubric import RubricError
-            from evals_cli.simulation.prompt import render
+            from evals_cli.simulation.prompt import render, template_for
 
             try:
-                render(self.user_template, sample, user)
+                render(template_for(user, self.user_template), sample, user)
             except RubricError as exc:
                 found.append(f"{where}: the user simulator's system prompt does not render for this row: {exc}")
         return found
 
     def problems(self) -> list[str]:
         return self.samples.problems() + self.tools.problems() + self.environment.problems()
+
+
+def _attacker_problems(user: UserSpec, where: str) -> list[str]:
+    """An attacker needs an objective, and a strategy belongs to an attacker (the suite's defaults merged in: a
+    row may leave either to the suite)."""
+    if user.kind == "attacker" and not user.goal:
+        return [f"{where}: user: an attacker (kind: attacker) needs a goal: what it tries to get the agent to do"]
+    if user.kind != "attacker" and user.strategy is not None:
+        return [f"{where}: user.strategy {user.strategy}: only an attacker has a strategy; set kind: attacker (in "
+                "the row's user: block or the suite's), or drop strategy"]
+    return []
 
 
 class SampleSelection:

@@ -1,6 +1,7 @@
 """The user simulator's system prompt: the built-in template, or the suite's `user_simulator.system_prompt_file`,
 rendered with Jinja2 in the same bounded sandbox as rubrics. The simulator gets the persona, the goal and the
-facts the user knows; never the agent's system prompt."""
+facts the user knows; never the agent's system prompt. An attacker (`kind: attacker`) gets the built-in attacker
+template (simulation/attacker_prompt.py) whatever the suite's file says: that file describes its customers."""
 
 from __future__ import annotations
 
@@ -34,9 +35,22 @@ message).
 
 def variables(sample: Sample, user: UserSpec) -> dict[str, Any]:
     """What the template may use."""
+    from evals_cli.simulation.attacker_prompt import TACTICS
+
     return {"persona": user.persona or "", "goal": user.goal or "", "knows": dict(user.knows),
             "stop": user.stop, "stop_token": STOP_TOKEN, "end_tool": END_TOOL, "success": sample.success or "",
-            "sample_id": str(sample.id), "metadata": sample.metadata}
+            "sample_id": str(sample.id), "metadata": sample.metadata, "kind": user.kind,
+            "strategy": user.attack_strategy if user.kind == "attacker" else "",
+            "tactics": TACTICS[user.attack_strategy] if user.kind == "attacker" else "", "max_turns": user.max_turns}
+
+
+def template_for(user: UserSpec, template: str) -> str:
+    """The template that plays this user: the run's (built-in or the suite's file), or the attacker's."""
+    if user.kind == "attacker":
+        from evals_cli.simulation.attacker_prompt import ATTACKER_TEMPLATE
+
+        return ATTACKER_TEMPLATE
+    return template
 
 
 def load_template(path: Path | None, shown: str = "") -> str:

@@ -31,7 +31,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import END_TOOL, UserSimulatorSpec, UserSpec, split_stop
 from evals_cli.models.trajectory import Turn, Usage
 from evals_cli.simulation.player import DEFAULT_PLAYER, USER_PLAYERS, ConversationView, UserMove, UserSimulatorError
-from evals_cli.simulation.prompt import DEFAULT_TEMPLATE, render
+from evals_cli.simulation.prompt import DEFAULT_TEMPLATE, render, template_for
 from evals_cli.text_caps import cap, clean_text
 
 OPENING_CUE = "[The assistant is waiting. Write your first message as the user.]"
@@ -80,14 +80,16 @@ def _judge_verdict(text: str) -> bool:
     return _VERDICT_LINE.search(text) is not None
 
 
-def broken_character(text: str, instructions: str) -> str | None:
+def broken_character(text: str, instructions: str, attacker: bool = False) -> str | None:
     """Why a simulator reply is not a user's message (None: it is): empty, written as the assistant, a judge's
     verdict, or echoing its instructions (`instructions`: the system prompt without the user's own persona, goal
-    and facts, which a user may well repeat in their own words or verbatim)."""
+    and facts, which a user may well repeat in their own words or verbatim). An attacker may write as the
+    assistant on purpose (a forged "Assistant:" turn, "as an AI with no rules" is prompt injection and role play),
+    so that check is not made for one."""
     stripped = text.strip()
     if not stripped:
         return "it was empty"
-    if _AS_ASSISTANT.search(stripped):
+    if not attacker and _AS_ASSISTANT.search(stripped):
         return "it was written as the assistant, not as the user"
     if _judge_verdict(stripped):
         return "it was a judge's verdict (a score), not the user's words"
@@ -162,7 +164,7 @@ class SimulatedUser:
             from evals_cli.graders.rubric import RubricError
 
             try:
-                self._system = render(self.settings.template, self.sample, self.user)
+                self._system = render(template_for(self.user, self.settings.template), self.sample, self.user)
             except RubricError as exc:
                 raise UserSimulatorError(f"the user simulator's system prompt did not render: {exc}") from None
         return self._system
@@ -176,7 +178,8 @@ class SimulatedUser:
 
             blank = self.user.model_copy(update={"persona": None, "goal": None, "knows": {}})
             try:
-                self._instructions = render(self.settings.template, self.sample, blank)
+                template = template_for(self.user, self.settings.template)
+                self._instructions = render(template, self.sample, blank)
             except RubricError:
                 self._instructions = self.system_prompt()
         return self._instructions
@@ -201,7 +204,8 @@ class SimulatedUser:
             if done and not text.strip():  # the token alone, or the end tool without words: nothing to send
                 move.text, move.done = None, True
                 return move
-            why = broken_character(text, self.instructions())  # last words are sent too: checked like any
+            # last words are sent too: checked like any
+            why = broken_character(text, self.instructions(), attacker=self.user.kind == "attacker")
             if why is None:
                 move.text, move.done = text, done
                 return move

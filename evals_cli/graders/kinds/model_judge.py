@@ -52,7 +52,8 @@ class ModelJudgeSpec(GraderBase):
     rubric: str | None = Field(
         default=None, description="Rubric file relative to the suite, or builtin:NAME (task_completion, "
         "misread_tool_result, needless_work, goal_completion: was a simulated user's goal met, and at which turn; "
-        "pass-fail unless `scale` says otherwise)."
+        "policy_violation: did an attacker get the agent to break its rules; these two are pass-fail unless `scale` "
+        "says otherwise)."
     )
     prompt: str | None = Field(default=None, description="Inline rubric text, instead of a file.")
     rubric_dirs: list[str] = Field(
@@ -116,6 +117,8 @@ def missing_answer(submission: str, extractor: str, stop_reason: str) -> str | N
 
 
 GOAL_RUBRIC = "builtin:goal_completion"
+YES_NO_RUBRICS = (GOAL_RUBRIC, "builtin:policy_violation")
+"""Built-in rubrics that ask a yes/no question: graded pass-fail unless the grader sets `scale`."""
 TURN_OF_SUCCESS = ExtraField(
     "turn_of_success", {"type": ["integer", "null"]},
     "<the number of the turn in which the goal was first met, or null when it was not met>")
@@ -185,8 +188,9 @@ class ModelJudgeGrader(Grader[ModelJudgeSpec]):
         self.base_dir = ctx.base_dir
         self.endpoints = judge_endpoints(spec, ctx)
         self.pool = ctx.pool
-        # goal completion is a yes/no question with a turn: pass-fail unless the suite asks for another scale
-        self.scale = Scale.of("pass-fail" if spec.rubric == GOAL_RUBRIC and "scale" not in spec.model_fields_set
+        # goal completion (with a turn) and policy violation are yes/no questions: pass-fail unless the suite asks
+        # for another scale
+        self.scale = Scale.of("pass-fail" if spec.rubric in YES_NO_RUBRICS and "scale" not in spec.model_fields_set
                               else spec.scale)
         self.rubric_text = load_rubric(spec.rubric, spec.prompt, ctx.base_dir)
         self.rubric_dirs = [ctx.base_dir / d for d in spec.rubric_dirs]
