@@ -152,6 +152,7 @@ def _salvage(path: Path, report: ValidationReport, import_code: bool = False) ->
     from evals_cli.datasets.reader import check_dataset
     from evals_cli.graders.base import GRADERS, GraderContext
     from evals_cli.graders.functions import bind_extractor
+    from evals_cli.registry import plugin_code
     from evals_cli.suite import spec as suite_spec
     from evals_cli.suite.envvars import expand
     from evals_cli.suite.yaml_file import parse_yaml, read_text
@@ -175,9 +176,12 @@ def _salvage(path: Path, report: ValidationReport, import_code: bool = False) ->
             spec = adapter.validate_python(raw)
         except ValidationError:
             continue  # already reported by the suite validation
+        entry = GRADERS[spec.kind]
         try:  # offline: no endpoint needed to check a judge's rubric
-            with custom_code.policy(roots, run=import_code):
-                GRADERS[spec.kind].impl(name, bind_extractor(spec, base), GraderContext(base, offline=True))
+            with custom_code.policy(roots, run=import_code), plugin_code(entry, "being built"):
+                entry.impl(name, bind_extractor(spec, base), GraderContext(base, offline=True))
+        except ConfigError as exc:  # a plug-in kind's own error, named
+            problems.extend(f"{path}: graders.{name}: {p}" for p in exc.problems)
         except (ValueError, OSError, TypeError) as exc:
             problems.append(f"{path}: graders.{name}: {exc}")
     from evals_cli.models.tools import ToolSpec
