@@ -106,6 +106,11 @@ def validate_suite(path: Path, override: TargetOverride | None = None, judging: 
     report.notes += [f"{path}: graders.{name}.provider: {note}" for name, spec in suite.graders.items()
                      if (note := provider_note(getattr(spec, "provider", None))) is not None]
     report.notes += _tool_order_notes(path, suite)
+    if suite.mcp_servers:
+        from evals_cli.mcp import sdk
+
+        if not sdk.installed():
+            report.notes.append(f"{path}: {sdk.missing_note()}")
     from evals_cli.run_options import RunOptions
     from evals_cli.runner.prepare import PreparedRun
     from evals_cli.runner.target_factory import validate_builds
