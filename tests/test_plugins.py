@@ -138,6 +138,13 @@ def test_an_installed_plugin_adds_each_kind_and_a_suite_uses_them_end_to_end(
         entry = "".join(" ".join(lines[at:at + 3]).split())  # an entry's first line may wrap (at a hyphen too)
         assert "(plug-infromevals-acme-plugin)" in entry, entry
 
+    schema = run_cli_process("schema", env=_with(plugin_site, "acme"))  # an editor completes the plug-in's kinds
+    assert schema.returncode == 0, schema.stderr
+    for kind in ('"acme_shout"', '"acme_chat"', '"acme_echo"', '"acme.count"'):
+        assert kind in schema.stdout, kind
+    plain = run_cli_process("schema", env=_with(plugin_site, ""))
+    assert plain.returncode == 0 and '"acme_shout"' not in plain.stdout
+
 
 def test_a_plugin_that_fails_to_import_is_exit_2_naming_it_and_its_package(tmp_path: Path) -> None:
     site = tmp_path / "site"
