@@ -76,6 +76,11 @@ def _guard(fn: Callable[..., None]) -> Callable[..., None]:
         except Exception as exc:
             if _debug():
                 raise
+            from evals_cli.registry import blamed_plugin
+
+            blamed = blamed_plugin(exc)  # an installed plug-in's own code: exit 2 naming it, not ours to own
+            if blamed is not None:
+                _fail([blamed], EXIT_INVALID)
             _fail([f"internal error: {type(exc).__name__}: {exc} (set EVALS_DEBUG=1 for the traceback)"],
                   EXIT_INCOMPLETE)
 

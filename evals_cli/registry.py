@@ -236,6 +236,25 @@ def _import_plugin(point: Any) -> None:
 PLUGINS = _Plugins()
 
 
+def blamed_plugin(exc: BaseException) -> str | None:
+    """When an installed plug-in's code raised `exc` (a frame of its traceback runs in the plug-in's package,
+    innermost first), the message naming it: what the command reports (exit 2) instead of an internal error,
+    wherever the plug-in's code ran (a spec's validator, an exporter, a kind's constructor). None otherwise."""
+    import traceback
+
+    packages = {plugin.value.split(":")[0].split(".")[0]: plugin for plugin in PLUGINS.loaded}
+    if not packages:
+        return None
+    for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        module = str(frame.f_globals.get("__name__", ""))
+        plugin = packages.get(module.split(".")[0])
+        if plugin is not None:
+            return (f"plug-in {plugin.name} (package {plugin.package}) raised {type(exc).__name__} in {module}: "
+                    f"{exc}; fix the plug-in, leave it out of {PLUGINS_ENV}, or uninstall it "
+                    f"(pip uninstall {plugin.package})")
+    return None
+
+
 def load_plugins() -> list[Plugin]:
     """Import every installed plug-in once (PluginError when one fails, on every call); the plug-ins loaded."""
     PLUGINS.load()

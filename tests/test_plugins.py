@@ -490,3 +490,52 @@ def test_the_example_target_kind_awaits_its_tool_calls(plugin_site: Path, tmp_pa
     [result] = read_jsonl(tmp_path / "out" / "results.jsonl")
     [bump] = result["trajectory"]["turns"][0]["steps"][0]["tool_calls"]
     assert bump["result"] == "apples count is now 2" and bump["effect"]["after"] == {"id": "apples", "count": 2}
+
+
+def test_an_exception_from_a_plugins_validator_or_exporter_is_exit_2_naming_it(
+        server: ScriptedServer, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    _dist(site, "buggy-plugin", "buggy", "buggy_plugin", '''
+        from typing import Literal
+
+        from pydantic import field_validator
+
+        from evals_cli.plugin import EXPORTERS, GRADERS, Grade, Grader, GraderBase
+
+
+        class PickySpec(GraderBase):
+            kind: Literal["zz_picky"] = "zz_picky"
+            level: int = 1
+
+            @field_validator("level")
+            @classmethod
+            def _level(cls, value):
+                raise RuntimeError("picky validator bug")
+
+
+        @GRADERS.register("zz_picky", spec=PickySpec)
+        class Picky(Grader[PickySpec]):
+            async def grade(self, ctx):
+                return Grade(score=1.0)
+
+
+        @EXPORTERS.register("zz_broken")
+        def broken(run, path):
+            raise KeyError("exporter bug")
+    ''')
+    picky = write_suite(tmp_path, [{"id": "s1", "input": "hi"}], graders={"p": {"kind": "zz_picky", "level": 2}})
+    checked = run_cli_process("validate", str(picky), env=_with(site, "buggy"))
+    said = checked.stdout + checked.stderr
+    assert checked.returncode == 2 and "plug-in buggy (package buggy-plugin) raised RuntimeError" in said, said
+    assert "picky validator bug" in said and "internal error" not in said
+
+    server.script = agent_script({"hi": [text("hello")]})
+    (tmp_path / "plain").mkdir()
+    plain = write_suite(tmp_path / "plain", [{"id": "s1", "input": "hi", "ground_truth": "hello"}], base_url=server.url,
+                        graders={"answer": {"kind": "tool", "function": "contains"}})
+    ran = run_cli_process("run", str(plain), "-o", str(tmp_path / "out"), "--export",
+                          f"zz_broken={tmp_path / 'x.csv'}", env=_with(site, "buggy"))
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 2 and "--export zz_broken: exporter kind 'zz_broken' (plug-in from buggy-plugin)" in said
+    assert "exporter bug" in said and "internal error" not in said, said
+    assert read_jsonl(tmp_path / "out" / "results.jsonl")[0]["passed"] is True  # the run itself is kept
