@@ -336,6 +336,8 @@ def test_a_target_kind_with_no_model_needs_no_endpoint_and_no_max_steps(tmp_path
         [result] = read_jsonl(tmp_path / "out" / "results.jsonl")
         assert outcome.summary.passed == 1 and result["error"] is None, result
         assert result["trajectory"]["turns"][0]["steps"][0]["content"] == "ok after 20 steps at most"
+        with pytest.raises(ConfigError, match="calls no model"):  # no model behind it: several models do not apply
+            evals_cli.run(suite, evals_cli.RunOptions(output=tmp_path / "matrix", models=["a", "b"]))
     finally:
         TARGETS.unregister("zz_quiet")
 

@@ -130,6 +130,12 @@ class Target:
                                timeout=getattr(spec, "sample_timeout", None) or 120.0, max_retries=0)
 
     @classmethod
+    def agent_is_model(cls, spec: Any) -> bool:
+        """A model the harness calls stands behind this target: the kind says so (`calls_model`) and its spec
+        names one (an `EndpointSpec`). Several models (`--model A --model B`) apply only then."""
+        return cls.calls_model and isinstance(spec, EndpointSpec)
+
+    @classmethod
     def judge_fallback(cls, agent: Endpoint) -> Endpoint | None:
         """The endpoint model_judge graders fall back to when neither the grader, the suite's judge block nor
         EVAL_JUDGE_* name one: the agent's own when it is a model."""
