@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-SCHEMA_ID = "https://evals-cli.dev/schemas/suite.json"  # a name, not a place: editors read the file beside a suite
 SCHEMA_FILE = "suite.schema.json"
 DEFAULT_TARGET = "openai_chat"
 
@@ -40,8 +39,8 @@ def suite_schema() -> dict[str, Any]:
     sessions = _renamed_refs(sessions, "Sessions_")
     recorded = {"properties": {"target": {"properties": {"kind": {"const": "recorded_sessions"}},
                                           "required": ["kind"]}}, "required": ["target"]}
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
-            "title": "evals-cli suite", "description": "A suite file of evals-cli (evals run suite.yaml).",
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "evals-cli suite",
+            "description": "A suite file of evals-cli (evals run suite.yaml).",
             "if": recorded, "then": sessions, "else": live, "$defs": defs}
 
 

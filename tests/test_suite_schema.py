@@ -27,7 +27,7 @@ def validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema)
 
 
-def _errors(validator: jsonschema.Draft202012Validator, data: Any) -> list[str]:
+def _errors(validator: Any, data: Any) -> list[str]:
     return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(data)]
 
 
@@ -134,3 +134,23 @@ def test_evals_init_writes_the_schema_and_points_the_suite_at_it(tmp_path: Path)
     schema = json.loads((tmp_path / "starter" / "suite.schema.json").read_text(encoding="utf-8"))
     assert schema == suite_schema()
     assert _errors(jsonschema.Draft202012Validator(schema), yaml.safe_load(suite)) == []
+
+
+def test_an_editor_on_draft_7_reads_it_the_same() -> None:
+    """No keyword only draft 2020-12 knows (prefixItems, unevaluated*, $dynamicRef): the YAML language servers
+    still on draft 7 reach the same verdicts (`$defs` resolves as a JSON pointer there)."""
+    schema = suite_schema()
+    assert not {"prefixItems", "unevaluatedProperties", "$dynamicRef"} & set(_keywords(schema))
+    draft7 = jsonschema.Draft7Validator(schema)
+    for path in SHIPPED:
+        assert _errors(draft7, yaml.safe_load(path.read_text(encoding="utf-8"))) == [], path
+    assert _errors(draft7, _misspelt(_demo(), ("graders", "*"), "wieght")) != []
+    assert _errors(draft7, _misspelt(_environment(), ("tools", "issue_refund", "effect"), "keey")) != []
+
+
+def _keywords(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [k for k in value] + [k for v in value.values() for k in _keywords(v)]
+    if isinstance(value, list):
+        return [k for v in value for k in _keywords(v)]
+    return []
