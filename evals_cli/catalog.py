@@ -9,18 +9,25 @@ from typing import Any
 
 
 def render_section(name: str, width: int) -> str:
+    """One section of the listing. Every name, description and option text is shown with its control characters
+    spelled out (`\\x1b`): a plug-in writes them (its kind names, docstrings, field descriptions), and an escape
+    sequence printed raw would drive the reader's terminal. The text is written as it is, never read as markup."""
     import textwrap
+
+    from evals_cli.display.state_diff import visible
 
     intro, kinds = _CATALOG[name]()
     lines = [f"{name}:"] + textwrap.wrap(intro, width, initial_indent="  ", subsequent_indent="  ")
     for kind, description, options in kinds:
+        kind, description = visible(kind), visible(description)
         lines.append("")
         lines += textwrap.wrap(f"{kind} — {description}" if description else kind, width,
                                subsequent_indent="    ")
         for option, shape, text in options:
-            lines += textwrap.wrap(f"{option}: {shape}", width, initial_indent="    ", subsequent_indent="        ")
+            lines += textwrap.wrap(visible(f"{option}: {shape}"), width, initial_indent="    ",
+                                   subsequent_indent="        ")
             if text:
-                lines += textwrap.wrap(text, width, initial_indent="        ", subsequent_indent="        ")
+                lines += textwrap.wrap(visible(text), width, initial_indent="        ", subsequent_indent="        ")
     return "\n".join(lines)
 
 
@@ -191,6 +198,8 @@ def _settings_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
     for knob in listing():
         if knob.current is None:
             now = "not set (the default applies)"
+        elif knob.current == "":
+            now = "set, empty"
         elif knob.secret:
             now = f"set ({MASK})"
         else:

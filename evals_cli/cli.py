@@ -76,6 +76,11 @@ def _guard(fn: Callable[..., None]) -> Callable[..., None]:
         except Exception as exc:
             if _debug():
                 raise
+            from evals_cli.registry import blamed_plugin
+
+            blamed = blamed_plugin(exc)  # an installed plug-in's own code: exit 2 naming it, not ours to own
+            if blamed is not None:
+                _fail([blamed], EXIT_INVALID)
             _fail([f"internal error: {type(exc).__name__}: {exc} (set EVALS_DEBUG=1 for the traceback)"],
                   EXIT_INCOMPLETE)
 
@@ -539,6 +544,29 @@ def init(
 
 @app.command()
 @_guard
+def schema(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the schema to this file instead of printing it (e.g. suite.schema.json beside your suites).")] = None,
+) -> None:
+    """Print the JSON Schema of suite.yaml (the installed plug-ins' kinds included), for editors: a suite whose first
+    line is `# yaml-language-server: $schema=suite.schema.json` gets every key completed and checked as you type."""
+    import json
+
+    from evals_cli.suite_schema import suite_schema
+
+    text = json.dumps(suite_schema(), indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        _write_out(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{output}: cannot write the schema there: {exc.strerror or exc}") from None
+    print(f"wrote {output}: the JSON Schema of suite.yaml; point a suite at it with its first line:\n"
+          f"  # yaml-language-server: $schema={output.name}")
+
+
+@app.command()
+@_guard
 def history(
     folder: Annotated[Path, typer.Argument(metavar="DIR", help="The results folder (default: results).")] = Path("results"),
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show the N newest runs (the trends use all).")] = 30,
@@ -653,11 +681,15 @@ def list_kinds(
     sections = [what] if what else list(LISTABLE)
     from evals_cli.catalog import render_section
 
-    text = "\n\n".join(render_section(name, width) for name in sections)
+    _write_out("\n\n".join(render_section(name, width) for name in sections) + "\n")
+
+
+def _write_out(text: str) -> None:
+    """Text to stdout, a reader that stops early (`evals list | head`) being no error: it has what it wanted."""
     try:
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(text)
         sys.stdout.flush()
-    except BrokenPipeError:  # `evals list | head`: the reader has what it wanted
+    except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 

@@ -25,13 +25,20 @@ Installed packages add kinds the same way: every entry point of the group `evals
 = "acme_evals.plugin"` under `[project.entry-points.evals_cli]`), and the first lookup in any registry imports
 those modules (`load_plugins`), whose decorators then register their kinds beside the built-in ones, each entry
 remembering the package it came from (`evals list` shows it). A plug-in that fails to import is a `PluginError`
-(exit 2) naming the entry point and its package, for every lookup, never a traceback.
+(exit 2) naming the entry point and its package, for every lookup, never a traceback; so is one whose import does
+not finish within EVALS_PLUGIN_IMPORT_TIMEOUT seconds (it is imported in a thread of its own, so a hang cannot
+hang every command). `EVALS_PLUGINS` chooses which installed plug-ins load (see `plugin_selection`), and
+`plugin_code` turns an exception a plug-in kind's own code raises while it is built into a PluginError naming the
+kind and its package.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import pkgutil
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -39,8 +46,12 @@ from typing import Any, Generic, TypeVar
 from evals_cli.errors import ConfigError
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 PLUGIN_GROUP = "evals_cli"
+PLUGINS_ENV = "EVALS_PLUGINS"
+IMPORT_TIMEOUT_ENV = "EVALS_PLUGIN_IMPORT_TIMEOUT"
+DEFAULT_IMPORT_TIMEOUT_S = 60.0  # the settings knob's default too (evals_cli/settings.py)
 
 # family package -> built-in kind modules outside it, imported by its discovery (see the module's docstring)
 ELSEWHERE: dict[str, tuple[str, ...]] = {"evals_cli.graders.kinds": ("evals_cli.sessions.graders",)}
@@ -90,6 +101,21 @@ class Plugin:
     package: str
 
 
+def plugin_selection() -> frozenset[str] | None:
+    """The plug-ins `EVALS_PLUGINS` lets load: None when it is unset (every installed one), an empty set when it
+    is set but empty (none: what the project's own tests run with, so a plug-in installed beside evals-cli
+    cannot change their results), else the comma-separated names (an entry point's name or its package's).
+    Read here rather than through evals_cli/settings.py: unlike every other knob, empty is not unset."""
+    raw = os.environ.get(PLUGINS_ENV)
+    if raw is None:
+        return None
+    return frozenset(name.strip() for name in raw.split(",") if name.strip())
+
+
+def _package_of(point: Any) -> str:
+    return point.dist.name if point.dist is not None else "an unknown package"
+
+
 class _Plugins:
     """The installed plug-ins, imported once per process on the first lookup in any registry."""
 
@@ -98,15 +124,27 @@ class _Plugins:
         self.loading: str | None = None  # the package whose module is being imported (its kinds name it)
         self.error: PluginError | None = None
         self.done = False
-        self._points: list[Any] | None = None
+        self._installed: list[Any] | None = None
 
-    def points(self) -> list[Any]:
-        """The installed entry points of the group, read once (reading them scans every installed package)."""
-        if self._points is None:
+    def installed(self) -> list[Any]:
+        """Every installed entry point of the group, read once (reading them scans every installed package)."""
+        if self._installed is None:
             from importlib.metadata import entry_points
 
-            self._points = sorted(entry_points(group=PLUGIN_GROUP), key=lambda p: (p.name, p.value))
-        return self._points
+            self._installed = sorted(entry_points(group=PLUGIN_GROUP), key=lambda p: (p.name, p.value))
+        return self._installed
+
+    def points(self) -> list[Any]:
+        """The installed entry points `EVALS_PLUGINS` selects (all of them when it is unset)."""
+        chosen = plugin_selection()
+        if chosen is None:
+            return self.installed()
+        return [p for p in self.installed() if p.name in chosen or _package_of(p) in chosen]
+
+    def unknown(self) -> list[str]:
+        """The names in `EVALS_PLUGINS` that no installed entry point or package answers to."""
+        known = {p.name for p in self.installed()} | {_package_of(p) for p in self.installed()}
+        return sorted((plugin_selection() or frozenset()) - known)
 
     def load(self) -> None:
         if self.error is not None:
@@ -114,9 +152,16 @@ class _Plugins:
         if self.done:
             return
         self.done = True  # first: a plug-in module that looks a kind up while imported must not recurse
+        unknown = self.unknown()
+        if unknown:
+            names = ", ".join(sorted({p.name for p in self.installed()})) or "none"
+            self.error = PluginError(f"{PLUGINS_ENV} names {', '.join(map(repr, unknown))}, which no installed "
+                                     f"plug-in answers to (installed plug-ins: {names}); give entry point or "
+                                     f"package names, comma-separated (unset it to load every installed plug-in, "
+                                     f"set it empty to load none)")
+            raise self.error
         for point in self.points():
-            package = point.dist.name if point.dist is not None else "an unknown package"
-            plugin = Plugin(point.name, point.value, package)
+            package = _package_of(point)
             self.loading = package
             try:
                 _import_plugin(point)
@@ -126,20 +171,37 @@ class _Plugins:
             except Exception as exc:  # the plug-in's code: report it, never crash
                 self.error = PluginError(
                     f"plug-in {point.name} = {point.value!r} (entry point of group {PLUGIN_GROUP!r}, package "
-                    f"{package}) failed to import: {type(exc).__name__}: {exc}; fix the package, or uninstall it "
-                    f"(pip uninstall {package})")
+                    f"{package}) failed to import: {type(exc).__name__}: {exc}; fix the package, leave it out of "
+                    f"{PLUGINS_ENV}, or uninstall it (pip uninstall {package})")
                 raise self.error from None
             finally:
                 self.loading = None
-            self.loaded.append(plugin)
+            self.loaded.append(Plugin(point.name, point.value, package))
+
+
+def import_timeout() -> float:
+    """Seconds a plug-in's import may take: EVALS_PLUGIN_IMPORT_TIMEOUT, read here (not through settings.py, which
+    this low module stays below); every command refuses a bad value before it looks a kind up (settings.check),
+    so here a value that is not a positive number can only come from a library caller, and means the default."""
+    try:
+        limit = float(os.environ.get(IMPORT_TIMEOUT_ENV) or DEFAULT_IMPORT_TIMEOUT_S)
+    except ValueError:
+        return DEFAULT_IMPORT_TIMEOUT_S
+    return limit if limit > 0 and limit != float("inf") else DEFAULT_IMPORT_TIMEOUT_S
 
 
 def _import_plugin(point: Any) -> None:
-    """Import the entry point's module (and its attribute, if it names one) under the custom-code guard: a plug-in
-    runs in our process like a suite's own code, so exiting at import is a load error, not the end of the run."""
+    """Import the entry point's module (and its attribute, if it names one) under the custom-code guard, in a
+    thread of its own bounded by `import_timeout`: a plug-in runs in our process like a suite's own code, so
+    exiting at import is a load error, not the end of the run, and an import that hangs (a network call, a lock)
+    is an error naming it once the bound has passed, not a command that never ends. The thread is a daemon: a hung
+    import is left behind, and the command ends with its error."""
     import importlib.util
 
     from evals_cli import custom_code
+
+    package = _package_of(point)
+    outcome: list[BaseException | None] = []
 
     def load() -> None:
         found = importlib.util.find_spec(point.module)
@@ -147,16 +209,51 @@ def _import_plugin(point: Any) -> None:
             custom_code.register_file(found.origin)
         point.load()
 
-    package = point.dist.name if point.dist is not None else "an unknown package"
-    try:
-        custom_code.import_guarded(load, f"plug-in {point.name} ({package})")
-    except custom_code.CustomCodeError as exc:
-        raise PluginError(f"plug-in {point.name} = {point.value!r} (package {package}) {exc.did} at import; "
+    def guarded() -> None:
+        try:
+            custom_code.import_guarded(load, f"plug-in {point.name} ({package})")
+            outcome.append(None)
+        except BaseException as exc:  # handed to the waiting thread, which raises it
+            outcome.append(exc)
+
+    limit = import_timeout()
+    worker = threading.Thread(target=guarded, name=f"evals-plugin-{point.name}", daemon=True)
+    worker.start()
+    worker.join(limit)
+    if not outcome:
+        raise PluginError(f"plug-in {point.name} = {point.value!r} (package {package}) did not finish importing "
+                          f"within {limit:g}s ({IMPORT_TIMEOUT_ENV}); fix the package (an import must not wait on "
+                          f"the network or a lock), raise {IMPORT_TIMEOUT_ENV}, leave it out of {PLUGINS_ENV}, or "
+                          f"uninstall it (pip uninstall {package})")
+    error = outcome[0]
+    if isinstance(error, custom_code.CustomCodeError):
+        raise PluginError(f"plug-in {point.name} = {point.value!r} (package {package}) {error.did} at import; "
                           f"custom code cannot end the run: fix the package, or uninstall it "
                           f"(pip uninstall {package})") from None
+    if error is not None:
+        raise error
 
 
 PLUGINS = _Plugins()
+
+
+def blamed_plugin(exc: BaseException) -> str | None:
+    """When an installed plug-in's code raised `exc` (a frame of its traceback runs in the plug-in's package,
+    innermost first), the message naming it: what the command reports (exit 2) instead of an internal error,
+    wherever the plug-in's code ran (a spec's validator, an exporter, a kind's constructor). None otherwise."""
+    import traceback
+
+    packages = {plugin.value.split(":")[0].split(".")[0]: plugin for plugin in PLUGINS.loaded}
+    if not packages:
+        return None
+    for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        module = str(frame.f_globals.get("__name__", ""))
+        plugin = packages.get(module.split(".")[0])
+        if plugin is not None:
+            return (f"plug-in {plugin.name} (package {plugin.package}) raised {type(exc).__name__} in {module}: "
+                    f"{exc}; fix the plug-in, leave it out of {PLUGINS_ENV}, or uninstall it "
+                    f"(pip uninstall {plugin.package})")
+    return None
 
 
 def load_plugins() -> list[Plugin]:
@@ -174,6 +271,41 @@ class Entry(Generic[T]):
     spec: type[Any] | None
     module: str
     package: str | None = None  # the installed package (distribution) of a plug-in kind; None: evals-cli's own
+    family: str = ""
+
+    def named(self) -> str:
+        """How messages name the kind: `grader kind 'acme_shout' (plug-in from evals-acme-plugin)`."""
+        where = f" (plug-in from {self.package})" if self.package else ""
+        return f"{self.family} kind {self.kind!r}{where}"
+
+
+@contextlib.contextmanager
+def plugin_code(entry: Entry[Any] | None, doing: str, at: str = "") -> Iterator[None]:
+    """Run a kind's own code (building it, checking it): an exception a plug-in kind raises becomes a PluginError
+    (exit 2) naming the kind and its package (after `at`, the suite field that named it), never an internal error;
+    evals-cli's own kinds' exceptions go on up unchanged (theirs are bugs, or errors their callers handle)."""
+    try:
+        yield
+    except Exception as exc:
+        if entry is None or entry.package is None or isinstance(exc, ConfigError):
+            raise
+        where = f"{at}: " if at else ""
+        raise PluginError(f"{where}{entry.named()} raised {type(exc).__name__} while {doing}: {exc}; fix the "
+                          f"plug-in (module {entry.module}), leave it out of {PLUGINS_ENV}, or uninstall it "
+                          f"(pip uninstall {entry.package})") from None
+
+
+def must_override(method: F) -> F:
+    """Marks a base class's method that a kind must implement for its samples to run (its body only raises
+    NotImplementedError): `missing_overrides` finds the ones a kind's class left as they were, so `evals validate`
+    reports them, naming the kind, instead of every sample erroring."""
+    method._evals_must_override = True  # type: ignore[attr-defined]
+    return method
+
+
+def missing_overrides(cls: type, names: Iterable[str]) -> list[str]:
+    """The methods among `names` that `cls` still inherits unimplemented (see `must_override`)."""
+    return [name for name in names if getattr(getattr(cls, name, None), "_evals_must_override", False)]
 
 
 class Registry(Generic[T]):
@@ -190,6 +322,10 @@ class Registry(Generic[T]):
         """Decorator: make `kind` available. Two modules claiming one kind is a bug caught at import. `module`:
         the registering module, where `impl` is an instance whose `__module__` names its class's module."""
 
+        if not isinstance(kind, str) or not kind.strip() or not kind.isprintable():
+            raise ValueError(f"{self.family} kind {kind!r}: a kind's name is what a suite writes after `kind:`, "
+                             "so it must be non-empty printable text (no control characters)")
+
         def add(impl: T) -> T:
             module_name: str = module or getattr(impl, "__module__", None) or "?"
             existing = self._entries.get(kind)
@@ -197,7 +333,7 @@ class Registry(Generic[T]):
                 raise RuntimeError(f"{self.family} kind {kind!r} registered twice: by {existing.module} and "
                                    f"{module_name}")
             package = PLUGINS.loading if existing is None else existing.package
-            self._entries[kind] = Entry(kind, impl, spec, module_name, package)
+            self._entries[kind] = Entry(kind, impl, spec, module_name, package, self.family)
             self.version += 1
             return impl
 

@@ -34,6 +34,7 @@ DEFAULT_REGEX_TIMEOUT_S = 1.0
 DEFAULT_RUBRIC_TIMEOUT_S = 2.0
 DEFAULT_RUBRIC_MAX_CHARS = 2_000_000
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+DEFAULT_PLUGIN_IMPORT_TIMEOUT_S = 60.0  # read by evals_cli/registry.py, which stays below this module
 
 POSITIVE_INT = "a whole number greater than 0"
 POSITIVE_SECONDS = "a number of seconds greater than 0"
@@ -50,6 +51,7 @@ class KnobSpec(NamedTuple):
     expects: str = "any text"
     secret: bool = False
     gt: float | None = None
+    empty_is_set: bool = False  # read where it is used: set but empty means something (EVALS_PLUGINS: none)
 
 
 KNOBS: dict[str, KnobSpec] = {  # field order is the order `evals list settings` shows them in
@@ -71,6 +73,15 @@ KNOBS: dict[str, KnobSpec] = {  # field order is the order `evals list settings`
     "max_response_bytes": KnobSpec(
         "EVALS_MAX_RESPONSE_BYTES", int, DEFAULT_MAX_RESPONSE_BYTES, "Bytes of one response body from a model "
         "endpoint; a larger one fails that call.", POSITIVE_INT, gt=0),
+    "plugins": KnobSpec(
+        "EVALS_PLUGINS", str, None, "Which installed plug-ins (entry points of the group evals_cli) load: unset, "
+        "every one; empty, none; else the entry point or package names, comma-separated (a name no installed "
+        "plug-in answers to stops every command with exit 2).", "entry point or package names, comma-separated",
+        empty_is_set=True),
+    "plugin_import_timeout": KnobSpec(
+        "EVALS_PLUGIN_IMPORT_TIMEOUT", float, DEFAULT_PLUGIN_IMPORT_TIMEOUT_S, "Seconds a plug-in's import may "
+        "take before every command stops with exit 2 naming it (an import that hangs would hang every command).",
+        POSITIVE_SECONDS, gt=0),
     "agent_model": KnobSpec("EVAL_AGENT_MODEL", str, None, "The agent's model, when neither --model nor the "
                             "suite's target names one."),
     "agent_base_url": KnobSpec("EVAL_AGENT_BASE_URL", str, None, "The agent's endpoint, when neither --base-url "
@@ -209,7 +220,7 @@ class Knob(NamedTuple):
     env: str
     kind: str  # switch, integer, number or text
     default: Any
-    current: str | None  # the variable's text, None when unset (or empty)
+    current: str | None  # the variable's text, None when unset (or empty, unless empty means something)
     secret: bool  # a key: shown masked
     description: str
 
@@ -217,5 +228,6 @@ class Knob(NamedTuple):
 def listing() -> list[Knob]:
     """Every knob as the environment has it now, in model order (raw text: a bad value is shown, not refused)."""
     kinds = {bool: "switch", int: "integer", float: "number"}
-    return [Knob(k.env, kinds.get(k.kind, "text"), k.default, os.environ.get(k.env) or None, k.secret, k.description)
+    return [Knob(k.env, kinds.get(k.kind, "text"), k.default,
+                 os.environ.get(k.env) if k.empty_is_set else os.environ.get(k.env) or None, k.secret, k.description)
             for k in KNOBS.values()]

@@ -15,6 +15,12 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """No installed plug-in loads in the tests (EVALS_PLUGINS empty; the subprocesses they start inherit it):
+    a package installed beside evals-cli cannot change their results. The plug-in tests name theirs."""
+    os.environ["EVALS_PLUGINS"] = ""
+
+
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
     srv = ScriptedServer().start()

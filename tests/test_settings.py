@@ -101,10 +101,10 @@ def test_list_settings_shows_every_knob_with_default_and_value_keys_masked() -> 
     assert "\nsettings:\n" in run_cli("list").stdout  # one of the sections of the whole listing
 
 
-def test_the_fifteen_evals_knobs_are_declared_once_with_a_description() -> None:
+def test_the_seventeen_evals_knobs_are_declared_once_with_a_description() -> None:
     names = [k.env for k in listing()]
     ours = [n for n in names if n.startswith(("EVALS_", "EVAL_"))]
-    assert len(ours) == 15 and len(set(names)) == len(names)
+    assert len(ours) == 17 and len(set(names)) == len(names)
     assert all(k.description for k in listing())
     # the CLI checks the settings only when an EVALS_* variable is set: every typed knob must be one
     typed = [k.env for k in listing() if k.kind != "text"]
@@ -113,8 +113,10 @@ def test_the_fifteen_evals_knobs_are_declared_once_with_a_description() -> None:
 
 def test_no_module_reads_the_environment_around_the_model() -> None:
     """os.environ / os.getenv only in the settings model, the CLI's cheap check for EVALS_* names, the suite's
-    ${VAR} expansion (any variable a suite names) and the display (NO_COLOR, COLUMNS: moved later)."""
-    allowed = {"settings.py", "cli.py", "suite/envvars.py", "display/terminal.py"}
+    ${VAR} expansion (any variable a suite names), the display (NO_COLOR, COLUMNS: moved later) and the plug-in
+    loader (EVALS_PLUGINS, whose empty value is not an unset one, and the import bound: registry.py stands below
+    settings.py, which declares both for `evals list settings` and checks the bound before every command)."""
+    allowed = {"settings.py", "cli.py", "suite/envvars.py", "display/terminal.py", "registry.py"}
     found = []
     for path in sorted((ROOT / "evals_cli").rglob("*.py")):
         rel = path.relative_to(ROOT / "evals_cli").as_posix()

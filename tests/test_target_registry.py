@@ -61,6 +61,9 @@ class _Probe(Target):
     def resolve_endpoint(cls, spec: Any, overrides: dict[str, Any] | None = None) -> Endpoint:
         return Endpoint(role="agent", base_url=None, api_key="k", model="probe")
 
+    async def run(self, sample: Any, trajectory: Any = None, *, repeat: int = 0) -> Any:
+        return trajectory
+
 
 class _ProbeSpec(StrictModel):
     kind: Literal["probe"] = "probe"
@@ -84,14 +87,34 @@ def test_per_kind_behaviour_is_asked_of_the_class(probe: Any, tmp_path: Path) ->
     assert isinstance(target, _Probe) and target.spec is probe
     ctx = _Probe.built[-1]
     assert (ctx.tools, ctx.endpoint, ctx.system_prompt, ctx.base_dir) == (tools, endpoint, "prompt", tmp_path)
-    assert validate_builds(probe)  # checked_by_building: `evals validate` builds it too
+    assert validate_builds(probe)  # `evals validate` builds it too
 
 
-def test_model_driven_kinds_fall_back_to_the_agent_and_are_not_built_by_validate() -> None:
+def test_model_driven_kinds_fall_back_to_the_agent_and_every_kind_is_built_by_validate() -> None:
     spec = OpenAIChatTarget(model="m", base_url="http://localhost:1/v1")
     agent = resolve_target_endpoint(spec)
     assert agent.model == "m" and judge_fallback(spec, agent) is agent
-    assert not validate_builds(OpenAIChatTarget())  # building checks nothing resolving the endpoint did not
+    assert validate_builds(OpenAIChatTarget())  # built without calling a model: what would fail at run time shows
+
+
+def test_a_kind_whose_spec_names_no_model_needs_no_endpoint_and_gets_no_judge_fallback() -> None:
+    from evals_cli.targets.base import Target
+
+    class Plain(Target):
+        async def run(self, sample: Any, trajectory: Any = None, *, repeat: int = 0) -> Any:
+            return trajectory
+
+    class PlainSpec(StrictModel):
+        kind: Literal["zz_plain"] = "zz_plain"
+
+    TARGETS.register("zz_plain", spec=PlainSpec)(Plain)
+    try:
+        agent = resolve_target_endpoint(PlainSpec())  # no model setting, no EVAL_AGENT_MODEL: no error
+        assert agent.model == "zz_plain" and agent.base_url is None and "no model endpoint" in agent.describe()
+        assert judge_fallback(PlainSpec(), agent) is None  # a judge must be configured: none to fall back to
+        assert Plain(PlainSpec(), TargetContext()).max_steps == 20  # the spec declares none: the default
+    finally:
+        TARGETS.unregister("zz_plain")
 
 
 def test_a_kind_no_target_runs_is_a_config_error_naming_the_kinds_that_do() -> None:

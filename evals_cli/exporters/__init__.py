@@ -16,6 +16,7 @@ from evals_cli.exporters.html import render_html, write_html
 from evals_cli.exporters.junit import JUnitCounts, build_junit, write_junit
 from evals_cli.exporters.task_results import task_result, write_task_results
 from evals_cli.models.results import RunSummary
+from evals_cli.registry import plugin_code
 
 
 def known_formats() -> list[str]:
@@ -70,7 +71,9 @@ def export_run(output_dir: Path, summary: RunSummary, *, exports: Mapping[str, P
     per-sample pass value (default 1.0: anything short of full marks is blamed)."""
     run = FinishedRun(output_dir, summary, 1.0 if threshold is None else threshold)
     for fmt, path in requested_exports(exports, junit=junit, task_results=task_results).items():
-        EXPORTERS[fmt].impl(run, path)
+        entry = EXPORTERS[fmt]
+        with plugin_code(entry, f"writing {path}", at=f"--export {fmt}"):  # a plug-in's error: exit 2 naming it
+            entry.impl(run, path)
 
 
 __all__ = [

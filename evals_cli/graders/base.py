@@ -24,7 +24,7 @@ from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
-from evals_cli.registry import Registry
+from evals_cli.registry import Registry, must_override
 
 if TYPE_CHECKING:
     from evals_cli.endpoints.clients import ModelClients
@@ -95,6 +95,7 @@ class Grader(Generic[SpecT]):
         """The kind the suite asked for (every registered spec has a `kind` field; GraderBase itself has none)."""
         return str(getattr(self.spec, "kind", type(self).__name__))
 
+    @must_override
     async def grade(self, ctx: GradeContext) -> Grade:
         raise NotImplementedError
 

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.secrets import Redactor, header_secrets, secret_values, url_secrets
 from evals_cli.errors import ConfigError, RunAborted, ToolServerFailed
-from evals_cli.mcp import workspace
+from evals_cli.mcp import sdk, workspace
 from evals_cli.mcp.connection import Connection, Launch
 from evals_cli.mcp.recording import Replayed, Tape
 from evals_cli.mcp.spec import WORKSPACE, McpServerSpec
@@ -181,6 +181,7 @@ class McpHub:
         if self._served is not None:
             return
         if self.replay is None:
+            sdk.require()  # an optional extra: exit 2 with the install command, before any server starts
             self._start_loop()
         with _terminate_as_interrupt():
             self._open()

@@ -1,6 +1,7 @@
 """The parts of `target:` specs that several target kinds share, as pure data: `EndpointSpec` (where an
 OpenAI-compatible model lives; the suite's judge block uses it too), `AgentPrompt` (a system prompt and a bound
-on a sample) and `kind_or`, the discriminator that reads `kind:` with a default (openai_chat for targets,
+on a sample), `TargetBase` (the defaults every target kind's spec starts from: what a plug-in's spec
+subclasses) and `kind_or`, the discriminator that reads `kind:` with a default (openai_chat for targets,
 weighted_average for gates).
 
 Each target kind's own spec lives in its module under `evals_cli.targets`, next to its implementation, and
@@ -96,6 +97,22 @@ class EndpointSpec(StrictModel):
         if self.model is not None:
             raise ValueError("give model (one) or models (several), not both")
         return self
+
+
+DEFAULT_MAX_STEPS = 20
+
+
+class TargetBase(StrictModel):
+    """The base of a target kind's spec (public: `evals_cli.plugin.TargetBase`): every kind's spec has `kind`
+    (its own `Literal`), a step bound and a time bound with defaults, so a plug-in's spec that names neither still
+    runs every sample. A spec that is not an `EndpointSpec` calls no model: its kind needs no endpoint (see
+    `Target.resolve_endpoint`)."""
+
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1, description="Steps (model calls, or tool calls for "
+                           "an agent the harness does not drive) allowed per user turn before the turn stops.")
+    sample_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds one sample may take in all (its model calls and retries)."
+    )
 
 
 class AgentPrompt(StrictModel):

@@ -17,6 +17,7 @@ from evals_cli.endpoints.resolve import Endpoint, JudgeOverrides
 from evals_cli.errors import ConfigError
 from evals_cli.graders.base import GRADERS, Grader, GraderContext
 from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.registry import missing_overrides, plugin_code
 
 if TYPE_CHECKING:
     from evals_cli.suite.spec import SuiteSpec
@@ -36,11 +37,17 @@ def build_graders(suite: SuiteSpec, pool: ClientPool | None, agent: Endpoint | N
     graders: dict[str, Grader[Any]] = {}
     problems: list[str] = []
     for name, spec in suite.graders.items():
-        impl = GRADERS[spec.kind].impl
+        entry = GRADERS[spec.kind]
+        impl = entry.impl
         if impl.uses_judge and no_judge:
             continue
+        if missing_overrides(impl, ("grade",)):
+            problems.append(f"graders.{name}: {entry.named()} cannot grade: its class {impl.__name__} (module "
+                            f"{entry.module}) does not implement grade; fix the kind")
+            continue
         try:
-            graders[name] = impl(name, bind(spec, suite.base_dir), ctx)
+            with plugin_code(entry, "being built"):
+                graders[name] = impl(name, bind(spec, suite.base_dir), ctx)
         except ConfigError as exc:
             problems.extend(f"graders.{name}: {p}" for p in exc.problems)
         except (ValueError, OSError, TypeError) as exc:

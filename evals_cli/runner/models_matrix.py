@@ -118,7 +118,7 @@ class PreparedModels:
         from evals_cli.runner.target_factory import target_class
 
         cls = target_class(suite.target)
-        if cls is not None and not cls.calls_model:
+        if cls is not None and not cls.agent_is_model(suite.target):
             raise ConfigError(f"target.kind {target}: its agent calls no model, so several models (--model, "
                               "target.models) cannot apply; give one model, or a target kind that calls one")
         self.suite = suite

@@ -21,6 +21,7 @@ from evals_cli.graders.functions import bind_extractor, load_reward
 from evals_cli.graders.rubric_check import SampleChecker
 from evals_cli.models.results import Coverage
 from evals_cli.models.sample import RowNotes, Sample
+from evals_cli.registry import plugin_code
 from evals_cli.run_options import NothingToRun, RunOptions
 from evals_cli.runner.build_graders import build_graders
 from evals_cli.runner.resume import failed_samples, resumed_rerun, unfinished_run
@@ -149,8 +150,8 @@ class PreparedRun:
             self._load_tool_functions()
         try:
             prompt = read_system_prompt(suite)
-            if build_target:
-                agent = self._agent or resolve_target_endpoint(self.suite.target, options.agent_overrides)
+            if build_target and self._agent is not None:  # an endpoint that did not resolve is reported above
+                agent = self._agent
                 with custom_code.policy(suite.code_roots(target=True), run=import_code, read=self.code_read):
                     self._target = build_target_for(self.suite, agent, self.pool, prompt, self.mcp)
         except ConfigError as exc:
@@ -265,7 +266,17 @@ class PreparedRun:
         self._user_template = template
         agent_model = self.options.model if self.options.matrix else None  # see SimulatorSettings.agent_model
         settings = SimulatorSettings(self.user_endpoint, self.pool, spec, template, agent_model)  # type: ignore[arg-type]
-        factory: UserPlayerFactory = player_kind.impl(settings)
+        try:
+            with plugin_code(player_kind, "building the run's user players", at="user_simulator.player"):
+                factory: UserPlayerFactory = player_kind.impl(settings)
+        except ConfigError as exc:  # a plug-in's factory raised: a problem once a row has a user: block
+            self._user_problem = exc
+            return
+        if not callable(factory):
+            self._user_problem = ConfigError(f"user_simulator.player: {player_kind.named()} returned "
+                                             f"{type(factory).__name__}, not a function (sample, repeat) -> "
+                                             "UserPlayer; fix the kind")
+            return
         wrap = getattr(self.options, "replay_user", None)
         if wrap is not None:  # --replay-user RUN: the user messages of that run, while the agent stays on its path
             from evals_cli.simulation.replay_user import ReplayingPlayers, load_recorded_run

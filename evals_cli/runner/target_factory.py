@@ -13,7 +13,8 @@ from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.errors import ConfigError
 from evals_cli.models.base import StrictModel
-from evals_cli.targets.base import TARGETS, Target, TargetContext
+from evals_cli.registry import plugin_code
+from evals_cli.targets.base import TARGETS, Target, TargetContext, unimplemented
 
 if TYPE_CHECKING:
     from evals_cli.mcp.hub import McpHub
@@ -48,14 +49,20 @@ def build_target(suite: SuiteSpec, agent_endpoint: Endpoint, pool: ClientPool, s
         kind = getattr(suite.target, "kind", None)
         raise ConfigError(f"target.kind: {kind!r} has no agent to run here; the kinds that do: "
                           f"{', '.join(sorted(TARGETS.kinds()))}")
+    entry = TARGETS.get(str(getattr(suite.target, "kind", "")))
+    missing = unimplemented(cls)
+    if missing and entry is not None:
+        raise ConfigError(f"target.kind: {entry.named()} cannot run a sample: its class {cls.__name__} "
+                          f"(module {entry.module}) does not implement {', '.join(missing)}; fix the kind"
+                          + (f", or uninstall {entry.package}" if entry.package else ""))
     ctx = TargetContext(tools=suite.tools, endpoint=agent_endpoint, pool=pool, system_prompt=system_prompt,
                         base_dir=suite.base_dir, mcp=mcp)
-    return cls(suite.target, ctx)
+    with plugin_code(entry, "being built", at="target.kind"):
+        return cls(suite.target, ctx)
 
 
 def validate_builds(spec: StrictModel) -> bool:
-    """Whether `evals validate` builds this target: only when building checks something the suite alone cannot
-    show (a python target imports its agent file), so an endpoint problem `resolve_target_endpoint` already
-    reported is not reported twice."""
-    cls = target_class(spec)
-    return cls is not None and cls.checked_by_building
+    """Whether `evals validate` builds this target: every kind that runs an agent is built (no model is called),
+    so a kind that would fail at run time (a plug-in's constructor raising, a method it leaves unimplemented) is
+    reported before any run."""
+    return target_class(spec) is not None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evals_cli.endpoints.resolve import provider_note
 from evals_cli.errors import ConfigError
@@ -105,7 +105,7 @@ def validate_suite(path: Path, override: TargetOverride | None = None, judging: 
     report.notes = [f"{path}: {'.'.join(loc)}: {note}" for loc, note in suite.naming_notes()]
     report.notes += [f"{path}: graders.{name}.provider: {note}" for name, spec in suite.graders.items()
                      if (note := provider_note(getattr(spec, "provider", None))) is not None]
-    report.notes += _tool_order_notes(path, suite)
+    report.notes += _tool_order_notes(path, suite) + _mcp_notes(path, suite)
     from evals_cli.run_options import RunOptions
     from evals_cli.runner.prepare import PreparedRun
     from evals_cli.runner.target_factory import validate_builds
@@ -144,14 +144,20 @@ def _tool_order_notes(path: Path, suite: SuiteSpec) -> list[str]:
             and (note := mode_change_note(getattr(spec, "mode", ""))) is not None]
 
 
+def _mcp_notes(path: Path, suite: SuiteSpec) -> list[str]:
+    """MCP servers named without the mcp extra installed: validate starts none, so a note (a run refuses)."""
+    if not suite.mcp_servers:
+        return []
+    from evals_cli.mcp import sdk
+
+    return [] if sdk.installed() else [f"{path}: {sdk.missing_note()}"]
+
+
 def _salvage(path: Path, report: ValidationReport, import_code: bool = False) -> list[str]:
     """The suite is invalid, but its valid parts (graders, dataset) can still be checked: list it all at once."""
     from pydantic import TypeAdapter, ValidationError
 
-    from evals_cli import custom_code
     from evals_cli.datasets.reader import check_dataset
-    from evals_cli.graders.base import GRADERS, GraderContext
-    from evals_cli.graders.functions import bind_extractor
     from evals_cli.suite import spec as suite_spec
     from evals_cli.suite.envvars import expand
     from evals_cli.suite.yaml_file import parse_yaml, read_text
@@ -164,22 +170,8 @@ def _salvage(path: Path, report: ValidationReport, import_code: bool = False) ->
         return []
     data = expand(data, (), [])
     base = path.resolve().parent
-    problems: list[str] = []
     suite_spec.refresh(data)  # the kinds it names, and one registered since the unions were built, count here too
-    adapter: TypeAdapter = TypeAdapter(suite_spec.current_unions()[0])
-    graders = data.get("graders")
-    dirs = data.get("code_dirs")
-    roots = [base, *(base / d for d in dirs if isinstance(d, str))] if isinstance(dirs, list) else [base]
-    for name, raw in (graders.items() if isinstance(graders, dict) else []):
-        try:
-            spec = adapter.validate_python(raw)
-        except ValidationError:
-            continue  # already reported by the suite validation
-        try:  # offline: no endpoint needed to check a judge's rubric
-            with custom_code.policy(roots, run=import_code):
-                GRADERS[spec.kind].impl(name, bind_extractor(spec, base), GraderContext(base, offline=True))
-        except (ValueError, OSError, TypeError) as exc:
-            problems.append(f"{path}: graders.{name}: {exc}")
+    problems = _salvaged_graders(path, data, TypeAdapter(suite_spec.current_unions()[0]), import_code)
     from evals_cli.models.tools import ToolSpec
     from evals_cli.tools.mock import ToolResultChecker
 
@@ -199,4 +191,34 @@ def _salvage(path: Path, report: ValidationReport, import_code: bool = False) ->
             problems.extend(more)
         except ConfigError as exc:
             problems.extend(exc.problems)
+    return problems
+
+
+def _salvaged_graders(path: Path, data: dict[str, Any], adapter: Any, import_code: bool) -> list[str]:
+    """Each grader of an invalid suite that validates on its own, built offline (no endpoint: a judge's rubric
+    is still checked); what building finds, a plug-in kind's own error named."""
+    from pydantic import ValidationError
+
+    from evals_cli import custom_code
+    from evals_cli.graders.base import GRADERS, GraderContext
+    from evals_cli.graders.functions import bind_extractor
+    from evals_cli.registry import plugin_code
+
+    base = path.resolve().parent
+    graders, dirs = data.get("graders"), data.get("code_dirs")
+    roots = [base, *(base / d for d in dirs if isinstance(d, str))] if isinstance(dirs, list) else [base]
+    problems: list[str] = []
+    for name, raw in (graders.items() if isinstance(graders, dict) else []):
+        try:
+            spec = adapter.validate_python(raw)
+        except ValidationError:
+            continue  # already reported by the suite validation
+        entry = GRADERS[spec.kind]
+        try:  # offline: no endpoint needed to check a judge's rubric
+            with custom_code.policy(roots, run=import_code), plugin_code(entry, "being built"):
+                entry.impl(name, bind_extractor(spec, base), GraderContext(base, offline=True))
+        except ConfigError as exc:
+            problems.extend(f"{path}: graders.{name}: {p}" for p in exc.problems)
+        except (ValueError, OSError, TypeError) as exc:
+            problems.append(f"{path}: graders.{name}: {exc}")
     return problems

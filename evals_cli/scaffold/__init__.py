@@ -3,8 +3,10 @@
 The files are shipped verbatim under `templates/` (package data), not generated: what `evals init` writes is
 exactly what the tests validate, run and replay, and `recording.jsonl` was recorded from these very files by
 scripts/make_init_recording.py. Nothing here is templated, so a suite that works in the repo works after init,
-with one exception: when `evals` is not on PATH (started as `.venv/bin/evals`), the Makefile's `EVALS ?= evals`
-line falls back to the program as it was started, so `make evals` runs where the user typed it.
+with two exceptions: when `evals` is not on PATH (started as `.venv/bin/evals`), the Makefile's `EVALS ?= evals`
+line falls back to the program as it was started, so `make evals` runs where the user typed it; and
+`suite.schema.json`, the suite's JSON Schema that suite.yaml's first line points editors at, is generated
+(`evals schema`: the installed plug-ins' kinds are in it).
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from pathlib import Path
 
 from evals_cli.errors import ConfigError
 from evals_cli.invocation import program
+from evals_cli.suite_schema import SCHEMA_FILE
 
-__all__ = ["FILES", "ScaffoldResult", "next_commands", "scaffold", "template_text"]
+__all__ = ["FILES", "ScaffoldResult", "next_commands", "scaffold", "schema_text", "template_text"]
 
 # Every file `evals init` writes, in the order it reports them, with what each is for.
 FILES: dict[str, str] = {
     "suite.yaml": "the suite: target (EVAL_AGENT_*), mocked tools, graders, gate",
+    "suite.schema.json": "its JSON Schema, for editors: completes and checks every key (evals schema)",
     "dataset.jsonl": "4 samples: fresh tasks, a mid-conversation turn, a trivial question that needs no tool",
     "rubric.j2": "the judge's rubric (Jinja2)",
     "recording.jsonl": "a recorded run of a SCRIPTED agent (not a real model), for --replay",
@@ -60,7 +64,8 @@ def scaffold(folder: Path, *, force: bool = False) -> ScaffoldResult:
     not_files = [path for path in clashes if path.is_dir()]
     if not_files:  # --force replaces files, never a folder of the user's
         raise ConfigError(f"{', '.join(map(str, not_files))}: is a folder, not a file; --force replaces only files")
-    contents = [template_text(name) for name in FILES]  # a broken install fails here, before anything is written
+    # a broken install (or plug-in) fails here, before anything is written
+    contents = [schema_text() if name == SCHEMA_FILE else template_text(name) for name in FILES]
     contents[list(FILES).index("Makefile")] = _with_program(contents[list(FILES).index("Makefile")], folder)
     created = not folder.exists()
     try:
@@ -73,6 +78,15 @@ def scaffold(folder: Path, *, force: bool = False) -> ScaffoldResult:
     except OSError as exc:
         raise ConfigError(f"{folder}: cannot write the suite there: {exc.strerror or exc}") from None
     return ScaffoldResult(folder=folder, written=targets, created_folder=created)
+
+
+def schema_text() -> str:
+    """The JSON Schema of suite.yaml as `evals schema` prints it (evals_cli/suite_schema.py)."""
+    import json
+
+    from evals_cli.suite_schema import suite_schema
+
+    return json.dumps(suite_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 def _with_program(makefile: str, folder: Path) -> str:

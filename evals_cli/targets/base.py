@@ -27,11 +27,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from evals_cli import kinds
 from evals_cli.endpoints.clients import ModelClients
-from evals_cli.endpoints.resolve import Endpoint, resolve_agent
+from evals_cli.endpoints.resolve import NO_KEY, Endpoint, resolve_agent
 from evals_cli.models.sample import Sample
+from evals_cli.models.target_specs import DEFAULT_MAX_STEPS, EndpointSpec
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory, Turn
-from evals_cli.registry import Registry
+from evals_cli.registry import Registry, missing_overrides, must_override
 
 if TYPE_CHECKING:
     from evals_cli.mcp.hub import McpHub
@@ -92,8 +93,17 @@ class TargetContext:
     mcp: McpHub | None = None
 
 
+@dataclass(frozen=True)
+class NoModelEndpoint(Endpoint):
+    """What a kind whose spec names no model (not an `EndpointSpec`) stands for where the runner expects an
+    endpoint (messages, telemetry): its kind. No model is called, and no judge falls back to it."""
+
+    def describe(self) -> str:
+        return f"{self.model} agent (no model endpoint)"
+
+
 class Target:
-    """Base of every target kind."""
+    """Base of every target kind (public: `evals_cli.plugin.Target`)."""
 
     #: The agent is a model the harness calls through the target's endpoint, so model_judge graders may fall back
     #: to that endpoint; a kind whose agent is not a model sets False (the judge must then be configured).
@@ -110,20 +120,38 @@ class Target:
 
     @classmethod
     def resolve_endpoint(cls, spec: Any, overrides: dict[str, Any] | None = None) -> Endpoint:
-        """The agent endpoint of this kind: from the suite, the CLI (`overrides`) and EVAL_AGENT_*; a model is
-        required."""
-        return resolve_agent(spec, overrides)
+        """The agent endpoint of this kind: for a spec that is an `EndpointSpec`, from the suite, the CLI
+        (`overrides`) and EVAL_AGENT_* (a model is required); for any other spec a stand-in named after the kind,
+        so a plug-in kind with no model needs neither a model setting nor an override of this method."""
+        if isinstance(spec, EndpointSpec):
+            return resolve_agent(spec, overrides)
+        kind = str(getattr(spec, "kind", cls.__name__))
+        return NoModelEndpoint(role="agent", base_url=None, api_key=NO_KEY, model=kind,
+                               timeout=getattr(spec, "sample_timeout", None) or 120.0, max_retries=0)
+
+    @classmethod
+    def agent_is_model(cls, spec: Any) -> bool:
+        """A model the harness calls stands behind this target: the kind says so (`calls_model`) and its spec
+        names one (an `EndpointSpec`). Several models (`--model A --model B`) apply only then."""
+        return cls.calls_model and isinstance(spec, EndpointSpec)
 
     @classmethod
     def judge_fallback(cls, agent: Endpoint) -> Endpoint | None:
         """The endpoint model_judge graders fall back to when neither the grader, the suite's judge block nor
         EVAL_JUDGE_* name one: the agent's own when it is a model."""
-        return agent if cls.calls_model else None
+        return agent if cls.calls_model and not isinstance(agent, NoModelEndpoint) else None
+
+    @property
+    def max_steps(self) -> int:
+        """The spec's step bound per user turn; the default for a spec that declares none (see `TargetBase`)."""
+        bound = getattr(self.spec, "max_steps", None)
+        return bound if isinstance(bound, int) and bound >= 1 else DEFAULT_MAX_STEPS
 
     #: The agent takes a whole scripted sample in one call (every user message at once) instead of one turn at a
     #: time: the episode hands it the toolbox over the world and lets `run_whole_sample` run it (the python kind).
     runs_whole_samples: ClassVar[bool] = False
 
+    @must_override
     async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
                   repeat: int = 0) -> Trajectory:
         """One episode of this target outside a run (a test, a script), without a user player (a simulated-user
@@ -136,25 +164,39 @@ class Target:
         tools, as the toolbox gives them)."""
         return toolbox.schemas()
 
+    @must_override
     def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
         """The conversation to send before the first user turn, in this kind's format; fills
         `trajectory.prefilled`."""
         raise NotImplementedError
 
+    @must_override
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
                        toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
         """One agent turn (`Agent`); a kind that implements none runs its whole episode in `run`."""
         raise NotImplementedError
 
+    @must_override
     def stop_reason(self, trajectory: Trajectory, toolbox: Toolbox) -> StopReason:
         """How an episode whose every turn was answered ended (completed, empty_answer, unparsed_tool_call)."""
         raise NotImplementedError
 
+    @must_override
     async def run_whole_sample(self, sample: Sample, trajectory: Trajectory, toolbox: Toolbox,
                                schemas: list[dict[str, Any]]) -> Trajectory:
         """A scripted sample in one call, for a kind that `runs_whole_samples` (the episode records the world as
         the agent left it)."""
         raise NotImplementedError
+
+
+def unimplemented(cls: type[Target]) -> list[str]:
+    """What a target kind's class must implement for a sample to run and does not: one agent turn (`run_turn`,
+    with `start` and `stop_reason`) or a whole episode (`run`); `run_whole_sample` when it `runs_whole_samples`.
+    `evals validate` reports them, naming the kind (runner/target_factory.py)."""
+    if missing_overrides(cls, ("run_turn",)):
+        return ["run_turn (or run)"] if missing_overrides(cls, ("run",)) else []
+    needed = ["start", "stop_reason", "tool_schemas", *(["run_whole_sample"] if cls.runs_whole_samples else [])]
+    return missing_overrides(cls, needed)
 
 
 TARGETS: Registry[type[Target]] = kinds.TARGETS

@@ -20,6 +20,7 @@ from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
+from evals_cli.registry import must_override
 from evals_cli.targets.base import Target, TargetContext, Toolbox
 from evals_cli.text_caps import cap, clean_text
 
@@ -76,14 +77,17 @@ class ToolLoopTarget(Target):
         self.pool: ModelClients = ctx.pool
         self._suite_schemas: list[dict[str, Any]] | None = None
 
+    @must_override
     def tool_schemas(self, toolbox: Toolbox) -> list[dict[str, Any]]:
         """The tool definitions in this API's format."""
         raise NotImplementedError
 
+    @must_override
     def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
         """The conversation to send before the first user turn; also fills `trajectory.prefilled`."""
         raise NotImplementedError
 
+    @must_override
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
                        toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
         """Loop until a reply without tool calls (True) or the step bound (False)."""
@@ -101,6 +105,7 @@ class ToolLoopTarget(Target):
         last = trajectory.turns[-1].steps[-1] if trajectory.turns and trajectory.turns[-1].steps else None
         return answer_stop_reason(last.content if last else None, toolbox.tools)
 
+    @must_override  # it drives `run_turn` through an Episode: a kind that has no run_turn has no episode either
     async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
                   repeat: int = 0) -> Trajectory:
         from evals_cli.targets.episode import Episode

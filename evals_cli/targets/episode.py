@@ -78,7 +78,7 @@ class Episode:
         if target.calls_model:  # the row's own model, asked instead of the run's (results say so)
             trajectory.agent_model = sample.agent_model
         conversation = target.start(sample, trajectory)
-        max_steps = sample.max_steps or target.spec.max_steps
+        max_steps = sample.max_steps or target.max_steps
         try:
             answered = await self._drive(player, conversation, toolbox, schemas, max_steps)
         except Exception as exc:
