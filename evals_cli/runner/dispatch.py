@@ -6,6 +6,7 @@ what this returns; Python callers get exactly the same checks and results."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.run_options import RunOptions, RunOutcome
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.runner.started_with import resumed_options
+from evals_cli.sharding import resolve_shard
 from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
@@ -60,7 +62,7 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
 
             _no_models(options)
             return _sessions(load_sessions_suite(suite), options)
-        options = resumed_options(options)  # before --target, --base-url and the models are read
+        options = resumed_options(with_shard(options))  # before --target, --base-url and the models are read
         models = models_matrix.models_for_file(Path(suite), options)
         from evals_cli.runner.validate import checked_run, checked_suite
         from evals_cli.suite.loader import TargetOverride
@@ -81,7 +83,7 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
     if getattr(suite.target, "kind", None) == "recorded_sessions":  # a SuiteSpec built around a sessions target
         _no_models(options)
         return _sessions(SessionsSuiteSpec.from_suite(suite), options)
-    options = resumed_options(options)
+    options = resumed_options(with_shard(options))
     if options.target_file is not None:
         raise ConfigError("--target (target_file) replaces the target of a suite file; give the suite's path, or "
                           "load it with load_suite(path, TargetOverride(file=...))")
@@ -91,6 +93,13 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
     if models is not None:
         options = options.model_copy(update={"model": models[0], "models": None})
     return PreparedRun(suite, options)
+
+
+def with_shard(options: RunOptions) -> RunOptions:
+    """`--shard auto` read from the environment once, here, before anything else sees the options: run.json
+    keeps the part this job ran ("2/3"), which a resume checks and `evals merge` counts."""
+    shard = resolve_shard(options.shard, os.environ)
+    return options if shard == options.shard else options.model_copy(update={"shard": shard})
 
 
 def _no_models(options: RunOptions) -> None:

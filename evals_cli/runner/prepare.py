@@ -25,10 +25,10 @@ from evals_cli.run_options import NothingToRun, RunOptions
 from evals_cli.runner.build_graders import build_graders
 from evals_cli.runner.resume import failed_samples, resumed_rerun, unfinished_run
 from evals_cli.runner.row_checks import RowChecks, SampleSelection
-from evals_cli.runner.shard import in_shard, parse_shard
 from evals_cli.runner.started_with import FailedSamples, record_options, resume_command, resumed_options
 from evals_cli.runner.target_factory import build_target as build_target_for
 from evals_cli.runner.target_factory import judge_fallback, resolve_target_endpoint
+from evals_cli.sharding import in_shard, parse_shard
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
 
