@@ -4,8 +4,10 @@ missing, duplicated or foreign part refused by name."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from evals_cli.errors import ConfigError
 from evals_cli.sharding import SHARD_VARIABLES, in_shard, resolve_shard
+from tests.ci_manifests import check_kubernetes, check_workflow, is_kubernetes, is_workflow
 from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, text
 
@@ -182,7 +186,7 @@ def test_indexed_job_processes_merge_into_what_one_run_gives(server: ScriptedSer
     assert all(any(in_shard(r["id"], (k, 3)) for r in ROWS) for k in (1, 2, 3))  # every process has work
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVAL_AGENT_", "EVAL_JUDGE_", "OPENAI_"))}
     jobs = [subprocess.Popen([sys.executable, "-m", "evals_cli", "run", str(suite), "--shard", "auto", "-q",
-                              "-o", str(tmp_path / "shards" / f"shard-{index}")], cwd=ROOT, text=True,
+                              "-o", str(tmp_path / "shards" / f"shard-{index + 1}")], cwd=ROOT, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env={**env, "JOB_COMPLETION_INDEX": str(index), "JOB_COMPLETIONS": "3"})
             for index in range(3)]
@@ -195,7 +199,7 @@ def test_indexed_job_processes_merge_into_what_one_run_gives(server: ScriptedSer
     # one run has them in 24, under it, and so has the merge
     holder = next(k for k in range(3) if in_shard("case-07", (k + 1, 3)))
     assert [code == 3 for code in codes] == [k == holder for k in range(3)], codes
-    folders = [tmp_path / "shards" / f"shard-{index}" for index in range(3)]
+    folders = sorted((tmp_path / "shards").glob("shard-*"))  # as the merge Job's shell gives them
     assert [_json(f / "run.json")["shard"] for f in folders] == ["1/3", "2/3", "3/3"]
     single = run_cli("run", str(suite), "-o", str(tmp_path / "single"))
     merged = run_cli("merge", *map(str, folders), "-o", str(tmp_path / "merged"))
@@ -205,3 +209,38 @@ def test_indexed_job_processes_merge_into_what_one_run_gives(server: ScriptedSer
     assert len(_verdicts(tmp_path / "merged")) == 24 and joined["errored"] == 2  # "boom", twice
     assert _without_timing(joined) == _without_timing(one)  # gate, counts, graders, reliability, coverage
     assert _json(tmp_path / "merged" / "run.json")["started_with"]["planned_results"] == 24
+
+
+# --- docs/scaling.md's manifests -------------------------------------------------------------------------------------
+
+def _scaling_blocks() -> list[dict[str, Any]]:
+    text = (ROOT / "docs" / "scaling.md").read_text(encoding="utf-8")
+    return [yaml.safe_load(block) for block in re.findall(r"^```yaml\n(.*?)^```", text, flags=re.S | re.M)]
+
+
+def test_the_example_workflow_is_the_documented_one() -> None:
+    example = (ROOT / "examples" / "ci" / "evals-sharded.yml").read_text(encoding="utf-8")
+    [workflow] = [b for b in _scaling_blocks() if is_workflow(b)]
+    assert yaml.safe_load(example) == workflow
+    check_workflow(yaml.safe_load(example), "examples/ci/evals-sharded.yml")
+
+
+def test_the_manifest_checks_catch_a_wrong_manifest() -> None:
+    """The checks test_readme_blocks.py runs on docs/scaling.md fail on the mistakes they are there for."""
+    [shards] = [b for b in _scaling_blocks() if is_kubernetes(b) and b["spec"].get("completionMode") == "Indexed"]
+    [workflow] = [b for b in _scaling_blocks() if is_workflow(b)]
+    check_kubernetes(shards, "shards")
+    check_workflow(workflow, "workflow")
+    wrong_total = copy.deepcopy(shards)
+    wrong_total["spec"]["completions"] = 5  # JOB_COMPLETIONS still says 4
+    with pytest.raises(AssertionError, match="JOB_COMPLETIONS"):
+        check_kubernetes(wrong_total, "shards")
+    typo = copy.deepcopy(shards)
+    container = typo["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = [container["args"][0].replace("--shard auto", "--shards auto")]
+    with pytest.raises(AssertionError, match="--shards"):
+        check_kubernetes(typo, "shards")
+    two_ways = copy.deepcopy(workflow)
+    two_ways["jobs"]["shard"]["strategy"]["matrix"]["python"] = ["3.11", "3.12"]
+    with pytest.raises(AssertionError, match="2 dimensions"):
+        check_workflow(two_ways, "workflow")
