@@ -28,7 +28,7 @@ class ShardVariables:
     source: str  # who sets them, for the messages
 
     def described(self) -> str:
-        return f"{self.index} and {self.total} ({self.source}, {self.first}-based)"
+        return f"{self.index} and {self.total} (the index counts from {self.first}; {self.source})"
 
 
 # In this order: the first pair with either variable set decides (the explicit pair over an orchestrator's own).

@@ -106,8 +106,9 @@ def check_split(dirs: list[Path], shards: list[str | None]) -> list[str]:
                 if len(given := [d for d, (part, _) in parts if part == k]) > 1]
     missing = [f"{k}/{n}" for k in range(1, n + 1) if all(part != k for _, (part, _) in parts)]
     if missing:
-        problems.append(f"shard {', '.join(missing)} missing: give the folder of every shard (a shard that never "
-                        f"ran: evals run SUITE --shard {missing[0]} -o DIR, then merge again)")
+        plural = "s" if len(missing) > 1 else ""
+        problems.append(f"shard{plural} {', '.join(missing)} missing: give the folder of every shard (a shard that "
+                        f"never ran: evals run SUITE --shard {missing[0]} -o DIR, then merge again)")
     if problems:
         raise ConfigError([f"evals merge: {p}" for p in problems])
     return []

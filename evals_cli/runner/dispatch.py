@@ -6,16 +6,14 @@ what this returns; Python callers get exactly the same checks and results."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals_cli.errors import ConfigError
 from evals_cli.run_options import RunOptions, RunOutcome
-from evals_cli.runner.prepare import PreparedRun
+from evals_cli.runner.prepare import PreparedRun, with_shard
 from evals_cli.runner.started_with import resumed_options
-from evals_cli.sharding import resolve_shard
 from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
@@ -93,13 +91,6 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
     if models is not None:
         options = options.model_copy(update={"model": models[0], "models": None})
     return PreparedRun(suite, options)
-
-
-def with_shard(options: RunOptions) -> RunOptions:
-    """`--shard auto` read from the environment once, here, before anything else sees the options: run.json
-    keeps the part this job ran ("2/3"), which a resume checks and `evals merge` counts."""
-    shard = resolve_shard(options.shard, os.environ)
-    return options if shard == options.shard else options.model_copy(update={"shard": shard})
 
 
 def _no_models(options: RunOptions) -> None:
