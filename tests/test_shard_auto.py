@@ -11,6 +11,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -124,18 +126,33 @@ def test_auto_runs_its_part_and_keeps_it_for_a_resume(server: ScriptedServer, tm
 
 # --- merge: every part, once ---------------------------------------------------------------------------------------
 
-def _shards(suite: Path, root: Path, n: int = 3) -> list[Path]:
-    folders = []
-    for k in range(1, n + 1):
-        folder = root / f"shard-{k}"
-        ran = run_cli("run", str(suite), "--shard", f"{k}/{n}", "-o", str(folder))
-        assert ran.returncode in (0, 1, 3), ran.stdout + ran.stderr  # 3: "boom" errors in a small part
-        folders.append(folder)
-    return folders
+@dataclass
+class Split:
+    """One suite run as 3 parts, shared by the merge tests (they only read the folders), and its server."""
+
+    suite: Path
+    parts: list[Path]
+    server: ScriptedServer
 
 
-def test_merge_refuses_a_missing_or_duplicated_shard_by_name(server: ScriptedServer, tmp_path: Path) -> None:
-    one, two, three = _shards(_suite(server, tmp_path), tmp_path)
+@pytest.fixture(scope="module")
+def split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Split]:
+    root = tmp_path_factory.mktemp("split")
+    server = ScriptedServer().start()
+    try:
+        suite = _suite(server, root)
+        parts = []
+        for k in (1, 2, 3):
+            parts.append(root / f"shard-{k}")
+            ran = run_cli("run", str(suite), "--shard", f"{k}/3", "-o", str(parts[-1]))
+            assert ran.returncode in (0, 1, 3), ran.stdout + ran.stderr  # 3: "boom" errors in a small part
+        yield Split(suite, parts, server)
+    finally:
+        server.stop()
+
+
+def test_merge_refuses_a_missing_or_duplicated_shard_by_name(split: Split, tmp_path: Path) -> None:
+    one, two, three = split.parts
     missing = run_cli("merge", str(one), str(three), "-o", str(tmp_path / "m"))
     assert missing.returncode == 2 and "shard 2/3 missing" in missing.stderr, missing.stderr
     copy = tmp_path / "copy-of-1"
@@ -145,16 +162,15 @@ def test_merge_refuses_a_missing_or_duplicated_shard_by_name(server: ScriptedSer
     assert not (tmp_path / "m").exists()  # refused before anything was written
 
 
-def test_merge_refuses_parts_of_different_splits(server: ScriptedServer, tmp_path: Path) -> None:
-    suite = _suite(server, tmp_path)
-    one, two, three = _shards(suite, tmp_path)
+def test_merge_refuses_parts_of_different_splits(split: Split, tmp_path: Path) -> None:
     half = tmp_path / "half"
-    assert run_cli("run", str(suite), "--shard", "2/2", "-o", str(half)).returncode in (0, 1)
-    split = run_cli("merge", str(one), str(two), str(three), str(half), "-o", str(tmp_path / "m"))
-    assert split.returncode == 2 and "split the samples 2 and 3 ways" in split.stderr, split.stderr
+    assert run_cli("run", str(split.suite), "--shard", "2/2", "-o", str(half)).returncode in (0, 1, 3)
+    split_two_ways = run_cli("merge", *map(str, split.parts), str(half), "-o", str(tmp_path / "m"))
+    assert split_two_ways.returncode == 2, split_two_ways.stderr
+    assert "split the samples 2 and 3 ways" in split_two_ways.stderr
     whole = tmp_path / "whole"
-    assert run_cli("run", str(suite), "-o", str(whole)).returncode in (0, 1)
-    mixed = run_cli("merge", str(one), str(two), str(three), str(whole), "-o", str(tmp_path / "m"))
+    assert run_cli("run", str(split.suite), "-o", str(whole)).returncode in (0, 1)
+    mixed = run_cli("merge", *map(str, split.parts), str(whole), "-o", str(tmp_path / "m"))
     assert mixed.returncode == 2 and f"{whole} not run with --shard" in mixed.stderr, mixed.stderr
     assert not (tmp_path / "m").exists()
 
