@@ -225,6 +225,10 @@ def test_indexed_job_processes_merge_into_what_one_run_gives(server: ScriptedSer
     assert len(_verdicts(tmp_path / "merged")) == 24 and joined["errored"] == 2  # "boom", twice
     assert _without_timing(joined) == _without_timing(one)  # gate, counts, graders, reliability, coverage
     assert _json(tmp_path / "merged" / "run.json")["started_with"]["planned_results"] == 24
+    parts = [_json(f / "summary.json") for f in folders]  # the merged run spans its parts (it once said 0.0s)
+    assert joined["started_at"] == min(p["started_at"] for p in parts)
+    assert joined["finished_at"] == max(p["finished_at"] for p in parts)
+    assert joined["duration_s"] >= max(p["duration_s"] for p in parts) > 0
 
 
 # --- docs/scaling.md's manifests -------------------------------------------------------------------------------------
