@@ -45,7 +45,7 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2, *,
     manifests = [read_manifest(d) for d in dirs]
     first = manifests[0]
     _check_one_run(dirs, manifests)
-    warnings = check_split(dirs, [m.shard for m in manifests])
+    warnings = _check_split(dirs, [m.shard for m in manifests])
     if (out / RESULTS_NAME).exists():
         raise ConfigError(f"{out}: already holds results; merge into a new folder")
     saved = [read_summary(d) for d in dirs]
@@ -84,7 +84,7 @@ def _check_one_run(dirs: list[Path], manifests: list[Manifest]) -> None:
                               "of one model (a run over several models merges model by model: give the top folders)")
 
 
-def check_split(dirs: list[Path], shards: list[str | None]) -> list[str]:
+def _check_split(dirs: list[Path], shards: list[str | None]) -> list[str]:
     """Every part of one split, each once: a missing part would leave its samples out of a verdict that reads as
     the whole run's, a part given twice would count them twice (or, empty, go unnoticed). Checked from run.json
     before anything is written. Folders run without --shard are joined as given, with a warning."""
