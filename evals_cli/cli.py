@@ -143,7 +143,7 @@ def run(
     junit: Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML here, one testcase per sample (= --export junit=PATH).")] = None,
     task_results: Annotated[Path | None, typer.Option("--task-results", help="Also write TaskResult JSONL here (= --export task_results=PATH).")] = None,
     export: Annotated[list[str] | None, typer.Option("--export", metavar="FORMAT=PATH", help="Also write the run as FORMAT to PATH (repeatable): junit=out/junit.xml, task_results=out/tasks.jsonl, html=out/report.html.")] = None,
-    shard: Annotated[str | None, typer.Option("--shard", help="K/N: run only the K-th of N stable parts of the samples (see `evals merge`).")] = None,
+    shard: Annotated[str | None, typer.Option("--shard", help="K/N: run only the K-th of N stable parts of the samples (see `evals merge`); auto: the part the environment names (JOB_COMPLETION_INDEX and JOB_COMPLETIONS of a Kubernetes indexed Job, EVALS_SHARD_INDEX and EVALS_SHARD_TOTAL, or GitLab's CI_NODE_INDEX and CI_NODE_TOTAL).")] = None,
     replay_user: Annotated[Path | None, typer.Option("--replay-user", metavar="RUN", help="Replay the user messages of a finished run with simulated users (its folder or results.jsonl) while the agent stays on the recorded path; compare two agent versions with the same user.")] = None,
     on_divergence: Annotated[str | None, typer.Option("--on-divergence", metavar="continue|stop", help="With --replay-user, when the agent's turn differs from the recorded one: continue (default: the user simulator takes over) or stop (the conversation ends, marked diverged).")] = None,
     otel: Annotated[bool, typer.Option("--otel", help="Export OpenTelemetry spans (OTLP; needs the \\[otel] extra). Also on when OTEL_EXPORTER_OTLP_ENDPOINT is set.")] = False,
@@ -474,7 +474,8 @@ def merge(
     task_results: Annotated[Path | None, typer.Option("--task-results", help="Also write TaskResult JSONL (= --export task_results=PATH).")] = None,
     export: Annotated[list[str] | None, typer.Option("--export", metavar="FORMAT=PATH", help="Also write the run as FORMAT to PATH (repeatable): junit=out/junit.xml, task_results=out/tasks.jsonl, html=out/report.html.")] = None,
 ) -> None:
-    """Join the result folders of `evals run --shard K/N` jobs into one run, one summary, one gate verdict."""
+    """Join the result folders of `evals run --shard K/N` (or `--shard auto`) jobs into one run, one summary, one
+    gate verdict: every part once (a missing or repeated part is refused by name)."""
     from evals_cli.display.console import make_console
     from evals_cli.display.table import render_run
     from evals_cli.environment.excerpts import store_changes

@@ -75,7 +75,8 @@ class RunOptions(BaseModel):
                                 "options it started with (its run.json); other values are refused.")
     retry_errors: bool = Field(default=False, description="With resume: run errored samples again.")
     grace_s: float = Field(default=10.0, ge=0, description="Seconds in-flight samples get after Ctrl-C.")
-    shard: str | None = Field(default=None, description="K/N: run only the K-th of N stable parts of the samples.")
+    shard: str | None = Field(default=None, description="K/N: run only the K-th of N stable parts of the samples; "
+                                "auto: the part the environment names (a Kubernetes indexed Job, a CI matrix).")
     otel: bool = Field(default=False, description="Export OpenTelemetry spans (or OTEL_EXPORTER_OTLP_ENDPOINT).")
     tracer_provider: Any = Field(default=None, description="An OpenTelemetry TracerProvider to use instead of "
                                  "OTLP (tests).")

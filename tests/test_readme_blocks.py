@@ -29,6 +29,7 @@ from evals_cli.models.specs import JudgeSpec
 from evals_cli.runner.validate import validate_suite
 from evals_cli.suite.loader import TargetOverride
 from evals_cli.suite.spec import SuiteSpec
+from tests.ci_manifests import check_kubernetes, check_workflow, is_kubernetes, is_workflow
 from tests.docs_pages import doc_files, label, page
 from tests.helpers import ROOT
 
@@ -192,6 +193,9 @@ def test_every_yaml_and_json_block_is_valid(block: Block, tmp_path: Path) -> Non
         return
     data = yaml.safe_load(block.text)
     assert isinstance(data, dict), f"{block.label}: not a mapping"
+    if is_kubernetes(data) or is_workflow(data):  # docs/scaling.md's manifests: no suite, but evals commands
+        (check_kubernetes if is_kubernetes(data) else check_workflow)(data, block.label)
+        return
     suites = project(tmp_path)
     (tmp_path / "datasets").mkdir(exist_ok=True)
     (tmp_path / "datasets" / "fragment.jsonl").write_text(

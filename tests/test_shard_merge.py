@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evals_cli.errors import ConfigError
-from evals_cli.runner.shard import in_shard, parse_shard
+from evals_cli.sharding import in_shard, parse_shard
 from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, text
 

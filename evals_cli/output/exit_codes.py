@@ -48,12 +48,28 @@ def _code(summary: RunSummary, max_error_rate: float) -> int:
         summary.abort_reason = (f"{summary.grades_missing}/{summary.grades_total} grades are missing (grader or "
                                 f"judge errors), more than --max-error-rate {max_error_rate:g}")
         return EXIT_INCOMPLETE
+    if _empty_shard(summary):
+        return EXIT_PASSED  # a finished part with nothing in it: no verdict of its own, and nothing went wrong
     if summary.gate is None or summary.gate.passed is None:
         if summary.abort_reason is None:
             why = _undecided(summary.gate.message) if summary.gate is not None else None
             summary.abort_reason = f"{GATE_UNDECIDED}: {why or 'the suite has no gate'}"
         return EXIT_INCOMPLETE
     return EXIT_PASSED if summary.gate.passed else EXIT_GATE_FAILED
+
+
+def _empty_shard(summary: RunSummary) -> bool:
+    """A shard that holds none of the samples (a small dataset split many ways) finished all it was given: its
+    job must not fail (a Kubernetes Job would retry it, a CI matrix would go red) and `evals merge` counts it as
+    done. Its gate says why it has no verdict; the merged run's gate decides."""
+    cov = summary.coverage
+    if summary.status != "completed" or summary.total or cov is None or cov.shard is None or cov.selected != 0:
+        return False
+    if summary.gate is not None:
+        summary.gate.passed, summary.gate.metric = None, None
+        summary.gate.message = (f"{NOT_EVALUATED}: shard {cov.shard} holds none of the {cov.limited} samples; "
+                                "`evals merge` of every shard gives the run's verdict")
+    return True
 
 
 def progress(summary: RunSummary) -> str:

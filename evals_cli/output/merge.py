@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError
@@ -30,6 +31,7 @@ from evals_cli.output.manifest import (
     write_matrix,
 )
 from evals_cli.output.summary import Accumulator, combined_exit, combined_verdict
+from evals_cli.sharding import parse_shard
 
 StoreChanges = Callable[[list[StateChange] | None], None]  # a result's final state changes, stored in place
 
@@ -42,6 +44,37 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2, *,
     dirs = [results_path(f).parent for f in folders]
     manifests = [read_manifest(d) for d in dirs]
     first = manifests[0]
+    _check_one_run(dirs, manifests)
+    warnings = _check_split(dirs, [m.shard for m in manifests])
+    if (out / RESULTS_NAME).exists():
+        raise ConfigError(f"{out}: already holds results; merge into a new folder")
+    saved = [read_summary(d) for d in dirs]
+    unfinished = [_unfinished(d, s) for d, s in zip(dirs, saved, strict=True)]
+    gate_spec = GateSpec.model_validate(first.gate)
+    acc = Accumulator(Gate(gate_spec, first.graders), first.suite, first.graders, first.repeats, dict(first.pricing))
+    make_run_folder(out, "-o")  # a file, under a file, unwritable: said before anything is written
+    try:
+        writer = ResultsWriter(out)
+    except OSError as exc:
+        raise folder_error(out, exc, "-o") from None
+    samples = _join_results(dirs, out, writer, acc, store_changes, warnings)
+    summary = acc.summary()
+    summary.coverage = _coverage(saved, acc.total, len(samples))
+    _times(summary, saved)
+    stopped = [u for u in unfinished if u]
+    if stopped:  # a shard that did not finish leaves samples out: the merged run is incomplete, no verdict
+        summary.status = "aborted"
+        summary.abort_reason = "; ".join(stopped) + "; finish it with evals run SUITE --resume DIR, then merge again"
+    summary.exit_code = exit_code_for(summary, max_error_rate)
+    writer.write_summary(summary)
+    writer.close()
+    write_manifest(out, _merged_manifest(manifests))
+    return summary, warnings
+
+
+def _check_one_run(dirs: list[Path], manifests: list[Manifest]) -> None:
+    """Every folder is a part of the same suite, dataset and model as the first."""
+    first = manifests[0]
     for d, m in zip(dirs[1:], manifests[1:], strict=True):
         if m.fingerprint != first.fingerprint or m.suite != first.suite:
             raise ConfigError(f"{d}: not a shard of the same run as {dirs[0]} (suite {m.suite!r} vs "
@@ -49,19 +82,42 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2, *,
         if m.model != first.model:  # one model's grades under another's name would be a false verdict
             raise ConfigError(f"{d}: a run of the model {m.model}, not {first.model} like {dirs[0]}; merge only shards "
                               "of one model (a run over several models merges model by model: give the top folders)")
-    if (out / RESULTS_NAME).exists():
-        raise ConfigError(f"{out}: already holds results; merge into a new folder")
-    saved = [read_summary(d) for d in dirs]
-    unfinished = [_unfinished(d, s) for d, s in zip(dirs, saved, strict=True)]
-    gate_spec = GateSpec.model_validate(first.gate)
-    gate = Gate(gate_spec, first.graders)
-    acc = Accumulator(gate, first.suite, first.graders, first.repeats, dict(first.pricing))
-    make_run_folder(out, "-o")  # a file, under a file, unwritable: said before anything is written
-    try:
-        writer = ResultsWriter(out)
-    except OSError as exc:
-        raise folder_error(out, exc, "-o") from None
-    warnings: list[str] = []
+
+
+def _check_split(dirs: list[Path], shards: list[str | None]) -> list[str]:
+    """Every part of one split, each once: a missing part would leave its samples out of a verdict that reads as
+    the whole run's, a part given twice would count them twice (or, empty, go unnoticed). Checked from run.json
+    before anything is written. Folders run without --shard are joined as given, with a warning."""
+    if all(s is None for s in shards):
+        return ["some folders were not run with --shard"]
+    plain = [str(d) for d, s in zip(dirs, shards, strict=True) if s is None]
+    if plain:
+        raise ConfigError(f"evals merge: {', '.join(plain)} not run with --shard, unlike the others; merge the "
+                          "folders of one split (evals run --shard K/N), every part once")
+    parts = [(d, parse_shard(s)) for d, s in zip(dirs, shards, strict=True) if s is not None]
+    totals = sorted({n for _, (_, n) in parts})
+    if len(totals) > 1:
+        shown = ", ".join(f"{d} ({k}/{n})" for d, (k, n) in parts)
+        raise ConfigError(f"evals merge: the folders split the samples {' and '.join(map(str, totals))} ways: "
+                          f"{shown}; merge the parts of one split (every --shard K/N with the same N)")
+    n = totals[0]
+    problems = [f"shard {k}/{n} is in both {' and '.join(str(d) for d in given)}: the same shard given twice? "
+                "give each shard's folder once" for k in range(1, n + 1)
+                if len(given := [d for d, (part, _) in parts if part == k]) > 1]
+    missing = [f"{k}/{n}" for k in range(1, n + 1) if all(part != k for _, (part, _) in parts)]
+    if missing:
+        plural = "s" if len(missing) > 1 else ""
+        problems.append(f"shard{plural} {', '.join(missing)} missing: give the folder of every shard (a shard that "
+                        f"never ran: evals run SUITE --shard {missing[0]} -o DIR, then merge again)")
+    if problems:
+        raise ConfigError([f"evals merge: {p}" for p in problems])
+    return []
+
+
+def _join_results(dirs: list[Path], out: Path, writer: ResultsWriter, acc: Accumulator, store_changes: StoreChanges,
+                  warnings: list[str]) -> set[str]:
+    """Every shard's results written to `out` and counted; the sample ids seen. A (sample, repeat) seen twice
+    removes `out` and is refused."""
     seen: dict[tuple[str, int], Path] = {}
     samples: set[str] = set()
     try:
@@ -80,26 +136,53 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2, *,
         writer.close()
         shutil.rmtree(out, ignore_errors=True)
         raise
-    summary = acc.summary()
-    summary.coverage = _coverage(saved, acc.total, len(samples))
-    stopped = [u for u in unfinished if u]
-    if stopped:  # a shard that did not finish leaves samples out: the merged run is incomplete, no verdict
-        summary.status = "aborted"
-        summary.abort_reason = "; ".join(stopped) + "; finish it with evals run SUITE --resume DIR, then merge again"
-    summary.exit_code = exit_code_for(summary, max_error_rate)
-    writer.write_summary(summary)
-    writer.close()
-    write_manifest(out, Manifest(**{**first.model_dump(), "shard": None}))
-    shards = sorted(m.shard for m in manifests if m.shard)
-    if len(shards) != len(manifests):
-        warnings.append("some folders were not run with --shard")
-    return summary, warnings
+    return samples
+
+
+def _times(summary: RunSummary, saved: list[RunSummary | None]) -> None:
+    """The merged run ran from the first shard's start to the last one's end (each shard's start plus its
+    duration; starts are kept to the second, so shards started in different seconds are within a second of the
+    truth), and no shorter than its longest shard. Left unset when a shard's times are not known."""
+    known = [s for s in saved if s is not None and s.started_at and s.finished_at]
+    if not known or len(known) != len(saved):
+        return
+    try:
+        starts = [datetime.fromisoformat(s.started_at).timestamp() for s in known]
+    except ValueError:
+        return
+    summary.started_at = min(s.started_at for s in known)
+    summary.finished_at = max(s.finished_at for s in known)
+    ends = [start + s.duration_s for start, s in zip(starts, known, strict=True)]
+    summary.duration_s = max(max(ends) - min(starts), *(s.duration_s for s in known))
+
+
+def _merged_manifest(manifests: list[Manifest]) -> Manifest:
+    """The first shard's run.json without its shard, planning every shard's samples: what one run would keep."""
+    first = manifests[0]
+    started = first.started_with
+    if started is not None:
+        plans = [m.started_with for m in manifests]
+        samples = [p.planned_samples if p is not None else None for p in plans]
+        results = [p.planned_results if p is not None else None for p in plans]
+        started = started.model_copy(update={"planned_samples": _sum(samples), "planned_results": _sum(results)})
+    return first.model_copy(update={"shard": None, "started_with": started})
+
+
+def _sum(counts: list[int | None]) -> int | None:
+    """The shards' counts added up; unknown when any shard's is."""
+    return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
 
 
 def _unfinished(directory: Path, summary: RunSummary | None) -> str | None:
-    """Why a shard's results are not the whole shard (None when it finished)."""
+    """Why a shard's results are not the whole shard (None when it finished). A shard that ran every sample it
+    planned is whole even when its own share of errors stopped its verdict (exit 3): errors are counted again over
+    every shard, as one run counts them, and 2 errors in a part of 8 may be 2 in a run of 24."""
     if summary is None:
         return f"{directory} has no summary.json (the shard was stopped before it finished)"
+    cov = summary.coverage
+    if summary.status != "interrupted" and cov is not None and cov.expected_results is not None \
+            and summary.total >= cov.expected_results:
+        return None
     if summary.status != "completed" or summary.exit_code in (EXIT_INCOMPLETE, EXIT_INTERRUPTED):
         status = summary.status if summary.status != "completed" else "incomplete"
         return f"{directory} was {status}" + (f" ({summary.abort_reason})" if summary.abort_reason else "")

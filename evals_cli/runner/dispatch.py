@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from evals_cli.errors import ConfigError
 from evals_cli.run_options import RunOptions, RunOutcome
-from evals_cli.runner.prepare import PreparedRun
+from evals_cli.runner.prepare import PreparedRun, with_shard
 from evals_cli.runner.started_with import resumed_options
 from evals_cli.suite.spec import SuiteSpec
 
@@ -60,7 +60,7 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
 
             _no_models(options)
             return _sessions(load_sessions_suite(suite), options)
-        options = resumed_options(options)  # before --target, --base-url and the models are read
+        options = resumed_options(with_shard(options))  # before --target, --base-url and the models are read
         models = models_matrix.models_for_file(Path(suite), options)
         from evals_cli.runner.validate import checked_run, checked_suite
         from evals_cli.suite.loader import TargetOverride
@@ -81,7 +81,7 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
     if getattr(suite.target, "kind", None) == "recorded_sessions":  # a SuiteSpec built around a sessions target
         _no_models(options)
         return _sessions(SessionsSuiteSpec.from_suite(suite), options)
-    options = resumed_options(options)
+    options = resumed_options(with_shard(options))
     if options.target_file is not None:
         raise ConfigError("--target (target_file) replaces the target of a suite file; give the suite's path, or "
                           "load it with load_suite(path, TargetOverride(file=...))")

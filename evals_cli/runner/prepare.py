@@ -4,6 +4,7 @@ the run will run are kept by that same read (datasets/selected.py), so the run d
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -26,10 +27,10 @@ from evals_cli.run_options import NothingToRun, RunOptions
 from evals_cli.runner.build_graders import build_graders
 from evals_cli.runner.resume import failed_samples, resumed_rerun, unfinished_run
 from evals_cli.runner.row_checks import RowChecks, SampleSelection
-from evals_cli.runner.shard import in_shard, parse_shard
 from evals_cli.runner.started_with import FailedSamples, record_options, resume_command, resumed_options
 from evals_cli.runner.target_factory import build_target as build_target_for
 from evals_cli.runner.target_factory import judge_fallback, resolve_target_endpoint
+from evals_cli.sharding import in_shard, parse_shard, resolve_shard
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
 
@@ -38,6 +39,14 @@ if TYPE_CHECKING:
     from evals_cli.output.manifest import StartedWith
     from evals_cli.simulation.player import UserPlayerFactory
     from evals_cli.simulation.replay_user import RecordedRun
+
+
+def with_shard(options: RunOptions) -> RunOptions:
+    """`--shard auto` read from the environment before anything else sees the options (a resume's check, the
+    split, run.json): the folder keeps the part this job ran ("2/3"), which `evals merge` counts. A K/N, or a part
+    already read, passes through unchanged."""
+    shard = resolve_shard(options.shard, os.environ)
+    return options if shard == options.shard else options.model_copy(update={"shard": shard})
 
 
 def read_system_prompt(suite: SuiteSpec) -> str | None:
@@ -99,7 +108,7 @@ class PreparedRun:
         self.problems: list[str] = problems if problems is not None else []
         self._collecting = problems is not None
         self._running = not self._collecting or for_run  # prepares what the run needs (pool, rows, filters)
-        options = resumed_options(options)  # a resumed run continues with the options it started with
+        options = resumed_options(with_shard(options))  # a resumed run continues with the options it started with
         self._where = where
         try:  # EVALS_* bounds and the EVAL_* endpoints: a bad value stops the run before it starts
             from evals_cli.settings import check
