@@ -16,9 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evals_cli.calibration.figures import misfit
 from evals_cli.calibration.items import ItemKey, JudgedItem, JudgedRun, load_judged_run
 from evals_cli.calibration.judges import fingerprint_of
-from evals_cli.calibration.stats import CHANCE, Confusion, corrected_interval, rogan_gladen
+from evals_cli.calibration.stats import (
+    CHANCE,
+    DRAWS,
+    SEED,
+    Confusion,
+    corrected_interval,
+    outside_unit,
+    rogan_gladen_raw,
+)
 from evals_cli.errors import ConfigError
 from evals_cli.invocation import command
 from evals_cli.labels import Label, LabelFile, read_labels
@@ -63,7 +72,8 @@ class CalibrationReport:
         return {"graders": {name: report.as_json() for name, report in self.graders.items()}, "notes": self.notes}
 
 
-def measure(pairs: list[tuple[bool, bool]], passed: int, judged: int, no_answer: int = 0) -> JudgeCalibration:
+def measure(pairs: list[tuple[bool, bool]], passed: int, judged: int, no_answer: int = 0, *, draws: int = DRAWS,
+            seed: int = SEED) -> JudgeCalibration:
     """The figures of one judge: `pairs` are (judge passed, person passed) over the labelled items; `passed` of the
     run's `judged` items passed the judge, and `no_answer` more items failed with no answer to judge. Only the
     judged share is corrected (no judge erred on the others); both rates are over all the grader's items, so the
@@ -90,16 +100,20 @@ def measure(pairs: list[tuple[bool, bool]], passed: int, judged: int, no_answer:
     if observed is None:
         out.refused = "the run has no judged item with a verdict to correct"
         return out
-    corrected = rogan_gladen(passed / judged, tpr, tnr) if judged else 0.0
-    if corrected is None:
+    raw = rogan_gladen_raw(passed / judged, tpr, tnr) if judged else 0.0
+    if raw is None:
         out.refused = (f"{CHANCE} (tpr {tpr:.2f} + tnr {tnr:.2f} = {tpr + tnr:.2f} ≤ 1): its pass rate cannot be "
                        "corrected")
         return out
-    out.corrected_pass_rate = corrected * share
+    out.raw_corrected_pass_rate = raw * share
+    out.corrected_pass_rate = min(1.0, max(0.0, raw)) * share
+    if outside_unit(raw):
+        out.clipped = True
+        out.warnings.append(misfit(out))
     if not judged:  # every item failed with no answer: certain, nothing to estimate
         out.ci = [0.0, 0.0]
         return out
-    interval = corrected_interval(confusion, passed, judged)
+    interval = corrected_interval(confusion, passed, judged, draws=draws, seed=seed)
     if interval.low is None or interval.high is None:
         out.warnings.append(f"no interval for the corrected pass rate: {interval.why}")
     else:

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from evals_cli.calibration.calibrate import CalibrationReport, GraderReport, leniency
 from evals_cli.calibration.compare import JudgesComparison
-from evals_cli.calibration.figures import fmt, interval, rates_over
+from evals_cli.calibration.figures import corrected, fmt, interval, rates_over
 
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
 
@@ -22,7 +22,8 @@ def _figures(report: CalibrationReport) -> Table:
     for name, g in report.graders.items():
         c = g.calibration
         table.add_row(name, str(c.n), str(c.tp), str(c.fp), str(c.fn), str(c.tn), fmt(c.tpr), fmt(c.tnr),
-                      fmt(c.kappa), fmt(c.observed_pass_rate), fmt(c.corrected_pass_rate), interval(c.ci))
+                      fmt(c.kappa), fmt(c.observed_pass_rate),
+                      fmt(c.corrected_pass_rate) + (" clipped" if c.clipped else ""), interval(c.ci))
     return table
 
 
@@ -45,7 +46,7 @@ def _grader_lines(g: GraderReport) -> list[RenderableType]:
     mark = f" (passes at {SYMBOLS.get(g.record.op, g.record.op)} {g.record.mark:g})" if g.record else ""
     if c.corrected_pass_rate is not None:
         out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {rates_over(c)}{mark}; "
-                        f"corrected for the judge's errors: {fmt(c.corrected_pass_rate)}, "
+                        f"corrected for the judge's errors: {corrected(c)}, "
                         + (f"95% CI {interval(c.ci)}" if c.ci else "no interval (see the warning)")))
     else:
         out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {rates_over(c)}{mark}; "

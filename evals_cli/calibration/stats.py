@@ -5,11 +5,18 @@ need numpy or scipy for a handful of counts (the tests check every figure agains
 
 - tpr (sensitivity) and tnr (specificity) from the confusion counts; Cohen's kappa for agreement beyond chance.
 - The Rogan-Gladen estimator corrects an observed pass rate p for a judge of known tpr and tnr:
-  (p + tnr - 1) / (tpr + tnr - 1), clipped to [0, 1]. When tpr + tnr <= 1 the judge is no better than chance and
-  there is nothing to correct with: refused, never a number.
-- Its 95% interval by a percentile bootstrap over both sources of doubt at once: the labelled items (which set
-  tpr and tnr) and the run's judged items (which set p), each resampled with replacement. Seeded and bounded, so
-  the same files always give the same interval in the same time.
+  (p + tnr - 1) / (tpr + tnr - 1). A value outside [0, 1] means the calibration does not fit the run (the run's
+  pass share lies outside what a judge of these rates can produce): it is clipped, and the raw value is kept so
+  that the clipping is said. When tpr + tnr <= 1 the judge is no better than chance and there is nothing to
+  correct with: refused, never a number.
+- Its 95% interval is Bayesian, over every source of doubt at once: Beta posteriors (Jeffreys priors, Beta(1/2,
+  1/2)) for tpr and tnr from the labels and for the judge's pass probability from the run's judged items, drawn
+  together from a seeded `random.Random`, each draw corrected and clipped, and the 2.5% and 97.5% percentiles
+  taken. A bootstrap that resamples the run's own items cannot do this: a judge that passed every item gives
+  every resample the same pass share, and the interval collapses to a point exactly where the doubt is largest. A
+  draw whose judge is at or below chance says nothing of the pass rate: it counts as a uniform draw on [0, 1].
+  The interval is for the pass rate of the population the run's items come from (the agent's pass probability on
+  items like these); docs/measuring-the-judge.md has the simulation study of its coverage (bench/calibration_coverage.py).
 """
 
 from __future__ import annotations
@@ -21,12 +28,12 @@ from dataclasses import dataclass
 
 from evals_cli.stats import quantile
 
-RESAMPLES = 2000
+RESAMPLES = 2000  # bootstrap resamples of the paired judge comparison
+DRAWS = 20_000  # posterior draws of the corrected pass rate: the 2.5% bound of 4,000 draws wanders by ±0.02
 SEED = 0
+JEFFREYS = 0.5  # the Beta prior's two parameters: weak, and symmetric between pass and fail
 CHANCE = "the judge is no better than chance"
-# share of bootstrap resamples allowed to be undefined (a class missing, or a judge at chance in that resample)
-# before the interval is withheld: more than the 2.5% each tail holds would decide where the bound falls
-MAX_UNDEFINED = 0.025
+FIT_TOLERANCE = 1e-9  # a raw correction this far outside [0, 1] is float noise, not a misfit
 
 
 @dataclass(frozen=True)
@@ -86,71 +93,63 @@ class Confusion:
         return (po - pe) / (1 - pe)
 
 
-def rogan_gladen(observed: float, tpr: float, tnr: float) -> float | None:
-    """The corrected pass rate, clipped to [0, 1]; None when tpr + tnr <= 1 (no better than chance)."""
+def rogan_gladen_raw(observed: float, tpr: float, tnr: float) -> float | None:
+    """The corrected pass rate before clipping (outside [0, 1] when the calibration does not fit the run); None when
+    tpr + tnr <= 1 (no better than chance)."""
     youden = tpr + tnr - 1
     if youden <= 1e-12:
         return None
-    return min(1.0, max(0.0, (observed + tnr - 1) / youden))
+    return (observed + tnr - 1) / youden
+
+
+def rogan_gladen(observed: float, tpr: float, tnr: float) -> float | None:
+    """The corrected pass rate, clipped to [0, 1]; None when tpr + tnr <= 1 (no better than chance)."""
+    raw = rogan_gladen_raw(observed, tpr, tnr)
+    return None if raw is None else min(1.0, max(0.0, raw))
+
+
+def outside_unit(value: float) -> bool:
+    """A raw correction the clipping changes: the calibration does not fit the run."""
+    return value < -FIT_TOLERANCE or value > 1 + FIT_TOLERANCE
 
 
 @dataclass(frozen=True)
 class Interval:
-    """A bootstrap interval, or why there is none (`low`/`high` None with `why`)."""
+    """An interval, or why there is none (`low`/`high` None with `why`)."""
 
     low: float | None
     high: float | None
     why: str | None = None
-    undefined: int = 0  # resamples in which the correction was undefined
-    resamples: int = 0
+    undefined: int = 0  # draws in which the judge was at or below chance (counted as uniform on [0, 1])
+    resamples: int = 0  # draws made
 
 
-def corrected_interval(confusion: Confusion, passed: int, judged: int, *, resamples: int = RESAMPLES,
-                       seed: int = SEED, confidence: float = 0.95) -> Interval:
-    """Percentile bootstrap of the corrected pass rate: each resample draws the labelled items (as their four
-    confusion cells) and the run's judged items (as passed or not) with replacement, from `random.Random(seed)`.
-
-    A resample where a class is missing or the judge is at chance has no correction; when more than
-    MAX_UNDEFINED of them do, the interval is withheld (dropping them would narrow it where it is least sure)."""
+def corrected_interval(confusion: Confusion, passed: int, judged: int, *, draws: int = DRAWS, seed: int = SEED,
+                       confidence: float = 0.95) -> Interval:
+    """The percentile interval of the corrected pass rate's posterior (see the module's docstring): tpr, tnr and the
+    judge's pass probability each drawn from its Beta posterior under a Jeffreys prior, from `random.Random(seed)`,
+    so the same files always give the same interval in the same time."""
     n = confusion.n
     if not n or not judged:
         return Interval(None, None, "no labelled items" if not n else "no judged items", 0, 0)
     rng = random.Random(seed)
-    cells = (confusion.tp, confusion.fp, confusion.fn, confusion.tn)
-    cum = [sum(cells[: i + 1]) for i in range(4)]
-    p = passed / judged
+    beta = rng.betavariate
+    tp_a, fn_b = confusion.tp + JEFFREYS, confusion.fn + JEFFREYS
+    tn_a, fp_b = confusion.tn + JEFFREYS, confusion.fp + JEFFREYS
+    pass_a, fail_b = passed + JEFFREYS, judged - passed + JEFFREYS
     values: list[float] = []
     undefined = 0
-    for _ in range(resamples):
-        counts = [0, 0, 0, 0]
-        for cell in rng.choices(range(4), cum_weights=cum, k=n):
-            counts[cell] += 1
-        tp, fp, fn, tn = counts
-        observed = _binomial(rng, judged, p) / judged
-        if tp + fn == 0 or tn + fp == 0:
+    for _ in range(draws):
+        tpr, tnr, observed = beta(tp_a, fn_b), beta(tn_a, fp_b), beta(pass_a, fail_b)
+        youden = tpr + tnr - 1
+        if youden <= 1e-12:  # a judge at chance in this draw: the data say nothing of the rate
             undefined += 1
+            values.append(rng.random())
             continue
-        value = rogan_gladen(observed, tp / (tp + fn), tn / (tn + fp))
-        if value is None:
-            undefined += 1
-            continue
-        values.append(value)
-    if undefined > MAX_UNDEFINED * resamples:
-        return Interval(None, None, f"in {undefined} of {resamples} bootstrap resamples the labels had no item of a "
-                                    "class or the judge was no better than chance: label more items", undefined,
-                        resamples)
+        values.append(min(1.0, max(0.0, (observed + tnr - 1) / youden)))
     values.sort()
     alpha = (1 - confidence) / 2
-    return Interval(quantile(values, alpha), quantile(values, 1 - alpha), None, undefined, resamples)
-
-
-def _binomial(rng: random.Random, n: int, p: float) -> int:
-    """Successes in n draws with replacement from items of which a share p passed: what resampling the run's judged
-    items with replacement gives for their pass count."""
-    if p <= 0.0 or p >= 1.0:
-        return 0 if p <= 0.0 else n
-    draw = rng.random
-    return sum(1 for _ in range(n) if draw() < p)
+    return Interval(quantile(values, alpha), quantile(values, 1 - alpha), None, undefined, draws)
 
 
 def paired_difference_interval(a: Sequence[bool], b: Sequence[bool], *, resamples: int = RESAMPLES,
