@@ -184,3 +184,17 @@ def test_a_pass_mark_must_be_finite() -> None:
 
     with pytest.raises(ValidationError):
         JudgeRecord(mark=float("nan"))
+
+
+def test_the_paired_interval_resamples_samples_not_their_repeats() -> None:
+    """Five samples judged four times each with the same outcome: twenty items, but five pieces of evidence. Drawn
+    as twenty independent items the interval was about half as wide as the evidence allows."""
+    per_sample = [(False, True), (True, True), (False, True), (True, True), (True, False)]
+    a = [x for x, _ in per_sample for _ in range(4)]
+    b = [y for _, y in per_sample for _ in range(4)]
+    groups = [i for i in range(5) for _ in range(4)]
+    by_item = paired_difference_interval(a, b)
+    by_sample = paired_difference_interval(a, b, groups=groups)
+    assert by_sample[1] - by_sample[0] > 1.6 * (by_item[1] - by_item[0])
+    once = paired_difference_interval([x for x, _ in per_sample], [y for _, y in per_sample], resamples=4000)
+    assert by_sample == pytest.approx(once, abs=0.05)  # the same as the five samples once each

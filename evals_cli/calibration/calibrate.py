@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evals_cli.calibration.figures import misfit
-from evals_cli.calibration.items import ItemKey, JudgedItem, JudgedRun, load_judged_run
+from evals_cli.calibration.items import JUDGE_ERROR_LABEL, ItemKey, JudgedItem, JudgedRun, load_judged_run
 from evals_cli.calibration.judges import fingerprint_of
 from evals_cli.calibration.stats import (
     CHANCE,
@@ -160,6 +160,7 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
     stale: list[int] = []
     notes: list[str] = []
     pairs: list[tuple[JudgedItem, Label]] = []
+    skipped: dict[str, list[int]] = {}
     for label in labels.labels:
         where = f"{labels.path}:{label.line}"
         if label.sample_id not in run.samples:
@@ -174,12 +175,13 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
             problems.append(f"{where}: grader: {label.grader} is not a judge grader of {run.path} (its judges: "
                             f"{', '.join(judges)})")
             continue
-        item = items.get(ItemKey(label.sample_id, label.repeat, label.grader, label.turn))
+        key = ItemKey(label.sample_id, label.repeat, label.grader, label.turn)
+        item = items.get(key)
         if item is None:
+            why = run.unjudged.get(key)
             turns = per_sample.get((label.sample_id, label.repeat, label.grader))
-            if turns is None:  # the judge gave no verdict there (it failed): nothing to compare, not a bad label
-                notes.append(f"{where}: {label.grader} gave no verdict on sample {label.sample_id} in {run.path} (a "
-                             "judge error): this label is left out")
+            if why is not None or turns is None:  # no verdict there: nothing to compare, not a bad label
+                skipped.setdefault(why or JUDGE_ERROR_LABEL, []).append(label.line)
             else:
                 problems.append(_turn_problem(label, turns, where, run.path))
             continue
@@ -187,6 +189,9 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
             stale.append(label.line)
             continue
         pairs.append((item, label))
+    for why, lines in skipped.items():
+        notes.append(f"{labels.path}: line {_lines(lines)}: {len(lines)} label{'s' if len(lines) != 1 else ''} left "
+                     f"out, on item{'s' if len(lines) != 1 else ''} that {why}")
     if stale:
         shown = ", ".join(str(n) for n in stale[:SHOWN]) + (" ..." if len(stale) > SHOWN else "")
         whose = "every label" if len(stale) == len(labels.labels) else f"{len(stale)} labels"
@@ -197,6 +202,10 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
         more = len(problems) - 20
         raise ConfigError(problems[:20] + ([f"{labels.path}: {more} more problems"] if more > 0 else []))
     return pairs, notes
+
+
+def _lines(numbers: list[int]) -> str:
+    return ", ".join(str(n) for n in numbers[:SHOWN]) + (" ..." if len(numbers) > SHOWN else "")
 
 
 def fingerprint_notes(labels: list[Label], record: JudgeRecord | None, grader: str, source: Path) -> list[str]:

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evals_cli.calibration.calibrate import CalibrationReport, GraderReport, leniency
-from evals_cli.calibration.compare import JudgesComparison
+from evals_cli.calibration.compare import JudgesComparison, pass_mark
 from evals_cli.calibration.figures import corrected, fmt, interval, rates_over
 
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
@@ -80,14 +80,16 @@ def render_calibration(report: CalibrationReport) -> RenderableType:
 def render_judges(comparison: JudgesComparison) -> RenderableType:
     parts: list[RenderableType] = [Text(f"two judges measured against {comparison.labels}")]
     for name, c in comparison.graders.items():
-        table = Table(box=box.SIMPLE, title=f"{name}: on the {c.a.confusion.n} labelled items both judged",
-                      title_justify="left")
+        table = Table(box=box.SIMPLE, title=f"{name}: on the {c.a.confusion.n} labelled items both judged (of "
+                      f"{c.samples} sample{'s' if c.samples != 1 else ''})", title_justify="left")
         for col in ("", "A", "B"):
             table.add_column(col, justify="left" if not col else "right", no_wrap=not col)
         rows = [("run", str(c.a.run), str(c.b.run)),
                 ("judge model", c.a.record.model if c.a.record else "—", c.b.record.model if c.b.record else "—"),
                 ("rubric", c.a.record.rubric if c.a.record else "—", c.b.record.rubric if c.b.record else "—"),
                 ("scale", c.a.record.scale if c.a.record else "—", c.b.record.scale if c.b.record else "—"),
+                ("pass mark", pass_mark(c.a.record) if c.a.record else "—",
+                 pass_mark(c.b.record) if c.b.record else "—"),
                 ("agreement", fmt(c.a.confusion.agreement), fmt(c.b.confusion.agreement)),
                 ("kappa", fmt(c.a.confusion.kappa), fmt(c.b.confusion.kappa)),
                 ("tpr", fmt(c.a.confusion.tpr), fmt(c.b.confusion.tpr)),
@@ -95,7 +97,12 @@ def render_judges(comparison: JudgesComparison) -> RenderableType:
         for row in rows:
             table.add_row(*row)
         parts.append(table)
-        parts.append(Text(f"{name}: agreement B − A = {c.difference:+.2f}, 95% paired bootstrap CI "
+        differs = c.differs
+        parts.append(Text(f"{name}: the judges differ in " + "; ".join(differs) if differs else
+                          f"{name}: the two judges' recorded settings are the same (rubric, model, scale, pass mark)",
+                          style="bold" if differs else "dim"))
+        parts.append(Text(f"{name}: agreement B − A = {c.difference:+.2f}, 95% paired bootstrap CI (resampling "
+                          "samples) "
                           f"[{c.ci[0]:+.2f}, {c.ci[1]:+.2f}]: {c.verdict}"))
     for note in comparison.notes:
         parts.append(Text(f"note: {note}", style="dim"))

@@ -152,15 +152,34 @@ def corrected_interval(confusion: Confusion, passed: int, judged: int, *, draws:
     return Interval(quantile(values, alpha), quantile(values, 1 - alpha), None, undefined, draws)
 
 
-def paired_difference_interval(a: Sequence[bool], b: Sequence[bool], *, resamples: int = RESAMPLES,
-                               seed: int = SEED, confidence: float = 0.95) -> tuple[float, float]:
+def paired_difference_interval(a: Sequence[bool], b: Sequence[bool], *, groups: Sequence[object] | None = None,
+                               resamples: int = RESAMPLES, seed: int = SEED,
+                               confidence: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap of mean(b) - mean(a) over paired items (each resample draws items, keeping both of an
-    item's outcomes together): how much more often judge B agrees with the person than judge A."""
+    item's outcomes together): how much more often judge B agrees with the person than judge A.
+
+    With `groups` (one key per item, its sample), a resample draws whole groups: the repeats and turns of one
+    sample are not independent evidence (identical repeats would otherwise count as many items and narrow the
+    interval), so the sample is the unit resampled."""
     if len(a) != len(b) or not a:
         raise ValueError("paired bootstrap needs two outcome lists of the same, non-zero length")
-    n = len(a)
     diffs = [int(y) - int(x) for x, y in zip(a, b, strict=True)]
     rng = random.Random(seed)
-    means = sorted(math.fsum(rng.choices(diffs, k=n)) / n for _ in range(resamples))
     alpha = (1 - confidence) / 2
+    if groups is None:
+        n = len(a)
+        means = sorted(math.fsum(rng.choices(diffs, k=n)) / n for _ in range(resamples))
+        return quantile(means, alpha), quantile(means, 1 - alpha)
+    if len(groups) != len(a):
+        raise ValueError("one group per item")
+    clusters: dict[object, list[int]] = {}
+    for group, diff in zip(groups, diffs, strict=True):
+        clusters.setdefault(group, []).append(diff)
+    sums = [(sum(found), len(found)) for found in clusters.values()]
+    k = len(sums)
+    means = []
+    for _ in range(resamples):
+        drawn = rng.choices(sums, k=k)
+        means.append(sum(total for total, _ in drawn) / sum(size for _, size in drawn))
+    means.sort()
     return quantile(means, alpha), quantile(means, 1 - alpha)
