@@ -371,7 +371,7 @@ def label(
 @_guard
 def calibrate(
     runs: Annotated[list[Path], typer.Argument(metavar="RUN [RUN_B]", help="A finished run; with two, their judges are compared.")],
-    labels: Annotated[Path, typer.Option("--labels", help="The labels file (from evals label, or the HTML report).")],
+    labels: Annotated[Path | None, typer.Option("--labels", help="The labels file (default RUN/labels.jsonl, the run's labels: evals label, evals view's buttons).")] = None,
     grader: Annotated[str | None, typer.Option("--grader", help="Only this judge grader.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
@@ -382,6 +382,10 @@ def calibrate(
 
     if len(runs) > 2:
         raise ConfigError(f"evals calibrate takes one run, or two to compare their judges, not {len(runs)}")
+    if labels is None:
+        from evals_cli.calibration.calibrate import run_labels
+
+        labels = run_labels(runs[0])
     if len(runs) == 2:
         from evals_cli.calibration.compare import compare_judges
         from evals_cli.calibration.render import render_judges

@@ -55,10 +55,13 @@ def test_label_shows_each_judged_item_and_appends_its_label(run: Path) -> None:
     assert "the judge: PASS (score 0.90, passes at ≥ 0.5): says good" in out
     assert "the judge: FAIL (score 0.20, passes at ≥ 0.5): says bad" in out
     # a per-turn judge's item shows the conversation up to the judged turn, and marks it
-    assert "grader quality · judged: turn 1" in out and "turn 1  ◀ judged" in out
-    assert "grader replies · judged: reply 0" in out
+    # turns and replies numbered from 1, as the HTML report numbers them
+    assert "grader quality · judged: turn 2" in out and "turn 2  ◀ judged" in out and "turn 0" not in out
+    assert "grader replies · judged: reply 1" in out and "reply 0" not in out
     assert "labelled 12 items in this session (9 pass, 3 fail, 0 skipped); 12 of 12 selected items" in out
-    assert f"next: evals calibrate {run} --labels {run / 'labels.jsonl'}" in out
+    assert f"next: evals calibrate {run}\n" in out  # the run's own labels.jsonl: read by default
+    # what the judge read: the rubric's criteria and the answer, without the data fences
+    assert "what the judge read" in out and "Grade the answer.\nAnswer: good alpha" in out and "<data-" not in out
     lines = read_jsonl(run / "labels.jsonl")
     assert len(lines) == 12
     first = lines[0]

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from evals_cli.calibration.figures import misfit
-from evals_cli.calibration.items import JUDGE_ERROR_LABEL, ItemKey, JudgedItem, JudgedRun, load_judged_run
+from evals_cli.calibration.items import (
+    JUDGE_ERROR_LABEL,
+    ItemKey,
+    JudgedItem,
+    JudgedRun,
+    load_judged_run,
+    run_folder,
+)
 from evals_cli.calibration.judges import fingerprint_of
 from evals_cli.calibration.stats import (
     CHANCE,
@@ -30,7 +37,7 @@ from evals_cli.calibration.stats import (
 )
 from evals_cli.errors import ConfigError
 from evals_cli.invocation import command
-from evals_cli.labels import Label, LabelFile, read_labels
+from evals_cli.labels import LABELS_NAME, Label, LabelFile, read_labels
 from evals_cli.models.calibration import JudgeCalibration, JudgeRecord
 
 FEW = 20  # fewer labels than this of either class: tpr or tnr rests on too few items to trust
@@ -229,6 +236,17 @@ def fingerprint_notes(labels: list[Label], record: JudgeRecord | None, grader: s
         out.append(f"{grader}: the labels of {source} carry no fingerprint of the judge, so whether they were given "
                    "against this rubric and judge model cannot be checked")
     return out
+
+
+def run_labels(run_path: Path) -> Path:
+    """RUN/labels.jsonl, the run's own labels (what `evals label` and `evals view`'s buttons write): the labels
+    file when none is named. ConfigError naming both ways to give one when it does not exist."""
+    path = run_folder(run_path) / LABELS_NAME
+    if not path.is_file():
+        raise ConfigError(f"{run_path}: no {LABELS_NAME} in the run's folder, and no --labels given; label the run "
+                          f"with `{command('label', run_path)}` (or the buttons of `evals view`), or give --labels "
+                          "FILE")
+    return path
 
 
 def calibrate_run(run_path: Path, labels_path: Path, grader: str | None = None) -> CalibrationReport:

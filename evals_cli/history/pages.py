@@ -125,6 +125,9 @@ def run_page(entry: RunEntry, folder: Path, rel: str) -> str:
 
         _, summary, warnings = load_run(folder)
         page = render_html(read_results(folder), summary, notes=warnings, run_dir=folder)
+        # the report's label buttons save into the run's labels.jsonl through this viewer
+        page = re.sub(r"(<head[^>]*>)", lambda m: m.group(1) + f'<meta name="evals-labels" content="'
+                      f'{html.escape(run_href(rel))}labels">', page, count=1)
     back = (f'<p class="evals-history-nav" style="font-family:system-ui,sans-serif"><a href="/">← all runs</a> · '
             f"<code>{html.escape(rel)}</code></p>")
     if entry.in_flight:
@@ -140,3 +143,15 @@ def _after_body(page: str, fragment: str, at_end: bool = False) -> str:
         return page.replace("</body>", fragment + "</body>", 1) if "</body>" in page else page + fragment
     found = re.search(r"<body[^>]*>", page)
     return page[:found.end()] + fragment + page[found.end():] if found else fragment + page
+
+
+def save_label(entry: RunEntry, body: bytes) -> tuple[int, str]:
+    """A label clicked in a run's report, appended to the run's labels.jsonl (evals_cli.calibration.intake)."""
+    from evals_cli.calibration.intake import save_posted_label
+    from evals_cli.errors import ConfigError
+
+    try:
+        label = save_posted_label(entry.path, body)
+    except ConfigError as exc:
+        return 400, "; ".join(exc.problems)
+    return 200, f"saved: {label.label} for {label.sample_id} into {entry.rel}/labels.jsonl"

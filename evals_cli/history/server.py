@@ -24,6 +24,7 @@ from evals_cli.history.entries import RunEntry, Trend, trends
 from evals_cli.history.runs import read_run, scan_runs
 
 HOST = "127.0.0.1"
+MAX_POST = 64 * 1024  # one label line, with a note
 
 
 class Pages(Protocol):
@@ -33,6 +34,10 @@ class Pages(Protocol):
     def history_page(self, entries: list[RunEntry], found: list[Trend], root: str) -> str: ...
 
     def run_page(self, entry: RunEntry, folder: Path, rel: str) -> str: ...
+
+    def save_label(self, entry: RunEntry, body: bytes) -> tuple[int, str]:
+        """A label clicked in a run's report, into the run's labels.jsonl: (HTTP status, what to tell the page)."""
+        ...
 
 
 def _lookup(root: Path, rel: str) -> RunEntry | None:
@@ -128,6 +133,41 @@ def _handler(root: Path, pages: Pages) -> type[BaseHTTPRequestHandler]:
             except Exception as exc:  # one page failing must not stop the viewer
                 self._send(500, f"<!doctype html><p>could not render {_esc(path)}: {_esc(type(exc).__name__)}: "
                                 f"{_esc(str(exc))}</p><p><a href='/'>all runs</a></p>")
+
+        def _same_origin(self) -> bool:
+            """A POST from this viewer's own pages: its Origin is this Host (a page of another site, even one that
+            rebinds its name to 127.0.0.1, sends its own Origin; a browser always sends Origin on a POST)."""
+            origin = (self.headers.get("Origin") or "").strip().lower()
+            host = (self.headers.get("Host") or "").strip().lower()
+            site = (self.headers.get("Sec-Fetch-Site") or "same-origin").strip().lower()
+            return bool(host) and origin == f"http://{host}" and site == "same-origin"
+
+        def do_POST(self) -> None:
+            path = unquote(urlsplit(self.path).path)
+            if not self._local_host() or not self._same_origin():
+                self._send(403, "evals view saves labels only from its own pages (same origin, addressed to "
+                                "127.0.0.1 or localhost)", "text/plain")
+                return
+            if not (path.startswith("/run/") and path.rstrip("/").endswith("/labels")):
+                self._send(404, "no such address; labels are posted to /run/RUN/labels", "text/plain")
+                return
+            length = self.headers.get("Content-Length") or ""
+            if not length.isdigit() or int(length) > MAX_POST:
+                self._send(413, f"a label is one JSON object of at most {MAX_POST} bytes", "text/plain")
+                return
+            if not (self.headers.get("Content-Type") or "").lower().startswith("application/json"):
+                self._send(415, "post a label as application/json", "text/plain")
+                return
+            body = self.rfile.read(int(length))
+            entry = _lookup(root, path[len("/run/"):].rstrip("/")[: -len("/labels")].strip("/") or ".")
+            if entry is None:
+                self._send(404, "no such run under this folder", "text/plain")
+                return
+            try:
+                status, text = pages.save_label(entry, body)
+            except Exception as exc:  # one request failing must not stop the viewer
+                status, text = 500, f"{type(exc).__name__}: {exc}"
+            self._send(status, text, "text/plain; charset=utf-8")
 
         def _run(self, rel: str) -> None:
             entry = _lookup(root, rel or ".")
