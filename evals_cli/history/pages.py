@@ -123,7 +123,7 @@ def run_page(entry: RunEntry, folder: Path, rel: str) -> str:
         from evals_cli.output.files import read_results
         from evals_cli.report import load_run
 
-        _, summary, warnings = load_run(folder)
+        _, summary, warnings = load_run(folder, in_flight=entry.in_flight)
         page = render_html(read_results(folder), summary, notes=warnings, run_dir=folder)
         # the report's label buttons save into the run's labels.jsonl through this viewer
         page = re.sub(r"(<head[^>]*>)", lambda m: m.group(1) + f'<meta name="evals-labels" content="'

@@ -50,11 +50,25 @@ def scan_runs(root: Path) -> list[RunEntry]:
         raise ConfigError(f"{root}: no such folder; give the folder your runs are written to (default: results)")
     entries = []
     for folder in run_folders(root):
+        if not inside(folder, root):
+            continue
         try:
             entries.append(read_run(folder, root))
         except (ConfigError, OSError, ValueError, ValidationError):
             continue
     return sorted(entries, key=lambda e: (e.started, e.rel), reverse=True)
+
+
+def inside(folder: Path, root: Path) -> bool:
+    """The folder and every file in it resolve under `root`: a run whose results.jsonl (or any file) is a symlink
+    leading out of the folder is not one of its runs, and is never read or served as one."""
+    base = root.resolve()
+    try:
+        if not folder.resolve().is_relative_to(base):
+            return False
+        return all(path.resolve().is_relative_to(base) for path in folder.iterdir() if path.is_symlink())
+    except OSError:
+        return False
 
 
 def find_run(root: Path, rel: str) -> RunEntry | None:

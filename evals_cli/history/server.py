@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlsplit
 
 from evals_cli.errors import ConfigError
 from evals_cli.history.entries import RunEntry, Trend, trends
-from evals_cli.history.runs import read_run, scan_runs
+from evals_cli.history.runs import inside, read_run, scan_runs
 
 HOST = "127.0.0.1"
 MAX_POST = 64 * 1024  # one label line, with a note
@@ -48,8 +48,8 @@ def _lookup(root: Path, rel: str) -> RunEntry | None:
         for line in entry.per_model:
             folder = (entry.path / line.folder).resolve()
             # matrix.json names the folder: one that leads out of the root (`../..`) is never served
-            if f"{entry.rel}/{line.folder}" == rel and folder.is_relative_to(root.resolve()):
-                return read_run(folder, root)
+            if f"{entry.rel}/{line.folder}" == rel and inside(folder, root):
+                return read_run(folder, root.resolve())
     return None
 
 
@@ -60,7 +60,7 @@ class HistoryServer:
     def __init__(self, root: Path, port: int = 0, *, pages: Pages) -> None:
         if not root.is_dir():
             raise ConfigError(f"{root}: no such folder; give the folder your runs are written to (default: results)")
-        self.root = root
+        self.root = root = root.resolve()  # `results`, the default, is relative: every path found is compared with it
         handler = _handler(root, pages)
         try:
             self.httpd = _Server((HOST, port), handler)
