@@ -78,3 +78,32 @@ def test_the_default_folder_serves_every_model_page_and_no_symlink_out(server: S
     finally:
         viewer.shutdown()
     assert '"leak"' not in runs and leak_status == 404
+
+
+def test_history_and_viewer_mark_replayed_cached_and_no_judge_runs(server: ScriptedServer, tmp_path: Path) -> None:
+    import json
+
+    root = tmp_path / "results"
+    recording, cache = tmp_path / "rec.jsonl", tmp_path / "cache.jsonl"
+    _run(server, tmp_path, root / "live", "--record", str(recording))
+    _run(server, tmp_path, root / "replayed", "--replay", str(recording))
+    _run(server, tmp_path, root / "cache-fill", "--cache", str(cache))
+    _run(server, tmp_path, root / "cached", "--cache", str(cache))
+    _run(server, tmp_path, root / "nojudge", "--no-judge")
+    shown = run_cli("history", str(root), "--json")
+    assert shown.returncode == 0, shown.stderr
+    marks = {r["run"]: r["marks"] for r in json.loads(shown.stdout)}
+    assert marks["live"] == [] and marks["cache-fill"] == []  # a cache that answered nothing: every answer live
+    assert marks["replayed"] == ["replayed from rec.jsonl"]
+    assert marks["cached"] == ["cached: 2 of 2 requests from cache.jsonl"]
+    assert marks["nojudge"] == ["no judge (--no-judge)"]
+    text = " ".join(run_cli("history", str(root)).stdout.split())
+    assert "(replayed from rec.jsonl)" in text and "(no judge (--no-judge))" in text
+    viewer = HistoryServer(root, 0, pages=pages).start()
+    try:
+        _, page = _get(viewer.url + "run/replayed/")
+        _, index = _get(viewer.url)
+    finally:
+        viewer.shutdown()
+    assert "Not a live run: replayed from rec.jsonl." in page
+    assert "(replayed from rec.jsonl)" in index

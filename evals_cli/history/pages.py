@@ -130,6 +130,9 @@ def run_page(entry: RunEntry, folder: Path, rel: str) -> str:
                       f'{html.escape(run_href(rel))}labels">', page, count=1)
     back = (f'<p class="evals-history-nav" style="font-family:system-ui,sans-serif"><a href="/">← all runs</a> · '
             f"<code>{html.escape(rel)}</code></p>")
+    if entry.marks:
+        back += (f'<p class="evals-history-marks" style="font-family:system-ui,sans-serif">Not a live run: '
+                 f'{html.escape("; ".join(entry.marks))}.</p>')
     if entry.in_flight:
         back += (f'<p class="evals-history-flight" style="font-family:system-ui,sans-serif">In flight: this page '
                  f"reloads every {REFRESH_S} s; no verdict until the run ends.</p>")

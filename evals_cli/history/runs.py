@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED, ConfigError
 from evals_cli.history.entries import GateWord, ModelLine, RunEntry, Status
-from evals_cli.models.results import Coverage
+from evals_cli.models.results import CacheUse, Coverage
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME
 from evals_cli.output.manifest import MANIFEST_NAME, MATRIX_NAME, read_manifest, read_matrix
 
@@ -125,7 +125,31 @@ def _gate_word(exit_code: int | None, status: str) -> GateWord:
     return "not evaluated"
 
 
+def run_marks(folder: Path, cache: CacheUse | None) -> list[str]:
+    """How a run got its answers when not from live models, as its files record it: 'replayed' (--replay: every
+    model answer from a recording), 'cached' (--cache answered some requests: N of M), 'no judge' (--no-judge:
+    judge graders skipped). A run marked so is not comparable with a live one without saying it."""
+    marks = []
+    started = read_manifest(folder).started_with if (folder / MANIFEST_NAME).is_file() else None
+    if started is not None and started.replay:
+        marks.append(f"replayed from {Path(started.replay).name}")
+    if cache is not None and cache.hits:
+        marks.append(f"cached: {cache.hits} of {cache.hits + cache.misses} requests from {Path(cache.file).name}")
+    if started is not None and started.no_judge:
+        marks.append("no judge (--no-judge)")
+    return marks
+
+
 def _live_run(folder: Path, rel: str) -> RunEntry:
+    entry = _live_entry(folder, rel)
+    from evals_cli.output.files import read_summary
+
+    summary = read_summary(folder) if (folder / SUMMARY_NAME).is_file() else None
+    entry.marks = run_marks(folder, summary.cache if summary is not None else None)
+    return entry
+
+
+def _live_entry(folder: Path, rel: str) -> RunEntry:
     from evals_cli.output.files import SUMMARY_NAME, read_summary
 
     model = None
@@ -208,6 +232,7 @@ def _models_run(folder: Path, rel: str) -> RunEntry:
         last = max(last, _last_write(sub))
         one = _live_run(sub, f"{rel}/{run.folder}")
         entry.subset = entry.subset or one.subset
+        entry.marks += [mark for mark in one.marks if mark not in entry.marks]
         unfinished = unfinished or one.status in ("running", "stopped")
         entry.passed, entry.failed = entry.passed + one.passed, entry.failed + one.failed
         entry.errored, entry.total = entry.errored + one.errored, entry.total + one.total
