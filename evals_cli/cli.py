@@ -270,8 +270,9 @@ def report(
     from evals_cli.report import run_kind
 
     console = make_console()
+    run_path = _newest_if_folder_of_runs(run_path)
     if is_matrix(run_path):  # a run over several models: the side-by-side view, read from every model's folder
-        _report_models(run_path, html)
+        _report_models(run_path, html, why)
         return
     if run_kind(run_path) == "sessions":
         from evals_cli.report import load_sessions
@@ -310,7 +311,22 @@ def report(
         console.print(f"html report: {html}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _report_models(run_path: Path, html: Path | None) -> None:
+def _newest_if_folder_of_runs(path: Path) -> Path:
+    """A folder that is no run but holds runs (`results`): its newest run, said on stderr."""
+    from evals_cli.display.console import make_console
+    from evals_cli.history.runs import newest_run
+
+    found = newest_run(path)
+    if found is None:
+        return path
+    make_console(stderr=True).print(f"{path} holds runs, not one: reporting the newest, {found.rel} (started "
+                                    f"{found.started.isoformat(timespec='minutes')}); `evals history {path}` lists "
+                                    "them all",
+                                    markup=False, highlight=False, soft_wrap=True)
+    return found.path
+
+
+def _report_models(run_path: Path, html: Path | None, why: str = "short") -> None:
     from evals_cli.display.console import make_console
     from evals_cli.display.matrix import render_matrix
     from evals_cli.matrix_report import write_matrix_html
@@ -319,6 +335,14 @@ def _report_models(run_path: Path, html: Path | None) -> None:
     console = make_console()
     view = load_matrix(run_path)
     console.print(render_matrix(view, str(run_path)))
+    if why != "short":  # every model's reasons whole, model by model
+        from evals_cli.display.why import WholeReasons
+        from evals_cli.output.files import RESULTS_NAME, read_results
+
+        for run in view.matrix.models:
+            if (run_path / run.folder / RESULTS_NAME).is_file():
+                console.print(f"model {run.model}:", markup=False, highlight=False, style="bold")
+                console.print(WholeReasons(read_results(run_path / run.folder), "full" if why == "full" else "all"))
     for warning in view.warnings:
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if html is not None:

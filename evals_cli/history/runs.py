@@ -71,6 +71,15 @@ def inside(folder: Path, root: Path) -> bool:
         return False
 
 
+def newest_run(folder: Path) -> RunEntry | None:
+    """The newest run under `folder` when `folder` is no run itself but holds runs (`evals report results`); None
+    otherwise (a run folder, a file, or a folder without runs: the caller says what it is)."""
+    if not folder.is_dir() or any((folder / name).is_file() for name in (*_MARKERS, MATRIX_NAME)):
+        return None
+    entries = [entry for entry in scan_runs(folder) if entry.rel != "."]
+    return entries[0] if entries else None
+
+
 def find_run(root: Path, rel: str) -> RunEntry | None:
     """The run named `rel` under `root`, only when scanning finds it there (never a path built from `rel`)."""
     return next((entry for entry in scan_runs(root) if entry.rel == rel), None)
