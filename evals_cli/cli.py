@@ -200,16 +200,20 @@ def validate(
     base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite), as for run.")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Agent model (overrides the suite), as for run; with --base-url alone, the endpoint's only model.")] = None,
     import_code: Annotated[bool, typer.Option("--import-code", help="Also import the suite's Python files (custom extractors, graders, rewards, a python agent) to check their signatures, as run does; without it they are only read, never run.")] = False,
+    no_judge: Annotated[bool, typer.Option("--no-judge", help="Check the suite as run --no-judge runs it: no judge model is needed.")] = False,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model (overrides the suite), as for run.")] = None,
 ) -> None:
     """Check suites, every dataset row and every rubric without calling any model; exit 2 on problems."""
+    from evals_cli.run_options import RunOptions
     from evals_cli.runner.dispatch import default_suite
     from evals_cli.runner.validate import validate_suite
     from evals_cli.suite.loader import TargetOverride
 
     override = TargetOverride(file=target, base_url=base_url, model=model)
+    judging = RunOptions(no_judge=no_judge, judge_model=judge_model)  # a run --no-judge needs no judge model
     paths = list(suites or []) or [default_suite()]
     if len(paths) == 1:
-        report = validate_suite(paths[0], override, import_code=import_code)
+        report = validate_suite(paths[0], override, judging, import_code=import_code)
         _notes(report.notes)
         if report.problems:
             _fail(report.problems, EXIT_INVALID)
@@ -221,7 +225,7 @@ def validate(
     failed = 0
     for path in paths:  # one line per suite; the problems of each on stderr, prefixed by its path
         try:
-            report = validate_suite(path, override, import_code=import_code)
+            report = validate_suite(path, override, judging, import_code=import_code)
             problems = report.problems
             _notes(report.notes)
         except ConfigError as exc:
