@@ -76,19 +76,29 @@ def test_rogan_gladen_corrects_clips_and_refuses_chance() -> None:
 
 
 def _numpy_posterior(c: Confusion, passed: int, judged: int, draws: int = 200_000) -> tuple[float, float]:
-    """The interval of the same model drawn by numpy: Jeffreys Beta posteriors for tpr, tnr and the judge's pass
-    probability, each draw corrected and clipped, a chance draw uniform on [0, 1]."""
+    """The interval of the same model drawn by numpy: Jeffreys Beta posteriors for tpr and tnr, the run's pass
+    share from Beta(x, n-x+1) for the lower bound and Beta(x+1, n-x) for the upper (scipy's Clopper-Pearson bounds
+    are their quantiles), each draw corrected and clipped, a chance draw uniform on [0, 1]."""
     import numpy as np
+    from scipy import stats as scipy_stats
 
     rng = np.random.default_rng(3)
     tpr = rng.beta(c.tp + 0.5, c.fn + 0.5, draws)
     tnr = rng.beta(c.tn + 0.5, c.fp + 0.5, draws)
-    q = rng.beta(passed + 0.5, judged - passed + 0.5, draws)
+    failed = judged - passed
+    low_q = rng.beta(passed, failed + 1, draws) if passed else np.zeros(draws)
+    high_q = rng.beta(passed + 1, failed, draws) if failed else np.ones(draws)
+    exact = scipy_stats.binomtest(passed, judged).proportion_ci(0.95, method="exact")
+    assert np.quantile(low_q, 0.025) == pytest.approx(exact.low, abs=0.01)  # the oracle of the oracle
+    assert np.quantile(high_q, 0.975) == pytest.approx(exact.high, abs=0.01)
     youden = tpr + tnr - 1
     ok = youden > 1e-12
-    values = np.where(ok, np.clip((q + tnr - 1) / np.where(ok, youden, 1), 0, 1), rng.uniform(0, 1, draws))
-    low, high = np.quantile(values, [0.025, 0.975])
-    return float(low), float(high)
+    uniform = rng.uniform(0, 1, draws)
+
+    def corrected(q: np.ndarray) -> np.ndarray:
+        return np.where(ok, np.clip((q + tnr - 1) / np.where(ok, youden, 1), 0, 1), uniform)
+
+    return float(np.quantile(corrected(low_q), 0.025)), float(np.quantile(corrected(high_q), 0.975))
 
 
 @pytest.mark.parametrize("passed,judged", [(230, 400), (10, 10), (0, 25)])

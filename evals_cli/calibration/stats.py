@@ -9,14 +9,15 @@ need numpy or scipy for a handful of counts (the tests check every figure agains
   pass share lies outside what a judge of these rates can produce): it is clipped, and the raw value is kept so
   that the clipping is said. When tpr + tnr <= 1 the judge is no better than chance and there is nothing to
   correct with: refused, never a number.
-- Its 95% interval is Bayesian, over every source of doubt at once: Beta posteriors (Jeffreys priors, Beta(1/2,
-  1/2)) for tpr and tnr from the labels and for the judge's pass probability from the run's judged items, drawn
-  together from a seeded `random.Random`, each draw corrected and clipped, and the 2.5% and 97.5% percentiles
-  taken. A bootstrap that resamples the run's own items cannot do this: a judge that passed every item gives
-  every resample the same pass share, and the interval collapses to a point exactly where the doubt is largest. A
-  draw whose judge is at or below chance says nothing of the pass rate: it counts as a uniform draw on [0, 1].
-  The interval is for the pass rate of the population the run's items come from (the agent's pass probability on
-  items like these); docs/measuring-the-judge.md has the simulation study of its coverage (bench/calibration_coverage.py).
+- Its 95% interval is a Monte Carlo over every source of doubt at once: Beta posteriors (Jeffreys priors,
+  Beta(1/2, 1/2)) for tpr and tnr from the labels, and for the judge's pass probability on the run the pair of
+  Beta distributions whose quantiles are its Clopper-Pearson bounds, drawn together from a seeded
+  `random.Random`, each draw corrected and clipped, and the 2.5% and 97.5% percentiles taken. A bootstrap that
+  resamples the run's own items cannot do this: a judge that passed every item gives every resample the same
+  pass share, and the interval collapses to a point exactly where the doubt is largest. A draw whose judge is at
+  or below chance says nothing of the pass rate: it counts as a uniform draw on [0, 1]. The interval is for the
+  pass rate of the population the run's items come from (the agent's pass probability on items like these);
+  docs/measuring-the-judge.md has the simulation study of its coverage (bench/calibration_coverage.py).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from evals_cli.stats import quantile
 
 RESAMPLES = 2000  # bootstrap resamples of the paired judge comparison
-DRAWS = 20_000  # posterior draws of the corrected pass rate: the 2.5% bound of 4,000 draws wanders by ±0.02
+DRAWS = 20_000  # Monte Carlo draws of the corrected pass rate: the 2.5% bound of 4,000 draws wanders by ±0.02
 SEED = 0
 JEFFREYS = 0.5  # the Beta prior's two parameters: weak, and symmetric between pass and fail
 CHANCE = "the judge is no better than chance"
@@ -126,9 +127,14 @@ class Interval:
 
 def corrected_interval(confusion: Confusion, passed: int, judged: int, *, draws: int = DRAWS, seed: int = SEED,
                        confidence: float = 0.95) -> Interval:
-    """The percentile interval of the corrected pass rate's posterior (see the module's docstring): tpr, tnr and the
-    judge's pass probability each drawn from its Beta posterior under a Jeffreys prior, from `random.Random(seed)`,
-    so the same files always give the same interval in the same time."""
+    """The percentile interval of the corrected pass rate's posterior (see the module's docstring), from
+    `random.Random(seed)`, so the same files always give the same interval in the same time.
+
+    tpr and tnr are drawn from their Jeffreys Beta posteriors. The judge's pass probability on the run is drawn
+    twice per draw, from the two Beta distributions whose quantiles are the Clopper-Pearson bounds (Beta(x, n-x+1)
+    for the lower bound, Beta(x+1, n-x) for the upper): the correction rises with it, so the lower bound is taken
+    from the first and the upper from the second. A Jeffreys posterior here dipped to 91.5% coverage on runs of
+    10 items (bench/calibration_coverage.py); this envelope does not."""
     n = confusion.n
     if not n or not judged:
         return Interval(None, None, "no labelled items" if not n else "no judged items", 0, 0)
@@ -136,20 +142,27 @@ def corrected_interval(confusion: Confusion, passed: int, judged: int, *, draws:
     beta = rng.betavariate
     tp_a, fn_b = confusion.tp + JEFFREYS, confusion.fn + JEFFREYS
     tn_a, fp_b = confusion.tn + JEFFREYS, confusion.fp + JEFFREYS
-    pass_a, fail_b = passed + JEFFREYS, judged - passed + JEFFREYS
-    values: list[float] = []
+    failed = judged - passed
+    lows: list[float] = []
+    highs: list[float] = []
     undefined = 0
     for _ in range(draws):
-        tpr, tnr, observed = beta(tp_a, fn_b), beta(tn_a, fp_b), beta(pass_a, fail_b)
+        tpr, tnr = beta(tp_a, fn_b), beta(tn_a, fp_b)
         youden = tpr + tnr - 1
         if youden <= 1e-12:  # a judge at chance in this draw: the data say nothing of the rate
             undefined += 1
-            values.append(rng.random())
+            value = rng.random()
+            lows.append(value)
+            highs.append(value)
             continue
-        values.append(min(1.0, max(0.0, (observed + tnr - 1) / youden)))
-    values.sort()
+        low_share = beta(passed, failed + 1) if passed else 0.0
+        high_share = beta(passed + 1, failed) if failed else 1.0
+        lows.append(min(1.0, max(0.0, (low_share + tnr - 1) / youden)))
+        highs.append(min(1.0, max(0.0, (high_share + tnr - 1) / youden)))
+    lows.sort()
+    highs.sort()
     alpha = (1 - confidence) / 2
-    return Interval(quantile(values, alpha), quantile(values, 1 - alpha), None, undefined, draws)
+    return Interval(quantile(lows, alpha), quantile(highs, 1 - alpha), None, undefined, draws)
 
 
 def paired_difference_interval(a: Sequence[bool], b: Sequence[bool], *, groups: Sequence[object] | None = None,
