@@ -402,6 +402,8 @@ def calibrate(
     labels: Annotated[Path | None, typer.Option("--labels", help="The labels file (default RUN/labels.jsonl, the run's labels: evals label, evals view's buttons).")] = None,
     grader: Annotated[str | None, typer.Option("--grader", help="Only this judge grader.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    pool: Annotated[list[Path] | None, typer.Option("--pool", metavar="RUN", help="Also measure the judge on this run's labels (its labels.jsonl): several runs of the same grader, rubric and judge, pooled; repeatable.")] = None,
+    pool_other_judges: Annotated[bool, typer.Option("--pool-other-judges", help="Pool runs whose judge differs (rubric, model, scale, pass mark): refused without it.")] = False,
 ) -> None:
     """Measure a run's judge against your labels (tpr, tnr, kappa) and correct its pass rate; with two runs, compare their judges."""
     import json
@@ -414,6 +416,8 @@ def calibrate(
         from evals_cli.calibration.calibrate import run_labels
 
         labels = run_labels(runs[0])
+    if len(runs) == 2 and pool:
+        raise ConfigError("--pool measures one run's judge on more labels; two runs compare their judges: give one")
     if len(runs) == 2:
         from evals_cli.calibration.compare import compare_judges
         from evals_cli.calibration.render import render_judges
@@ -427,7 +431,12 @@ def calibrate(
     from evals_cli.calibration.calibrate import calibrate_run
     from evals_cli.calibration.render import render_calibration
 
-    report = calibrate_run(runs[0], labels, grader)
+    if pool:
+        from evals_cli.calibration.pooling import calibrate_pooled
+
+        report = calibrate_pooled(runs[0], labels, pool, grader, pool_other_judges)
+    else:
+        report = calibrate_run(runs[0], labels, grader)
     if as_json:
         print(json.dumps(report.as_json(), indent=2))
     else:

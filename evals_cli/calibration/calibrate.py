@@ -253,9 +253,24 @@ def calibrate_run(run_path: Path, labels_path: Path, grader: str | None = None) 
     """`evals calibrate RUN --labels FILE`: every judge grader the labels name, measured on the run."""
     run = load_judged_run(run_path)
     labels = read_labels(labels_path)
-    if grader is not None and grader not in run.graders:
-        raise ConfigError(f"--grader {grader}: not a judge grader of {run_path} (its judges: {', '.join(run.graders)})")
+    check_grader(run, grader)
     pairs, notes = match(run, labels)
+    reports = grader_reports(run, pairs, {name: [labels_path] for name in run.graders}, grader)
+    if not reports:
+        raise ConfigError(f"{labels_path}: no label for {'the grader ' + grader if grader else 'any judge grader'} of "
+                          f"{run_path}")
+    return CalibrationReport(run_path, labels_path, reports, labels.notes + notes + run.warnings)
+
+
+def check_grader(run: JudgedRun, grader: str | None) -> None:
+    if grader is not None and grader not in run.graders:
+        raise ConfigError(f"--grader {grader}: not a judge grader of {run.path} (its judges: {', '.join(run.graders)})")
+
+
+def grader_reports(run: JudgedRun, pairs: list[tuple[JudgedItem, Label]], sources: dict[str, list[Path]],
+                   grader: str | None) -> dict[str, GraderReport]:
+    """Each judge grader measured on the labelled `pairs` (this run's, and any pooled run's), its pass rate over
+    this run's judged items corrected; `sources` names the labels files behind each grader's pairs."""
     reports: dict[str, GraderReport] = {}
     for name in run.graders:
         if grader is not None and name != grader:
@@ -266,14 +281,12 @@ def calibrate_run(run_path: Path, labels_path: Path, grader: str | None = None) 
         everything = run.of(name)
         calibration = measure([(item.passed, label.passed) for item, label in mine],
                               sum(1 for item in everything if item.passed), len(everything), run.no_answer.get(name, 0))
+        source = ", ".join(str(path) for path in sources.get(name, [])) or str(run.path)
         calibration.warnings += fingerprint_notes([label for _, label in mine], run.judges.get(name), name,
-                                                  labels_path)
+                                                  Path(source))
         reports[name] = GraderReport(name, calibration, [Disagreement(item, label) for item, label in mine
                                                          if item.passed != label.passed], run.judges.get(name))
-    if not reports:
-        raise ConfigError(f"{labels_path}: no label for {'the grader ' + grader if grader else 'any judge grader'} of "
-                          f"{run_path}")
-    return CalibrationReport(run_path, labels_path, reports, labels.notes + notes + run.warnings)
+    return reports
 
 
 def calibrated(grader: str, record: JudgeRecord, labels: list[Label], source: Path,
