@@ -83,3 +83,31 @@ def test_two_judges_show_the_pass_mark_that_differs(tmp_path: Path) -> None:
     assert quality["b"]["pass_mark"] == {"op": "gte", "mark": 0.95, "scope": "conversation"}
     shown = " ".join(run_cli("calibrate", str(a), str(b), "--labels", str(labels)).stdout.split())
     assert "the judges differ in the pass mark (A ≥ 0.5, B ≥ 0.95)" in shown and "pass mark" in shown
+
+
+def test_a_clipped_correction_is_flagged_in_the_run_its_summary_and_calibrate(tmp_path: Path) -> None:
+    """The issue's case as a calibrated run: the judge passes every item, its labels say tpr 0.95 and tnr 0.80, so
+    the raw correction is 1.07. It was clipped to 1.00 and printed like any estimate, with a [1.00, 1.00] interval."""
+    from tests.scripted_server import judge_score
+
+    rows = [{"id": f"s{i}", "input": f"q{i}?", "ground_truth": "x"} for i in range(10)]
+    labels = [("pass", "pass")] * 19 + [("pass", "fail")] + [("fail", "fail")] * 16 + [("fail", "pass")] * 4
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(
+        {"sample_id": f"l{i}", "grader": "quality", "label": human, "judge": judge,
+         "score": 0.9 if judge == "pass" else 0.1}) + "\n" for i, (human, judge) in enumerate(labels)))
+    (tmp_path / "rubric.j2").write_text(RUBRIC, encoding="utf-8")
+    server = ScriptedServer().start()
+    try:
+        server.script = agent_script({f"q{i}": [text("an answer")] for i in range(10)},
+                                     judge=lambda body: judge_score(9, "fine"))
+        suite = write_suite(tmp_path, rows, base_url=server.url, graders={
+            "quality": {"kind": "model_judge", "rubric": "rubric.j2", "calibration": "labels.jsonl"}})
+        result = run_cli("run", str(suite), "-o", str(tmp_path / "run"))
+    finally:
+        server.stop()
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    shown = " ".join(result.stdout.split())
+    assert "corrected 1.00 (clipped from 1.07: the calibration does not fit this run)" in shown
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())["calibration"]["quality"]
+    assert saved["clipped"] is True and saved["raw_corrected_pass_rate"] == pytest.approx(0.8 / 0.75)
+    assert saved["ci"][1] == 1.0 and saved["ci"][0] < 0.85  # ten unanimous items leave doubt
