@@ -196,19 +196,21 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
             stale.append(label.line)
             continue
         pairs.append((item, label))
-    for why, lines in skipped.items():
-        notes.append(f"{labels.path}: line {_lines(lines)}: {len(lines)} label{'s' if len(lines) != 1 else ''} left "
-                     f"out, on item{'s' if len(lines) != 1 else ''} that {why}")
+    notes += [f"{labels.path}: line {_lines(lines)}: {len(lines)} label{'s' if len(lines) != 1 else ''} left out, "
+              f"on item{'s' if len(lines) != 1 else ''} that {why}" for why, lines in skipped.items()]
     if stale:
-        shown = ", ".join(str(n) for n in stale[:SHOWN]) + (" ..." if len(stale) > SHOWN else "")
-        whose = "every label" if len(stale) == len(labels.labels) else f"{len(stale)} labels"
-        problems.append(f"{labels.path}: line {shown}: {whose} was given to another answer than {run.path}'s (the "
-                        "conversation or the graded text differs): labels of another run; label this run's items "
-                        f"with `{command('label', run.path)}`")
+        problems.append(_stale(stale, labels, run.path))
     if problems:
         more = len(problems) - 20
         raise ConfigError(problems[:20] + ([f"{labels.path}: {more} more problems"] if more > 0 else []))
     return pairs, notes
+
+
+def _stale(lines: list[int], labels: LabelFile, run: Path) -> str:
+    whose = "every label" if len(lines) == len(labels.labels) else f"{len(lines)} labels"
+    return (f"{labels.path}: line {_lines(lines)}: {whose} was given to another answer than {run}'s (the "
+            "conversation or the graded text differs): labels of another run; label this run's items with "
+            f"`{command('label', run)}`")
 
 
 def _lines(numbers: list[int]) -> str:

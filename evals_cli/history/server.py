@@ -134,39 +134,8 @@ def _handler(root: Path, pages: Pages) -> type[BaseHTTPRequestHandler]:
                 self._send(500, f"<!doctype html><p>could not render {_esc(path)}: {_esc(type(exc).__name__)}: "
                                 f"{_esc(str(exc))}</p><p><a href='/'>all runs</a></p>")
 
-        def _same_origin(self) -> bool:
-            """A POST from this viewer's own pages: its Origin is this Host (a page of another site, even one that
-            rebinds its name to 127.0.0.1, sends its own Origin; a browser always sends Origin on a POST)."""
-            origin = (self.headers.get("Origin") or "").strip().lower()
-            host = (self.headers.get("Host") or "").strip().lower()
-            site = (self.headers.get("Sec-Fetch-Site") or "same-origin").strip().lower()
-            return bool(host) and origin == f"http://{host}" and site == "same-origin"
-
         def do_POST(self) -> None:
-            path = unquote(urlsplit(self.path).path)
-            if not self._local_host() or not self._same_origin():
-                self._send(403, "evals view saves labels only from its own pages (same origin, addressed to "
-                                "127.0.0.1 or localhost)", "text/plain")
-                return
-            if not (path.startswith("/run/") and path.rstrip("/").endswith("/labels")):
-                self._send(404, "no such address; labels are posted to /run/RUN/labels", "text/plain")
-                return
-            length = self.headers.get("Content-Length") or ""
-            if not length.isdigit() or int(length) > MAX_POST:
-                self._send(413, f"a label is one JSON object of at most {MAX_POST} bytes", "text/plain")
-                return
-            if not (self.headers.get("Content-Type") or "").lower().startswith("application/json"):
-                self._send(415, "post a label as application/json", "text/plain")
-                return
-            body = self.rfile.read(int(length))
-            entry = _lookup(root, path[len("/run/"):].rstrip("/")[: -len("/labels")].strip("/") or ".")
-            if entry is None:
-                self._send(404, "no such run under this folder", "text/plain")
-                return
-            try:
-                status, text = pages.save_label(entry, body)
-            except Exception as exc:  # one request failing must not stop the viewer
-                status, text = 500, f"{type(exc).__name__}: {exc}"
+            status, text = _post_label(self, root, pages)
             self._send(status, text, "text/plain; charset=utf-8")
 
         def _run(self, rel: str) -> None:
@@ -189,6 +158,39 @@ def _handler(root: Path, pages: Pages) -> type[BaseHTTPRequestHandler]:
                 pass
 
     return Handler
+
+
+def _same_origin(request: BaseHTTPRequestHandler) -> bool:
+    """A POST from this viewer's own pages: its Origin is this Host (a page of another site, even one that rebinds
+    its name to 127.0.0.1, sends its own Origin; a browser always sends Origin on a POST)."""
+    origin = (request.headers.get("Origin") or "").strip().lower()
+    host = (request.headers.get("Host") or "").strip().lower()
+    site = (request.headers.get("Sec-Fetch-Site") or "same-origin").strip().lower()
+    return bool(host) and origin == f"http://{host}" and site == "same-origin"
+
+
+def _post_label(request: Any, root: Path, pages: Pages) -> tuple[int, str]:
+    """A label clicked in a run's report, POSTed to /run/RUN/labels: (status, what to tell the page). Only from
+    this viewer's own pages, addressed to this machine, one small JSON object, for a run the scan finds."""
+    path = unquote(urlsplit(request.path).path)
+    if not request._local_host() or not _same_origin(request):
+        return 403, ("evals view saves labels only from its own pages (same origin, addressed to 127.0.0.1 or "
+                     "localhost)")
+    if not (path.startswith("/run/") and path.rstrip("/").endswith("/labels")):
+        return 404, "no such address; labels are posted to /run/RUN/labels"
+    length = request.headers.get("Content-Length") or ""
+    if not length.isdigit() or int(length) > MAX_POST:
+        return 413, f"a label is one JSON object of at most {MAX_POST} bytes"
+    if not (request.headers.get("Content-Type") or "").lower().startswith("application/json"):
+        return 415, "post a label as application/json"
+    body = request.rfile.read(int(length))
+    entry = _lookup(root, path[len("/run/"):].rstrip("/")[: -len("/labels")].strip("/") or ".")
+    if entry is None:
+        return 404, "no such run under this folder"
+    try:
+        return pages.save_label(entry, body)
+    except Exception as exc:  # one request failing must not stop the viewer
+        return 500, f"{type(exc).__name__}: {exc}"
 
 
 def _esc(text: str) -> str:
