@@ -32,8 +32,8 @@ def _bench():  # type: ignore[no-untyped-def]
 ])
 def test_the_interval_covers_the_true_pass_rate_in_the_hard_cells(cell: tuple[float, float, float, int, int]) -> None:
     bench = _bench()
-    found = bench.study(bench.Cell(*cell), reps=300, seed=1)
-    assert found.draws >= 200  # the cell is measured, not refused away
+    found = bench.study(bench.Cell(*cell), reps=200, seed=1, draws=500)
+    assert found.draws >= 150  # the cell is measured, not refused away
     assert found.rate >= FLOOR, f"{cell}: covered {found.covered} of {found.draws}"
     if cell[2] == 0.95:
         assert found.unanimous > found.draws / 2  # the cell is the one it says: mostly unanimous runs
