@@ -200,8 +200,9 @@ def load_sessions(target: Path) -> SessionsRunView:
     return SessionsRunView(analyses, rebuilt, warnings)
 
 
-def load_matrix(top: Path) -> MatrixView:
-    """The view of the run over several models in `top` (its matrix.json and every model's folder)."""
+def load_matrix(top: Path, *, in_flight: bool = False) -> MatrixView:
+    """The view of the run over several models in `top` (its matrix.json and every model's folder); `in_flight`
+    (the viewer saw it change just now): a model without its summary yet is running, not stopped."""
     matrix = read_matrix(top)
     if matrix is None:
         raise ConfigError(f"{top}: no {MATRIX_NAME}, so not the folder of a run over several models")
@@ -212,7 +213,7 @@ def load_matrix(top: Path) -> MatrixView:
         folder = top / run.folder
         if not (folder / RESULTS_NAME).is_file():
             warnings.append(f"{run.model}: {folder} holds no results (the run stopped before this model started)")
-        _, summary, notes = load_run(folder)
+        _, summary, notes = load_run(folder, in_flight=in_flight)
         warnings += [f"{run.model}: {note}" for note in notes]
         column = ModelColumn(run.model, run.folder, summary, endpoint=run.base_url,
                              state=RunState(list(summary.graders), repeats=summary.reliability.repeats
@@ -235,11 +236,13 @@ def load_matrix(top: Path) -> MatrixView:
     rebuilt.exit_code = combined_exit([EXIT_INTERRUPTED if r.exit_code is None else r.exit_code
                                      for r in matrix.models], matrix.gate_mode)
     rebuilt.gate = combined_verdict(matrix.models, matrix.gate_mode)
-    statuses = {run.status for run in matrix.models}
+    statuses: set[str | None] = {run.status for run in matrix.models}
     rebuilt.status = ("interrupted" if "interrupted" in statuses or None in statuses else
                       "aborted" if "aborted" in statuses else "completed")
     if rebuilt.status == "completed":
         rebuilt.abort_reason = None
+    if in_flight and ("running" in statuses or rebuilt.status == "interrupted"):  # still going: no verdict yet
+        rebuilt = rebuilt.model_copy(update={"status": "running", "abort_reason": None})
     return MatrixView(rebuilt, columns, list(order), warnings, top)
 
 

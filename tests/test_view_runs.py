@@ -107,3 +107,24 @@ def test_history_and_viewer_mark_replayed_cached_and_no_judge_runs(server: Scrip
         viewer.shutdown()
     assert "Not a live run: replayed from rec.jsonl." in page
     assert "(replayed from rec.jsonl)" in index
+
+
+def test_a_run_over_several_models_in_flight_is_shown_running(server: ScriptedServer, tmp_path: Path) -> None:
+    import json
+
+    root = tmp_path / "results"
+    _run(server, tmp_path, root / "m", "--model", "a", "--model", "b")
+    (root / "m" / "b" / "summary.json").unlink()  # b still going: matrix.json as written at the start
+    matrix = json.loads((root / "m" / "matrix.json").read_text())
+    matrix.update(status="interrupted", finished_at="", exit_code=130, gate=None)
+    for model in matrix["models"]:
+        model.update(status=None, exit_code=None, gate=None)
+    (root / "m" / "matrix.json").write_text(json.dumps(matrix))
+    viewer = HistoryServer(root, 0, pages=pages).start()
+    try:
+        status, page = _get(viewer.url + "run/m/")
+        b_status, b_page = _get(viewer.url + "run/m/b/")
+    finally:
+        viewer.shutdown()
+    assert status == 200 and "status running" in page and "interrupted" not in page
+    assert b_status == 200 and "status running" in b_page and "--resume" not in b_page

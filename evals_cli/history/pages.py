@@ -108,7 +108,7 @@ def run_page(entry: RunEntry, folder: Path, rel: str) -> str:
         from evals_cli.matrix_report import matrix_html
         from evals_cli.report import load_matrix
 
-        page = matrix_html(load_matrix(folder))
+        page = matrix_html(load_matrix(folder, in_flight=entry.in_flight))
         links = "".join(f'<li><a href="{html.escape(run_href(rel + "/" + m.folder))}">{html.escape(m.model)}</a>'
                         f"</li>" for m in entry.per_model)
         page = _after_body(page, f"<h2>Each model's report</h2><ul>{links}</ul>", at_end=True)
