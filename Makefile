@@ -8,10 +8,15 @@ LOCK     := requirements.lock
 DEV_LOCK := requirements-dev.lock
 UV_VERSION := 0.13.9
 
-.PHONY: demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline validate lint record-demo bench clean eval-traces record-demo-traces
+.PHONY: help demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline validate lint record-demo bench clean eval-traces record-demo-traces
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
+
+## Every target with what it does: the ## comment above each target in this Makefile.
+help:
+	@awk '/^## /{ d = d (d ? " " : "") substr($$0, 4); next } /^$$/{ d = ""; next } \
+		/^[a-z][a-z0-9-]*:([^=]|$$)/{ split($$0, t, ":"); printf "%-20s %s\n", t[1], d; d = "" }' $(firstword $(MAKEFILE_LIST))
 
 # --no-deps: the lock already names every package; --no-build-isolation: evals-cli itself is built with the
 # locked setuptools, not whatever setuptools is newest today.
@@ -83,9 +88,11 @@ eval-multi: $(VENV)/.installed
 eval-multi-fast: $(VENV)/.installed
 	$(EVALS) run suites/multi_turn.yaml --no-judge
 
+## The per-turn suite (each turn graded on its own) against EVAL_AGENT_* / EVAL_JUDGE_*. Exit code = gate.
 eval-per-turn: $(VENV)/.installed
 	$(EVALS) run suites/per_turn.yaml
 
+## Check every shipped suite (suites/*.yaml) without calling a model: exit 2 names the file, line and field.
 validate: $(VENV)/.installed
 	$(EVALS) validate suites/*.yaml
 
@@ -94,7 +101,6 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-## Re-record the demo from the endpoint in suites/demo.yaml (EVAL_AGENT_BASE_URL / --model to change it).
 ## The stateful suite offline, replayed from the real small model: it refunds without looking the order up, so
 ## the gate fails (exit 1), which is what the recording shows; exit 2 or 3 still fails the target.
 eval-environment: $(VENV)/.installed
@@ -137,10 +143,12 @@ record-mcp: $(VENV)/.installed-dev
 	rm -f suites/mcp_time.recording.jsonl
 	PATH="$(abspath $(BIN)):$$PATH" $(EVALS) run suites/mcp_time.yaml --record suites/mcp_time.recording.jsonl || [ $$? -eq 1 ]
 
+## Re-record the demo from the endpoint in suites/demo.yaml (EVAL_AGENT_BASE_URL / --model to change it).
 record-demo: $(VENV)/.installed
 	rm -f suites/demo.recording.jsonl
 	$(EVALS) run suites/demo.yaml --record suites/demo.recording.jsonl
 
+## Remove the virtualenvs, results/ and pytest's cache.
 clean:
 	rm -rf $(VENV) $(LATEST) results .pytest_cache
 
@@ -149,6 +157,7 @@ clean:
 .PHONY: docs
 docs: $(VENV)/.installed-dev
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # not --quiet: it hides the warnings --strict counts
+	@echo "open site/index.html from disk (every link is a file), or serve it with search: $(BIN)/mkdocs serve"
 
 ## Side-by-side benchmark against a bare openai-client loop (see bench/run.py; scenario d takes a while).
 bench: $(VENV)/.installed-dev

@@ -205,16 +205,20 @@ def validate(
     base_url: Annotated[str | None, typer.Option("--base-url", help="Agent endpoint (overrides the suite), as for run.")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Agent model (overrides the suite), as for run; with --base-url alone, the endpoint's only model.")] = None,
     import_code: Annotated[bool, typer.Option("--import-code", help="Also import the suite's Python files (custom extractors, graders, rewards, a python agent) to check their signatures, as run does; without it they are only read, never run.")] = False,
+    no_judge: Annotated[bool, typer.Option("--no-judge", help="Check the suite as run --no-judge runs it: no judge model is needed.")] = False,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model (overrides the suite), as for run.")] = None,
 ) -> None:
     """Check suites, every dataset row and every rubric without calling any model; exit 2 on problems."""
+    from evals_cli.run_options import RunOptions
     from evals_cli.runner.dispatch import default_suite
     from evals_cli.runner.validate import validate_suite
     from evals_cli.suite.loader import TargetOverride
 
     override = TargetOverride(file=target, base_url=base_url, model=model)
+    judging = RunOptions(no_judge=no_judge, judge_model=judge_model)  # a run --no-judge needs no judge model
     paths = list(suites or []) or [default_suite()]
     if len(paths) == 1:
-        report = validate_suite(paths[0], override, import_code=import_code)
+        report = validate_suite(paths[0], override, judging, import_code=import_code)
         _notes(report.notes)
         if report.problems:
             _fail(report.problems, EXIT_INVALID)
@@ -226,7 +230,7 @@ def validate(
     failed = 0
     for path in paths:  # one line per suite; the problems of each on stderr, prefixed by its path
         try:
-            report = validate_suite(path, override, import_code=import_code)
+            report = validate_suite(path, override, judging, import_code=import_code)
             problems = report.problems
             _notes(report.notes)
         except ConfigError as exc:
@@ -275,8 +279,9 @@ def report(
     from evals_cli.report import run_kind
 
     console = make_console()
+    run_path = _newest_if_folder_of_runs(run_path)
     if is_matrix(run_path):  # a run over several models: the side-by-side view, read from every model's folder
-        _report_models(run_path, html)
+        _report_models(run_path, html, why)
         return
     if run_kind(run_path) == "sessions":
         from evals_cli.report import load_sessions
@@ -315,7 +320,22 @@ def report(
         console.print(f"html report: {html}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _report_models(run_path: Path, html: Path | None) -> None:
+def _newest_if_folder_of_runs(path: Path) -> Path:
+    """A folder that is no run but holds runs (`results`): its newest run, said on stderr."""
+    from evals_cli.display.console import make_console
+    from evals_cli.history.runs import newest_run
+
+    found = newest_run(path)
+    if found is None:
+        return path
+    make_console(stderr=True).print(f"{path} holds runs, not one: reporting the newest, {found.rel} (started "
+                                    f"{found.started.isoformat(timespec='minutes')}); `evals history {path}` lists "
+                                    "them all",
+                                    markup=False, highlight=False, soft_wrap=True)
+    return found.path
+
+
+def _report_models(run_path: Path, html: Path | None, why: str = "short") -> None:
     from evals_cli.display.console import make_console
     from evals_cli.display.matrix import render_matrix
     from evals_cli.matrix_report import write_matrix_html
@@ -324,6 +344,14 @@ def _report_models(run_path: Path, html: Path | None) -> None:
     console = make_console()
     view = load_matrix(run_path)
     console.print(render_matrix(view, str(run_path)))
+    if why != "short":  # every model's reasons whole, model by model
+        from evals_cli.display.why import WholeReasons
+        from evals_cli.output.files import RESULTS_NAME, read_results
+
+        for run in view.matrix.models:
+            if (run_path / run.folder / RESULTS_NAME).is_file():
+                console.print(f"model {run.model}:", markup=False, highlight=False, style="bold")
+                console.print(WholeReasons(read_results(run_path / run.folder), "full" if why == "full" else "all"))
     for warning in view.warnings:
         make_console(stderr=True).print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if html is not None:
@@ -376,9 +404,11 @@ def label(
 @_guard
 def calibrate(
     runs: Annotated[list[Path], typer.Argument(metavar="RUN [RUN_B]", help="A finished run; with two, their judges are compared.")],
-    labels: Annotated[Path, typer.Option("--labels", help="The labels file (from evals label, or the HTML report).")],
+    labels: Annotated[Path | None, typer.Option("--labels", help="The labels file (default RUN/labels.jsonl, the run's labels: evals label, evals view's buttons).")] = None,
     grader: Annotated[str | None, typer.Option("--grader", help="Only this judge grader.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    pool: Annotated[list[Path] | None, typer.Option("--pool", metavar="RUN", help="Also measure the judge on this run's labels (its labels.jsonl): several runs of the same grader, rubric and judge, pooled; repeatable.")] = None,
+    pool_other_judges: Annotated[bool, typer.Option("--pool-other-judges", help="Pool runs whose judge differs (rubric, model, scale, pass mark): refused without it.")] = False,
 ) -> None:
     """Measure a run's judge against your labels (tpr, tnr, kappa) and correct its pass rate; with two runs, compare their judges."""
     import json
@@ -387,6 +417,12 @@ def calibrate(
 
     if len(runs) > 2:
         raise ConfigError(f"evals calibrate takes one run, or two to compare their judges, not {len(runs)}")
+    if labels is None:
+        from evals_cli.calibration.calibrate import run_labels
+
+        labels = run_labels(runs[0])
+    if len(runs) == 2 and pool:
+        raise ConfigError("--pool measures one run's judge on more labels; two runs compare their judges: give one")
     if len(runs) == 2:
         from evals_cli.calibration.compare import compare_judges
         from evals_cli.calibration.render import render_judges
@@ -400,7 +436,12 @@ def calibrate(
     from evals_cli.calibration.calibrate import calibrate_run
     from evals_cli.calibration.render import render_calibration
 
-    report = calibrate_run(runs[0], labels, grader)
+    if pool:
+        from evals_cli.calibration.pooling import calibrate_pooled
+
+        report = calibrate_pooled(runs[0], labels, pool, grader, pool_other_judges)
+    else:
+        report = calibrate_run(runs[0], labels, grader)
     if as_json:
         print(json.dumps(report.as_json(), indent=2))
     else:

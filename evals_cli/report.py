@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from evals_cli.display.matrix import MatrixView, ModelColumn, SampleMarks
 from evals_cli.display.state import RunState
@@ -66,9 +66,10 @@ def run_kind(target: Path) -> RunKind:
     return "sessions" if isinstance(row, dict) and "session_id" in row and "sample_id" not in row else "samples"
 
 
-def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
+def load_run(target: Path, *, in_flight: bool = False) -> tuple[RunState, RunSummary, list[str]]:
     """(display state, summary, warnings). The summary never shows a gate verdict the run did not earn: an
-    incomplete run's saved verdict is withheld, and a killed run (no summary.json) gets none."""
+    incomplete run's saved verdict is withheld, and a killed run (no summary.json) gets none. `in_flight` (the
+    viewer saw its files change just now): a run without summary.json is running, not stopped."""
     warnings: list[str] = []
     saved = read_summary(target)
     state: RunState | None = None
@@ -80,8 +81,10 @@ def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
             repeats = saved.reliability.repeats if saved and saved.reliability else 1
             state = RunState(names, repeats=repeats, keep_diffs=True)
             weights = saved.gate.weights if saved and saved.gate else None
-            # per-sample passes are tracked (repeats >= 2) until the results say how many repeats there were
-            gate = GateSpec(weights=weights or None, not_applicable=_not_applicable(target))
+            # per-sample passes are tracked (repeats >= 2) until the results say how many repeats there were;
+            # without a summary, the suite's own gate (run.json) gives the weights
+            gate = (None if saved else _manifest_gate(target)) or \
+                GateSpec(weights=weights or None, not_applicable=_not_applicable(target))
             acc = Accumulator(Gate(gate, names), saved.suite if saved else "run", names, repeats=max(repeats, 2))
         state.add(result)
         acc.add(result)  # type: ignore[union-attr]
@@ -93,14 +96,34 @@ def load_run(target: Path) -> tuple[RunState, RunSummary, list[str]]:
         return state, _honest(saved) if saved else RunSummary(suite="run"), warnings
     if saved is not None:
         return state, _honest(saved), warnings
-    warnings.append("no summary.json (the run did not finish): aggregates recomputed, no gate verdict")
     rebuilt = acc.summary()
+    if in_flight:  # the viewer: a run still going has no verdict yet, and nothing to resume
+        withhold_verdict(rebuilt)
+        warnings.append("the run is in flight: aggregates of the samples finished so far, no gate verdict yet")
+        return state, rebuilt.model_copy(update={
+            "status": "running", "exit_code": None,
+            "abort_reason": f"{rebuilt.total} sample{'s' if rebuilt.total != 1 else ''} finished so far; the "
+                            "verdict comes when the run ends"}), warnings
+    warnings.append("no summary.json (the run did not finish): aggregates recomputed, no gate verdict")
     rebuilt.status = "interrupted"
     rebuilt.abort_reason = (f"no summary.json: the run is still going, or was stopped before it finished; resume "
                             f"a stopped run with {program()} run SUITE --resume {results_path(target).parent}")
     withhold_verdict(rebuilt)
     rebuilt.exit_code = EXIT_INTERRUPTED
     return state, rebuilt, warnings
+
+
+def _manifest_gate(target: Path) -> Any:
+    """The suite's gate as run.json records it (its weights, rules and kind), None when there is none to read."""
+    from evals_cli.output.manifest import MANIFEST_NAME, read_manifest
+
+    folder = results_path(target).parent
+    if not (folder / MANIFEST_NAME).is_file():
+        return None
+    try:
+        return GateSpec.model_validate(read_manifest(folder).gate or {})
+    except (ConfigError, ValueError):
+        return None
 
 
 def _not_applicable(target: Path) -> str:
@@ -177,8 +200,9 @@ def load_sessions(target: Path) -> SessionsRunView:
     return SessionsRunView(analyses, rebuilt, warnings)
 
 
-def load_matrix(top: Path) -> MatrixView:
-    """The view of the run over several models in `top` (its matrix.json and every model's folder)."""
+def load_matrix(top: Path, *, in_flight: bool = False) -> MatrixView:
+    """The view of the run over several models in `top` (its matrix.json and every model's folder); `in_flight`
+    (the viewer saw it change just now): a model without its summary yet is running, not stopped."""
     matrix = read_matrix(top)
     if matrix is None:
         raise ConfigError(f"{top}: no {MATRIX_NAME}, so not the folder of a run over several models")
@@ -189,7 +213,7 @@ def load_matrix(top: Path) -> MatrixView:
         folder = top / run.folder
         if not (folder / RESULTS_NAME).is_file():
             warnings.append(f"{run.model}: {folder} holds no results (the run stopped before this model started)")
-        _, summary, notes = load_run(folder)
+        _, summary, notes = load_run(folder, in_flight=in_flight)
         warnings += [f"{run.model}: {note}" for note in notes]
         column = ModelColumn(run.model, run.folder, summary, endpoint=run.base_url,
                              state=RunState(list(summary.graders), repeats=summary.reliability.repeats
@@ -212,11 +236,13 @@ def load_matrix(top: Path) -> MatrixView:
     rebuilt.exit_code = combined_exit([EXIT_INTERRUPTED if r.exit_code is None else r.exit_code
                                      for r in matrix.models], matrix.gate_mode)
     rebuilt.gate = combined_verdict(matrix.models, matrix.gate_mode)
-    statuses = {run.status for run in matrix.models}
+    statuses: set[str | None] = {run.status for run in matrix.models}
     rebuilt.status = ("interrupted" if "interrupted" in statuses or None in statuses else
                       "aborted" if "aborted" in statuses else "completed")
     if rebuilt.status == "completed":
         rebuilt.abort_reason = None
+    if in_flight and ("running" in statuses or rebuilt.status == "interrupted"):  # still going: no verdict yet
+        rebuilt = rebuilt.model_copy(update={"status": "running", "abort_reason": None})
     return MatrixView(rebuilt, columns, list(order), warnings, top)
 
 

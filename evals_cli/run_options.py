@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -153,7 +154,10 @@ class RunOptions(BaseModel):
         return JudgeOverrides(model=self.judge_model, base_url=self.judge_base_url, api_key=self.judge_api_key)
 
 
-_MODEL_AT_URL = re.compile(r"^(?P<name>.+?)@(?P<url>https?://\S+)$")
+_MODEL_AT_URL = re.compile(r"^(?P<name>.*?)@(?P<url>https?://\S+)$")
+# what follows the @ of a name when it is an address written without its scheme (localhost:8080/v1, 10.0.0.2:80,
+# host.example/v1, ftp://...); a name's own @ (a version tag, claude@20240229) has no port and no path
+_ADDRESS = re.compile(r"^([a-z][a-z0-9+.-]*://|localhost\b|\[[0-9a-f:]+\]|[\w.-]+:\d|[\w-]+(\.[\w-]+)+/)", re.I)
 
 
 def split_model_url(text: str) -> tuple[str, str | None]:
@@ -161,8 +165,23 @@ def split_model_url(text: str) -> tuple[str, str | None]:
     anything else is a plain name. The URL must start with http:// or https://, so a name holding an @ stays whole."""
     found = _MODEL_AT_URL.match(text.strip()) if isinstance(text, str) else None
     if found is None:
+        if isinstance(text, str) and "@" in text and _ADDRESS.match(text.rsplit("@", 1)[1].strip()):
+            raise ConfigError(f"--model {text}: the URL after @ has no http:// or https:// scheme; write "
+                              "NAME@http://HOST:PORT/v1, e.g. llama3@http://localhost:8080/v1")
         return text, None
-    return found.group("name").strip(), found.group("url")
+    name, url = found.group("name").strip(), found.group("url")
+    if not name:
+        raise ConfigError(f"--model {text}: the model name before @ is empty; write NAME@URL, e.g. "
+                          "llama3@http://localhost:8080/v1")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises on a port that is not a number from 0 to 65535)
+    except ValueError as exc:
+        raise ConfigError(f"--model {text}: the URL's port is not valid ({exc}); give a port from 1 to 65535, e.g. "
+                          f"{name}@http://localhost:8080/v1") from None
+    if not parts.hostname:
+        raise ConfigError(f"--model {text}: the URL names no host; write NAME@http://HOST:PORT/v1")
+    return name, url
 
 
 def _split_model_urls(data: dict[str, Any]) -> dict[str, Any]:

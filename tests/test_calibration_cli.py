@@ -55,10 +55,13 @@ def test_label_shows_each_judged_item_and_appends_its_label(run: Path) -> None:
     assert "the judge: PASS (score 0.90, passes at ≥ 0.5): says good" in out
     assert "the judge: FAIL (score 0.20, passes at ≥ 0.5): says bad" in out
     # a per-turn judge's item shows the conversation up to the judged turn, and marks it
-    assert "grader quality · judged: turn 1" in out and "turn 1  ◀ judged" in out
-    assert "grader replies · judged: reply 0" in out
+    # turns and replies numbered from 1, as the HTML report numbers them
+    assert "grader quality · judged: turn 2" in out and "turn 2  ◀ judged" in out and "turn 0" not in out
+    assert "grader replies · judged: reply 1" in out and "reply 0" not in out
     assert "labelled 12 items in this session (9 pass, 3 fail, 0 skipped); 12 of 12 selected items" in out
-    assert f"next: evals calibrate {run} --labels {run / 'labels.jsonl'}" in out
+    assert f"next: evals calibrate {run}\n" in out  # the run's own labels.jsonl: read by default
+    # what the judge read: the rubric's criteria and the answer, without the data fences
+    assert "what the judge read" in out and "Grade the answer.\nAnswer: good alpha" in out and "<data-" not in out
     lines = read_jsonl(run / "labels.jsonl")
     assert len(lines) == 12
     first = lines[0]
@@ -185,8 +188,9 @@ def test_calibrate_json_gives_the_figures_per_judge(run: Path) -> None:
     assert quality["kappa"] == pytest.approx(cohen_kappa_score(human, judge))
     assert quality["observed_pass_rate"] == pytest.approx(0.5)
     assert quality["corrected_pass_rate"] == pytest.approx((0.5 + 2 / 3 - 1) / (2 / 3 + 2 / 3 - 1))
-    assert "ci" in quality and quality["ci"] is None  # six labels: too few for an interval, said in a warning
-    assert any("no interval" in w for w in quality["warnings"])
+    # six labels of a weak judge: the interval says how little they tell (the few-labels warning says why)
+    assert quality["ci"] is not None and quality["ci"][0] < 0.1 and quality["ci"][1] > 0.9
+    assert any("few labels" in w for w in quality["warnings"])
     assert any("few labels: 3 items labelled pass and 3 labelled fail" in w for w in quality["warnings"])
     assert [(d["sample_id"], d["label"], d["judge"]) for d in quality["disagreements"]] == \
         [("a2", "pass", "fail"), ("a3", "fail", "pass")]

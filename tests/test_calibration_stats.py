@@ -1,6 +1,6 @@
 """The judge-calibration statistics against reference implementations: scikit-learn for the confusion counts, tpr,
-tnr and Cohen's kappa; scipy's bootstrap for the corrected pass rate's interval (two samples resampled
-independently) and for the paired interval of the difference in agreement. The runtime computes them in plain
+tnr and Cohen's kappa; numpy's Beta draws of the same posterior for the corrected pass rate's interval, and scipy's
+bootstrap for the paired interval of the difference in agreement. The runtime computes them in plain
 Python; these libraries are test-only oracles (the dev extra), imported in the tests that use them so that collecting
 the suite does not pay for them."""
 
@@ -75,40 +75,78 @@ def test_rogan_gladen_corrects_clips_and_refuses_chance() -> None:
     assert rogan_gladen(0.5, 0.3, 0.4) is None
 
 
-def test_corrected_interval_matches_scipy_bootstrap_over_both_samples() -> None:
-    """scipy resamples the labelled pairs and the run's verdicts independently, as ours does (ours draws the
-    confusion cells and the pass count, which is the same distribution); the percentile bounds agree within the
-    Monte Carlo error of the two bootstraps."""
+def _numpy_posterior(c: Confusion, passed: int, judged: int, draws: int = 200_000) -> tuple[float, float]:
+    """The interval of the same model drawn by numpy: Jeffreys Beta posteriors for tpr and tnr, the run's pass
+    share from Beta(x, n-x+1) for the lower bound and Beta(x+1, n-x) for the upper (scipy's Clopper-Pearson bounds
+    are their quantiles), each draw corrected and clipped, a chance draw uniform on [0, 1]."""
     import numpy as np
     from scipy import stats as scipy_stats
 
-    pairs = labelled(7, 120, 0.85, 0.75)
-    run = [True] * 230 + [False] * 170
-    c = Confusion.of(pairs)
-    ours = corrected_interval(c, sum(run), len(run), resamples=4000)
-    codes = np.array([0 if j and h else 1 if j else 2 if h else 3 for j, h in pairs])
+    rng = np.random.default_rng(3)
+    tpr = rng.beta(c.tp + 0.5, c.fn + 0.5, draws)
+    tnr = rng.beta(c.tn + 0.5, c.fp + 0.5, draws)
+    failed = judged - passed
+    low_q = rng.beta(passed, failed + 1, draws) if passed else np.zeros(draws)
+    high_q = rng.beta(passed + 1, failed, draws) if failed else np.ones(draws)
+    exact = scipy_stats.binomtest(passed, judged).proportion_ci(0.95, method="exact")
+    assert np.quantile(low_q, 0.025) == pytest.approx(exact.low, abs=0.01)  # the oracle of the oracle
+    assert np.quantile(high_q, 0.975) == pytest.approx(exact.high, abs=0.01)
+    youden = tpr + tnr - 1
+    ok = youden > 1e-12
+    uniform = rng.uniform(0, 1, draws)
 
-    def corrected(cells: np.ndarray, verdicts: np.ndarray, axis: int = -1) -> np.ndarray:
-        tp = (cells == 0).sum(axis=axis)
-        fp = (cells == 1).sum(axis=axis)
-        fn = (cells == 2).sum(axis=axis)
-        tn = (cells == 3).sum(axis=axis)
-        tpr, tnr = tp / (tp + fn), tn / (tn + fp)
-        return np.clip((verdicts.mean(axis=axis) + tnr - 1) / (tpr + tnr - 1), 0, 1)
+    def corrected(q: np.ndarray) -> np.ndarray:
+        return np.where(ok, np.clip((q + tnr - 1) / np.where(ok, youden, 1), 0, 1), uniform)
 
-    ref = scipy_stats.bootstrap((codes, np.array(run, dtype=float)), corrected, paired=False, vectorized=True,
-                                n_resamples=20000, method="percentile", random_state=np.random.default_rng(3))
-    assert ours.low == pytest.approx(ref.confidence_interval.low, abs=0.02)
-    assert ours.high == pytest.approx(ref.confidence_interval.high, abs=0.02)
+    return float(np.quantile(corrected(low_q), 0.025)), float(np.quantile(corrected(high_q), 0.975))
+
+
+@pytest.mark.parametrize("passed,judged", [(230, 400), (10, 10), (0, 25)])
+def test_corrected_interval_matches_numpy_draws_of_the_same_posterior(passed: int, judged: int) -> None:
+    c = Confusion.of(labelled(7, 120, 0.85, 0.75))
+    ours = corrected_interval(c, passed, judged)
+    low, high = _numpy_posterior(c, passed, judged)
+    assert ours.low == pytest.approx(low, abs=0.02)
+    assert ours.high == pytest.approx(high, abs=0.02)
+    assert corrected_interval(c, passed, judged) == ours  # seeded: the same files, the same interval
+
+
+def test_corrected_interval_of_a_bulk_run_holds_the_point_estimate() -> None:
+    c = Confusion.of(labelled(7, 120, 0.85, 0.75))
+    found = corrected_interval(c, 230, 400)
     point = rogan_gladen(230 / 400, c.tpr or 0, c.tnr or 0)
-    assert point is not None and ours.low < point < ours.high
-    assert corrected_interval(c, 230, 400, resamples=4000) == ours  # seeded: the same files, the same interval
+    assert point is not None and found.low is not None and found.high is not None
+    assert found.low < point < found.high
 
 
-def test_interval_withheld_when_resamples_fall_to_chance() -> None:
-    c = Confusion(tp=2, fp=1, fn=1, tn=1)  # five labels: many resamples lose a class or reach chance
+def test_a_unanimous_run_keeps_its_doubt() -> None:
+    """The issue's case: 10 of 10 passed, calibrated on 40 labels (tpr 0.95, tnr 0.80). The bootstrap printed
+    [1.00, 1.00]; one fail in five slips through this judge, so ten passes leave real room below 1."""
+    pairs = [(True, True)] * 19 + [(False, True)] + [(False, False)] * 16 + [(True, False)] * 4
+    c = measure(pairs, 10, 10)
+    assert c.ci is not None and c.ci[1] == 1.0 and c.ci[0] < 0.85
+    failed_all = measure(pairs, 0, 10)
+    assert failed_all.ci is not None and failed_all.ci[0] == 0.0 and failed_all.ci[1] > 0.03
+
+
+def test_a_judge_near_chance_gives_a_wide_interval_not_a_narrow_one() -> None:
+    c = Confusion(tp=2, fp=1, fn=1, tn=1)  # five labels: many draws put the judge at or below chance
     found = corrected_interval(c, 10, 20)
-    assert found.low is None and found.high is None and found.why and "label more items" in found.why
+    assert found.low is not None and found.high is not None and found.high - found.low > 0.8
+    assert found.undefined > 0
+
+
+def test_a_clipped_correction_is_flagged_with_its_raw_value() -> None:
+    pairs = [(True, True)] * 19 + [(False, True)] + [(False, False)] * 16 + [(True, False)] * 4
+    high = measure(pairs, 10, 10)  # raw (1 + 0.8 - 1) / 0.75 = 1.067
+    assert high.clipped and high.corrected_pass_rate == 1.0
+    assert high.raw_corrected_pass_rate == pytest.approx(0.8 / 0.75)
+    assert any("does not fit this run" in w for w in high.warnings)
+    low = measure(pairs, 1, 10)  # raw (0.1 + 0.8 - 1) / 0.75 < 0
+    assert low.clipped and low.corrected_pass_rate == 0.0 and (low.raw_corrected_pass_rate or 0) < 0
+    inside = measure(pairs, 5, 10)
+    assert not inside.clipped and inside.raw_corrected_pass_rate == inside.corrected_pass_rate
+    assert not any("does not fit" in w for w in inside.warnings)
 
 
 def test_paired_difference_interval_matches_scipy() -> None:
@@ -156,3 +194,17 @@ def test_a_pass_mark_must_be_finite() -> None:
 
     with pytest.raises(ValidationError):
         JudgeRecord(mark=float("nan"))
+
+
+def test_the_paired_interval_resamples_samples_not_their_repeats() -> None:
+    """Five samples judged four times each with the same outcome: twenty items, but five pieces of evidence. Drawn
+    as twenty independent items the interval was about half as wide as the evidence allows."""
+    per_sample = [(False, True), (True, True), (False, True), (True, True), (True, False)]
+    a = [x for x, _ in per_sample for _ in range(4)]
+    b = [y for _, y in per_sample for _ in range(4)]
+    groups = [i for i in range(5) for _ in range(4)]
+    by_item = paired_difference_interval(a, b)
+    by_sample = paired_difference_interval(a, b, groups=groups)
+    assert by_sample[1] - by_sample[0] > 1.6 * (by_item[1] - by_item[0])
+    once = paired_difference_interval([x for x, _ in per_sample], [y for _, y in per_sample], resamples=4000)
+    assert by_sample == pytest.approx(once, abs=0.05)  # the same as the five samples once each

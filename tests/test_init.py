@@ -39,8 +39,8 @@ def test_init_validate_replay_and_live_run(tmp_path: Path) -> None:
     assert "4 samples, 4 graders" in validated.stdout
 
     # Exit 0: the scripted agent gets 3 of 4 samples right and the gate asks for a pass rate of 0.75. The one it
-    # gets wrong (fresh-cancel-unshipped: cancels without listing the orders) shows a required grader failing a
-    # sample whose weighted score passes. Every sample graded, nothing errored, nothing from the network.
+    # gets wrong (fresh-cancel-unshipped: cancels without listing the orders) fails its required tool_order and
+    # its weighted score. Every sample graded, nothing errored, nothing from the network.
     out = tmp_path / "replayed"
     replayed = run_cli("run", "suite.yaml", "--replay", "recording.jsonl", "-o", str(out), cwd=folder,
                        env=UNREACHABLE)

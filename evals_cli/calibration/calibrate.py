@@ -16,12 +16,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evals_cli.calibration.items import ItemKey, JudgedItem, JudgedRun, load_judged_run
+from evals_cli.calibration.figures import misfit
+from evals_cli.calibration.items import (
+    JUDGE_ERROR_LABEL,
+    ItemKey,
+    JudgedItem,
+    JudgedRun,
+    load_judged_run,
+    run_folder,
+)
 from evals_cli.calibration.judges import fingerprint_of
-from evals_cli.calibration.stats import CHANCE, Confusion, corrected_interval, rogan_gladen
+from evals_cli.calibration.stats import (
+    CHANCE,
+    DRAWS,
+    SEED,
+    Confusion,
+    corrected_interval,
+    outside_unit,
+    rogan_gladen_raw,
+)
 from evals_cli.errors import ConfigError
 from evals_cli.invocation import command
-from evals_cli.labels import Label, LabelFile, read_labels
+from evals_cli.labels import LABELS_NAME, Label, LabelFile, read_labels
 from evals_cli.models.calibration import JudgeCalibration, JudgeRecord
 
 FEW = 20  # fewer labels than this of either class: tpr or tnr rests on too few items to trust
@@ -63,7 +79,8 @@ class CalibrationReport:
         return {"graders": {name: report.as_json() for name, report in self.graders.items()}, "notes": self.notes}
 
 
-def measure(pairs: list[tuple[bool, bool]], passed: int, judged: int, no_answer: int = 0) -> JudgeCalibration:
+def measure(pairs: list[tuple[bool, bool]], passed: int, judged: int, no_answer: int = 0, *, draws: int = DRAWS,
+            seed: int = SEED) -> JudgeCalibration:
     """The figures of one judge: `pairs` are (judge passed, person passed) over the labelled items; `passed` of the
     run's `judged` items passed the judge, and `no_answer` more items failed with no answer to judge. Only the
     judged share is corrected (no judge erred on the others); both rates are over all the grader's items, so the
@@ -90,16 +107,20 @@ def measure(pairs: list[tuple[bool, bool]], passed: int, judged: int, no_answer:
     if observed is None:
         out.refused = "the run has no judged item with a verdict to correct"
         return out
-    corrected = rogan_gladen(passed / judged, tpr, tnr) if judged else 0.0
-    if corrected is None:
+    raw = rogan_gladen_raw(passed / judged, tpr, tnr) if judged else 0.0
+    if raw is None:
         out.refused = (f"{CHANCE} (tpr {tpr:.2f} + tnr {tnr:.2f} = {tpr + tnr:.2f} ≤ 1): its pass rate cannot be "
                        "corrected")
         return out
-    out.corrected_pass_rate = corrected * share
+    out.raw_corrected_pass_rate = raw * share
+    out.corrected_pass_rate = min(1.0, max(0.0, raw)) * share
+    if outside_unit(raw):
+        out.clipped = True
+        out.warnings.append(misfit(out))
     if not judged:  # every item failed with no answer: certain, nothing to estimate
         out.ci = [0.0, 0.0]
         return out
-    interval = corrected_interval(confusion, passed, judged)
+    interval = corrected_interval(confusion, passed, judged, draws=draws, seed=seed)
     if interval.low is None or interval.high is None:
         out.warnings.append(f"no interval for the corrected pass rate: {interval.why}")
     else:
@@ -146,6 +167,7 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
     stale: list[int] = []
     notes: list[str] = []
     pairs: list[tuple[JudgedItem, Label]] = []
+    skipped: dict[str, list[int]] = {}
     for label in labels.labels:
         where = f"{labels.path}:{label.line}"
         if label.sample_id not in run.samples:
@@ -160,12 +182,13 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
             problems.append(f"{where}: grader: {label.grader} is not a judge grader of {run.path} (its judges: "
                             f"{', '.join(judges)})")
             continue
-        item = items.get(ItemKey(label.sample_id, label.repeat, label.grader, label.turn))
+        key = ItemKey(label.sample_id, label.repeat, label.grader, label.turn)
+        item = items.get(key)
         if item is None:
+            why = run.unjudged.get(key)
             turns = per_sample.get((label.sample_id, label.repeat, label.grader))
-            if turns is None:  # the judge gave no verdict there (it failed): nothing to compare, not a bad label
-                notes.append(f"{where}: {label.grader} gave no verdict on sample {label.sample_id} in {run.path} (a "
-                             "judge error): this label is left out")
+            if why is not None or turns is None:  # no verdict there: nothing to compare, not a bad label
+                skipped.setdefault(why or JUDGE_ERROR_LABEL, []).append(label.line)
             else:
                 problems.append(_turn_problem(label, turns, where, run.path))
             continue
@@ -173,16 +196,25 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
             stale.append(label.line)
             continue
         pairs.append((item, label))
+    notes += [f"{labels.path}: line {_lines(lines)}: {len(lines)} label{'s' if len(lines) != 1 else ''} left out, "
+              f"on item{'s' if len(lines) != 1 else ''} that {why}" for why, lines in skipped.items()]
     if stale:
-        shown = ", ".join(str(n) for n in stale[:SHOWN]) + (" ..." if len(stale) > SHOWN else "")
-        whose = "every label" if len(stale) == len(labels.labels) else f"{len(stale)} labels"
-        problems.append(f"{labels.path}: line {shown}: {whose} was given to another answer than {run.path}'s (the "
-                        "conversation or the graded text differs): labels of another run; label this run's items "
-                        f"with `{command('label', run.path)}`")
+        problems.append(_stale(stale, labels, run.path))
     if problems:
         more = len(problems) - 20
         raise ConfigError(problems[:20] + ([f"{labels.path}: {more} more problems"] if more > 0 else []))
     return pairs, notes
+
+
+def _stale(lines: list[int], labels: LabelFile, run: Path) -> str:
+    whose = "every label" if len(lines) == len(labels.labels) else f"{len(lines)} labels"
+    return (f"{labels.path}: line {_lines(lines)}: {whose} was given to another answer than {run}'s (the "
+            "conversation or the graded text differs): labels of another run; label this run's items with "
+            f"`{command('label', run)}`")
+
+
+def _lines(numbers: list[int]) -> str:
+    return ", ".join(str(n) for n in numbers[:SHOWN]) + (" ..." if len(numbers) > SHOWN else "")
 
 
 def fingerprint_notes(labels: list[Label], record: JudgeRecord | None, grader: str, source: Path) -> list[str]:
@@ -208,13 +240,39 @@ def fingerprint_notes(labels: list[Label], record: JudgeRecord | None, grader: s
     return out
 
 
+def run_labels(run_path: Path) -> Path:
+    """RUN/labels.jsonl, the run's own labels (what `evals label` and `evals view`'s buttons write): the labels
+    file when none is named. ConfigError naming both ways to give one when it does not exist."""
+    path = run_folder(run_path) / LABELS_NAME
+    if not path.is_file():
+        raise ConfigError(f"{run_path}: no {LABELS_NAME} in the run's folder, and no --labels given; label the run "
+                          f"with `{command('label', run_path)}` (or the buttons of `evals view`), or give --labels "
+                          "FILE")
+    return path
+
+
 def calibrate_run(run_path: Path, labels_path: Path, grader: str | None = None) -> CalibrationReport:
     """`evals calibrate RUN --labels FILE`: every judge grader the labels name, measured on the run."""
     run = load_judged_run(run_path)
     labels = read_labels(labels_path)
-    if grader is not None and grader not in run.graders:
-        raise ConfigError(f"--grader {grader}: not a judge grader of {run_path} (its judges: {', '.join(run.graders)})")
+    check_grader(run, grader)
     pairs, notes = match(run, labels)
+    reports = grader_reports(run, pairs, {name: [labels_path] for name in run.graders}, grader)
+    if not reports:
+        raise ConfigError(f"{labels_path}: no label for {'the grader ' + grader if grader else 'any judge grader'} of "
+                          f"{run_path}")
+    return CalibrationReport(run_path, labels_path, reports, labels.notes + notes + run.warnings)
+
+
+def check_grader(run: JudgedRun, grader: str | None) -> None:
+    if grader is not None and grader not in run.graders:
+        raise ConfigError(f"--grader {grader}: not a judge grader of {run.path} (its judges: {', '.join(run.graders)})")
+
+
+def grader_reports(run: JudgedRun, pairs: list[tuple[JudgedItem, Label]], sources: dict[str, list[Path]],
+                   grader: str | None) -> dict[str, GraderReport]:
+    """Each judge grader measured on the labelled `pairs` (this run's, and any pooled run's), its pass rate over
+    this run's judged items corrected; `sources` names the labels files behind each grader's pairs."""
     reports: dict[str, GraderReport] = {}
     for name in run.graders:
         if grader is not None and name != grader:
@@ -225,14 +283,12 @@ def calibrate_run(run_path: Path, labels_path: Path, grader: str | None = None) 
         everything = run.of(name)
         calibration = measure([(item.passed, label.passed) for item, label in mine],
                               sum(1 for item in everything if item.passed), len(everything), run.no_answer.get(name, 0))
+        source = ", ".join(str(path) for path in sources.get(name, [])) or str(run.path)
         calibration.warnings += fingerprint_notes([label for _, label in mine], run.judges.get(name), name,
-                                                  labels_path)
+                                                  Path(source))
         reports[name] = GraderReport(name, calibration, [Disagreement(item, label) for item, label in mine
                                                          if item.passed != label.passed], run.judges.get(name))
-    if not reports:
-        raise ConfigError(f"{labels_path}: no label for {'the grader ' + grader if grader else 'any judge grader'} of "
-                          f"{run_path}")
-    return CalibrationReport(run_path, labels_path, reports, labels.notes + notes + run.warnings)
+    return reports
 
 
 def calibrated(grader: str, record: JudgeRecord, labels: list[Label], source: Path,

@@ -34,6 +34,7 @@ class Side:
         record = self.record
         return {"run": str(self.run), "model": record.model if record else None,
                 "rubric": record.rubric if record else None, "scale": record.scale if record else None,
+                "pass_mark": {"op": record.op, "mark": record.mark, "scope": record.scope} if record else None,
                 "n": c.n, "tp": c.tp, "fp": c.fp, "fn": c.fn, "tn": c.tn, "tpr": c.tpr, "tnr": c.tnr,
                 "kappa": c.kappa, "agreement": c.agreement}
 
@@ -46,6 +47,12 @@ class JudgeComparison:
     difference: float  # agreement of B minus agreement of A
     ci: tuple[float, float]
     left_out: int = 0  # labelled items whose judged answer differs between the runs
+    samples: int = 0  # the samples those items belong to: the unit the interval resamples
+
+    @property
+    def differs(self) -> list[str]:
+        """Every setting of the two judges that differs, in words."""
+        return settings_differ(self.a.record, self.b.record)
 
     @property
     def verdict(self) -> str:
@@ -57,8 +64,33 @@ class JudgeComparison:
         return "no clear difference: the interval includes 0 (label more items, or the judges are alike)"
 
     def as_json(self) -> dict[str, Any]:
-        return {"a": self.a.as_json(), "b": self.b.as_json(), "agreement_difference": self.difference,
-                "ci": list(self.ci), "left_out": self.left_out, "verdict": self.verdict}
+        return {"a": self.a.as_json(), "b": self.b.as_json(), "differs": self.differs,
+                "agreement_difference": self.difference, "ci": list(self.ci), "samples": self.samples,
+                "left_out": self.left_out, "verdict": self.verdict}
+
+
+SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
+
+
+def pass_mark(record: JudgeRecord) -> str:
+    return f"{SYMBOLS.get(record.op, record.op)} {record.mark:g}" + (" per reply" if record.scope == "reply" else "")
+
+
+def settings_differ(a: JudgeRecord | None, b: JudgeRecord | None) -> list[str]:
+    """'the pass mark (A ≥ 0.7, B ≥ 0.5)', 'the rubric', ...: what a reader must know before crediting a rubric
+    with a difference the pass mark made."""
+    if a is None or b is None:
+        return [] if a is b else ["what run.json records of the judge (one run has no record)"]
+    found = []
+    if (a.op, a.mark, a.scope) != (b.op, b.mark, b.scope):
+        found.append(f"the pass mark (A {pass_mark(a)}, B {pass_mark(b)})")
+    if a.rubric != b.rubric:
+        found.append("the rubric")
+    if a.model != b.model:
+        found.append(f"the judge model (A {a.model or '—'}, B {b.model or '—'})")
+    if a.scale != b.scale:
+        found.append(f"the scale (A {a.scale or '—'}, B {b.scale or '—'})")
+    return found
 
 
 @dataclass
@@ -115,6 +147,8 @@ def compare_judges(run_a: Path, run_b: Path, labels_path: Path, grader: str | No
                       Confusion.of([(matched[i][k][0].passed, matched[i][k][1].passed) for k in same]))
                  for i, (run, run_judged) in enumerate(((run_a, a), (run_b, b)))]
         difference = (sum(agree_b) - sum(agree_a)) / len(same)
+        groups = [k[0] for k in same]  # the sample: its repeats and turns are resampled together
         out[name] = JudgeComparison(name, sides[0], sides[1], difference,
-                                    paired_difference_interval(agree_a, agree_b), left_out)
+                                    paired_difference_interval(agree_a, agree_b, groups=groups), left_out,
+                                    len(set(groups)))
     return JudgesComparison(labels_path, out, list(dict.fromkeys(notes)))

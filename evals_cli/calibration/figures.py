@@ -25,7 +25,29 @@ def corrected_line(name: str, c: JudgeCalibration) -> str:
     if c.corrected_pass_rate is None:
         return f"{raw}; no corrected rate: {c.refused}" + source
     spread = f"95% CI {interval(c.ci)}" if c.ci else "no interval"
-    return f"{raw}, corrected {fmt(c.corrected_pass_rate)}, {spread}" + source
+    return f"{raw}, corrected {corrected(c)}, {spread}" + source
+
+
+def corrected(c: JudgeCalibration) -> str:
+    """The corrected rate, with the clipping said where it was clipped."""
+    if not c.clipped:
+        return fmt(c.corrected_pass_rate)
+    return (f"{fmt(c.corrected_pass_rate)} (clipped from {fmt(c.raw_corrected_pass_rate)}: the calibration does not "
+            "fit this run)")
+
+
+def misfit(c: JudgeCalibration) -> str:
+    """What a clipped correction means: the judge's measured rates cannot produce this run's pass share."""
+    raw = c.raw_corrected_pass_rate
+    shown = "—" if raw is None else f"{raw:.2f}"
+    share = "—"
+    if c.observed_pass_rate is not None and c.judged:
+        share = f"{c.observed_pass_rate * (c.judged + c.no_answer) / c.judged:.2f}"
+    span = f"[{1 - c.tnr:.2f}, {c.tpr:.2f}]" if c.tpr is not None and c.tnr is not None else "—"
+    return (f"the calibration does not fit this run: the raw correction {shown} lies outside [0, 1] and is clipped to "
+            f"{fmt(c.corrected_pass_rate)}; a judge with tpr {fmt(c.tpr)} and tnr {fmt(c.tnr)} passes a share in "
+            f"{span} of the items it judges, this run's judge passed {share} (with few judged items this can be "
+            "chance; else its labels measured another judge or other items: label items of this run)")
 
 
 def rates_over(c: JudgeCalibration) -> str:

@@ -84,6 +84,7 @@ class JudgedRun:
     judges: dict[str, JudgeRecord]
     errors: dict[str, int] = field(default_factory=dict)  # per grader: judged items without a verdict
     no_answer: dict[str, int] = field(default_factory=dict)  # per grader: fails with no answer, never judged
+    unjudged: dict[ItemKey, str] = field(default_factory=dict)  # those items' keys: why no verdict
     samples: dict[str, set[int]] = field(default_factory=dict)  # sample id -> repeats in the run
     warnings: list[str] = field(default_factory=list)
 
@@ -163,59 +164,95 @@ def _no_answer(turn: TurnGrade) -> bool:
     return turn.score == 0.0 and turn.rationale.startswith(NO_ANSWER)
 
 
+NO_ANSWER_LABEL = "failed with no answer: not the judge's verdict"
+JUDGE_ERROR_LABEL = "the judge gave no verdict on (a judge error)"
+
+
+@dataclass
+class Unjudged:
+    """What a run holds without a judge's verdict, per grader: items failed with no answer to judge (never asked),
+    and items whose judge failed. Their keys too, so a label given to one is told apart from a label naming
+    nothing in the run."""
+
+    errors: dict[str, int] = field(default_factory=dict)
+    no_answer: dict[str, int] = field(default_factory=dict)
+    keys: dict[ItemKey, str] = field(default_factory=dict)  # key -> NO_ANSWER_LABEL or JUDGE_ERROR_LABEL
+
+    def missed(self, key: ItemKey) -> None:
+        self.no_answer[key.grader] = self.no_answer.get(key.grader, 0) + 1
+        self.keys[key] = NO_ANSWER_LABEL
+
+    def failed(self, key: ItemKey) -> None:
+        self.errors[key.grader] = self.errors.get(key.grader, 0) + 1
+        self.keys[key] = JUDGE_ERROR_LABEL
+
+
 def judged_items(results: Iterable[SampleResult], judges: dict[str, JudgeRecord], fallback: JudgeRecord | None,
-                 errors: dict[str, int] | None = None, no_answer: dict[str, int] | None = None) -> list[JudgedItem]:
+                 errors: dict[str, int] | None = None, no_answer: dict[str, int] | None = None,
+                 unjudged: Unjudged | None = None) -> list[JudgedItem]:
     """Every verdict of every judge grader in `results`, read at its pass mark (`judges`, else `fallback`).
 
     `no_answer` counts, per judge grader, the items failed with no answer to judge: no judge saw them, so they
-    are not items to label, but they are the grader's fails, and a pass rate without them would be too high."""
+    are not items to label, but they are the grader's fails, and a pass rate without them would be too high.
+    `unjudged` collects those and the judge's errors with their keys."""
     items: list[JudgedItem] = []
-    missed = no_answer if no_answer is not None else {}
+    tally = unjudged if unjudged is not None else Unjudged()
     for result in results:
         for name, grade in result.grades.items():
+            key = ItemKey(result.sample_id, result.repeat, name, None)
             if grade.metadata.get("no_answer") or (
                     grade.per_turn_grades is not None and not is_judged(grade) and name in judges):
-                reached = [t for t in grade.per_turn_grades or [] if t.turn < len(result.trajectory.turns)]
-                count = sum(1 for t in reached if _no_answer(t)) if grade.per_turn_grades is not None else 1
-                if count:
-                    missed[name] = missed.get(name, 0) + count
+                if grade.per_turn_grades is None:
+                    tally.missed(key)
+                for t in grade.per_turn_grades or []:
+                    if t.turn < len(result.trajectory.turns) and _no_answer(t):
+                        tally.missed(ItemKey(result.sample_id, result.repeat, name, t.turn))
                 continue
             if not is_judged(grade):
                 continue
             record = judges.get(name) or fallback
+            assert record is not None
             model = str(grade.metadata.get("judge") or "")
-            turns = grade.per_turn_grades
-            if turns is None:
+            if grade.per_turn_grades is None:
                 if grade.score is None:
-                    if errors is not None:
-                        errors[name] = errors.get(name, 0) + 1
+                    tally.failed(key)
                     continue
-                assert record is not None
-                items.append(JudgedItem(ItemKey(result.sample_id, result.repeat, name, None), "sample", grade.score,
-                                        record.passes(grade.score), grade.rationale, grade.submission or "", result,
-                                        model))
+                items.append(JudgedItem(key, "sample", grade.score, record.passes(grade.score), grade.rationale,
+                                        grade.submission or "", result, model))
                 continue
-            reply = grade.metadata.get("scope") == "reply"
-            asked = _turns_asked(grade)
-            failed = grade.metadata.get("replies_failed")
-            for turn in turns:
-                if (asked is not None and turn.turn not in asked) or turn.turn >= len(result.trajectory.turns):
-                    if turn.turn < len(result.trajectory.turns) and _no_answer(turn):
-                        missed[name] = missed.get(name, 0) + 1
-                    continue  # never reached, or nothing to judge: the grader's 0, not the judge's
-                if turn.score is None:
-                    if errors is not None:
-                        errors[name] = errors.get(name, 0) + 1
-                    continue
-                if name in judges or not reply or not isinstance(failed, list):
-                    assert record is not None
-                    passed = record.passes(turn.score)
-                else:  # an older run.json: the run's own list of the replies that failed is the verdict
-                    passed = turn.turn not in failed
-                items.append(JudgedItem(ItemKey(result.sample_id, result.repeat, name, turn.turn),
-                                        "reply" if reply else "turn", turn.score, passed, turn.rationale,
-                                        turn.submission, result, model))
+            items += _turn_items(result, name, grade, record, name in judges, tally, model)
+    for source, target in ((tally.errors, errors), (tally.no_answer, no_answer)):
+        if target is not None:
+            for name, count in source.items():
+                target[name] = target.get(name, 0) + count
     return items
+
+
+def _turn_items(result: SampleResult, name: str, grade: Grade, record: JudgeRecord, recorded: bool,
+                tally: Unjudged, model: str) -> list[JudgedItem]:
+    """The verdicts of a per-turn or per-reply judge on one sample: a turn never reached, or with nothing to judge,
+    got the grader's 0, not the judge's."""
+    out: list[JudgedItem] = []
+    reply = grade.metadata.get("scope") == "reply"
+    asked = _turns_asked(grade)
+    failed = grade.metadata.get("replies_failed")
+    reached = len(result.trajectory.turns)
+    for turn in grade.per_turn_grades or []:
+        key = ItemKey(result.sample_id, result.repeat, name, turn.turn)
+        if (asked is not None and turn.turn not in asked) or turn.turn >= reached:
+            if turn.turn < reached and _no_answer(turn):
+                tally.missed(key)
+            continue
+        if turn.score is None:
+            tally.failed(key)
+            continue
+        if recorded or not reply or not isinstance(failed, list):
+            passed = record.passes(turn.score)
+        else:  # an older run.json: the run's own list of the replies that failed is the verdict
+            passed = turn.turn not in failed
+        out.append(JudgedItem(key, "reply" if reply else "turn", turn.score, passed, turn.rationale, turn.submission,
+                              result, model))
+    return out
 
 
 def load_judged_run(run: Path) -> JudgedRun:
@@ -240,15 +277,15 @@ def load_judged_run(run: Path) -> JudgedRun:
         fallback = _fallback_mark(manifest, run)
         warnings.append(f"{folder / MANIFEST_NAME} does not record the pass mark of {', '.join(missing)} (a run made "
                         f"before it did): the gate's per-sample pass value ({fallback.op} {fallback.mark:g}) is used")
-    errors: dict[str, int] = {}
     order = {name: i for i, name in enumerate(names)}  # one grader's items together, each in results order
-    no_answer: dict[str, int] = {}
-    items = sorted(judged_items(results, judges, fallback, errors, no_answer),
-                   key=lambda item: order[item.key.grader])
+    tally = Unjudged()
+    items = sorted(judged_items(results, judges, fallback, unjudged=tally), key=lambda item: order[item.key.grader])
+    errors, no_answer = tally.errors, tally.no_answer
     samples: dict[str, set[int]] = {}
     for result in results:
         samples.setdefault(result.sample_id, set()).add(result.repeat)
     for name, count in errors.items():
         warnings.append(f"{name}: {count} judged item{'s' if count != 1 else ''} without a verdict (the judge failed) "
                         "left out: a judge error is not a failed item")
-    return JudgedRun(folder, items, {n: judges[n] for n in names if n in judges}, errors, no_answer, samples, warnings)
+    return JudgedRun(folder, items, {n: judges[n] for n in names if n in judges}, errors, no_answer, tally.keys,
+                     samples, warnings)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from rich.console import Console
 from rich.text import Text
 
 from evals_cli.calibration.calibrate import match
-from evals_cli.calibration.items import JudgedItem, JudgedRun, load_judged_run
+from evals_cli.calibration.items import JudgedItem, JudgedRun, load_judged_run, run_folder
 from evals_cli.calibration.judges import fingerprint_of
 from evals_cli.errors import ConfigError
 from evals_cli.invocation import command
@@ -36,6 +37,8 @@ SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
 KEYS = "[p]ass  [f]ail  [s]kip  [b]ack  [n]ote  [q]uit"
 ONLY_KINDS = ("disagreements-of",)
 MAX_TEXT = 1500  # characters of one message or tool result shown before "…"
+MAX_PROMPT = 4000  # characters of the judge's prompt shown
+FENCE = re.compile(r"</?data-[0-9a-f]{6,}>")  # the judge's data fences (graders/judging): noise to a person
 
 
 class Keys(Protocol):
@@ -172,12 +175,30 @@ def select(run: JudgedRun, *, grader: str | None = None, disagreements_of: Path 
     return items
 
 
-def _cap(text: str) -> str:
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"… ({len(text) - MAX_TEXT} more characters)"
+def _cap(text: str, limit: int = MAX_TEXT) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
+
+
+def judge_prompt(item: JudgedItem) -> str:
+    """The rubric as the judge was given it for this item (its criteria, the reference answer where the rubric
+    reads one, the answer), with the data fences taken out for reading; empty when the run did not record it."""
+    grade = item.result.grades.get(item.key.grader)
+    if grade is None:
+        return ""
+    messages = grade.metadata.get("messages")
+    if item.key.turn is not None:
+        calls = grade.metadata.get("turn_calls")
+        found = [c for c in calls if isinstance(c, dict) and c.get("turn") == item.key.turn] \
+            if isinstance(calls, list) else []
+        messages = found[0].get("messages") if found else None
+    if not isinstance(messages, list):
+        return ""
+    texts = [str(m.get("content") or "") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    return FENCE.sub("", "\n".join(texts)).strip()
 
 
 def _turn_lines(index: int, turn: Turn, judged: bool) -> list[Text]:
-    head = f"turn {index}" + ("  ◀ judged" if judged else "")
+    head = f"turn {index + 1}" + ("  ◀ judged" if judged else "")  # from 1, as the HTML report numbers turns
     lines = [Text(head, style="bold" if judged else "dim")]
     if turn.user is not None:
         lines.append(Text(f"  [user] {_cap(turn.user)}"))
@@ -193,7 +214,8 @@ def _turn_lines(index: int, turn: Turn, judged: bool) -> list[Text]:
 def render_item(item: JudgedItem, position: int, total: int, run: JudgedRun, previous: Label | None) -> list[Text]:
     """What the person reads before answering."""
     key = item.key
-    what = {"sample": "the whole conversation", "turn": f"turn {key.turn}", "reply": f"reply {key.turn}"}[item.scope]
+    shown = (key.turn or 0) + 1  # from 1, as the HTML report numbers turns (the labels file keeps the 0-based index)
+    what = {"sample": "the whole conversation", "turn": f"turn {shown}", "reply": f"reply {shown}"}[item.scope]
     repeat = f" · repeat {key.repeat}" if key.repeat else ""
     out = [Text(f"── item {position} of {total} · sample {key.sample_id}{repeat} · grader {key.grader} · judged: {what}",
                 style="bold")]
@@ -207,6 +229,11 @@ def render_item(item: JudgedItem, position: int, total: int, run: JudgedRun, pre
         out += _turn_lines(index, turn, judged=item.scope != "sample" and index == key.turn)
     if item.submission:
         out.append(Text(f"graded text: {_cap(item.submission)}"))
+    prompt = judge_prompt(item)
+    if prompt:
+        out.append(Text("what the judge read (the rubric's criteria, with the reference answer where the rubric "
+                        "gives one):", style="bold"))
+        out.append(Text(_cap(prompt, MAX_PROMPT)))
     record = run.judges.get(key.grader)
     mark = f", passes at {SYMBOLS.get(record.op, record.op)} {record.mark:g}" if record is not None else ""
     style = "bold green" if item.passed else "bold red"
@@ -248,7 +275,7 @@ def run_labeller(run_path: Path, *, labels_path: Path | None = None, grader: str
     done = _done(items, existing, review, same)
     todo = [i for i in range(len(items)) if i not in done]
     session = Session(run_path, out_path, len(items), len(done))
-    say: Callable[[str], None] = lambda text: console.print(Text(text), soft_wrap=True)  # noqa: E731
+    say: Callable[[str], None] = lambda text: console.print(Text(text), soft_wrap=not console.is_terminal)  # noqa: E731
     for warning in run.warnings:
         say(f"warning: {warning}")
     if not items:
@@ -271,7 +298,7 @@ def _label(session: Session, run: JudgedRun, items: list[JudgedItem], todo: list
            existing: dict[tuple[str, int, str, int | None], Label], keys: Keys, out_path: Path, review: bool,
            console: Console) -> None:
     """The loop: show an item, read a key, act on it, until the items or the input run out, or q."""
-    say: Callable[[str], None] = lambda text: console.print(Text(text), soft_wrap=True)  # noqa: E731
+    say: Callable[[str], None] = lambda text: console.print(Text(text), soft_wrap=not console.is_terminal)  # noqa: E731
     given: dict[int, Label] = {}
     position = 0
     shown = -1  # the position on screen: a note or an unknown key does not show the item again
@@ -282,7 +309,8 @@ def _label(session: Session, run: JudgedRun, items: list[JudgedItem], todo: list
         key = (item.key.sample_id, item.key.repeat, item.key.grader, item.key.turn)
         if shown != position:
             for line in render_item(item, index + 1, len(items), run, given.get(index) or existing.get(key)):
-                console.print(line, soft_wrap=True)
+                # a terminal wraps at word boundaries; a pipe or a file has no edge to wrap at
+                console.print(line, soft_wrap=not console.is_terminal)
             shown = position
         try:
             answer = keys.key()
@@ -333,4 +361,6 @@ def _closing(session: Session, say: Callable[[str], None]) -> None:
         f"pass, {session.failed} fail, {session.skipped} skipped); {labelled} of {session.total} selected items are "
         f"labelled in {session.labels}")
     if session.labelled or session.done_before:
-        say(f"next: {command('calibrate', session.run, '--labels', session.labels)}")
+        own = session.labels.resolve() == (run_folder(session.run) / LABELS_NAME).resolve()
+        extra = () if own else ("--labels", session.labels)
+        say(f"next: {command('calibrate', session.run, *extra)}")

@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from evals_cli.calibration.calibrate import CalibrationReport, GraderReport, leniency
-from evals_cli.calibration.compare import JudgesComparison
-from evals_cli.calibration.figures import fmt, interval, rates_over
+from evals_cli.calibration.compare import JudgesComparison, pass_mark
+from evals_cli.calibration.figures import corrected, fmt, interval, rates_over
 
 SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
 
@@ -22,7 +22,8 @@ def _figures(report: CalibrationReport) -> Table:
     for name, g in report.graders.items():
         c = g.calibration
         table.add_row(name, str(c.n), str(c.tp), str(c.fp), str(c.fn), str(c.tn), fmt(c.tpr), fmt(c.tnr),
-                      fmt(c.kappa), fmt(c.observed_pass_rate), fmt(c.corrected_pass_rate), interval(c.ci))
+                      fmt(c.kappa), fmt(c.observed_pass_rate),
+                      fmt(c.corrected_pass_rate) + (" clipped" if c.clipped else ""), interval(c.ci))
     return table
 
 
@@ -45,7 +46,7 @@ def _grader_lines(g: GraderReport) -> list[RenderableType]:
     mark = f" (passes at {SYMBOLS.get(g.record.op, g.record.op)} {g.record.mark:g})" if g.record else ""
     if c.corrected_pass_rate is not None:
         out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {rates_over(c)}{mark}; "
-                        f"corrected for the judge's errors: {fmt(c.corrected_pass_rate)}, "
+                        f"corrected for the judge's errors: {corrected(c)}, "
                         + (f"95% CI {interval(c.ci)}" if c.ci else "no interval (see the warning)")))
     else:
         out.append(Text(f"{g.name}: pass rate {fmt(c.observed_pass_rate)} as judged over {rates_over(c)}{mark}; "
@@ -79,14 +80,16 @@ def render_calibration(report: CalibrationReport) -> RenderableType:
 def render_judges(comparison: JudgesComparison) -> RenderableType:
     parts: list[RenderableType] = [Text(f"two judges measured against {comparison.labels}")]
     for name, c in comparison.graders.items():
-        table = Table(box=box.SIMPLE, title=f"{name}: on the {c.a.confusion.n} labelled items both judged",
-                      title_justify="left")
+        table = Table(box=box.SIMPLE, title=f"{name}: on the {c.a.confusion.n} labelled items both judged (of "
+                      f"{c.samples} sample{'s' if c.samples != 1 else ''})", title_justify="left")
         for col in ("", "A", "B"):
             table.add_column(col, justify="left" if not col else "right", no_wrap=not col)
         rows = [("run", str(c.a.run), str(c.b.run)),
                 ("judge model", c.a.record.model if c.a.record else "—", c.b.record.model if c.b.record else "—"),
                 ("rubric", c.a.record.rubric if c.a.record else "—", c.b.record.rubric if c.b.record else "—"),
                 ("scale", c.a.record.scale if c.a.record else "—", c.b.record.scale if c.b.record else "—"),
+                ("pass mark", pass_mark(c.a.record) if c.a.record else "—",
+                 pass_mark(c.b.record) if c.b.record else "—"),
                 ("agreement", fmt(c.a.confusion.agreement), fmt(c.b.confusion.agreement)),
                 ("kappa", fmt(c.a.confusion.kappa), fmt(c.b.confusion.kappa)),
                 ("tpr", fmt(c.a.confusion.tpr), fmt(c.b.confusion.tpr)),
@@ -94,7 +97,12 @@ def render_judges(comparison: JudgesComparison) -> RenderableType:
         for row in rows:
             table.add_row(*row)
         parts.append(table)
-        parts.append(Text(f"{name}: agreement B − A = {c.difference:+.2f}, 95% paired bootstrap CI "
+        differs = c.differs
+        parts.append(Text(f"{name}: the judges differ in " + "; ".join(differs) if differs else
+                          f"{name}: the two judges' recorded settings are the same (rubric, model, scale, pass mark)",
+                          style="bold" if differs else "dim"))
+        parts.append(Text(f"{name}: agreement B − A = {c.difference:+.2f}, 95% paired bootstrap CI (resampling "
+                          "samples) "
                           f"[{c.ci[0]:+.2f}, {c.ci[1]:+.2f}]: {c.verdict}"))
     for note in comparison.notes:
         parts.append(Text(f"note: {note}", style="dim"))

@@ -49,6 +49,8 @@ class RunEntry:
     detail: str = ""
     per_model: list[ModelLine] = field(default_factory=list)
     subset: str = ""  # which samples, when not the whole dataset ("-n 3", "tags: smoke"): trends keep them apart
+    marks: list[str] = field(default_factory=list)  # how the run got its answers, when not live: replayed, cached,
+    # no judge (see runs.run_marks)
 
     @property
     def pass_rate(self) -> float | None:
@@ -65,6 +67,7 @@ class RunEntry:
                 "status": self.status, "gate": self.gate, "exit_code": self.exit_code, "models": self.models,
                 "pass_rate": self.pass_rate, "passed": self.passed, "failed": self.failed, "errored": self.errored,
                 "total": self.total, "cost": self.cost, "detail": self.detail, "subset": self.subset,
+                "marks": self.marks,
                 "per_model": [vars(m) for m in self.per_model]}
 
 

@@ -108,7 +108,7 @@ def run_page(entry: RunEntry, folder: Path, rel: str) -> str:
         from evals_cli.matrix_report import matrix_html
         from evals_cli.report import load_matrix
 
-        page = matrix_html(load_matrix(folder))
+        page = matrix_html(load_matrix(folder, in_flight=entry.in_flight))
         links = "".join(f'<li><a href="{html.escape(run_href(rel + "/" + m.folder))}">{html.escape(m.model)}</a>'
                         f"</li>" for m in entry.per_model)
         page = _after_body(page, f"<h2>Each model's report</h2><ul>{links}</ul>", at_end=True)
@@ -123,10 +123,16 @@ def run_page(entry: RunEntry, folder: Path, rel: str) -> str:
         from evals_cli.output.files import read_results
         from evals_cli.report import load_run
 
-        _, summary, warnings = load_run(folder)
+        _, summary, warnings = load_run(folder, in_flight=entry.in_flight)
         page = render_html(read_results(folder), summary, notes=warnings, run_dir=folder)
+        # the report's label buttons save into the run's labels.jsonl through this viewer
+        page = re.sub(r"(<head[^>]*>)", lambda m: m.group(1) + f'<meta name="evals-labels" content="'
+                      f'{html.escape(run_href(rel))}labels">', page, count=1)
     back = (f'<p class="evals-history-nav" style="font-family:system-ui,sans-serif"><a href="/">← all runs</a> · '
             f"<code>{html.escape(rel)}</code></p>")
+    if entry.marks:
+        back += (f'<p class="evals-history-marks" style="font-family:system-ui,sans-serif">Not a live run: '
+                 f'{html.escape("; ".join(entry.marks))}.</p>')
     if entry.in_flight:
         back += (f'<p class="evals-history-flight" style="font-family:system-ui,sans-serif">In flight: this page '
                  f"reloads every {REFRESH_S} s; no verdict until the run ends.</p>")
@@ -140,3 +146,15 @@ def _after_body(page: str, fragment: str, at_end: bool = False) -> str:
         return page.replace("</body>", fragment + "</body>", 1) if "</body>" in page else page + fragment
     found = re.search(r"<body[^>]*>", page)
     return page[:found.end()] + fragment + page[found.end():] if found else fragment + page
+
+
+def save_label(entry: RunEntry, body: bytes) -> tuple[int, str]:
+    """A label clicked in a run's report, appended to the run's labels.jsonl (evals_cli.calibration.intake)."""
+    from evals_cli.calibration.intake import save_posted_label
+    from evals_cli.errors import ConfigError
+
+    try:
+        label = save_posted_label(entry.path, body)
+    except ConfigError as exc:
+        return 400, "; ".join(exc.problems)
+    return 200, f"saved: {label.label} for {label.sample_id} into {entry.rel}/labels.jsonl"

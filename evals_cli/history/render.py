@@ -44,6 +44,7 @@ def models_cell(entry: RunEntry) -> str:
 def run_cells(entry: RunEntry) -> list[str]:
     """when, suite, model(s), pass rate, gate, cost, run: one row of the history."""
     suite = f"{entry.suite} [{entry.subset}]" if entry.subset else entry.suite
+    suite += "".join(f" ({mark})" for mark in entry.marks)  # replayed, cached, no judge: not a live run
     return [when(entry), suite, models_cell(entry), pass_cell(entry), entry.gate, cost_cell(entry), entry.rel]
 
 

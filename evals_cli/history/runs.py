@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED, ConfigError
 from evals_cli.history.entries import GateWord, ModelLine, RunEntry, Status
-from evals_cli.models.results import Coverage
+from evals_cli.models.results import CacheUse, Coverage
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME
 from evals_cli.output.manifest import MANIFEST_NAME, MATRIX_NAME, read_manifest, read_matrix
 
@@ -50,11 +50,34 @@ def scan_runs(root: Path) -> list[RunEntry]:
         raise ConfigError(f"{root}: no such folder; give the folder your runs are written to (default: results)")
     entries = []
     for folder in run_folders(root):
+        if not inside(folder, root):
+            continue
         try:
             entries.append(read_run(folder, root))
         except (ConfigError, OSError, ValueError, ValidationError):
             continue
     return sorted(entries, key=lambda e: (e.started, e.rel), reverse=True)
+
+
+def inside(folder: Path, root: Path) -> bool:
+    """The folder and every file in it resolve under `root`: a run whose results.jsonl (or any file) is a symlink
+    leading out of the folder is not one of its runs, and is never read or served as one."""
+    base = root.resolve()
+    try:
+        if not folder.resolve().is_relative_to(base):
+            return False
+        return all(path.resolve().is_relative_to(base) for path in folder.iterdir() if path.is_symlink())
+    except OSError:
+        return False
+
+
+def newest_run(folder: Path) -> RunEntry | None:
+    """The newest run under `folder` when `folder` is no run itself but holds runs (`evals report results`); None
+    otherwise (a run folder, a file, or a folder without runs: the caller says what it is)."""
+    if not folder.is_dir() or any((folder / name).is_file() for name in (*_MARKERS, MATRIX_NAME)):
+        return None
+    entries = [entry for entry in scan_runs(folder) if entry.rel != "."]
+    return entries[0] if entries else None
 
 
 def find_run(root: Path, rel: str) -> RunEntry | None:
@@ -111,7 +134,31 @@ def _gate_word(exit_code: int | None, status: str) -> GateWord:
     return "not evaluated"
 
 
+def run_marks(folder: Path, cache: CacheUse | None) -> list[str]:
+    """How a run got its answers when not from live models, as its files record it: 'replayed' (--replay: every
+    model answer from a recording), 'cached' (--cache answered some requests: N of M), 'no judge' (--no-judge:
+    judge graders skipped). A run marked so is not comparable with a live one without saying it."""
+    marks = []
+    started = read_manifest(folder).started_with if (folder / MANIFEST_NAME).is_file() else None
+    if started is not None and started.replay:
+        marks.append(f"replayed from {Path(started.replay).name}")
+    if cache is not None and cache.hits:
+        marks.append(f"cached: {cache.hits} of {cache.hits + cache.misses} requests from {Path(cache.file).name}")
+    if started is not None and started.no_judge:
+        marks.append("no judge (--no-judge)")
+    return marks
+
+
 def _live_run(folder: Path, rel: str) -> RunEntry:
+    entry = _live_entry(folder, rel)
+    from evals_cli.output.files import read_summary
+
+    summary = read_summary(folder) if (folder / SUMMARY_NAME).is_file() else None
+    entry.marks = run_marks(folder, summary.cache if summary is not None else None)
+    return entry
+
+
+def _live_entry(folder: Path, rel: str) -> RunEntry:
     from evals_cli.output.files import SUMMARY_NAME, read_summary
 
     model = None
@@ -194,6 +241,7 @@ def _models_run(folder: Path, rel: str) -> RunEntry:
         last = max(last, _last_write(sub))
         one = _live_run(sub, f"{rel}/{run.folder}")
         entry.subset = entry.subset or one.subset
+        entry.marks += [mark for mark in one.marks if mark not in entry.marks]
         unfinished = unfinished or one.status in ("running", "stopped")
         entry.passed, entry.failed = entry.passed + one.passed, entry.failed + one.failed
         entry.errored, entry.total = entry.errored + one.errored, entry.total + one.total

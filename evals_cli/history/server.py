@@ -21,9 +21,10 @@ from urllib.parse import unquote, urlsplit
 
 from evals_cli.errors import ConfigError
 from evals_cli.history.entries import RunEntry, Trend, trends
-from evals_cli.history.runs import read_run, scan_runs
+from evals_cli.history.runs import inside, read_run, scan_runs
 
 HOST = "127.0.0.1"
+MAX_POST = 64 * 1024  # one label line, with a note
 
 
 class Pages(Protocol):
@@ -34,6 +35,10 @@ class Pages(Protocol):
 
     def run_page(self, entry: RunEntry, folder: Path, rel: str) -> str: ...
 
+    def save_label(self, entry: RunEntry, body: bytes) -> tuple[int, str]:
+        """A label clicked in a run's report, into the run's labels.jsonl: (HTTP status, what to tell the page)."""
+        ...
+
 
 def _lookup(root: Path, rel: str) -> RunEntry | None:
     """The run (or the model of a run over several models) named `rel`, as the scan finds it."""
@@ -43,8 +48,8 @@ def _lookup(root: Path, rel: str) -> RunEntry | None:
         for line in entry.per_model:
             folder = (entry.path / line.folder).resolve()
             # matrix.json names the folder: one that leads out of the root (`../..`) is never served
-            if f"{entry.rel}/{line.folder}" == rel and folder.is_relative_to(root.resolve()):
-                return read_run(folder, root)
+            if f"{entry.rel}/{line.folder}" == rel and inside(folder, root):
+                return read_run(folder, root.resolve())
     return None
 
 
@@ -55,7 +60,7 @@ class HistoryServer:
     def __init__(self, root: Path, port: int = 0, *, pages: Pages) -> None:
         if not root.is_dir():
             raise ConfigError(f"{root}: no such folder; give the folder your runs are written to (default: results)")
-        self.root = root
+        self.root = root = root.resolve()  # `results`, the default, is relative: every path found is compared with it
         handler = _handler(root, pages)
         try:
             self.httpd = _Server((HOST, port), handler)
@@ -129,6 +134,10 @@ def _handler(root: Path, pages: Pages) -> type[BaseHTTPRequestHandler]:
                 self._send(500, f"<!doctype html><p>could not render {_esc(path)}: {_esc(type(exc).__name__)}: "
                                 f"{_esc(str(exc))}</p><p><a href='/'>all runs</a></p>")
 
+        def do_POST(self) -> None:
+            status, text = _post_label(self, root, pages)
+            self._send(status, text, "text/plain; charset=utf-8")
+
         def _run(self, rel: str) -> None:
             entry = _lookup(root, rel or ".")
             if entry is None:
@@ -149,6 +158,39 @@ def _handler(root: Path, pages: Pages) -> type[BaseHTTPRequestHandler]:
                 pass
 
     return Handler
+
+
+def _same_origin(request: BaseHTTPRequestHandler) -> bool:
+    """A POST from this viewer's own pages: its Origin is this Host (a page of another site, even one that rebinds
+    its name to 127.0.0.1, sends its own Origin; a browser always sends Origin on a POST)."""
+    origin = (request.headers.get("Origin") or "").strip().lower()
+    host = (request.headers.get("Host") or "").strip().lower()
+    site = (request.headers.get("Sec-Fetch-Site") or "same-origin").strip().lower()
+    return bool(host) and origin == f"http://{host}" and site == "same-origin"
+
+
+def _post_label(request: Any, root: Path, pages: Pages) -> tuple[int, str]:
+    """A label clicked in a run's report, POSTed to /run/RUN/labels: (status, what to tell the page). Only from
+    this viewer's own pages, addressed to this machine, one small JSON object, for a run the scan finds."""
+    path = unquote(urlsplit(request.path).path)
+    if not request._local_host() or not _same_origin(request):
+        return 403, ("evals view saves labels only from its own pages (same origin, addressed to 127.0.0.1 or "
+                     "localhost)")
+    if not (path.startswith("/run/") and path.rstrip("/").endswith("/labels")):
+        return 404, "no such address; labels are posted to /run/RUN/labels"
+    length = request.headers.get("Content-Length") or ""
+    if not length.isdigit() or int(length) > MAX_POST:
+        return 413, f"a label is one JSON object of at most {MAX_POST} bytes"
+    if not (request.headers.get("Content-Type") or "").lower().startswith("application/json"):
+        return 415, "post a label as application/json"
+    body = request.rfile.read(int(length))
+    entry = _lookup(root, path[len("/run/"):].rstrip("/")[: -len("/labels")].strip("/") or ".")
+    if entry is None:
+        return 404, "no such run under this folder"
+    try:
+        return pages.save_label(entry, body)
+    except Exception as exc:  # one request failing must not stop the viewer
+        return 500, f"{type(exc).__name__}: {exc}"
 
 
 def _esc(text: str) -> str:

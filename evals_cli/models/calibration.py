@@ -56,6 +56,13 @@ class JudgeCalibration(Record):
     corrected_pass_rate: float | None = Field(
         default=None, description="The judged items' pass rate corrected ((p + tnr - 1) / (tpr + tnr - 1), clipped to "
         "[0, 1]), then the no-answer fails added as fails; None when refused.")
-    ci: list[float] | None = Field(default=None, description="95% bootstrap interval of the corrected pass rate.")
+    raw_corrected_pass_rate: float | None = Field(
+        default=None, description="The correction before clipping (the no-answer fails added the same way); outside "
+        "[0, 1] when the calibration does not fit this run.")
+    clipped: bool = Field(default=False, description="The raw correction lay outside [0, 1] and was clipped: the "
+                          "judge's measured rates cannot produce this run's pass share, so the calibration does not "
+                          "fit this run.")
+    ci: list[float] | None = Field(default=None, description="95% interval of the corrected pass rate (Bayesian: Beta "
+                                   "posteriors for tpr, tnr and the run's pass share; see docs/measuring-the-judge.md).")
     refused: str | None = Field(default=None, description="Why there is no corrected pass rate.")
     warnings: list[str] = Field(default_factory=list)
