@@ -9,6 +9,8 @@ import re
 import shutil
 from pathlib import Path
 
+from evals_cli.errors import WorkspaceTooLarge
+
 SKIPPED_DIRS = {".git", "__pycache__", ".venv", "node_modules"}  # tool machinery, not the task's files
 MAX_FILES = 2000
 MAX_FILE_BYTES = 1024 * 1024
@@ -27,7 +29,10 @@ def fill(folder: Path, files: dict[str, str]) -> None:
 
 def read_back(folder: Path) -> dict[str, str]:
     """Every file under the folder, by its relative path with '/', as text (undecodable bytes replaced); a
-    file over 1 MiB is stood in for by a note, so a tool that wrote a huge file cannot blow up the results."""
+    file over 1 MiB is stood in for by a note, so a tool that wrote a huge file cannot blow up the results.
+
+    Past MAX_FILES files the read-back stops with WorkspaceTooLarge (the sample is an error): a cut list would
+    make every file after the cut look deleted, and a `deleted:` expectation pass on a file nobody touched."""
     found: dict[str, str] = {}
     for current, dirs, names in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
@@ -41,8 +46,11 @@ def read_back(folder: Path) -> dict[str, str]:
                 found[relative] = f"[a file of {size} bytes, not read back: over {MAX_FILE_BYTES} bytes]"
             else:
                 found[relative] = path.read_bytes().decode("utf-8", errors="replace")
-            if len(found) >= MAX_FILES:
-                return found
+            if len(found) > MAX_FILES:
+                raise WorkspaceTooLarge(f"the workspace holds more than {MAX_FILES} files (the most evals-cli "
+                                        "reads back), so its final state cannot be graded; keep the task's files "
+                                        f"under {MAX_FILES}, or have the tools write the bulk outside the workspace "
+                                        f"(it skips {', '.join(sorted(SKIPPED_DIRS))})")
     return found
 
 
