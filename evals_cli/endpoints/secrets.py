@@ -13,6 +13,7 @@ values under secret-looking keys), so a credential the run was never told about 
 
 from __future__ import annotations
 
+import base64
 import functools
 import re
 from collections.abc import Iterable, Mapping
@@ -37,6 +38,9 @@ _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]{0,30}://)(?P<user>[
 _QUERY = re.compile(r"(?P<head>[?&#;](?P<name>[^=&?;\s#\"'<>]{1,100})=)(?P<value>[^&\s#\"'<>]+)")
 # "Bearer <credential>": 16+ characters with a digit, so prose ("Bearer of bad news") is left alone
 _BEARER = re.compile(r"(?P<head>\bBearer\s+)(?P<value>(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,})")
+# "Basic <base64 of user:password>": 8+ base64 characters with a digit, + / or =, so prose ("Basic research")
+# is left alone
+_BASIC = re.compile(r"(?P<head>\bBasic\s+)(?P<value>(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -58,6 +62,8 @@ def mask_patterns(text: str) -> str:
         text = _QUERY.sub(_query_repl, text)
     if "Bearer" in text:
         text = _BEARER.sub(lambda m: m.group("head") + MASK, text)
+    if "Basic" in text:
+        text = _BASIC.sub(lambda m: m.group("head") + MASK, text)
     return text
 
 
@@ -76,7 +82,8 @@ def _query_repl(match: re.Match[str]) -> str:
 
 def url_secrets(url: str | None) -> list[str]:
     """The credentials a URL carries: its userinfo password (or lone token) and secret-looking query values,
-    raw and percent-decoded (either form may be echoed back)."""
+    raw and percent-decoded (either form may be echoed back), and every form the HTTP client sends of the
+    userinfo: `user:password` and its base64, the `Authorization: Basic` credential a server may echo."""
     if not url:
         return []
     found: list[str] = []
@@ -90,11 +97,25 @@ def url_secrets(url: str | None) -> list[str]:
             userinfo = netloc.rpartition("@")[0]
             user, colon, password = userinfo.partition(":")
             found += [password] if colon else [user]
+            found += basic_forms(user, password)
         for piece in re.split(r"[&;]", f"{parts.query}&{parts.fragment}"):
             name, eq, value = piece.partition("=")
             if eq and value and is_secret_name(unquote(name)):
                 found.append(value)
     return sorted({v for s in found if s for v in (s, unquote(s))})
+
+
+def basic_forms(user: str, password: str) -> list[str]:
+    """What HTTP Basic sends of a URL's userinfo: `user:password` (raw and percent-decoded) and its base64."""
+    pairs = {f"{user}:{password}", f"{unquote(user)}:{unquote(password)}"}
+    forms = set(pairs)
+    for pair in pairs:
+        for encoding in ("utf-8", "latin-1"):
+            try:
+                forms.add(base64.b64encode(pair.encode(encoding)).decode("ascii"))
+            except UnicodeEncodeError:
+                continue
+    return sorted(f for f in forms if f != ":")
 
 
 def secret_values(value: Any, _under_secret: bool = False, _depth: int = 0) -> list[str]:
