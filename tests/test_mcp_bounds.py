@@ -4,12 +4,19 @@ server's helper processes end with it, and workspaces a killed run left are clea
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
 from tests.scripted_server import ScriptedServer, agent_script, call, text
-from tests.test_mcp import calls_of, demo, mcp_suite, run
+from tests.test_mcp import _processes_with, calls_of, demo, http_server, mcp_suite, run
+
+__all__ = ["http_server"]  # the fixture, used here by name
 
 
 @pytest.mark.slow
@@ -28,3 +35,105 @@ def test_a_workspace_past_the_file_bound_is_an_error_never_a_pass_of_deleted(
     assert line["error"]["category"] == "tool_server"
     assert "more than 50 files" in line["error"]["message"]
     assert code != 0, said
+
+
+FLOOD = str(ROOT / "tests" / "mcp_servers" / "flood_server.py")
+
+
+def test_lines_past_the_bound_are_dropped_as_they_come_and_the_next_line_is_whole() -> None:
+    from evals_cli.mcp.stdio import _Lines
+
+    lines = _Lines(10)
+    assert lines.feed(b'{"a":1}\n{"b"') == [b'{"a":1}']
+    assert lines.feed(b":2}\n") == [b'{"b":2}'] and not lines.overflowed
+    assert lines.feed(b"x" * 8) == [] and lines.feed(b"y" * 8) == [] and lines.overflowed
+    assert len(lines.buffer) == 0  # never more than the bound held
+    assert lines.feed(b"zz\nok\n") == [b"ok"]  # the rest of the long line is dropped up to its newline
+
+
+@pytest.mark.slow
+def test_a_stdio_message_past_the_bound_is_a_tool_server_error_before_it_is_parsed(
+        tmp_path: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALS_MAX_MCP_MESSAGE_BYTES", "50000")
+    server.script = agent_script({"few": [call("numbers", {"count": 100}), text("done")],
+                                  "many": [call("numbers", {"count": 20000}), text("done")]})
+    flood = {"flood": {"command": sys.executable, "args": [FLOOD], "include": ["numbers"]}}
+    suite = mcp_suite(tmp_path, server, [{"id": "few", "input": "few", "ground_truth": "done"}], flood)
+    code, [line], said = run(tmp_path, suite)
+    assert code == 0, said
+    assert calls_of(line)[0]["result"] == "100 numbers"  # a message under the bound is read as before
+    suite = mcp_suite(tmp_path, server, [{"id": "many", "input": "many", "ground_truth": "done"}], flood)
+    code, [line], said = run(tmp_path, suite, out="many")  # a 110 KB line
+    assert code == 3, said
+    assert line["error"]["category"] == "tool_server" and line["passed"] is not True
+    assert "over 50000 bytes (EVALS_MAX_MCP_MESSAGE_BYTES)" in line["error"]["message"]
+
+
+@pytest.mark.slow
+def test_an_http_message_past_the_bound_is_a_tool_server_error(tmp_path: Path, server: ScriptedServer,
+                                                               http_server: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALS_MAX_MCP_MESSAGE_BYTES", "50000")
+    server.script = agent_script({"big": [call("big", {"size": 200_000}), text("x")],
+                                  "add": [call("add", {"a": 1, "b": 2}), text("3")]})
+    rows = [{"id": "add", "input": "add", "ground_truth": "3"}]
+    suite = mcp_suite(tmp_path, server, rows, {"remote": {"url": http_server, "include": ["big", "add"]}})
+    code, [line], said = run(tmp_path, suite)
+    assert code == 0 and calls_of(line)[0]["result"] == "3", said
+    suite = mcp_suite(tmp_path, server, [{"id": "big", "input": "big", "ground_truth": "x"}],
+                      {"remote": {"url": http_server, "include": ["big", "add"], "timeout": 10}})
+    code, [line], said = run(tmp_path, suite, out="big")
+    assert code == 3, said
+    assert line["error"]["category"] == "tool_server"
+    assert "over 50000 bytes (EVALS_MAX_MCP_MESSAGE_BYTES)" in line["error"]["message"], line["error"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
+def test_helpers_a_server_started_end_with_it_after_a_normal_run(tmp_path: Path, server: ScriptedServer) -> None:
+    marker = f"evals-helper-check-{uuid.uuid4().hex[:8]}"
+    server.script = agent_script({"spawn": [call("spawn_helper", {"marker": marker}), text("done")]})
+    suite = mcp_suite(tmp_path, server, [{"id": "s", "input": "spawn", "ground_truth": "done"}],
+                      {"demo": demo("--root", "{workspace}")}, environment={"files": {"a.txt": "a"}})
+    try:
+        code, [line], said = run(tmp_path, suite)
+        assert code == 0 and calls_of(line)[0]["result"].startswith("helper "), said
+        assert _processes_with(marker) == []  # ended with its server's group, before the run returned
+    finally:
+        for pid in _processes_with(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_workspaces_a_killed_run_left_are_removed_at_the_next_start_and_only_those(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import subprocess
+    import tempfile
+
+    from evals_cli.mcp import workspace
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    dead_pid = int(gone.stdout)  # a process that has exited (and been reaped)
+
+    def left(name: str, owner: str | None) -> Path:
+        root = tmp_path / name
+        (root / "00001-s-r0").mkdir(parents=True)
+        if owner is not None:
+            (root / workspace.OWNER).write_text(owner, encoding="utf-8")
+        return root
+
+    killed = left(f"evals-mcp-{dead_pid}-abc", f"{dead_pid} {socket.gethostname()}")
+    running = left(f"evals-mcp-{os.getppid()}-def", f"{os.getppid()} {socket.gethostname()}")
+    elsewhere = left(f"evals-mcp-{dead_pid}-ghi", f"{dead_pid} another-host")
+    unmarked = left("evals-mcp-old", None)
+    root = workspace.new_root()
+    try:
+        assert not killed.exists()
+        assert running.exists() and elsewhere.exists() and unmarked.exists()
+        assert root.name.startswith(f"evals-mcp-{os.getpid()}-")
+        assert (root / workspace.OWNER).read_text().split() == [str(os.getpid()), socket.gethostname()]
+        assert root not in workspace.clean_orphans(tmp_path) and root.exists()  # its own is never removed
+    finally:
+        workspace.remove(root)

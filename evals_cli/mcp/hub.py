@@ -16,7 +16,6 @@ import contextlib
 import itertools
 import json
 import signal
-import tempfile
 import threading
 import weakref
 from collections.abc import Coroutine, Iterator, Mapping
@@ -312,7 +311,7 @@ class McpHub:
 
     def _new_folder(self, sample_id: str, repeat: int) -> Path:
         if self._root is None:
-            self._root = Path(tempfile.mkdtemp(prefix="evals-mcp-"))
+            self._root = workspace.new_root()
         folder = self._root / workspace.folder_name(sample_id, repeat, next(self._numbers))
         folder.mkdir(parents=True)
         return folder

@@ -4,9 +4,12 @@ to real files."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import socket
+import tempfile
 from pathlib import Path
 
 from evals_cli.errors import WorkspaceTooLarge
@@ -14,6 +17,8 @@ from evals_cli.errors import WorkspaceTooLarge
 SKIPPED_DIRS = {".git", "__pycache__", ".venv", "node_modules"}  # tool machinery, not the task's files
 MAX_FILES = 2000
 MAX_FILE_BYTES = 1024 * 1024
+PREFIX = "evals-mcp-"
+OWNER = ".evals-owner"  # in each run's root: "<pid> <host>" of the evals-cli that made it
 
 
 def fill(folder: Path, files: dict[str, str]) -> None:
@@ -61,3 +66,47 @@ def folder_name(sample_id: str, repeat: int, number: int) -> str:
 
 def remove(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_root() -> Path:
+    """The folder this run's workspaces go in, under the system's temporary folder, marked with its owner; the
+    folders a killed run left behind (SIGKILL runs no cleanup) are removed first."""
+    base = Path(tempfile.gettempdir())
+    clean_orphans(base)
+    root = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base))
+    (root / OWNER).write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
+    return root
+
+
+def clean_orphans(base: Path) -> list[Path]:
+    """Remove the `evals-mcp-*` roots under `base` whose owner is gone: made on this host (another container
+    sharing the folder has its own process ids) by a process that no longer runs. A root without an owner
+    mark, or whose owner may still run, is left alone."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for root in base.glob(f"{PREFIX}*"):
+            owner = _owner(root)
+            if owner is not None and owner[1] == socket.gethostname() and not _running(owner[0]):
+                remove(root)
+                removed.append(root)
+    return removed
+
+
+def _owner(root: Path) -> tuple[int, str] | None:
+    try:
+        pid, _, host = (root / OWNER).read_text(encoding="utf-8").strip().partition(" ")
+        return int(pid), host
+    except (OSError, ValueError):
+        return None
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
