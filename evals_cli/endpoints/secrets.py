@@ -38,6 +38,21 @@ _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]{0,30}://)(?P<user>[
 _QUERY = re.compile(r"(?P<head>[?&#;](?P<name>[^=&?;\s#\"'<>]{1,100})=)(?P<value>[^&\s#\"'<>]+)")
 # "Bearer <credential>": 16+ characters with a digit, so prose ("Bearer of bad news") is left alone
 _BEARER = re.compile(r"(?P<head>\bBearer\s+)(?P<value>(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,})")
+# the key shapes of the common providers, each with its fixed prefix and a length no word has; the cheap test
+# (`_SHAPE_HINTS`) keeps text that holds none of the prefixes from running them at all
+_KEY_SHAPES = re.compile(  # no lookahead scans a run: a long run is consumed once, whatever it holds
+    r"\bsk-[A-Za-z0-9_-]{20,}"  # OpenAI sk-, sk-proj-, sk-svcacct-; Anthropic sk-ant-: a digit required (below)
+    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b|\bgithub_pat_[A-Za-z0-9_]{22,}"  # GitHub
+    r"|\bxox[abposre]-[A-Za-z0-9-]{10,}"  # Slack: a digit required
+    r"|\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"  # Google API key
+    r"|\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"  # an AWS access key id
+    r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")  # a JWT: header.payload.signature
+_SHAPE_HINTS = ("sk-", "gh", "github_pat_", "xox", "AIza", "AKIA", "ASIA", "eyJ")
+# an AWS secret access key: 40 base64 characters, both cases and a digit (a git hash is lower-case hex), looked
+# for only in text that holds an access key id or names the secret
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])"
+                         r"(?=[A-Za-z0-9/+]{0,39}[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_HINT = re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b|secret_?access_?key", re.IGNORECASE)
 # "Basic <base64 of user:password>": 8+ base64 characters with a digit, + / or =, so prose ("Basic research")
 # is left alone
 _BASIC = re.compile(r"(?P<head>\bBasic\s+)(?P<value>(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})")
@@ -55,7 +70,8 @@ def mask_url(url: str) -> str:
 
 
 def mask_patterns(text: str) -> str:
-    """The pattern layer alone: URL userinfo, secret-looking query parameters, Bearer credentials."""
+    """The pattern layer alone: URL userinfo, secret-looking query parameters, Bearer and Basic credentials,
+    and the key shapes of the common providers (`mask_key_shapes`)."""
     if "@" in text and "://" in text:
         text = _USERINFO.sub(_userinfo_repl, text)
     if "=" in text:
@@ -64,6 +80,25 @@ def mask_patterns(text: str) -> str:
         text = _BEARER.sub(lambda m: m.group("head") + MASK, text)
     if "Basic" in text:
         text = _BASIC.sub(lambda m: m.group("head") + MASK, text)
+    return mask_key_shapes(text)
+
+
+def _key_repl(match: re.Match[str]) -> str:
+    found = match.group(0)
+    if found.startswith(("sk-", "xox")) and not any(c.isdigit() for c in found):
+        return found  # sk-another-key-entirely, xoxo-hugs-and-kisses: words, not keys
+    return MASK
+
+
+def mask_key_shapes(text: str) -> str:
+    """Credential-shaped text masked: the key formats of OpenAI, Anthropic, GitHub, Slack, Google and AWS (an
+    access key id, and a secret access key beside one), and JWTs. For text evals-cli did not write itself (model
+    replies, tool and MCP results, traces): a key pasted there is masked though the run was never told it."""
+    aws = _AWS_HINT.search(text) is not None  # before the key ids are masked
+    if any(hint in text for hint in _SHAPE_HINTS):
+        text = _KEY_SHAPES.sub(_key_repl, text)
+    if aws:  # after: a 40-character run inside a longer key is that key's, masked whole above
+        text = _AWS_SECRET.sub(MASK, text)
     return text
 
 

@@ -72,6 +72,10 @@ def build(bad_schema: bool = False) -> MCPServer:
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         return f"helper {helper.pid}"
 
+    @server.tool(description="The value of one of the server's environment variables.")
+    def env_value(name: str) -> str:
+        return os.environ.get(name, "")
+
     @server.tool(description="The server's process id and working folder.")
     def whoami() -> str:
         return f"{os.getpid()} {os.getcwd()}"
