@@ -33,12 +33,15 @@ def test_each_key_shape_is_masked_in_free_text(shape: str) -> None:
     key = SHAPES[shape]
     masked = Redactor()(f'the key is {key}, and "{key}" again')
     assert key not in masked and masked == f'the key is {MASK}, and "{MASK}" again'
+    line = json.dumps({"content": f"first line\n{key}\n\t{key}"})  # as a results line holds it: after \\n
+    assert key not in Redactor()(line), line
 
 
 def test_an_aws_secret_access_key_is_masked_beside_its_key_id_or_its_name() -> None:
     redact = Redactor()
     assert redact(f"id AKIAIOSFODNN7EXAMPL3 secret {AWS_SECRET}") == f"id {MASK} secret {MASK}"
     assert redact(f"aws_secret_access_key = {AWS_SECRET}") == f"aws_secret_access_key = {MASK}"
+    assert AWS_SECRET not in redact(json.dumps(f"AKIAIOSFODNN7EXAMPL3\n{AWS_SECRET}"))
     assert AWS_SECRET in redact(f"a 40-character token alone: {AWS_SECRET}")  # no hint: not taken for one
 
 

@@ -36,26 +36,32 @@ _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]{0,30}://)(?P<user>[
                        r"(?::(?P<password>[^\s/?#@\"'<>]*))?@")
 # ?api_key=... &token=... (also in fragments)
 _QUERY = re.compile(r"(?P<head>[?&#;](?P<name>[^=&?;\s#\"'<>]{1,100})=)(?P<value>[^&\s#\"'<>]+)")
+# where a credential may start: not inside a word, or right after a JSON escape (a results line is JSON text,
+# and a key at the start of a line there follows "\\n")
+_START = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrtfb]))"
 # "Bearer <credential>": 16+ characters with a digit, so prose ("Bearer of bad news") is left alone
-_BEARER = re.compile(r"(?P<head>\bBearer\s+)(?P<value>(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,})")
+_BEARER = re.compile(r"(?P<head>(?:\b|(?<=\\[nrtfb]))Bearer\s+)"
+                     r"(?P<value>(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,})")
+# "Basic <base64 of user:password>": 8+ base64 characters with a digit, + / or =, so prose ("Basic research")
+# is left alone
+_BASIC = re.compile(r"(?P<head>(?:\b|(?<=\\[nrtfb]))Basic\s+)(?P<value>(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})")
 # the key shapes of the common providers, each with its fixed prefix and a length no word has; the cheap test
-# (`_SHAPE_HINTS`) keeps text that holds none of the prefixes from running them at all
-_KEY_SHAPES = re.compile(  # no lookahead scans a run: a long run is consumed once, whatever it holds
-    r"\bsk-[A-Za-z0-9_-]{20,}"  # OpenAI sk-, sk-proj-, sk-svcacct-; Anthropic sk-ant-: a digit required (below)
-    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b|\bgithub_pat_[A-Za-z0-9_]{22,}"  # GitHub
-    r"|\bxox[abposre]-[A-Za-z0-9-]{10,}"  # Slack: a digit required
-    r"|\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"  # Google API key
-    r"|\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"  # an AWS access key id
-    r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")  # a JWT: header.payload.signature
+# (`_SHAPE_HINTS`) keeps text that holds none of the prefixes from running them at all; no lookahead scans a
+# run, so a long run is consumed once, whatever it holds (a digit, where required, is checked in `_key_repl`)
+_KEY_SHAPES = re.compile(_START + "(?:" + "|".join((
+    r"sk-[A-Za-z0-9_-]{20,}",  # OpenAI sk-, sk-proj-, sk-svcacct-; Anthropic sk-ant-: a digit required
+    r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b", r"github_pat_[A-Za-z0-9_]{22,}",  # GitHub
+    r"xox[abposre]-[A-Za-z0-9-]{10,}",  # Slack: a digit required
+    r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",  # Google API key
+    r"(?:AKIA|ASIA)[A-Z0-9]{16}\b",  # an AWS access key id
+    r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # a JWT: header.payload.signature
+)) + ")")
 _SHAPE_HINTS = ("sk-", "gh", "github_pat_", "xox", "AIza", "AKIA", "ASIA", "eyJ")
 # an AWS secret access key: 40 base64 characters, both cases and a digit (a git hash is lower-case hex), looked
 # for only in text that holds an access key id or names the secret
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])"
-                         r"(?=[A-Za-z0-9/+]{0,39}[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-_AWS_HINT = re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b|secret_?access_?key", re.IGNORECASE)
-# "Basic <base64 of user:password>": 8+ base64 characters with a digit, + / or =, so prose ("Basic research")
-# is left alone
-_BASIC = re.compile(r"(?P<head>\bBasic\s+)(?P<value>(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})")
+_AWS_SECRET = re.compile(r"(?:(?<![A-Za-z0-9/+=])|(?<=\\[nrtfb]))(?=[A-Za-z0-9/+]{0,39}[A-Z])"
+                         r"(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_HINT = re.compile(_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}\b|secret_?access_?key", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=4096)
