@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, run_cli
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 from tests.test_mcp import _processes_with, calls_of, demo, http_server, mcp_suite, run
 
@@ -137,3 +137,29 @@ def test_workspaces_a_killed_run_left_are_removed_at_the_next_start_and_only_tho
         assert root not in workspace.clean_orphans(tmp_path) and root.exists()  # its own is never removed
     finally:
         workspace.remove(root)
+
+
+# --- what a slow or noisy server is told as -------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["hangs", "slower than its timeout"])
+def test_a_server_that_misses_the_handshake_timeout_is_named_with_the_setting_to_raise(
+        tmp_path: Path, server: ScriptedServer, how: str) -> None:
+    entry = ({"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"], "timeout": 1}
+             if how == "hangs" else demo(timeout=0.05))
+    suite = mcp_suite(tmp_path, server, [{"id": "a", "input": "a", "ground_truth": "x"}], {"slow": entry})
+    code, lines, said = run(tmp_path, suite)
+    assert code == 2 and lines == [], said
+    assert f"did not finish the MCP handshake within timeout {entry['timeout']:g}s" in said
+    assert "raise mcp_servers.slow.timeout" in said and "CancelledError" not in said
+
+
+@pytest.mark.slow
+def test_what_the_sdk_logs_is_one_warning_line_naming_the_server(tmp_path: Path, server: ScriptedServer) -> None:
+    suite = mcp_suite(tmp_path, server, [{"id": "a", "input": "a", "ground_truth": "x"}],
+                      {"noisy": {"command": sys.executable, "args": [FLOOD, "--bad-notification"]}})
+    listed = run_cli("list", "tools", str(suite))
+    assert listed.returncode == 0, listed.stderr
+    assert "Traceback" not in listed.stderr + listed.stdout
+    warned = [line for line in listed.stderr.splitlines() if "Failed to validate notification" in line]
+    assert len(warned) == 1 and warned[0].startswith("warning: MCP server 'noisy': "), listed.stderr

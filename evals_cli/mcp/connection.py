@@ -79,7 +79,8 @@ class Connection:
             await self.stop()
             ready = self._ready
             if ready.done() and not ready.cancelled() and ready.exception() is not None:  # retrieved: no warning
-                self.failure = ready.exception()
+                found = ready.exception()  # a CancelledError is stop() ending the handshake, not what went wrong
+                self.failure = None if isinstance(found, asyncio.CancelledError) else found
             elif not isinstance(exc, TimeoutError | asyncio.CancelledError):
                 self.failure = exc
             if self.bound.broken is not None:
@@ -89,7 +90,11 @@ class Connection:
     async def _own(self) -> None:
         from mcp import Client
 
+        from evals_cli.mcp import sdk_log
+
         assert self._ready is not None
+        sdk_log.install()
+        sdk_log.SERVER.set(self.name)  # this task's, and the SDK tasks it starts: their log lines name the server
         try:
             target = self._target()
             if self.launch.command is not None:
@@ -174,6 +179,9 @@ class Connection:
                     task.cancel()  # still in the handshake: nothing to leave gently (the SDK's teardown is shielded)
                 try:
                     await asyncio.wait_for(asyncio.shield(task), 15)
+                except asyncio.CancelledError:
+                    if _being_cancelled():
+                        raise  # the caller is cancelled; the task's own cancellation is what stop() asked for
                 except (TimeoutError, Exception):
                     task.cancel()
                     with contextlib.suppress(BaseException):
@@ -183,6 +191,11 @@ class Connection:
                 self._tail = self.stderr_tail() if not self._stderr.closed else ""
                 with contextlib.suppress(OSError):
                     self._stderr.close()
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _message_limit() -> int:

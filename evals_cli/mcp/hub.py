@@ -163,7 +163,7 @@ class McpHub:
             why = _describe(connection.failure) if connection.failure is not None else (
                 f"no MCP answer within timeout {spec.timeout:g}s" if isinstance(exc, TimeoutError) else _describe(exc))
             return f"cannot connect to {what} ({why}); check url and that the server is running"
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):  # TimeoutError is an OSError
             return (f"cannot start `{what}` ({exc.strerror or type(exc).__name__}); check command and args (is "
                     "the program installed and on PATH?)")
         if isinstance(exc, TimeoutError):

@@ -2,7 +2,9 @@
 so the server itself stays small and fast and only the client's reading is measured): every other message is
 passed to the demo server, run as a child. For the tests of the client's message bound.
 
-    python flood_server.py   (the tool: numbers(count) -> {"content": [text], "structuredContent": {"result": [0..]}})
+    python flood_server.py [--bad-notification]   (the tool: numbers(count) -> {"content": [text],
+        "structuredContent": {"result": [0..]}}; --bad-notification: a notification the client cannot validate
+        is sent before the tool list)
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ def main() -> None:
         except ValueError:
             continue
         params = message.get("params") or {} if isinstance(message, dict) else {}
+        if message.get("method") == "tools/list" and "--bad-notification" in sys.argv:
+            with lock:
+                out.write(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"bogus":1}}\n')
+                out.flush()
         if message.get("method") == "tools/call" and params.get("name") == "numbers":
             with lock:
                 out.write(_flood(message.get("id"), int((params.get("arguments") or {}).get("count", 0))))
