@@ -110,6 +110,8 @@ class Execution:
             raise folder_error(self.output_dir, exc, "--resume" if self.resume else "-o") from None
         self.telemetry.run_started(self.p.suite.name, self.p.agent.model)
         skip: set[tuple[str, int]] = set()
+        if self.p.pool.cache is not None and self.p.pool.cache.note:
+            self.messages.append(self.p.pool.cache.note)
         if self.resume is not None:
             if self.resume.repaired:
                 self.messages.append(self.resume.repaired)
