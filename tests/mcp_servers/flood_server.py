@@ -21,7 +21,8 @@ DEMO = Path(__file__).with_name("demo_server.py")
 def _flood(request_id: object, count: int) -> bytes:
     numbers = ",".join(map(str, range(count)))
     return (f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"content":[{{"type":"text","text":'
-            f'"{count} numbers"}}],"structuredContent":{{"result":[{numbers}]}},"isError":false,"resultType":"complete"}}}}\n').encode()
+            f'"{count} numbers"}}],"structuredContent":{{"result":[{numbers}]}},"isError":false,'
+            f'"resultType":"complete"}}}}\n').encode()
 
 
 def main() -> None:
