@@ -163,3 +163,23 @@ def test_what_the_sdk_logs_is_one_warning_line_naming_the_server(tmp_path: Path,
     assert "Traceback" not in listed.stderr + listed.stdout
     warned = [line for line in listed.stderr.splitlines() if "Failed to validate notification" in line]
     assert len(warned) == 1 and warned[0].startswith("warning: MCP server 'noisy': "), listed.stderr
+
+
+@pytest.mark.slow
+def test_a_file_over_the_read_back_bound_is_na_for_what_checks_it_and_a_big_declared_file_left_alone_is_unchanged(
+        tmp_path: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evals_cli.mcp import workspace
+
+    monkeypatch.setattr(workspace, "MAX_FILE_BYTES", 100)  # the same bound, smaller
+    server.script = agent_script({"write": [call("write_note", {"name": "out.txt", "text": "y" * 500}), text("ok")],
+                                  "look": [call("read_note", {"name": "seed.txt"}), text("ok")]})
+    rows = [{"id": "write", "input": "write", "expected_state": {"files": {"out.txt": {"contains": "y"}}}},
+            {"id": "look", "input": "look", "expected_state": {"unchanged": ["seed.txt"], "no_other_changes": True}}]
+    suite = mcp_suite(tmp_path, server, rows, {"files": demo("--root", "{workspace}")}, concurrency=1,
+                      environment={"files": {"seed.txt": "s" * 500}}, graders={"state": {"kind": "final_state"}})
+    code, lines, said = run(tmp_path, suite)
+    grades = {line["sample_id"]: line["grades"]["state"] for line in lines}
+    assert grades["write"]["applicable"] is False, grades["write"]  # n/a: out of every average, never a pass
+    assert next(line for line in lines if line["sample_id"] == "write")["passed"] is None  # no verdict
+    assert "out.txt: over the workspace read-back bound" in grades["write"]["rationale"]
+    assert grades["look"]["score"] == 1.0, grades["look"]  # the 500-byte seed, read back as declared

@@ -12,6 +12,7 @@ import socket
 import tempfile
 from pathlib import Path
 
+from evals_cli.environment.unread import note
 from evals_cli.errors import WorkspaceTooLarge
 
 SKIPPED_DIRS = {".git", "__pycache__", ".venv", "node_modules"}  # tool machinery, not the task's files
@@ -19,6 +20,7 @@ MAX_FILES = 2000
 MAX_FILE_BYTES = 1024 * 1024
 PREFIX = "evals-mcp-"
 OWNER = ".evals-owner"  # in each run's root: "<pid> <host>" of the evals-cli that made it
+_DECLARED: dict[Path, dict[str, str]] = {}  # the declared files over MAX_FILE_BYTES, by folder (see read_back)
 
 
 def fill(folder: Path, files: dict[str, str]) -> None:
@@ -30,15 +32,20 @@ def fill(folder: Path, files: dict[str, str]) -> None:
             raise ValueError(f"environment.files: '{name}' is outside the workspace; use a relative path")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
+        if len(text) * 4 > MAX_FILE_BYTES:  # may be over the bound as UTF-8: kept to recognise it unchanged
+            _DECLARED.setdefault(root, {})[target.relative_to(root).as_posix()] = text
 
 
 def read_back(folder: Path) -> dict[str, str]:
     """Every file under the folder, by its relative path with '/', as text (undecodable bytes replaced); a
-    file over 1 MiB is stood in for by a note, so a tool that wrote a huge file cannot blow up the results.
+    file over 1 MiB is stood in for by a note (environment/unread.py: final_state says n/a for what it
+    touches), so a tool that wrote a huge file cannot blow up the results, unless it is a declared file left
+    as declared: that one is its declared text (an `unchanged:` of a big file holds).
 
     Past MAX_FILES files the read-back stops with WorkspaceTooLarge (the sample is an error): a cut list would
     make every file after the cut look deleted, and a `deleted:` expectation pass on a file nobody touched."""
     found: dict[str, str] = {}
+    declared = _DECLARED.get(folder.resolve(), {})
     for current, dirs, names in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
         for name in sorted(names):
@@ -48,7 +55,7 @@ def read_back(folder: Path) -> dict[str, str]:
             relative = path.relative_to(folder).as_posix()
             size = path.stat().st_size
             if size > MAX_FILE_BYTES:
-                found[relative] = f"[a file of {size} bytes, not read back: over {MAX_FILE_BYTES} bytes]"
+                found[relative] = _unchanged(path, declared.get(relative), size) or note(size, MAX_FILE_BYTES)
             else:
                 found[relative] = path.read_bytes().decode("utf-8", errors="replace")
             if len(found) > MAX_FILES:
@@ -59,12 +66,23 @@ def read_back(folder: Path) -> dict[str, str]:
     return found
 
 
+def _unchanged(path: Path, declared: str | None, size: int) -> str | None:
+    """The declared text, when the file still holds exactly it (None: not declared, or changed)."""
+    if declared is None:
+        return None
+    data = declared.encode("utf-8")
+    if len(data) != size:
+        return None
+    return declared if path.read_bytes() == data else None
+
+
 def folder_name(sample_id: str, repeat: int, number: int) -> str:
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", sample_id)[:60] or "sample"
     return f"{number:05d}-{safe}-r{repeat}"
 
 
 def remove(folder: Path) -> None:
+    _DECLARED.pop(folder.resolve(), None)
     shutil.rmtree(folder, ignore_errors=True)
 
 
