@@ -62,3 +62,9 @@ class ToolServerFailed(Exception):
     def __init__(self, server: str, message: str) -> None:
         super().__init__(f"MCP server '{server}': {message}")
         self.server = server
+
+
+class WorkspaceTooLarge(Exception):
+    """An episode's workspace could not be read back whole (past the file-count bound): its final state is
+    unknown, so the sample is an error (category tool_server), never graded on a cut list of files. Not fatal:
+    the next episode starts from its own folder."""

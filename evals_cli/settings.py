@@ -35,6 +35,7 @@ DEFAULT_RUBRIC_TIMEOUT_S = 2.0
 DEFAULT_RUBRIC_MAX_CHARS = 2_000_000
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 DEFAULT_PLUGIN_IMPORT_TIMEOUT_S = 60.0  # read by evals_cli/registry.py, which stays below this module
+DEFAULT_MAX_MCP_MESSAGE_BYTES = 4 * 1024 * 1024  # 16 times the stored field cap: a tool result is cut to that
 
 POSITIVE_INT = "a whole number greater than 0"
 POSITIVE_SECONDS = "a number of seconds greater than 0"
@@ -82,6 +83,10 @@ KNOBS: dict[str, KnobSpec] = {  # field order is the order `evals list settings`
         "EVALS_PLUGIN_IMPORT_TIMEOUT", float, DEFAULT_PLUGIN_IMPORT_TIMEOUT_S, "Seconds a plug-in's import may "
         "take before every command stops with exit 2 naming it (an import that hangs would hang every command).",
         POSITIVE_SECONDS, gt=0),
+    "max_mcp_message_bytes": KnobSpec(
+        "EVALS_MAX_MCP_MESSAGE_BYTES", int, DEFAULT_MAX_MCP_MESSAGE_BYTES, "Bytes of one message from an MCP "
+        "server (a stdio line, an HTTP body or event), refused before it is parsed; a larger one is a "
+        "tool_server error of that sample.", POSITIVE_INT, gt=0),
     "agent_model": KnobSpec("EVAL_AGENT_MODEL", str, None, "The agent's model, when neither --model nor the "
                             "suite's target names one."),
     "agent_base_url": KnobSpec("EVAL_AGENT_BASE_URL", str, None, "The agent's endpoint, when neither --base-url "

@@ -42,7 +42,9 @@ def test_mask_url_keeps_the_user_and_masks_password_and_query_keys() -> None:
     assert mask_url("https://sk-lonetoken@host/v1") == "https://***@host/v1"
     assert mask_url("https://host/v1?api_key=abc&model=x&token=t2") == "https://host/v1?api_key=***&model=x&token=***"
     assert mask_url("http://localhost:11434/v1") == "http://localhost:11434/v1"
-    assert set(url_secrets("http://u:p%40ss-word@h/v1?key=k-123456")) == {"p%40ss-word", "p@ss-word", "k-123456"}
+    assert set(url_secrets("http://u:p%40ss-word@h/v1?key=k-123456")) == {
+        "p%40ss-word", "p@ss-word", "k-123456", "u:p%40ss-word", "u:p@ss-word",  # and what HTTP Basic sends:
+        "dTpwQHNzLXdvcmQ=", "dTpwJTQwc3Mtd29yZA=="}  # base64 of the pair, decoded (what httpx sends) and raw
 
 
 def test_masking_stays_linear_on_hostile_text() -> None:
@@ -130,3 +132,37 @@ def test_recording_masks_echoed_keys_and_extra_body_and_replay_still_matches(ser
     assert replayed.returncode == 0, replayed.stderr
     assert len(server.requests) == served  # every call was answered from the recording
     assert "replay miss" not in replayed.stdout + replayed.stderr
+
+
+def test_basic_credentials_of_a_model_url_are_masked_in_every_form_the_client_sends(server: ScriptedServer,
+                                                                                    tmp_path: Path) -> None:
+    """`--model m@http://user:KEY@host/v1` makes the client send `Authorization: Basic base64(user:KEY)`; a
+    server that echoes that header (or the pair) must not put any form of the key in results or the report."""
+    import base64
+
+    key = "sk-BASICKEY-4242"
+    token = base64.b64encode(f"user:{key}".encode()).decode()
+
+    def echo(path: str, body: dict[str, object]) -> dict[str, object]:
+        sent = server.requests[-1]["headers"].get("authorization", "")
+        return text(f"you sent {sent}; token {token}; pair user:{key}; scheme-less Basic {token}")
+
+    server.script = echo
+    suite = write_suite(tmp_path, ROWS[:1], base_url=server.url)
+    out = tmp_path / "out"
+    url = server.url.replace("http://", f"http://user:{key}@")
+    result = run_cli("run", str(suite), "-o", str(out), "--model", f"m@{url}")
+    assert server.requests[0]["headers"]["authorization"] == f"Basic {token}"  # what the client really sent
+    report = run_cli("report", str(out), "--html", str(tmp_path / "report.html"))
+    for path in [*out.iterdir(), tmp_path / "report.html"]:
+        content = path.read_text(encoding="utf-8")
+        assert token not in content and key not in content, path.name
+    assert token not in result.stdout + result.stderr + report.stdout
+    answer = json.loads((out / "results.jsonl").read_text().splitlines()[0])["trajectory"]["turns"][0]
+    assert "you sent Basic ***" in json.dumps(answer)
+
+
+def test_basic_pattern_masks_a_credential_and_leaves_prose() -> None:
+    redact = Redactor()
+    assert redact("Authorization: Basic dXNlcjpzZWNyZXQ=") == "Authorization: Basic ***"
+    assert redact("Basic research and Basic English stay") == "Basic research and Basic English stay"

@@ -23,6 +23,7 @@ BAD = [
     ("EVALS_RUBRIC_MAX_CHARS", "2.5", "a whole number greater than 0"),
     ("EVALS_MAX_FIELD_CHARS", "lots", "a whole number greater than 0"),
     ("EVALS_MAX_RESPONSE_BYTES", "0", "a whole number greater than 0"),
+    ("EVALS_MAX_MCP_MESSAGE_BYTES", "-1", "a whole number greater than 0"),
     ("EVALS_DEBUG", "perhaps", "a switch: 1, true, yes or on; 0, false, no or off"),
 ]
 
@@ -101,10 +102,10 @@ def test_list_settings_shows_every_knob_with_default_and_value_keys_masked() -> 
     assert "\nsettings:\n" in run_cli("list").stdout  # one of the sections of the whole listing
 
 
-def test_the_seventeen_evals_knobs_are_declared_once_with_a_description() -> None:
+def test_the_eighteen_evals_knobs_are_declared_once_with_a_description() -> None:
     names = [k.env for k in listing()]
     ours = [n for n in names if n.startswith(("EVALS_", "EVAL_"))]
-    assert len(ours) == 17 and len(set(names)) == len(names)
+    assert len(ours) == 18 and len(set(names)) == len(names)
     assert all(k.description for k in listing())
     # the CLI checks the settings only when an EVALS_* variable is set: every typed knob must be one
     typed = [k.env for k in listing() if k.kind != "text"]

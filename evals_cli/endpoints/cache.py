@@ -32,8 +32,10 @@ from evals_cli.errors import ConfigError
 
 
 def _servable(entry: dict[str, Any]) -> bool:
+    """A 2xx whose body is a JSON object (every chat and Responses answer is one): a list, a string or null is a
+    damaged line, a miss rather than an answer the SDK would read as empty."""
     status = entry.get("status", 200)
-    return isinstance(status, int) and 200 <= status < 300 and isinstance(entry.get("response"), dict | list)
+    return isinstance(status, int) and 200 <= status < 300 and isinstance(entry.get("response"), dict)
 
 
 class ResponseCache:
@@ -46,12 +48,19 @@ class ResponseCache:
             raise ConfigError(f"--cache {path}: is a folder; give a file (created on the first run), e.g. "
                               "cache.jsonl")
         self.entries: dict[str, list[dict[str, Any]]] = {}
+        self.note: str | None = None  # what the run should say about the file (a torn last line removed)
         self.refusals: dict[tuple[str, str, str], dict[str, Any]] = {}
         if path.is_file():
             from evals_cli.endpoints.replay import Recording
 
             try:
-                recording = Recording(path)
+                recording = Recording(path, torn_ok=True)
+                if recording.torn is not None:  # cut off, or the next answer appended would join the torn line
+                    number, offset = recording.torn
+                    with path.open("r+b") as fh:
+                        fh.truncate(offset)
+                    self.note = (f"--cache {path}:{number}: torn last line removed (a run was killed while "
+                                 "appending it); its request is called again")
             except OSError as exc:
                 raise ConfigError(f"--cache {path}: cannot read ({exc.strerror or type(exc).__name__})") from None
             for key, entries in recording.entries.items():

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from evals_cli.endpoints.context import ReplayMiss
 from evals_cli.endpoints.resolve import Endpoint
-from evals_cli.errors import ToolServerFailed
+from evals_cli.errors import ToolServerFailed, WorkspaceTooLarge
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,8 @@ def _classify(exc: BaseException, endpoint: Endpoint) -> Classified:
     server = _cause(exc, ToolServerFailed)
     if server is not None:  # an MCP server crashed, hung or broke the protocol: no later sample can trust it
         return Classified("tool_server", str(server), True)
+    if isinstance(exc, WorkspaceTooLarge):  # this episode's folder only: the next one starts from its own
+        return Classified("tool_server", str(exc), False)
     if isinstance(exc, CustomCodeError):  # the suite's own code exited, was interrupted or ran out of time
         return Classified("custom_code", str(exc), False)
     where = endpoint.describe()

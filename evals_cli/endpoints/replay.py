@@ -26,25 +26,35 @@ _REQUEST_ONLY = {"extra_headers", "extra_query", "extra_body", "timeout"}
 class Recording:
     """The exchanges of a recording file, by key."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, torn_ok: bool = False) -> None:
+        """`torn_ok`: a last line that is not whole JSON and has no newline (a run killed while appending it) is
+        left out and noted in `torn` (its line number and byte offset) instead of refusing the file."""
         self.path = path
         self.entries: dict[str, list[dict[str, Any]]] = {}
         self.served: dict[str, int] = {}
         self.parsed: dict[tuple[str, int], Any] = {}
         self.refused_formats: dict[tuple[str, str, str], dict[str, Any]] = {}
-        with path.open(encoding="utf-8") as fh:
-            for number, text in enumerate(fh, 1):
-                if not text.strip():
+        self.torn: tuple[int, int] | None = None
+        offset = 0
+        with path.open("rb") as fh:
+            for number, raw in enumerate(fh, 1):
+                start, offset = offset, offset + len(raw)
+                if not raw.strip():
                     continue
                 try:
-                    entry = json.loads(text)
-                    refuse_newer(entry, RECORDING_VERSION, f"{path}:{number}", "recording line")
-                    self.entries.setdefault(entry["key"], []).append(entry)
-                    refused = _refused_format(entry)
-                    if refused is not None:
-                        self.refused_formats.setdefault(refused, entry)
+                    self._add(json.loads(raw.decode("utf-8")), f"{path}:{number}")
                 except (ValueError, KeyError, TypeError):
+                    if torn_ok and not raw.endswith(b"\n") and _not_json(raw):
+                        self.torn = (number, start)
+                        break
                     raise ConfigError(f"{path}:{number}: not a recording line (expected JSON with 'key')") from None
+
+    def _add(self, entry: Any, where: str) -> None:
+        refuse_newer(entry, RECORDING_VERSION, where, "recording line")
+        self.entries.setdefault(entry["key"], []).append(entry)
+        refused = _refused_format(entry)
+        if refused is not None:
+            self.refused_formats.setdefault(refused, entry)
 
     def next(self, key: str, path: str = "", body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
         entries = self.entries.get(key)
@@ -62,6 +72,14 @@ class Recording:
         index = min(self.served.get(key, 0), len(entries) - 1)
         self.served[key] = index + 1
         return index, entries[index]
+
+
+def _not_json(raw: bytes) -> bool:
+    try:
+        json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return True
+    return False
 
 
 def _format_of(path: str, body: dict[str, Any]) -> tuple[str, str, str] | None:
@@ -120,8 +138,9 @@ class ReplayClient:
         status, payload = entry.get("status", 200), entry["response"]
         if status != 200:
             raise _status_error(status, payload, path)
-        if not isinstance(payload, dict):
-            raise ValueError(f"recorded response is not a JSON object: {str(payload)[:100]}")
+        if not isinstance(payload, dict):  # a damaged line: served, the SDK would read it as an empty answer
+            raise ReplayMiss(f"{CALL_CONTEXT.get()}: the response recorded in {self.recording.path.name} for this "
+                             f"request is not a JSON object ({str(payload)[:60]!r}); re-record with --record")
         parsed = self.recording.parsed.get((key, index))
         if parsed is None:  # responses are only read, never changed: one parse serves every identical request
             parsed = self.recording.parsed[(key, index)] = model(payload)

@@ -13,6 +13,7 @@ values under secret-looking keys), so a credential the run was never told about 
 
 from __future__ import annotations
 
+import base64
 import functools
 import re
 from collections.abc import Iterable, Mapping
@@ -35,8 +36,32 @@ _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]{0,30}://)(?P<user>[
                        r"(?::(?P<password>[^\s/?#@\"'<>]*))?@")
 # ?api_key=... &token=... (also in fragments)
 _QUERY = re.compile(r"(?P<head>[?&#;](?P<name>[^=&?;\s#\"'<>]{1,100})=)(?P<value>[^&\s#\"'<>]+)")
+# where a credential may start: not inside a word, or right after a JSON escape (a results line is JSON text,
+# and a key at the start of a line there follows "\\n")
+_START = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrtfb]))"
 # "Bearer <credential>": 16+ characters with a digit, so prose ("Bearer of bad news") is left alone
-_BEARER = re.compile(r"(?P<head>\bBearer\s+)(?P<value>(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,})")
+_BEARER = re.compile(r"(?P<head>(?:\b|(?<=\\[nrtfb]))Bearer\s+)"
+                     r"(?P<value>(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,})")
+# "Basic <base64 of user:password>": 8+ base64 characters with a digit, + / or =, so prose ("Basic research")
+# is left alone
+_BASIC = re.compile(r"(?P<head>(?:\b|(?<=\\[nrtfb]))Basic\s+)(?P<value>(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})")
+# the key shapes of the common providers, each with its fixed prefix and a length no word has; the cheap test
+# (`_SHAPE_HINTS`) keeps text that holds none of the prefixes from running them at all; no lookahead scans a
+# run, so a long run is consumed once, whatever it holds (a digit, where required, is checked in `_key_repl`)
+_KEY_SHAPES = re.compile(_START + "(?:" + "|".join((
+    r"sk-[A-Za-z0-9_-]{20,}",  # OpenAI sk-, sk-proj-, sk-svcacct-; Anthropic sk-ant-: a digit required
+    r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b", r"github_pat_[A-Za-z0-9_]{22,}",  # GitHub
+    r"xox[abposre]-[A-Za-z0-9-]{10,}",  # Slack: a digit required
+    r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",  # Google API key
+    r"(?:AKIA|ASIA)[A-Z0-9]{16}\b",  # an AWS access key id
+    r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # a JWT: header.payload.signature
+)) + ")")
+_SHAPE_HINTS = ("sk-", "gh", "github_pat_", "xox", "AIza", "AKIA", "ASIA", "eyJ")
+# an AWS secret access key: 40 base64 characters, both cases and a digit (a git hash is lower-case hex), looked
+# for only in text that holds an access key id or names the secret
+_AWS_SECRET = re.compile(r"(?:(?<![A-Za-z0-9/+=])|(?<=\\[nrtfb]))(?=[A-Za-z0-9/+]{0,39}[A-Z])"
+                         r"(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_HINT = re.compile(_START + r"(?:AKIA|ASIA)[A-Z0-9]{16}\b|secret_?access_?key", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -51,13 +76,35 @@ def mask_url(url: str) -> str:
 
 
 def mask_patterns(text: str) -> str:
-    """The pattern layer alone: URL userinfo, secret-looking query parameters, Bearer credentials."""
+    """The pattern layer alone: URL userinfo, secret-looking query parameters, Bearer and Basic credentials,
+    and the key shapes of the common providers (`mask_key_shapes`)."""
     if "@" in text and "://" in text:
         text = _USERINFO.sub(_userinfo_repl, text)
     if "=" in text:
         text = _QUERY.sub(_query_repl, text)
     if "Bearer" in text:
         text = _BEARER.sub(lambda m: m.group("head") + MASK, text)
+    if "Basic" in text:
+        text = _BASIC.sub(lambda m: m.group("head") + MASK, text)
+    return mask_key_shapes(text)
+
+
+def _key_repl(match: re.Match[str]) -> str:
+    found = match.group(0)
+    if found.startswith(("sk-", "xox")) and not any(c.isdigit() for c in found):
+        return found  # sk-another-key-entirely, xoxo-hugs-and-kisses: words, not keys
+    return MASK
+
+
+def mask_key_shapes(text: str) -> str:
+    """Credential-shaped text masked: the key formats of OpenAI, Anthropic, GitHub, Slack, Google and AWS (an
+    access key id, and a secret access key beside one), and JWTs. For text evals-cli did not write itself (model
+    replies, tool and MCP results, traces): a key pasted there is masked though the run was never told it."""
+    aws = _AWS_HINT.search(text) is not None  # before the key ids are masked
+    if any(hint in text for hint in _SHAPE_HINTS):
+        text = _KEY_SHAPES.sub(_key_repl, text)
+    if aws:  # after: a 40-character run inside a longer key is that key's, masked whole above
+        text = _AWS_SECRET.sub(MASK, text)
     return text
 
 
@@ -76,7 +123,8 @@ def _query_repl(match: re.Match[str]) -> str:
 
 def url_secrets(url: str | None) -> list[str]:
     """The credentials a URL carries: its userinfo password (or lone token) and secret-looking query values,
-    raw and percent-decoded (either form may be echoed back)."""
+    raw and percent-decoded (either form may be echoed back), and every form the HTTP client sends of the
+    userinfo: `user:password` and its base64, the `Authorization: Basic` credential a server may echo."""
     if not url:
         return []
     found: list[str] = []
@@ -90,11 +138,25 @@ def url_secrets(url: str | None) -> list[str]:
             userinfo = netloc.rpartition("@")[0]
             user, colon, password = userinfo.partition(":")
             found += [password] if colon else [user]
+            found += basic_forms(user, password)
         for piece in re.split(r"[&;]", f"{parts.query}&{parts.fragment}"):
             name, eq, value = piece.partition("=")
             if eq and value and is_secret_name(unquote(name)):
                 found.append(value)
     return sorted({v for s in found if s for v in (s, unquote(s))})
+
+
+def basic_forms(user: str, password: str) -> list[str]:
+    """What HTTP Basic sends of a URL's userinfo: `user:password` (raw and percent-decoded) and its base64."""
+    pairs = {f"{user}:{password}", f"{unquote(user)}:{unquote(password)}"}
+    forms = set(pairs)
+    for pair in pairs:
+        for encoding in ("utf-8", "latin-1"):
+            try:
+                forms.add(base64.b64encode(pair.encode(encoding)).decode("ascii"))
+            except UnicodeEncodeError:
+                continue
+    return sorted(f for f in forms if f != ":")
 
 
 def secret_values(value: Any, _under_secret: bool = False, _depth: int = 0) -> list[str]:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from evals_cli.errors import ToolServerFailed
+from evals_cli.mcp.stdio import Bound, MessageTooLarge
 
 MAX_PAGES = 100  # tools/list pages followed; a server whose cursor never ends cannot hang the run
 STDERR_TAIL = 1500  # characters of a failed server's stderr quoted in the error
@@ -51,13 +53,15 @@ class Connection:
         self._ready: asyncio.Future[None] | None = None
         self._stop = asyncio.Event()
         self._tail: str | None = None  # the stderr tail, kept when the file is closed
+        self.bound = Bound(_message_limit())  # what one message may take before it is parsed
 
     def _target(self) -> Any:
         if self.launch.url is not None:
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
 
-            http = create_mcp_http_client(headers=self.launch.headers or None)
+            from evals_cli.mcp.http import bounded_client
+
+            http = bounded_client(self.launch.headers, self.bound)
             return streamable_http_client(self.launch.url, http_client=http)
         from mcp import StdioServerParameters
 
@@ -75,28 +79,35 @@ class Connection:
             await self.stop()
             ready = self._ready
             if ready.done() and not ready.cancelled() and ready.exception() is not None:  # retrieved: no warning
-                self.failure = ready.exception()
+                found = ready.exception()  # a CancelledError is stop() ending the handshake, not what went wrong
+                self.failure = None if isinstance(found, asyncio.CancelledError) else found
             elif not isinstance(exc, TimeoutError | asyncio.CancelledError):
                 self.failure = exc
+            if self.bound.broken is not None:
+                self.failure = MessageTooLarge(self.bound.broken)
             raise
 
     async def _own(self) -> None:
         from mcp import Client
 
+        from evals_cli.mcp import sdk_log
+
         assert self._ready is not None
+        sdk_log.install()
+        sdk_log.SERVER.set(self.name)  # this task's, and the SDK tasks it starts: their log lines name the server
         try:
             target = self._target()
             if self.launch.command is not None:
                 self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-                from mcp.client.stdio import stdio_client
-
-                target = stdio_client(target, errlog=self._stderr)
+                target = _stdio(target, self._stderr, self.bound)
             async with Client(target, read_timeout_seconds=self.timeout, cache=None) as client:
                 self.client = client
                 if not self._ready.done():
                     self._ready.set_result(None)
                 await self._stop.wait()
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, never lost
+            if self.bound.broken is not None and not isinstance(exc, asyncio.CancelledError):
+                exc = MessageTooLarge(self.bound.broken)  # the cause, not the closed stream it left
             if not self._ready.done():
                 self._ready.set_exception(exc)
             else:
@@ -128,7 +139,12 @@ class Connection:
         tools: list[Any] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
-            page = await asyncio.wait_for(self._session().list_tools(cursor=cursor), self.timeout)
+            try:
+                page = await asyncio.wait_for(self._session().list_tools(cursor=cursor), self.timeout)
+            except Exception:
+                if self.bound.broken is not None:
+                    raise MessageTooLarge(self.bound.broken) from None
+                raise
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -149,6 +165,8 @@ class Connection:
             raise self._broken(f"tools/call {name} got no answer within timeout {self.timeout:g}s (raise "
                                f"mcp_servers.{self.name}.timeout for a slow server)", None) from None
         except Exception as exc:
+            if self.bound.broken is not None:
+                raise self._broken(f"tools/call {name} failed", MessageTooLarge(self.bound.broken)) from None
             raise self._broken(f"tools/call {name} failed: the server crashed or broke the protocol", exc) from exc
 
     async def stop(self) -> None:
@@ -161,6 +179,9 @@ class Connection:
                     task.cancel()  # still in the handshake: nothing to leave gently (the SDK's teardown is shielded)
                 try:
                     await asyncio.wait_for(asyncio.shield(task), 15)
+                except asyncio.CancelledError:
+                    if _being_cancelled():
+                        raise  # the caller is cancelled; the task's own cancellation is what stop() asked for
                 except (TimeoutError, Exception):
                     task.cancel()
                     with contextlib.suppress(BaseException):
@@ -170,3 +191,27 @@ class Connection:
                 self._tail = self.stderr_tail() if not self._stderr.closed else ""
                 with contextlib.suppress(OSError):
                     self._stderr.close()
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _message_limit() -> int:
+    from evals_cli.settings import knob
+
+    value: int = knob("max_mcp_message_bytes")
+    return value
+
+
+def _stdio(params: Any, errlog: IO[str], bound: Bound) -> Any:
+    """The transport of a stdio server: evals-cli's own on POSIX (bounded lines, the process group ended with
+    the server: evals_cli/mcp/stdio.py), the SDK's elsewhere."""
+    if sys.platform == "win32":  # pragma: no cover - the SDK's job objects end the tree there
+        from mcp.client.stdio import stdio_client
+
+        return stdio_client(params, errlog=errlog)
+    from evals_cli.mcp.stdio import bounded_stdio
+
+    return bounded_stdio(params, errlog, bound)

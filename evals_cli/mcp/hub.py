@@ -16,7 +16,6 @@ import contextlib
 import itertools
 import json
 import signal
-import tempfile
 import threading
 import weakref
 from collections.abc import Coroutine, Iterator, Mapping
@@ -164,7 +163,7 @@ class McpHub:
             why = _describe(connection.failure) if connection.failure is not None else (
                 f"no MCP answer within timeout {spec.timeout:g}s" if isinstance(exc, TimeoutError) else _describe(exc))
             return f"cannot connect to {what} ({why}); check url and that the server is running"
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):  # TimeoutError is an OSError
             return (f"cannot start `{what}` ({exc.strerror or type(exc).__name__}); check command and args (is "
                     "the program installed and on PATH?)")
         if isinstance(exc, TimeoutError):
@@ -313,7 +312,7 @@ class McpHub:
 
     def _new_folder(self, sample_id: str, repeat: int) -> Path:
         if self._root is None:
-            self._root = Path(tempfile.mkdtemp(prefix="evals-mcp-"))
+            self._root = workspace.new_root()
         folder = self._root / workspace.folder_name(sample_id, repeat, next(self._numbers))
         folder.mkdir(parents=True)
         return folder

@@ -390,6 +390,7 @@ class ExpectedState(StrictModel):
                                  f"unchanged/deleted/exists for the whole collection")
             for rid, fields in by_id.items():
                 for field_name, value in fields.items():
+                    _mixed_matcher(value, f"{name}.{rid}.{field_name}")
                     matcher = field_matcher(value)
                     if matcher is not None:
                         try:
@@ -421,6 +422,21 @@ class ExpectedState(StrictModel):
 def normal_target(target: str) -> str:
     """A path or `collection/id` as the world spells it (paths normalised; a record target kept as written)."""
     return normal_path(target)
+
+
+def _mixed_matcher(value: Any, where: str) -> None:
+    """A mapping holding matcher keys beside other keys: read as a plain object, `{tolerance: 0.5, value: 10}`
+    compared the field with that object and the tolerance did nothing. Refused; an object that really holds
+    such keys is written under exact:."""
+    if not isinstance(value, dict):
+        return
+    matcher = [k for k in value if k in ArgMatch.model_fields]
+    other = [k for k in value if k not in ArgMatch.model_fields]
+    if matcher and other:
+        raise ValueError(f"{where}: {', '.join(matcher)} beside {', '.join(map(str, other[:3]))}, which is not a "
+                         f"matcher key (a matcher takes {', '.join(ArgMatch.model_fields)}); give the expected "
+                         f"value under exact: ({{{matcher[0]}: ..., exact: ...}}), or write an object that holds "
+                         "these keys under exact:")
 
 
 def field_matcher(value: Any) -> dict[str, Any] | None:

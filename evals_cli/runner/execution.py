@@ -23,7 +23,7 @@ from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.errors import classify
 from evals_cli.endpoints.secrets import Redactor
 from evals_cli.environment.excerpts import store_changes
-from evals_cli.errors import ConfigError, DatasetChanged, RunAborted
+from evals_cli.errors import ConfigError, DatasetChanged, RunAborted, WorkspaceTooLarge
 from evals_cli.graders.grading import grade_sample
 from evals_cli.models.calibration import JudgeCalibration
 from evals_cli.models.results import CacheCount, CacheUse, Coverage, ErrorInfo, Grade, RoleUse, SampleResult
@@ -110,6 +110,8 @@ class Execution:
             raise folder_error(self.output_dir, exc, "--resume" if self.resume else "-o") from None
         self.telemetry.run_started(self.p.suite.name, self.p.agent.model)
         skip: set[tuple[str, int]] = set()
+        if self.p.pool.cache is not None and self.p.pool.cache.note:
+            self.messages.append(self.p.pool.cache.note)
         if self.resume is not None:
             if self.resume.repaired:
                 self.messages.append(self.resume.repaired)
@@ -387,18 +389,18 @@ class Execution:
             else:
                 await asyncio.wait_for(episode.run(), timeout=limit)
             self.any_success = True
-        except (SampleFailed, TimeoutError) as failed:
+        except (SampleFailed, TimeoutError, WorkspaceTooLarge) as failed:  # the last: raised reading it back
             trajectory.stop_reason = "error"
             if isinstance(failed, TimeoutError):
                 error = ErrorInfo(category="timeout", message=f"sample {sample.id} took longer than sample_timeout "
                                                               f"{limit:g}s; raise target.sample_timeout")
-            elif isinstance(failed.cause, UserSimulatorError):  # the user, not the agent: never the agent's zero
-                cause = failed.cause
+            elif isinstance(cause := getattr(failed, "cause", failed), UserSimulatorError):  # the user, not the
+                # agent: never the agent's zero
                 error = ErrorInfo(category="user_simulator", message=self.redact(cause.message))
                 if cause.fatal and (cause.fatal_after_success or not self.any_success):
                     self._abort(error.message)
             else:
-                found = classify(failed.cause, self.p.agent)
+                found = classify(cause, self.p.agent)
                 error = ErrorInfo(category=found.category, message=self.redact(found.message))
                 if found.fatal and (found.fatal_after_success or not self.any_success):
                     self._abort(error.message)

@@ -430,6 +430,11 @@ class PreparedRun:
         if self._user_problem is not None and (self.simulated or (self._collecting and unfiltered[1])):
             problems.extend(self._user_problem.problems)
         problems.extend(self._unreplayable())
+        replay_user = getattr(self.options, "replay_user", None)
+        if replay_user is not None and self._running and selected and not self.simulated:  # a flag doing nothing
+            problems.append(f"--replay-user {replay_user}: none of the {selected} samples this run would play has a "
+                            "simulated user (a user: block), so there is no user to replay; drop --replay-user, or "
+                            "select the simulated samples")
         problems += [f"--sample-id {p}: matches no sample id in {self.dataset}" for p in self.selection.unmatched()]
         missing = self.selection.missing()
         if missing and self.rerun is not None:

@@ -54,6 +54,28 @@ def build(bad_schema: bool = False) -> MCPServer:
     def crash() -> str:
         os._exit(3)
 
+    @server.tool(description="Write `count` small files into the working folder.")
+    def many_files(count: int) -> str:
+        for i in range(count):
+            Path(f"f{i:05d}.txt").write_text("x", encoding="utf-8")
+        return f"wrote {count} files"
+
+    @server.tool(description="The integers 0..count-1, as one list.")
+    def numbers(count: int) -> list[int]:
+        return list(range(count))
+
+    @server.tool(description="Start a helper process that outlives this call (it sleeps), and answer.")
+    def spawn_helper(marker: str) -> str:
+        import subprocess
+
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", marker],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        return f"helper {helper.pid}"
+
+    @server.tool(description="The value of one of the server's environment variables.")
+    def env_value(name: str) -> str:
+        return os.environ.get(name, "")
+
     @server.tool(description="The server's process id and working folder.")
     def whoami() -> str:
         return f"{os.getpid()} {os.getcwd()}"

@@ -11,10 +11,11 @@ from typing import Literal
 
 from pydantic import Field
 
+from evals_cli.environment.unread import is_unread
 from evals_cli.environment.world import World
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.expectations import Outcome, evaluate
-from evals_cli.models.environment import ExpectedState
+from evals_cli.models.environment import ExpectedState, normal_target
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.fields import ScoreMode
 from evals_cli.models.results import Grade
@@ -53,6 +54,12 @@ class FinalStateGrader(Grader[FinalStateSpec]):
                                 "environment cannot be graded")
         initial = World(ctx.sample.environment)
         final = initial.apply(changes)
+        unknown = unread_targets(expected, gold is not None, initial, final)
+        if unknown:  # a live workspace's file over the read-back bound: its final text was never read
+            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            return Grade.not_applicable(f"{shown}: over the workspace read-back bound (1 MiB), so its final text "
+                                        "is unknown and the expectations about it cannot be checked; keep the "
+                                        "files the task checks under 1 MiB")
         outcomes = evaluate(expected, initial, final) if expected is not None else []
         if gold is not None:  # [] too: the gold is no change at all
             try:
@@ -72,6 +79,21 @@ class FinalStateGrader(Grader[FinalStateSpec]):
             return Grade(score=score, rationale=f"all {n} expectation(s) met "
                                                 f"({len(changes)} change(s) to the environment)", metadata=metadata)
         return Grade(score=score, rationale=f"{met}/{n} expectations met; " + "; ".join(unmet), metadata=metadata)
+
+
+def unread_targets(expected: ExpectedState | None, gold: bool, initial: World, final: World) -> list[str]:
+    """The files an expectation reads whose final text was not read back (environment/unread.py): by name in
+    files, unchanged (a folder: what is in it); every such file under no_other_changes or gold actions, which
+    compare the whole world. Whether a file exists is known either way (deleted, exists)."""
+    unread = sorted(p for p, text in final.files.items() if is_unread(text))
+    if not unread:
+        return []
+    if gold or (expected is not None and expected.no_other_changes):
+        return unread
+    if expected is None:
+        return []
+    named = {normal_target(p) for p in expected.files} | {normal_target(t) for t in expected.unchanged}
+    return [p for p in unread if p in named or any(p.startswith(n.rstrip("/") + "/") for n in named)]
 
 
 def gold_outcomes(expected: World, final: World) -> list[Outcome]:
