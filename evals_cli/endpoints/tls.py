@@ -9,18 +9,20 @@ context of its own, so the certificates trusted are still the ones the environme
 from __future__ import annotations
 
 import functools
-import os
+import ssl
 from typing import Any
 
 
 def shared_context() -> Any:
-    """The verifying TLS context httpx would make now (an `ssl.SSLContext`), made once per CA setting."""
-    return _context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    """The verifying TLS context httpx would make now (an `ssl.SSLContext`), made once per CA setting: the CA
+    file and folder as the standard library resolves them (SSL_CERT_FILE and SSL_CERT_DIR, else OpenSSL's own)."""
+    paths = ssl.get_default_verify_paths()
+    return _context(paths.cafile, paths.capath)
 
 
 @functools.cache
-def _context(cert_file: str | None, cert_dir: str | None) -> Any:
-    """Keyed by the variables httpx reads, which it reads itself from the environment."""
+def _context(cafile: str | None, capath: str | None) -> Any:
+    """Keyed by the CA setting only; httpx reads the variables again itself when it builds the context."""
     from evals_cli.endpoints.httpx_compat import httpx
 
     return httpx.create_ssl_context(verify=True, trust_env=True)
