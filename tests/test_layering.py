@@ -9,6 +9,7 @@ the cycles and the layering violations (what the restructuring notes measured).
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,14 +62,20 @@ def import_graph(type_checking: bool = False) -> dict[str, set[str]]:
     """Module -> the package modules it imports (a `from pkg import name` counts pkg.name when that is a module);
     `type_checking` counts the imports under `if TYPE_CHECKING:` too: they never run, but a reader follows them
     like any other arrow, so the drawing of the layers (folders, floors) counts them."""
-    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    files = _parsed()
     graph: dict[str, set[str]] = {}
-    for name, path in files.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for name, (path, tree) in files.items():
         targets = {t for t in _imports(tree, name, path.name == "__init__.py", type_checking)
                    if t in files and t != name}
         graph[name] = targets
     return graph
+
+
+@functools.cache
+def _parsed() -> dict[str, tuple[Path, ast.Module]]:
+    """Module -> its file and syntax tree, parsed once per process: each check reads the same source (parsing
+    the package took about half a CPU-second, paid again by every test of this file)."""
+    return {_module_name(p): (p, ast.parse(p.read_text(encoding="utf-8"))) for p in PACKAGE.rglob("*.py")}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -3,6 +3,7 @@ stack nor rich.live (checked in a fresh interpreter), and the benchmark harness 
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +15,13 @@ from tests.helpers import ROOT
 HEAVY = ("openai", "httpx", "httpx2", "rich.live")
 
 
-def loaded_after(code: str) -> list[str]:
+@functools.cache
+def loaded_after(code: str) -> tuple[str, ...]:
+    """The modules a fresh interpreter holds after running `code`; the same probe is run once per process (two
+    checks read what validating suites/multi_turn.yaml imports)."""
     probe = f"{code}\nimport sys\nprint(' '.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
-    return out.stdout.split()
+    return tuple(out.stdout.split())
 
 
 def test_help_imports_nothing_heavy() -> None:

@@ -80,6 +80,7 @@ class ClientPool:
             from openai._constants import DEFAULT_CONNECTION_LIMITS
 
             from evals_cli.endpoints.httpx_compat import httpx
+            from evals_cli.endpoints.tls import shared_context
             from evals_cli.endpoints.transport import BoundedTransport
 
             inner: Any
@@ -92,10 +93,10 @@ class ClientPool:
                     self._recorder = RecordingTransport(self.record, redact=self.redactor)
                 inner = self._recorder
             else:
-                inner = httpx.AsyncHTTPTransport(limits=DEFAULT_CONNECTION_LIMITS)
+                inner = httpx.AsyncHTTPTransport(limits=DEFAULT_CONNECTION_LIMITS, verify=shared_context())
             transport = BoundedTransport(inner, endpoint.timeout, self.slots(endpoint.base_url),
                                          owns_inner=self.record is None and self.cache is None)
-            http_client = DefaultAsyncHttpxClient(transport=transport, timeout=endpoint.timeout)
+            http_client = DefaultAsyncHttpxClient(transport=transport, timeout=endpoint.timeout, verify=shared_context())
             self._clients[key] = AsyncOpenAI(
                 base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=endpoint.timeout,
                 max_retries=endpoint.max_retries, http_client=http_client,

@@ -17,6 +17,7 @@ from evals_cli.endpoints.context import CALL_CONTEXT, ReplayMiss
 from evals_cli.endpoints.httpx_compat import httpx
 from evals_cli.endpoints.keys import RECORDING_VERSION, api_path, body_key, request_body
 from evals_cli.endpoints.secrets import Redactor, header_secrets, url_secrets
+from evals_cli.endpoints.tls import shared_context
 from evals_cli.endpoints.transport import decoded_headers, read_bounded
 
 __all__ = ["CALL_CONTEXT", "RecordingTransport", "ReplayMiss"]
@@ -61,7 +62,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
     """Passes requests through and appends each exchange, masked, to the recording file."""
 
     def __init__(self, path: Path, inner: Any | None = None, redact: Redactor | None = None) -> None:
-        self.inner = inner or httpx.AsyncHTTPTransport()
+        self.inner = inner or httpx.AsyncHTTPTransport(verify=shared_context())
         self.redact = redact if redact is not None else Redactor()
         self.file = _SharedFile.acquire(path)
         self._released = False
