@@ -247,7 +247,7 @@ def test_the_readme_documents_every_alias_and_every_row_field() -> None:
         for reader in re.findall(r"`(\w+)`", re.sub(r"\(.*?\)", "", readers)):
             assert reader in GRADERS and reader not in ALIASES, reader
     graders_reading_rows = {"match", "model_judge", "tool_order", "stop_behavior", "forbidden_tools", "tool_args",
-                            "grounding", "final_state"}
+                            "grounding", "final_state", "no_leak"}
     named = {r for _, readers in rows for r in re.findall(r"`(\w+)`", re.sub(r"\(.*?\)", "", readers))}
     assert named == graders_reading_rows
 
