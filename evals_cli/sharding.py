@@ -10,6 +10,7 @@ that every part came back exactly once."""
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -59,12 +60,16 @@ def in_shard(sample_id: str, shard: tuple[int, int]) -> bool:
     return int.from_bytes(digest[:8], "big") % n == k - 1
 
 
-def resolve_shard(text: str | None, environ: Mapping[str, str]) -> str | None:
-    """--shard as given, with `auto` replaced by the "K/N" the environment says, so that everything after (the
-    split, run.json, a resume's check, the merge's) sees the part this job runs. ConfigError (exit 2) naming the
-    variables when none is set, one of a pair is missing, or the pair does not make sense."""
+def resolve_shard(text: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """--shard as given, with `auto` replaced by the "K/N" the environment says (the process's own unless
+    `environ` is given), so that everything after (the split, run.json, a resume's check, the merge's) sees the
+    part this job runs. ConfigError (exit 2) naming the variables when none is set, one of a pair is missing, or
+    the pair does not make sense. The job's variables are read here, not through settings.py: they are the
+    orchestrator's names (Kubernetes, a CI matrix), not evals-cli settings."""
     if text is None or text.strip().lower() != AUTO:
         return text
+    if environ is None:
+        environ = os.environ
     for pair in SHARD_VARIABLES:
         if pair.index in environ or pair.total in environ:
             k, n = _read_pair(pair, environ)

@@ -4,7 +4,6 @@ the run will run are kept by that same read (datasets/selected.py), so the run d
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -45,7 +44,7 @@ def with_shard(options: RunOptions) -> RunOptions:
     """`--shard auto` read from the environment before anything else sees the options (a resume's check, the
     split, run.json): the folder keeps the part this job ran ("2/3"), which `evals merge` counts. A K/N, or a part
     already read, passes through unchanged."""
-    shard = resolve_shard(options.shard, os.environ)
+    shard = resolve_shard(options.shard)
     return options if shard == options.shard else options.model_copy(update={"shard": shard})
 
 
