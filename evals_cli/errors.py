@@ -62,3 +62,11 @@ class ToolServerFailed(Exception):
     def __init__(self, server: str, message: str) -> None:
         super().__init__(f"MCP server '{server}': {message}")
         self.server = server
+
+
+class SetupFailed(Exception):
+    """A sample's `environment.setup` failed (a command exited non-zero or ran past its timeout, or the setup
+    function raised): that sample errors with the step's output (category `setup`), and the agent never starts.
+    The suite's doing, never the agent's zero."""
+
+    category = "setup"

@@ -74,6 +74,7 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2, *,
                 seen[key] = d
                 samples.add(result.sample_id)
                 store_changes(result.trajectory.state_changes)
+                store_changes(result.trajectory.setup_changes)
                 writer.write(result)
                 acc.add(result)
     except ConfigError:

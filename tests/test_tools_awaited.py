@@ -1,0 +1,115 @@
+"""Every tool call is awaited: a tool with logic works in a thread of its own while the run's event loop goes on,
+so one sample's slow or hanging tool holds neither the other samples nor Ctrl-C and SIGTERM (issue 33 item 1,
+issue 37 item 1). End to end through the real `openai` client against the scripted server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import evals_cli
+from evals_cli.run_options import RunOptions
+from tests.helpers import ROOT, read_jsonl, wait_for_lines, write_suite
+from tests.scripted_server import ScriptedServer, agent_script, call, text
+
+# `block` starts, notes when, and never returns (in C: Abandoned cannot stop a sleep); `lookup` answers how long
+# after `block` started it ran, which is under the sample timeout only if the run went on meanwhile
+TOOLS_PY = '''import threading
+import time
+from pathlib import Path
+
+STARTED = threading.Event()
+AT = []
+
+
+def block(arguments, world):
+    AT.append(time.monotonic())
+    STARTED.set()
+    Path(__file__).with_name("blocking.txt").write_text("blocking")
+    time.sleep(3600)
+    return "woke up"
+
+
+def lookup(arguments, world):
+    if not STARTED.wait(10):
+        return "block never started"
+    return f"ran {time.monotonic() - AT[0]:.2f} s after block started"
+'''
+
+TOOLS = {"block": {"description": "Block.", "parameters": {}, "python": "tools.py:block"},
+         "lookup": {"description": "Look up.", "parameters": {}, "python": "tools.py:lookup"}}
+
+
+def _suite(tmp: Path, server: ScriptedServer, rows: list[dict[str, Any]], sample_timeout: float | None,
+           concurrency: int = 4) -> Path:
+    (tmp / "tools.py").write_text(TOOLS_PY, encoding="utf-8")
+    return write_suite(tmp, rows, base_url=server.url, tools=TOOLS, concurrency=concurrency,
+                       target={"kind": "openai_chat", "base_url": server.url, "model": "scripted",
+                               "api_key": "sk-test", "max_retries": 0, "sample_timeout": sample_timeout},
+                       graders={"answer": {"kind": "tool", "function": "contains"}})
+
+
+def test_a_hanging_tool_is_bounded_by_the_sample_timeout_while_other_samples_finish(
+        server: ScriptedServer, tmp_path: Path) -> None:
+    server.script = agent_script({"hang": [call("block", {}), text("never")],
+                                  "look": [call("lookup", {}), text("looked")]})
+    rows = [{"id": "hang", "input": "hang"}] + [{"id": f"look-{i}", "input": "look", "ground_truth": "looked"}
+                                                for i in range(3)]
+    limit = 3.0
+    started = time.monotonic()
+    outcome = evals_cli.run(_suite(tmp_path, server, rows, limit), RunOptions(no_judge=True, output=tmp_path / "out"))
+    took = time.monotonic() - started
+    lines = {line["sample_id"]: line for line in read_jsonl(tmp_path / "out" / "results.jsonl")}
+    hung = lines["hang"]
+    assert hung["error"]["category"] in ("timeout", "custom_code"), hung["error"]
+    assert "sample_timeout" in hung["error"]["message"]
+    for i in range(3):
+        line = lines[f"look-{i}"]
+        assert line["error"] is None and line["passed"] is True, line
+        [answer] = [c["result"] for t in line["trajectory"]["turns"] for s in t["steps"] for c in s["tool_calls"]]
+        # the lookups ran while the blocking tool still held its thread: the loop was never held by it
+        assert answer.startswith("ran ") and float(answer.split()[1]) < limit, answer
+    assert outcome.summary.errored == 1 and took < limit + 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_a_run_whose_tool_blocks_forever(server: ScriptedServer, tmp_path: Path,
+                                                        sig: signal.Signals) -> None:
+    """No sample_timeout at all (null): only the signal can end the run, and it does, keeping what finished."""
+    server.script = agent_script({"hang": [call("block", {}), text("never")], "fine": [text("fine")]})
+    suite = _suite(tmp_path, server, [{"id": "fine", "input": "fine", "ground_truth": "fine"},
+                                      {"id": "hang", "input": "hang"}], None, concurrency=1)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "evals_cli", "run", str(suite), "-o", str(out), "--grace", "0.5"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**{k: v for k, v in os.environ.items() if not k.startswith(("EVAL_", "OPENAI_"))},
+                                 "NO_COLOR": "1", "COLUMNS": "200"})
+    try:
+        wait_for_lines(out / "results.jsonl", 1)
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "blocking.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "blocking.txt").exists()
+        signalled = time.monotonic()
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=30)
+        took = time.monotonic() - signalled
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stdout + stderr
+    assert took < 10, f"the run took {took:.1f} s to stop"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["gate"]["passed"] is None
+    assert [r["sample_id"] for r in read_jsonl(out / "results.jsonl")] == ["fine"]  # kept, nothing invented
+    assert "--resume" in stdout + stderr
