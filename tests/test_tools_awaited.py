@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import evals_cli
 from evals_cli.run_options import RunOptions
-from tests.helpers import ROOT, read_jsonl, wait_for_lines, write_suite
+from tests.helpers import ROOT, read_jsonl, run_cli, wait_for_lines, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 # `block` starts, notes when, and never returns (in C: Abandoned cannot stop a sleep); `lookup` answers how long
@@ -113,3 +114,98 @@ def test_a_signal_stops_a_run_whose_tool_blocks_forever(server: ScriptedServer, 
     assert summary["status"] == "interrupted" and summary["gate"]["passed"] is None
     assert [r["sample_id"] for r in read_jsonl(out / "results.jsonl")] == ["fine"]  # kept, nothing invented
     assert "--resume" in stdout + stderr
+
+
+# four calls can only all get past the barrier when they run at the same time
+BARRIER_PY = '''import threading
+
+BARRIER = threading.Barrier(4, timeout=10)
+
+
+def meet(arguments, world):
+    try:
+        BARRIER.wait()
+    except threading.BrokenBarrierError:
+        return "alone"
+    return "met"
+'''
+
+AGENT_PY = '''def agent(sample, tools):
+    return tools.meet()
+'''
+
+
+def test_a_python_agents_tool_calls_hop_to_the_loop_and_run_side_by_side(server: ScriptedServer,
+                                                                         tmp_path: Path) -> None:
+    (tmp_path / "tools.py").write_text(BARRIER_PY, encoding="utf-8")
+    (tmp_path / "agent.py").write_text(AGENT_PY, encoding="utf-8")
+    rows = [{"id": f"s{i}", "input": "meet", "ground_truth": "met"} for i in range(4)]
+    suite = write_suite(tmp_path, rows, concurrency=4,
+                        tools={"meet": {"description": "Meet.", "parameters": {}, "python": "tools.py:meet"}},
+                        graders={"answer": {"kind": "tool", "function": "contains"}})
+    data = yaml.safe_load(suite.read_text())
+    data["target"] = {"kind": "python", "callable": "agent.py:agent", "sample_timeout": 30}
+    suite.write_text(yaml.safe_dump(data))
+    outcome = evals_cli.run(suite, RunOptions(no_judge=True, output=tmp_path / "out"))
+    lines = read_jsonl(tmp_path / "out" / "results.jsonl")
+    # each agent's thread waited on the run's loop for its call, and the four calls ran at the same time
+    assert [line["trajectory"]["turns"][0]["steps"][0]["tool_calls"][0]["result"] for line in lines] == ["met"] * 4
+    assert outcome.summary.errored == 0 and outcome.exit_code == 0, outcome.messages
+
+
+def test_sample_timeout_defaults_to_600_seconds_and_0_or_null_turns_it_off(server: ScriptedServer,
+                                                                           tmp_path: Path) -> None:
+    from evals_cli.models.target_specs import DEFAULT_SAMPLE_TIMEOUT, sample_limit
+    from evals_cli.suite.loader import load_suite
+
+    suite = write_suite(tmp_path, [{"id": "a", "input": "x", "ground_truth": "done"}], base_url=server.url,
+                        graders={"answer": {"kind": "tool", "function": "contains"}})
+    assert load_suite(suite).target.sample_timeout == DEFAULT_SAMPLE_TIMEOUT == 600
+    assert sample_limit(0) is None and sample_limit(None) is None and sample_limit(5.0) == 5.0
+    server.script = agent_script({"x": [text("done")]})
+    for value in ("0", "1.5"):
+        result = run_cli("run", str(suite), "--sample-timeout", value, "-o", str(tmp_path / f"out-{value}"))
+        assert result.returncode in (0, 1), result.stdout + result.stderr
+    bad = run_cli("run", str(suite), "--sample-timeout", "-1", "-o", str(tmp_path / "out-bad"))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    negative = write_suite(tmp_path, [{"id": "a", "input": "x"}], base_url=server.url,
+                           target={"sample_timeout": -5})
+    checked = run_cli("validate", str(negative))
+    assert checked.returncode == 2 and "suite.yaml:" in checked.stderr and "sample_timeout" in checked.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_run_while_an_mcp_server_is_busy_keeping_what_finished(server: ScriptedServer,
+                                                                              tmp_path: Path) -> None:
+    note = tmp_path / "blocking.txt"
+    demo = str(ROOT / "tests" / "mcp_servers" / "demo_server.py")
+    server.script = agent_script({"hang": [call("block", {"note": str(note)}), text("never")],
+                                  "fine": [text("fine")]})
+    suite = write_suite(tmp_path, [{"id": "fine", "input": "fine", "ground_truth": "fine"},
+                                   {"id": "hang", "input": "hang"}], base_url=server.url, concurrency=1,
+                        tools={}, graders={"answer": {"kind": "tool", "function": "contains"}},
+                        mcp_servers={"demo": {"command": sys.executable, "args": [demo], "include": ["block"],
+                                              "timeout": 3600}})
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "evals_cli", "run", str(suite), "-o", str(out), "--grace", "0.5"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**{k: v for k, v in os.environ.items() if not k.startswith(("EVAL_", "OPENAI_"))},
+                                 "NO_COLOR": "1", "COLUMNS": "200"})
+    try:
+        wait_for_lines(out / "results.jsonl", 1, timeout=60)
+        deadline = time.monotonic() + 60
+        while not note.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert note.exists()
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+        took = time.monotonic() - signalled
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stdout + stderr
+    assert took < 15, f"the run took {took:.1f} s to stop"
+    assert [r["sample_id"] for r in read_jsonl(out / "results.jsonl")] == ["fine"]
+    assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"

@@ -50,6 +50,12 @@ def build(bad_schema: bool = False) -> MCPServer:
         time.sleep(seconds)
         return "woke up"
 
+    @server.tool(description="Write a note file (outside any workspace), then never answer.")
+    def block(note: str) -> str:
+        Path(note).write_text("blocking", encoding="utf-8")
+        time.sleep(3600)
+        return "woke up"
+
     @server.tool(description="Exit the server process at once.")
     def crash() -> str:
         os._exit(3)
