@@ -209,3 +209,49 @@ def test_sigterm_stops_a_run_while_an_mcp_server_is_busy_keeping_what_finished(s
     assert took < 15, f"the run took {took:.1f} s to stop"
     assert [r["sample_id"] for r in read_jsonl(out / "results.jsonl")] == ["fine"]
     assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"
+
+
+COUNT_PY = '''import threading
+import time
+
+ACTIVE = []
+LOCK = threading.Lock()
+
+
+def bump(arguments, world):
+    with LOCK:
+        ACTIVE.append(1)
+        together = len(ACTIVE)
+    time.sleep(0.2)
+    world.records["counters"]["c"]["n"] += 1
+    with LOCK:
+        ACTIVE.pop()
+    return "together" if together > 1 else "alone"
+'''
+
+FAN_OUT_PY = '''from concurrent.futures import ThreadPoolExecutor
+
+
+def agent(sample, tools):
+    with ThreadPoolExecutor(4) as pool:
+        return " ".join(pool.map(lambda _: tools.bump(), range(4)))
+'''
+
+
+def test_a_python_agent_fanning_out_to_threads_acts_on_its_world_one_call_at_a_time(server: ScriptedServer,
+                                                                                   tmp_path: Path) -> None:
+    (tmp_path / "tools.py").write_text(COUNT_PY, encoding="utf-8")
+    (tmp_path / "agent.py").write_text(FAN_OUT_PY, encoding="utf-8")
+    suite = write_suite(tmp_path, [{"id": "fan", "input": "go", "ground_truth": "alone"}],
+                        tools={"bump": {"description": "Bump.", "parameters": {}, "python": "tools.py:bump"}},
+                        environment={"records": {"counters": [{"id": "c", "n": 0}]}},
+                        graders={"answer": {"kind": "tool", "function": "contains"}})
+    data = yaml.safe_load(suite.read_text())
+    data["target"] = {"kind": "python", "callable": "agent.py:agent", "sample_timeout": 30}
+    suite.write_text(yaml.safe_dump(data))
+    evals_cli.run(suite, RunOptions(no_judge=True, output=tmp_path / "out"))
+    [line] = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert line["error"] is None, line["error"]
+    results = [c["result"] for s in line["trajectory"]["turns"][0]["steps"] for c in s["tool_calls"]]
+    assert results == ["alone"] * 4
+    assert line["trajectory"]["state_changes"][0]["after"]["n"] == 4  # no update lost to another thread

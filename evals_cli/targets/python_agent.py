@@ -115,6 +115,7 @@ class ToolSession:
         self.failure: ToolServerFailed | custom_code.CustomCodeError | None = None
         self.lock = threading.Lock()
         self.loop = asyncio.get_running_loop()  # made by the episode, on the run's loop
+        self.one_at_a_time = asyncio.Lock()  # an agent fanning out to threads still acts on its world call by call
         self.started: dict[int, int] = {}  # calls begun per turn (in flight ones included): the step bound
         self.in_flight: set[concurrent.futures.Future[ToolCall]] = set()
         self._wall, self._mark = time.time(), time.perf_counter()
@@ -148,7 +149,7 @@ class ToolSession:
             raise RuntimeError("tools.call was called on the run's event loop; the agent runs in a thread or on "
                                "a loop of its own")
         try:
-            future = asyncio.run_coroutine_threadsafe(self.toolbox.call(call_id, name, cap(raw_arguments)), self.loop)
+            future = asyncio.run_coroutine_threadsafe(self._serially(call_id, name, cap(raw_arguments)), self.loop)
         except RuntimeError:  # the run's loop is closed: the run is over
             raise RuntimeError(_OVER) from None
         with self.lock:
@@ -169,6 +170,12 @@ class ToolSession:
                 raise RuntimeError(_OVER)
             turn.steps.append(Step(tool_calls=[record], finish_reason="tool_calls", started=wall, latency_s=latency))
         return record.result
+
+    async def _serially(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
+        """One call on the run's loop, after this sample's previous ones (a model's calls are answered in turn
+        too): two tool functions never change one world at the same time. Other samples' calls do not wait."""
+        async with self.one_at_a_time:
+            return await self.toolbox.call(call_id, name, raw_arguments)
 
     def next_turn(self) -> None:
         with self.lock:
