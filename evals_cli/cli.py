@@ -133,7 +133,7 @@ def run(
     repeats: Annotated[int | None, typer.Option("--repeats", "-r", min=1, help="Run every sample N times (pass@k, pass^k).")] = None,
     keyword: Annotated[str | None, typer.Option("-k", hidden=True)] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Per-request timeout in seconds.")] = None,
-    sample_timeout: Annotated[float | None, typer.Option("--sample-timeout", min=0.001, help="Seconds one sample may take in all.")] = None,
+    sample_timeout: Annotated[float | None, typer.Option("--sample-timeout", min=0, help="Seconds one sample may take in all (default 600; 0: no limit).")] = None,
     max_retries: Annotated[int | None, typer.Option("--max-retries", min=0, help="Retries on 429, 5xx, timeouts, dropped connections.")] = None,
     resume: Annotated[Path | None, typer.Option("--resume", help="Continue a run: its folder or results.jsonl.")] = None,
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="With --resume: run errored samples again.")] = False,

@@ -68,3 +68,11 @@ class WorkspaceTooLarge(Exception):
     """An episode's workspace could not be read back whole (past the file-count bound): its final state is
     unknown, so the sample is an error (category tool_server), never graded on a cut list of files. Not fatal:
     the next episode starts from its own folder."""
+
+
+class SetupFailed(Exception):
+    """A sample's `environment.setup` failed (a command exited non-zero or ran past its timeout, or the setup
+    function raised): that sample errors with the step's output (category `setup`), and the agent never starts.
+    The suite's doing, never the agent's zero."""
+
+    category = "setup"

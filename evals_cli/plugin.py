@@ -33,8 +33,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import UserSpec
 from evals_cli.models.target_specs import EndpointSpec, TargetBase
 from evals_cli.models.tools import ToolSpec
-from evals_cli.models.trajectory import Effect as EffectRecord
-from evals_cli.models.trajectory import Step, StopReason, ToolCall, Trajectory, Turn, Usage
+from evals_cli.models.trajectory import EffectRecord, Step, StopReason, ToolCall, Trajectory, Turn, Usage
 from evals_cli.registry import PluginError
 from evals_cli.simulation.player import USER_PLAYERS, ConversationView, UserMove, UserPlayer, UserSimulatorError
 from evals_cli.targets.base import TARGETS, Agent, SampleFailed, Target, TargetContext, Toolbox

@@ -64,7 +64,8 @@ class RunOptions(BaseModel):
     judge_api_key: str | None = Field(default=None, description="Judge API key, over every grader's own, the "
                                       "suite's judge block and EVAL_JUDGE_API_KEY (--judge-api-key).")
     timeout: float | None = Field(default=None, gt=0, description="Per-request timeout in seconds.")
-    sample_timeout: float | None = Field(default=None, gt=0, description="Seconds one sample may take in all.")
+    sample_timeout: float | None = Field(default=None, ge=0, description="Seconds one sample may take in all "
+                                         "(overrides the suite's; 0: no limit).")
     max_retries: int | None = Field(default=None, ge=0, description="Retries on 429, 5xx, timeouts, drops.")
     since: str | None = Field(default=None, description="A traces target: only conversations that started at or "
                               "after this ISO 8601 date or date-time (over target.since).")

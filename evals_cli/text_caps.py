@@ -111,7 +111,7 @@ def cap_trajectory(trajectory: Any, limit: int | None = None) -> Any:
                 if call.effect is not None:
                     call.effect.before = cap_value(call.effect.before, limit)
                     call.effect.after = cap_value(call.effect.after, limit)
-    for change in trajectory.state_changes or []:
+    for change in [*(trajectory.state_changes or []), *(trajectory.setup_changes or [])]:
         change.before = cap_value(change.before, limit)
         change.after = cap_value(change.after, limit)
     trajectory.prefilled = cap_value(trajectory.prefilled, limit)

@@ -209,3 +209,38 @@ def load_script(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+class SyncToolbox:
+    """A sample's toolbox and world as the Episode builds them (targets/episode.py), for tests of the tools alone:
+    each call is awaited to its end on a loop of its own (`asyncio.run`), and `state_changes` is the world's diff
+    from the start, as the Episode records it."""
+
+    def __init__(self, tools: dict[str, Any], environment: Any = None) -> None:
+        from evals_cli.environment.world import World
+        from evals_cli.tools.mock import MockToolbox, needs_world
+
+        self.world = World(environment) if needs_world(tools, environment) else None
+        self.start = self.world.copy() if self.world is not None else None
+        self.box = MockToolbox(dict(tools), self.world)
+
+    @property
+    def tools(self) -> dict[str, Any]:
+        return self.box.tools
+
+    @property
+    def calls(self) -> dict[str, int]:
+        return self.box.calls
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return self.box.schemas()
+
+    def call(self, call_id: str, name: str, raw_arguments: str) -> Any:
+        import asyncio
+
+        return asyncio.run(self.box.call(call_id, name, raw_arguments))
+
+    def state_changes(self) -> list[Any] | None:
+        if self.world is None or self.start is None:
+            return None
+        return self.world.diff(self.start)

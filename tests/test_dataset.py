@@ -13,7 +13,7 @@ from evals_cli.datasets.reader import check_dataset, iter_samples, select_sample
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
-from evals_cli.tools.mock import MockToolbox
+from tests.helpers import SyncToolbox
 
 
 def write_lines(tmp_path: Path, lines: list[str], name: str = "data.jsonl") -> Path:
@@ -346,7 +346,7 @@ def test_tutorial_item_maps_onto_sample(tmp_path: Path) -> None:
 def test_tutorial_tools_answer_with_mock_results(tmp_path: Path) -> None:
     first, *_ = iter_samples(write_json(tmp_path, TUTORIAL))
     assert first.tools is not None
-    box = MockToolbox(first.tools)
+    box = SyncToolbox(first.tools)
     assert box.call("c1", "read_file", '{"path": ".env"}').result == "A=1"
     assert json.loads(box.call("c2", "list_files", "{}").result) == {"files": [".env"]}
 

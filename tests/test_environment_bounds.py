@@ -24,7 +24,7 @@ from evals_cli.environment.excerpts import (
 )
 from evals_cli.environment.world import World, replayed_after
 from evals_cli.models.environment import EnvironmentSpec
-from evals_cli.models.trajectory import Effect, StateChange, ToolCall
+from evals_cli.models.trajectory import EffectRecord, StateChange, ToolCall
 from evals_cli.text_caps import MAX_LINE_BYTES
 from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
@@ -91,7 +91,7 @@ def test_the_effects_of_one_sample_share_a_budget_past_which_only_sizes_are_stor
     text_now, stored = "", 0
     for i in range(400):  # 400 writes of 20,000 new characters each
         new = text_now + f"[{i}]" + "y" * 20_000
-        effect = store_effect(Effect(op="files.write", target="a.txt", changed=True, before=text_now or None,
+        effect = store_effect(EffectRecord(op="files.write", target="a.txt", changed=True, before=text_now or None,
                                      after=new), budget)
         assert replayed_after(effect, text_now or None) == new  # the edit kept in memory rebuilds the world
         stored += len(effect.before or "") + len(effect.after or "")
@@ -106,7 +106,7 @@ def test_the_effects_of_one_sample_share_a_budget_past_which_only_sizes_are_stor
 def test_a_record_keeps_its_id_and_the_fields_that_changed() -> None:
     before = {"id": "k", "value": "a" * 40_000, "owner": "sam", "note": "same"}
     after = {**before, "value": "b" * 40_000, "owner": "kim"}
-    effect = store_effect(Effect(op="records.update", target="settings/k", changed=True, before=before,
+    effect = store_effect(EffectRecord(op="records.update", target="settings/k", changed=True, before=before,
                                  after=after), StateBudget())
     assert set(effect.before) == set(effect.after) == {"id", "value", "owner"}  # `note` did not change
     assert effect.after["owner"] == "kim" and "40000 characters" in effect.after["value"]
@@ -132,7 +132,7 @@ def test_a_results_file_read_back_cannot_pass_an_excerpt_off_as_the_world() -> N
     with pytest.raises(ValueError, match="stored cut"):
         World(EnvironmentSpec(files={"a.txt": "x"})).apply(changes)
     assert describe_change(change).lines[0].text.startswith("cut: only what changed is stored")
-    read_back = Effect.model_validate_json(store_effect(Effect(op="files.write", target="a.txt", changed=True,
+    read_back = EffectRecord.model_validate_json(store_effect(EffectRecord(op="files.write", target="a.txt", changed=True,
                                                                before="x", after=big), StateBudget()).model_dump_json())
     with pytest.raises(ValueError, match="stored cut"):
         World(EnvironmentSpec(files={"a.txt": "x"})).replay(ToolCall(name="w", effect=read_back))

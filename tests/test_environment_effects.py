@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import ToolCall
-from evals_cli.tools.mock import MockToolbox
+from tests.helpers import SyncToolbox
 
 ENV = EnvironmentSpec.model_validate({
     "files": {"config.json": '{"port": 8080}', "docs/a.md": "A", "docs/b.md": "B"},
@@ -25,11 +25,11 @@ def tool(effect: Any, **parameters: str) -> ToolSpec:
     return ToolSpec.model_validate({"description": "t", "parameters": parameters or {"path": "p"}, "effect": effect})
 
 
-def toolbox(**tools: ToolSpec) -> MockToolbox:
-    return MockToolbox(tools, ENV)
+def toolbox(**tools: ToolSpec) -> SyncToolbox:
+    return SyncToolbox(tools, ENV)
 
 
-def do(box: MockToolbox, name: str, **arguments: Any) -> ToolCall:
+def do(box: SyncToolbox, name: str, **arguments: Any) -> ToolCall:
     return box.call("c1", name, json.dumps(arguments))
 
 
@@ -86,7 +86,7 @@ def test_files_list_lists_every_file_under_the_folder(directory: str | None, lis
 def test_files_list_of_a_missing_folder_and_of_an_empty_world() -> None:
     assert do(toolbox(ls=tool("files.list", directory="d")), "ls", directory="src").result == \
         "Error: src: no such directory"
-    empty = MockToolbox({"ls": tool("files.list", directory="d")}, EnvironmentSpec())
+    empty = SyncToolbox({"ls": tool("files.list", directory="d")}, EnvironmentSpec())
     assert do(empty, "ls").result == "(no files)"
 
 
@@ -162,7 +162,7 @@ def test_records_delete() -> None:
 
 
 def test_a_collection_the_world_lacks_and_a_bad_key_are_errors_for_the_agent() -> None:
-    box = MockToolbox({"get": tool({"records.get": "users"}, id="id")}, ENV)
+    box = SyncToolbox({"get": tool({"records.get": "users"}, id="id")}, ENV)
     assert do(box, "get", id="1").result == "Error: no collection 'users'"
     box = toolbox(get=tool({"records.get": "orders"}, id="id"))
     assert do(box, "get", id={"x": 1}).result == "Error: argument 'id' must be an id, got dict"
@@ -188,7 +188,7 @@ def test_each_toolbox_has_its_own_world() -> None:
 
 
 def test_no_environment_and_no_effect_means_no_state() -> None:
-    box = MockToolbox({"ask": ToolSpec.model_validate({"returns": "x"})})
+    box = SyncToolbox({"ask": ToolSpec.model_validate({"returns": "x"})})
     assert box.state_changes() is None
 
 

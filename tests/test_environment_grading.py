@@ -19,7 +19,7 @@ from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Step, Trajectory, Turn
-from evals_cli.tools.mock import MockToolbox
+from tests.helpers import SyncToolbox
 from tests.trajectory_builders import run
 
 ENV = {
@@ -42,7 +42,7 @@ def acted(*calls: tuple[str, dict[str, Any]], expected: dict[str, Any] | None = 
     """A sample with the environment, and the trajectory of making these calls (one step each) against it."""
     sample = Sample.model_validate({"id": "s", "input": "go", "environment": ENV if env is None else env,
                                     **({"expected_state": expected} if expected else {})})
-    box = MockToolbox(TOOLS, sample.environment)
+    box = SyncToolbox(TOOLS, sample.environment)
     steps = [Step(tool_calls=[box.call(f"c{i}", name, json.dumps(args))]) for i, (name, args) in enumerate(calls)]
     trajectory = Trajectory(turns=[Turn(user="go", steps=[*steps, Step(content="done")])])
     trajectory.state_changes = box.state_changes()

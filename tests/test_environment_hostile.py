@@ -21,8 +21,7 @@ from evals_cli.models.environment import EnvironmentSpec, ExpectedState
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Step, Trajectory, Turn
-from evals_cli.tools.mock import MockToolbox
-from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.helpers import SyncToolbox, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 from tests.test_environment_grading import final, stop
 from tests.trajectory_builders import run as grade_with
@@ -48,7 +47,7 @@ TOOLS = {
 def acted(expected: dict[str, Any] | None, *calls: tuple[str, dict[str, Any]]) -> tuple[Sample, Trajectory]:
     sample = Sample.model_validate({"id": "s", "input": "go", "environment": ENV,
                                     **({"expected_state": expected} if expected else {})})
-    box = MockToolbox(TOOLS, sample.environment)
+    box = SyncToolbox(TOOLS, sample.environment)
     steps = [Step(tool_calls=[box.call(f"c{i}", name, json.dumps(args))]) for i, (name, args) in enumerate(calls)]
     trajectory = Trajectory(turns=[Turn(user="go", steps=[*steps, Step(content="done")])])
     trajectory.state_changes = box.state_changes()
@@ -108,7 +107,7 @@ def test_no_other_changes_sees_record_fields_the_expectation_does_not_name() -> 
     refund_only = ToolSpec.model_validate({"parameters": {"id": "i"}, "effect": {
         "records.update": "orders", "set": {"status": "refunded"}}})
     sample = Sample.model_validate({"id": "s", "input": "go", "environment": ENV, "expected_state": expected})
-    box = MockToolbox({"refund": refund_only}, sample.environment)
+    box = SyncToolbox({"refund": refund_only}, sample.environment)
     trajectory = Trajectory(turns=[Turn(steps=[Step(tool_calls=[box.call("c", "refund", '{"id": 1}')])])],
                             state_changes=box.state_changes())
     assert grade_with(final(), trajectory, sample).score == 1.0  # only the named field changed
@@ -138,7 +137,7 @@ def test_unchanged_and_stray_changes_name_the_fields_that_changed() -> None:
     long = {"records": {"orders": [{**orders[0], "customer": "a-very-long-customer-name@example.com"}, orders[1]]}}
     sample = Sample.model_validate({"id": "s", "input": "go", "environment": long,
                                     "expected_state": {"unchanged": ["orders/1"]}})
-    box = MockToolbox(TOOLS, sample.environment)
+    box = SyncToolbox(TOOLS, sample.environment)
     trajectory = Trajectory(turns=[Turn(steps=[Step(tool_calls=[box.call("c", "refund", '{"id": 1, "amount": 5}')])])],
                             state_changes=box.state_changes())
     why = grade_with(final(), trajectory, sample).rationale
@@ -173,7 +172,7 @@ def test_an_absolute_path_names_the_same_file_as_the_relative_one() -> None:
 def test_a_name_spelled_with_decomposed_unicode_is_the_same_file() -> None:
     nfc, nfd = "caf\u00e9.txt", "cafe\u0301.txt"
     env = EnvironmentSpec.model_validate({"files": {nfd: "menu"}})
-    box = MockToolbox(TOOLS, env)
+    box = SyncToolbox(TOOLS, env)
     assert box.call("c", "read", json.dumps({"path": nfc})).result == "menu"
     box.call("c", "write", json.dumps({"path": nfc, "content": "new menu"}))
     assert [c.target for c in box.state_changes() or []] == [nfc]

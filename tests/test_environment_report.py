@@ -9,7 +9,7 @@ from pathlib import Path
 
 from evals_cli.display.state_diff import describe_change, describe_effect, diff_lines
 from evals_cli.exporters import render_html
-from evals_cli.models.trajectory import Effect, StateChange
+from evals_cli.models.trajectory import EffectRecord, StateChange
 from tests.helpers import run_cli
 from tests.run_factory import XSS, make_result, make_summary, tool_call, write_run
 from tests.test_html_report import Page
@@ -24,24 +24,24 @@ def stateful_results() -> list:  # type: ignore[type-arg]
     """The port updated (JSON file), a refund (record), a clobbered file with a created one, an untouched world,
     and a sample without any environment."""
     read = tool_call("read_file", {"path": "config.json"}, CONFIG,
-                     effect=Effect(op="files.read", target="config.json", before=CONFIG, after=CONFIG))
+                     effect=EffectRecord(op="files.read", target="config.json", before=CONFIG, after=CONFIG))
     write = tool_call("write_file", {"path": "config.json", "content": PORT_3000}, "written",
-                      effect=Effect(op="files.write", target="config.json", changed=True, before=CONFIG,
+                      effect=EffectRecord(op="files.write", target="config.json", changed=True, before=CONFIG,
                                     after=PORT_3000))
     port = make_result("update-port", {"final": 1.0}, calls=[read, write])
     port.trajectory.state_changes = [StateChange(kind="file", target="config.json", before=CONFIG, after=PORT_3000)]
 
     refund = tool_call("issue_refund", {"order_id": "12345", "amount": 40}, "refunded",
-                       effect=Effect(op="records.update", target="orders/12345", changed=True, before=ORDER,
+                       effect=EffectRecord(op="records.update", target="orders/12345", changed=True, before=ORDER,
                                      after=REFUNDED))
     missing = tool_call("get_order", {"order_id": "999"}, "error: no order 999", is_error=True,
-                        effect=Effect(op="records.get", target="orders/999", error="no order 999"))
+                        effect=EffectRecord(op="records.get", target="orders/999", error="no order 999"))
     refunded = make_result("refund", {"final": 1.0}, calls=[missing, refund])
     refunded.trajectory.state_changes = [StateChange(kind="record", target="orders/12345", before=ORDER,
                                                      after=REFUNDED)]
 
     clobber = tool_call("write_file", {"path": "config.json", "content": "port=3000"}, "written",
-                        effect=Effect(op="files.write", target="config.json", changed=True, before=CONFIG,
+                        effect=EffectRecord(op="files.write", target="config.json", changed=True, before=CONFIG,
                                       after="port=3000"))
     bad = make_result("clobber", {"final": 0.0}, calls=[clobber], rationale=f"config.json: not JSON {XSS}")
     bad.trajectory.state_changes = [
@@ -52,7 +52,7 @@ def stateful_results() -> list:  # type: ignore[type-arg]
 
     lookup = make_result("lookup", {"final": 1.0}, calls=[tool_call(
         "get_order", {"order_id": "12345"}, json.dumps(ORDER),
-        effect=Effect(op="records.get", target="orders/12345", before=ORDER, after=ORDER))])
+        effect=EffectRecord(op="records.get", target="orders/12345", before=ORDER, after=ORDER))])
     lookup.trajectory.state_changes = []
     plain = make_result("no-environment", {"final": 1.0})
     return [port, refunded, bad, lookup, plain]
@@ -113,11 +113,11 @@ def test_control_characters_the_agent_wrote_are_spelled_out(tmp_path: Path) -> N
 
 
 def test_effect_phrases() -> None:
-    assert describe_effect(Effect(op="files.read", target="a.txt", before="x", after="x")).head == \
+    assert describe_effect(EffectRecord(op="files.read", target="a.txt", before="x", after="x")).head == \
         "files.read a.txt: no change"
-    failed = describe_effect(Effect(op="files.read", target="b.txt", error="No such file or directory: 'b.txt'"))
+    failed = describe_effect(EffectRecord(op="files.read", target="b.txt", error="No such file or directory: 'b.txt'"))
     assert failed.status == "error" and failed.head == "files.read b.txt: error: No such file or directory: 'b.txt'"
-    refund = describe_effect(Effect(op="records.update", target="orders/12345", changed=True, before=ORDER,
+    refund = describe_effect(EffectRecord(op="records.update", target="orders/12345", changed=True, before=ORDER,
                                     after=REFUNDED))
     assert refund.head == "records.update orders/12345: changed"
     assert [line.render() for line in refund.lines] == ['~ status: "delivered" → "refunded"']

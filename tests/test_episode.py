@@ -46,7 +46,7 @@ class TurnsOnly(Target):
                 turn.steps.append(Step(content=reply.content or "", finish_reason="stop"))
                 conversation.append({"role": "assistant", "content": reply.content or ""})
                 return True
-            calls = [toolbox.call(c.id, c.function.name, c.function.arguments) for c in reply.tool_calls]
+            calls = [await toolbox.call(c.id, c.function.name, c.function.arguments) for c in reply.tool_calls]
             turn.steps.append(Step(tool_calls=calls, finish_reason="tool_calls"))
             conversation.append({"role": "assistant", "content": None, "tool_calls": [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}

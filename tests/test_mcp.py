@@ -5,6 +5,7 @@ workspaces hold real files, recordings replay with no server, and a broken serve
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -355,10 +356,10 @@ def test_a_hand_written_recording_replays_offline_and_lists_the_tools(tmp_path: 
     try:
         echo = hub.tools()["echo"]
         assert (echo.description, echo.json_schema()) == ("Echo it.", listing[0]["inputSchema"])
-        episode = hub.episode("r", 0)
-        assert episode.call(echo, {"text": "hi"}) == ("echo: hi (recorded)", False)
+        session = hub.session("r", 0)
+        assert asyncio.run(session.call(echo, {"text": "hi"})) == ("echo: hi (recorded)", False)
         with pytest.raises(Exception, match=r"server 'demo': no recorded call echo\(\{\"text\": \"bye\"\}\)"):
-            episode.call(echo, {"text": "bye"})
+            asyncio.run(session.call(echo, {"text": "bye"}))
         assert isinstance(hub.tools().get("echo"), ToolSpec)
     finally:
         hub.close()

@@ -135,7 +135,7 @@ class Tally:
     summary = "counts the calls per path"
 
     def apply(self, world: Any, spec: Any, args: dict[str, Any]) -> tuple[str, Any]:
-        from evals_cli.models.trajectory import Effect as Done
+        from evals_cli.models.trajectory import EffectRecord as Done
 
         path = str(args[spec.path])
         before = world.files.get(path)
@@ -147,13 +147,13 @@ class Tally:
 def test_an_effect_class_registered_from_outside_acts_on_the_world() -> None:
     from evals_cli.models.environment import EFFECTS
     from evals_cli.models.tools import ToolSpec
-    from evals_cli.tools.mock import MockToolbox
+    from tests.helpers import SyncToolbox
 
     assert isinstance(Tally(), evals_cli.Effect)
     EFFECTS.register("zz.tally")(Tally())
     try:
         tool = ToolSpec.model_validate({"description": "tally", "parameters": {"path": "what"}, "effect": "zz.tally"})
-        toolbox = MockToolbox({"tally": tool})
+        toolbox = SyncToolbox({"tally": tool})
         first = toolbox.call("c1", "tally", json.dumps({"path": "a"}))
         second = toolbox.call("c2", "tally", json.dumps({"path": "a"}))
     finally:

@@ -8,7 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from evals_cli.models.tools import ToolSpec
-from evals_cli.tools.mock import MockToolbox, merge_tools, openai_tools
+from evals_cli.tools.mock import merge_tools, openai_tools
+from tests.helpers import SyncToolbox
 
 
 def spec(**fields: object) -> ToolSpec:
@@ -60,7 +61,7 @@ def test_openai_tools_shape() -> None:
             "type": "object", "properties": {"path": {"type": "string", "description": "File path"}},
             "required": ["path"]}},
     }]
-    assert MockToolbox(tools).schemas() == openai_tools(tools)
+    assert SyncToolbox(tools).schemas() == openai_tools(tools)
 
 
 # --- spec validation ------------------------------------------------------------------------------------------
@@ -87,21 +88,21 @@ def test_unknown_spec_key_is_rejected() -> None:
 
 
 def test_fixed_returns_text() -> None:
-    call = MockToolbox({"t": spec(returns="hello")}).call("c1", "t", "{}")
+    call = SyncToolbox({"t": spec(returns="hello")}).call("c1", "t", "{}")
     assert (call.id, call.name, call.result, call.is_error) == ("c1", "t", "hello", False)
     assert call.arguments == {}
 
 
 def test_dict_returns_are_serialised_as_json() -> None:
     payload = {"files": [".env", "src/"], "count": 2, "name": "café"}
-    call = MockToolbox({"t": spec(returns=payload)}).call("c1", "t", "{}")
+    call = SyncToolbox({"t": spec(returns=payload)}).call("c1", "t", "{}")
     assert json.loads(call.result) == payload
     assert "café" in call.result  # not escaped to \\u00e9
     assert not call.is_error
 
 
 def test_list_and_number_returns_are_serialised_as_json() -> None:
-    box = MockToolbox({"l": spec(returns=[1, 2]), "n": spec(returns=3)})
+    box = SyncToolbox({"l": spec(returns=[1, 2]), "n": spec(returns=3)})
     assert box.call("a", "l", "").result == "[1, 2]"
     assert box.call("b", "n", "").result == "3"
 
@@ -109,13 +110,13 @@ def test_list_and_number_returns_are_serialised_as_json() -> None:
 def test_no_answer_configured_is_an_error_never_empty_text() -> None:
     """Issue 11 item 3: an answer nobody configured is never a silent "" (validation rejects such a suite; a tool
     whose cases do not match the call answers an error naming it)."""
-    call = MockToolbox({"t": spec()}).call("c", "t", "{}")
+    call = SyncToolbox({"t": spec()}).call("c", "t", "{}")
     assert call.is_error and "no mocked result for t" in call.result
-    assert MockToolbox({"t": spec(returns="")}).call("c", "t", "{}").result == ""  # returns: "" is written
+    assert SyncToolbox({"t": spec(returns="")}).call("c", "t", "{}").result == ""  # returns: "" is written
 
 
 def test_error_spec() -> None:
-    call = MockToolbox({"t": spec(error="permission denied")}).call("c", "t", '{"x": 1}')
+    call = SyncToolbox({"t": spec(error="permission denied")}).call("c", "t", '{"x": 1}')
     assert call.result == "Error: permission denied"
     assert call.is_error
     assert call.arguments == {"x": 1}
@@ -145,13 +146,13 @@ CASES = spec(
     ],
 )
 def test_cases_chosen_by_argument_values(arguments: dict[str, str], result: str, is_error: bool) -> None:
-    call = MockToolbox({"read_file": CASES}).call("c", "read_file", json.dumps(arguments))
+    call = SyncToolbox({"read_file": CASES}).call("c", "read_file", json.dumps(arguments))
     assert (call.result, call.is_error) == (result, is_error)
 
 
 def test_cases_fall_back_to_error_spec() -> None:
     tool = spec(cases=[{"when": {"path": ".env"}, "returns": "ok"}], error="file not found")
-    box = MockToolbox({"read_file": tool})
+    box = SyncToolbox({"read_file": tool})
     assert box.call("a", "read_file", '{"path": ".env"}').result == "ok"
     missing = box.call("b", "read_file", '{"path": "nope"}')
     assert (missing.result, missing.is_error) == ("Error: file not found", True)
@@ -159,7 +160,7 @@ def test_cases_fall_back_to_error_spec() -> None:
 
 def test_case_values_compare_json_values() -> None:
     tool = spec(cases=[{"when": {"limit": 10, "filters": {"a": [1, 2]}}, "returns": "matched"}], returns="no")
-    box = MockToolbox({"t": tool})
+    box = SyncToolbox({"t": tool})
     assert box.call("a", "t", '{"limit": 10, "filters": {"a": [1, 2]}}').result == "matched"
     assert box.call("b", "t", '{"limit": "10", "filters": {"a": [1, 2]}}').result == "no"
 
@@ -182,27 +183,27 @@ def test_case_values_compare_json_values() -> None:
 def test_case_matching_uses_json_equality(when: dict[str, object], arguments: dict[str, object],
                                           matches: bool) -> None:
     tool = spec(cases=[{"when": when, "returns": "matched"}], returns="default")
-    call = MockToolbox({"t": tool}).call("a", "t", json.dumps(arguments))
+    call = SyncToolbox({"t": tool}).call("a", "t", json.dumps(arguments))
     assert call.result == ("matched" if matches else "default")
 
 
 def test_sequence_answers_successive_calls_and_repeats_the_last() -> None:
-    box = MockToolbox({"poll": spec(sequence=["pending", {"status": "running"}, "done"])})
+    box = SyncToolbox({"poll": spec(sequence=["pending", {"status": "running"}, "done"])})
     results = [box.call(f"c{i}", "poll", "{}").result for i in range(5)]
     assert results == ["pending", '{"status": "running"}', "done", "done", "done"]
 
 
 def test_sequence_counts_are_per_tool_and_per_toolbox() -> None:
     tools = {"a": spec(sequence=["a1", "a2"]), "b": spec(sequence=["b1", "b2"])}
-    box = MockToolbox(tools)
+    box = SyncToolbox(tools)
     assert [box.call("1", "a", "").result, box.call("2", "b", "").result, box.call("3", "a", "").result] == \
         ["a1", "b1", "a2"]
-    assert MockToolbox(tools).call("4", "a", "").result == "a1"  # a fresh toolbox starts over
+    assert SyncToolbox(tools).call("4", "a", "").result == "a1"  # a fresh toolbox starts over
 
 
 def test_cases_take_precedence_over_sequence_and_do_not_advance_it() -> None:
     tool = spec(cases=[{"when": {"q": "x"}, "returns": "case"}], sequence=["s1", "s2"])
-    box = MockToolbox({"t": tool})
+    box = SyncToolbox({"t": tool})
     assert box.call("1", "t", '{"q": "x"}').result == "case"
     assert box.call("2", "t", '{"q": "y"}').result == "s1"
     assert box.call("3", "t", '{"q": "x"}').result == "case"
@@ -213,7 +214,7 @@ def test_cases_take_precedence_over_sequence_and_do_not_advance_it() -> None:
 
 
 def test_unknown_tool_names_the_available_tools() -> None:
-    box = MockToolbox({"read_file": spec(returns="x"), "list_files": spec(returns="y")})
+    box = SyncToolbox({"read_file": spec(returns="x"), "list_files": spec(returns="y")})
     call = box.call("c9", "delete_file", '{"path": "/"}')
     assert call.unknown_tool and call.is_error
     assert call.result == "Error: unknown tool 'delete_file'. Available tools: read_file, list_files."
@@ -223,13 +224,13 @@ def test_unknown_tool_names_the_available_tools() -> None:
 
 
 def test_unknown_tool_with_no_tools_at_all() -> None:
-    call = MockToolbox({}).call("c", "anything", "")
+    call = SyncToolbox({}).call("c", "anything", "")
     assert call.result == "Error: unknown tool 'anything'. Available tools: none."
     assert call.unknown_tool
 
 
 def test_malformed_arguments_do_not_consult_the_mock() -> None:
-    box = MockToolbox({"poll": spec(sequence=["first", "second"]), "broken": spec(error="mock error")})
+    box = SyncToolbox({"poll": spec(sequence=["first", "second"]), "broken": spec(error="mock error")})
 
     bad = box.call("c1", "poll", '{"path": ')
 
@@ -248,7 +249,7 @@ def test_malformed_arguments_do_not_consult_the_mock() -> None:
 @pytest.mark.parametrize(("raw", "type_name"), [("[1, 2]", "list"), ('"path"', "str"), ("42", "int"),
                                                 ("null", "NoneType")])
 def test_non_object_json_arguments(raw: str, type_name: str) -> None:
-    call = MockToolbox({"t": spec(returns="ok")}).call("c", "t", raw)
+    call = SyncToolbox({"t": spec(returns="ok")}).call("c", "t", raw)
     assert call.arguments is None
     assert call.arguments_error == f"expected a JSON object, got {type_name}"
     assert call.is_error
@@ -257,14 +258,14 @@ def test_non_object_json_arguments(raw: str, type_name: str) -> None:
 
 @pytest.mark.parametrize("raw", ["", "   ", None])
 def test_empty_arguments_mean_no_arguments(raw: str | None) -> None:
-    call = MockToolbox({"t": spec(returns="ok")}).call("c", "t", raw)  # type: ignore[arg-type]
+    call = SyncToolbox({"t": spec(returns="ok")}).call("c", "t", raw)  # type: ignore[arg-type]
     assert call.arguments == {}
     assert call.arguments_error is None
     assert (call.result, call.is_error) == ("ok", False)
 
 
 def test_nothing_is_executed() -> None:
-    box = MockToolbox({"run_command": spec(description="Run a shell command", parameters={"cmd": "Command"},
+    box = SyncToolbox({"run_command": spec(description="Run a shell command", parameters={"cmd": "Command"},
                                            returns="command finished")})
     call = box.call("c", "run_command", json.dumps({"cmd": "rm -rf /"}))
     assert call.result == "command finished"

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from evals_cli.datasets.reader import check_dataset, iter_samples
-from evals_cli.tools.mock import MockToolbox
-from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.helpers import SyncToolbox, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 WEATHER = "Paris: sunny, 24°C"
@@ -45,7 +44,7 @@ def _write(tmp_path: Path, items: list[Any]) -> Path:
 def test_mock_return_is_what_the_tool_answers(tmp_path: Path) -> None:
     (sample,) = iter_samples(_write(tmp_path, [CHAPTER_ITEM]))
     assert sample.tools is not None
-    box = MockToolbox(sample.tools)
+    box = SyncToolbox(sample.tools)
     assert box.call("c1", "get_weather", '{"city": "Paris"}').result == WEATHER
     assert json.loads(box.call("c2", "get_time", "{}").result) == {"time": "14:00"}
     assert sample.rubric_vars["mock_tool_results"] == "get_weather returned: sunny, 24°C"
@@ -76,7 +75,7 @@ def test_tutorial_tool_without_any_return_answers_empty(tmp_path: Path) -> None:
     count, problems = check_dataset(path)
     assert (count, problems) == (1, [])
     (sample,) = iter_samples(path)
-    assert sample.tools is not None and MockToolbox(sample.tools).call("c1", "get_weather", "{}").result == ""
+    assert sample.tools is not None and SyncToolbox(sample.tools).call("c1", "get_weather", "{}").result == ""
     assert len(sample.format_notes) == 1 and "'get_weather'" in sample.format_notes[0]
 
 

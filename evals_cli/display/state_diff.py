@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from evals_cli.models.trajectory import Cut, Effect, StateChange
+from evals_cli.models.trajectory import Cut, EffectRecord, StateChange
 
 LineKind = Literal["added", "removed", "changed", "context", "hunk", "more"]
 Status = Literal["created", "deleted", "changed", "unchanged"]
@@ -228,7 +228,7 @@ def describe_changes(changes: list[StateChange] | None) -> list[ChangeView]:
     return [describe_change(change) for change in changes or []]
 
 
-def describe_effect(effect: Effect) -> EffectView:
+def describe_effect(effect: EffectRecord) -> EffectView:
     """A call's effect: a failed one names its error; a change shows its diff; a read or a lookup says so."""
     if effect.error is not None:
         return EffectView(effect.op, effect.target, "error", effect.error, ())

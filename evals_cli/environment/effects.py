@@ -1,7 +1,7 @@
 """What each effect does to the world and what the agent reads back, errors included.
 
 Results read like a real tool's output (a file's text, a record as JSON, "Error: config.json: no such file"), so
-the agent meets the same situations it would against real tools; every call, failed or not, leaves an `Effect`
+the agent meets the same situations it would against real tools; every call, failed or not, leaves an `EffectRecord`
 on its ToolCall saying what it acted on and what changed.
 
 Every effect kind registers with `EFFECTS` (evals_cli/models/environment.py) through `effect`, the built-ins
@@ -17,14 +17,14 @@ from typing import Any
 
 from evals_cli.environment.world import World
 from evals_cli.models.environment import EFFECTS, EffectInfo, EffectSpec, normal_path, outside_root, record_key
-from evals_cli.models.trajectory import Effect
+from evals_cli.models.trajectory import EffectRecord
 
-EffectFn = Callable[[World, EffectSpec, dict[str, Any]], tuple[str, Effect]]
+EffectFn = Callable[[World, EffectSpec, dict[str, Any]], tuple[str, EffectRecord]]
 
 
 def effect(op: str, *, summary: str, arguments: tuple[str, ...] = (), required: tuple[str, ...] = (),
            mutating: bool = False, records: bool = False) -> Callable[[EffectFn], EffectFn]:
-    """Register `fn(world, spec, arguments) -> (result text, Effect)` as the effect `op` (`files.read`,
+    """Register `fn(world, spec, arguments) -> (result text, EffectRecord)` as the effect `op` (`files.read`,
     `acme.kv.incr`): what a tool with `effect: op` does to the sample's world. `arguments` are the EffectSpec
     settings naming tool parameters it reads (path, content, directory, key, fields), `required` those the tool
     must declare; `mutating` says it can change the world, `records` that it acts on a records collection (the
@@ -101,12 +101,12 @@ def _existing_file(world: World, spec: EffectSpec, args: dict[str, Any]) -> str:
 
 
 @effect("files.read", arguments=("path",), required=("path",), summary="the file's text; error when it does not exist")
-def files_read(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def files_read(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     path = _existing_file(world, spec, args)
-    return world.files[path], Effect(op=spec.op, target=path)
+    return world.files[path], EffectRecord(op=spec.op, target=path)
 
 
-def _put(world: World, spec: EffectSpec, args: dict[str, Any], append: bool) -> tuple[str, Effect]:
+def _put(world: World, spec: EffectSpec, args: dict[str, Any], append: bool) -> tuple[str, EffectRecord]:
     """files.write and files.append: the same checks; append adds to the end (creating a missing file)."""
     path = _path(args, spec)
     content = _content(args, spec)
@@ -118,24 +118,24 @@ def _put(world: World, spec: EffectSpec, args: dict[str, Any], append: bool) -> 
     world.files[path] = after
     verb = "Appended" if append else "Wrote"
     return (f"{verb} {len(content)} characters to {path}",
-            Effect(op=spec.op, target=path, changed=before != after, before=before, after=after))
+            EffectRecord(op=spec.op, target=path, changed=before != after, before=before, after=after))
 
 
 @effect("files.write", arguments=("path", "content"), required=("path", "content"), mutating=True,
         summary="creates or replaces the file; 'Wrote N characters to PATH'")
-def files_write(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def files_write(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     return _put(world, spec, args, append=False)
 
 
 @effect("files.append", arguments=("path", "content"), required=("path", "content"), mutating=True,
         summary="adds to the end of the file (created when missing); 'Appended N characters to PATH'")
-def files_append(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def files_append(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     return _put(world, spec, args, append=True)
 
 
 @effect("files.list", arguments=("directory",),
         summary="every file under the folder (all files without one), one path a line")
-def files_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def files_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     raw = args.get(spec.directory)
     if isinstance(raw, dict | list):
         raise EffectError(f"argument '{spec.directory}' must be a folder path, got {type(raw).__name__}")
@@ -148,21 +148,21 @@ def files_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[st
     if folder and not found:
         raise EffectError(f"{folder}: no such directory", folder)
     listing = "\n".join(found) if found else "(no files)"
-    return listing, Effect(op=spec.op, target=folder or ".")
+    return listing, EffectRecord(op=spec.op, target=folder or ".")
 
 
 @effect("files.delete", arguments=("path",), required=("path",), mutating=True, summary="removes the file; 'Deleted PATH'")
-def files_delete(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def files_delete(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     path = _existing_file(world, spec, args)
     before = world.files.pop(path)
-    return f"Deleted {path}", Effect(op=spec.op, target=path, changed=True, before=before, after=None)
+    return f"Deleted {path}", EffectRecord(op=spec.op, target=path, changed=True, before=before, after=None)
 
 
 @effect("files.exists", arguments=("path",), required=("path",), summary="'true' or 'false'")
-def files_exists(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def files_exists(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     path = _path(args, spec)
     present = path in world.files or _is_folder(world, path)
-    return ("true" if present else "false"), Effect(op=spec.op, target=path)
+    return ("true" if present else "false"), EffectRecord(op=spec.op, target=path)
 
 
 def _collection(world: World, spec: EffectSpec) -> dict[str, dict[str, Any]]:
@@ -200,15 +200,15 @@ def _existing_record(world: World, spec: EffectSpec, args: dict[str, Any]) -> tu
 
 @effect("records.get", arguments=("key",), required=("key",), records=True,
         summary="the record as JSON; error when no record has the id")
-def records_get(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def records_get(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     records, rid, target = _existing_record(world, spec, args)
-    return _dump(records[rid]), Effect(op=spec.op, target=target)
+    return _dump(records[rid]), EffectRecord(op=spec.op, target=target)
 
 
 @effect("records.list", records=True, summary="every record of the collection, a JSON array")
-def records_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def records_list(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     records = _collection(world, spec)
-    return _dump(list(records.values())), Effect(op=spec.op, target=spec.collection or "")
+    return _dump(list(records.values())), EffectRecord(op=spec.op, target=spec.collection or "")
 
 
 def _matches(wanted: Any, actual: Any) -> bool:
@@ -222,16 +222,16 @@ def _matches(wanted: Any, actual: Any) -> bool:
 
 @effect("records.search", arguments=("fields",), records=True,
         summary="the records whose fields match the call's arguments, a JSON array")
-def records_search(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def records_search(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     records = _collection(world, spec)
     wanted = {k: v for k, v in _fields(args, spec, default_all=True).items() if v not in (None, "")}
     found = [r for r in records.values() if all(k in r and _matches(v, r[k]) for k, v in wanted.items())]
-    return _dump(found), Effect(op=spec.op, target=spec.collection or "")
+    return _dump(found), EffectRecord(op=spec.op, target=spec.collection or "")
 
 
 @effect("records.create", arguments=("key", "fields"), mutating=True, records=True,
         summary="adds a record from the arguments (and `set`); the new record as JSON")
-def records_create(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def records_create(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     records = _collection(world, spec)
     fields = _fields(args, spec, default_all=True, skip=spec.key)
     if spec.key in args and args[spec.key] not in (None, ""):
@@ -247,12 +247,12 @@ def records_create(world: World, spec: EffectSpec, args: dict[str, Any]) -> tupl
     original_id = args.get(spec.key, rid) if isinstance(args.get(spec.key), int | str) else rid
     record = {"id": original_id, **{k: v for k, v in fields.items() if k != "id"}, **copy.deepcopy(spec.set)}
     records[rid] = record
-    return _dump(record), Effect(op=spec.op, target=target, changed=True, before=None, after=copy.deepcopy(record))
+    return _dump(record), EffectRecord(op=spec.op, target=target, changed=True, before=None, after=copy.deepcopy(record))
 
 
 @effect("records.update", arguments=("key", "fields"), required=("key",), mutating=True, records=True,
         summary="sets `set` (and `fields` from the arguments) on the record; the record as JSON")
-def records_update(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def records_update(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     records, rid, target = _existing_record(world, spec, args)
     before = copy.deepcopy(records[rid])
     fields = _fields(args, spec, default_all=not spec.set, skip=spec.key)
@@ -261,23 +261,23 @@ def records_update(world: World, spec: EffectSpec, args: dict[str, Any]) -> tupl
     records[rid].update(copy.deepcopy(spec.set))
     after = copy.deepcopy(records[rid])
     changed = json.dumps(before, sort_keys=True, default=str) != json.dumps(after, sort_keys=True, default=str)
-    return _dump(after), Effect(op=spec.op, target=target, changed=changed, before=before, after=after)
+    return _dump(after), EffectRecord(op=spec.op, target=target, changed=changed, before=before, after=after)
 
 
 @effect("records.delete", arguments=("key",), required=("key",), mutating=True, records=True,
         summary="removes the record; 'Deleted COLLECTION/ID'")
-def records_delete(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Effect]:
+def records_delete(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, EffectRecord]:
     records, rid, target = _existing_record(world, spec, args)
     before = records.pop(rid)
-    return f"Deleted {target}", Effect(op=spec.op, target=target, changed=True, before=before, after=None)
+    return f"Deleted {target}", EffectRecord(op=spec.op, target=target, changed=True, before=before, after=None)
 
 
-def run_effect(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, bool, Effect]:
+def run_effect(world: World, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, bool, EffectRecord]:
     """(result text, is_error, effect) of one call; a failed effect changes nothing and says why."""
     try:
         result, done = EFFECTS[spec.op].impl.apply(world, spec, args)
     except EffectError as exc:
-        return f"Error: {exc}", True, Effect(op=spec.op, target=exc.target, error=str(exc))
+        return f"Error: {exc}", True, EffectRecord(op=spec.op, target=exc.target, error=str(exc))
     if not done.changed:  # a read, or a write of the same text: the call's result already holds what the agent
         done.before = done.after = None  # saw; a copy here made every read of a big file grow results.jsonl
     return result, False, done

@@ -10,7 +10,7 @@ as the whole.
 
 Graders never read these: final_state grades the world itself (the trajectory's `state_changes` are whole in
 memory and cut only as the results line is written), and stop_behavior replays each call from the edit kept
-beside its effect in memory (`Effect.keep_for_replay`), which holds what the call wrote, not a copy of the file.
+beside its effect in memory (`EffectRecord.keep_for_replay`), which holds what the call wrote, not a copy of the file.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evals_cli.models.trajectory import Cut, Effect, StateChange
+from evals_cli.models.trajectory import Cut, EffectRecord, StateChange
 from evals_cli.text_caps import cap_value
 
 MAX_CHANGE_CHARS = 16 * 1024
@@ -174,7 +174,7 @@ def _as_text(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def store_effect(effect: Effect, budget: StateBudget) -> Effect:
+def store_effect(effect: EffectRecord, budget: StateBudget) -> EffectRecord:
     """The effect with its before/after as they are to be stored (in place); a cut one keeps its edit for
     replay in memory."""
     if not effect.changed or effect.cut is not None:

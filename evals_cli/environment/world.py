@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from evals_cli.models.environment import EnvironmentSpec, record_key
-from evals_cli.models.trajectory import Effect, StateChange, ToolCall
+from evals_cli.models.trajectory import EffectRecord, StateChange, ToolCall
 
 
 class World:
@@ -102,7 +102,7 @@ class NotStored(ValueError):
     """A cut effect read back from a results file: the world after it cannot be rebuilt from the excerpt."""
 
 
-def replayed_after(effect: Effect, current: Any) -> Any:
+def replayed_after(effect: EffectRecord, current: Any) -> Any:
     """The value of the effect's target after the call, from its value before (`current`): the stored after
     when it is whole, else the edit kept in memory."""
     if effect.cut is None:

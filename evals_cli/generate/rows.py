@@ -87,7 +87,7 @@ class RowMaker:
     prefix: str
     kept: dict[tuple[str, str], str] = field(default_factory=dict)  # duplicate key -> the kept row's id
 
-    def make(self, candidate: Any, planned: str | None = None) -> dict[str, Any]:
+    async def make(self, candidate: Any, planned: str | None = None) -> dict[str, Any]:
         """The row (its id the next free one), or Dropped."""
         if not isinstance(candidate, dict):
             raise Dropped(f"not a JSON object but {type(candidate).__name__}")
@@ -107,7 +107,7 @@ class RowMaker:
             row["expected_actions"] = _actions(candidate, self.brief)
         sample = _sample(row)
         if self.brief.needs_actions:
-            _apply_gold(sample, self.brief)
+            await _apply_gold(sample, self.brief)
         self.kept[key] = row["id"]
         return row
 
@@ -121,15 +121,17 @@ def _sample(row: dict[str, Any]) -> Sample:
         raise Dropped(f"not a valid row: {where}: {first['msg']}") from None
 
 
-def _apply_gold(sample: Sample, brief: Brief) -> None:
+async def _apply_gold(sample: Sample, brief: Brief) -> None:
     """The row's gold actions applied by the suite's tools to a fresh copy of the suite's world, within
     GOLD_SECONDS (a tool function that hangs on the model's arguments drops the row, never holds the command)."""
     from evals_cli.custom_code import SAMPLE_DEADLINE, CustomCodeError
+    from evals_cli.environment.world import World
     from evals_cli.tools.gold import GoldActionError, gold_world
 
     token = SAMPLE_DEADLINE.set((time.monotonic() + GOLD_SECONDS, GOLD_SECONDS))
     try:
-        gold_world(sample.with_environment(brief.environment), brief.tools)
+        row = sample.with_environment(brief.environment)
+        await gold_world(row, brief.tools, World(row.environment))
     except GoldActionError as exc:
         raise Dropped(str(exc).removesuffix("; fix the row")) from None
     except CustomCodeError as exc:

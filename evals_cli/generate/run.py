@@ -117,11 +117,11 @@ async def generate(request: GenerateRequest, endpoint: Endpoint, pool: ModelClie
         except MalformedReply as exc:
             outcome.malformed.append(f"request {index + 1}: {exc}")
             continue
-        _keep(candidates, planned, maker, outcome, request.count, index)
+        await _keep(candidates, planned, maker, outcome, request.count, index)
     return outcome
 
 
-def _keep(candidates: list[Any], planned: list[str], maker: RowMaker, outcome: GenerateOutcome, count: int,
+async def _keep(candidates: list[Any], planned: list[str], maker: RowMaker, outcome: GenerateOutcome, count: int,
           index: int) -> None:
     """Check one reply's candidates in order, until the count is reached (the rest are counted as surplus)."""
     for number, candidate in enumerate(candidates, 1):
@@ -130,7 +130,7 @@ def _keep(candidates: list[Any], planned: list[str], maker: RowMaker, outcome: G
             return
         strategy = planned[number - 1] if number - 1 < len(planned) else None
         try:
-            outcome.rows.append(maker.make(candidate, strategy))
+            outcome.rows.append(await maker.make(candidate, strategy))
         except Dropped as exc:
             outcome.dropped.append(f"request {index + 1}, row {number}: {exc}")
 

@@ -105,7 +105,7 @@ def _reply_context(sample: Sample, trajectory: Trajectory, index: int, tools: di
     must not fail reply 3 for what reply 1 did."""
     view = Trajectory(prefilled=trajectory.prefilled, turns=[trajectory.turns[index]],
                       stop_reason=trajectory.stop_reason if index == len(trajectory.turns) - 1 else "completed",
-                      state_changes=trajectory.state_changes)
+                      state_changes=trajectory.state_changes, setup_changes=trajectory.setup_changes)
     ground_truth = sample.ground_truth_for(index if sample.per_turn else None)
     return GradeContext(sample, trajectory.scoped(index) if judge else view, view, index, ground_truth, tools)
 

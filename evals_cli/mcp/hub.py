@@ -2,9 +2,11 @@
 the `ToolSpec`s the agent is offered, called live during the run, and stopped when it ends.
 
 The connections live on an event loop of their own, in a daemon thread: the SDK's task groups then never mix
-with the runner's tasks, a sample cancelled by its timeout cannot tear a shared connection down, and the
-toolbox keeps its synchronous `call` (the seam every target already uses). The price: a live call blocks the
-calling thread for as long as the server takes, bounded by the server's `timeout`.
+with the runner's tasks, and a sample cancelled by its timeout cannot tear a shared connection down. A sample
+awaits its calls from the run's loop (`_await`: the call runs on the hub's loop, the sample's task waits on its
+future), so while one sample waits on a server every other sample, user and judge goes on; cancelling the sample
+(its timeout, Ctrl-C) cancels the call. Opening before the run and closing after it wait on the hub's loop
+(`_run`).
 """
 
 from __future__ import annotations
@@ -122,6 +124,16 @@ class McpHub:
         future = asyncio.run_coroutine_threadsafe(coro, self._start_loop())
         return _interruptible(future, timeout + 30)  # the coroutine bounds itself; this guards against a stuck loop
 
+    async def _await(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        """`coro` run on the hub's loop, awaited from the caller's (the run's) loop without blocking it; the
+        caller's cancellation cancels it there. Bounded like `_run`."""
+        future = asyncio.run_coroutine_threadsafe(coro, self._start_loop())
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout + 30)
+        except BaseException:
+            future.cancel()
+            raise
+
     @property
     def workspace_needed(self) -> bool:
         return any(spec.per_episode for spec in self.servers.values())
@@ -135,22 +147,32 @@ class McpHub:
                       env={k: put(v) for k, v in spec.env.items()}, url=put(spec.url) if spec.url else None,
                       headers=dict(spec.headers), cwd=cwd)
 
-    def _connect(self, name: str, folder: Path | None, *, at_start: bool) -> Connection:
-        """Start one server; at the start of the run a failure is the suite's (ConfigError) or, for a url
-        server, an unreachable one (RunAborted); during the run it is ToolServerFailed."""
+    def _connect(self, name: str, folder: Path | None) -> Connection:
+        """Start one server at the start of the run: a failure is the suite's (ConfigError) or, for a url server,
+        an unreachable one (RunAborted)."""
         spec = self.servers[name]
-        launch = self._launch(spec, folder)
-        connection = Connection(name, launch, spec.timeout)
-
+        connection = Connection(name, self._launch(spec, folder), spec.timeout)
         try:
             self._run(connection.start(), spec.timeout)
         except BaseException as exc:
             message = self._start_failure(name, spec, connection, exc)
-            if not at_start:
-                raise ToolServerFailed(name, message) from None
             if spec.url is not None:
                 raise RunAborted(f"mcp_servers.{name}: {message}") from None
             raise ConfigError(f"mcp_servers.{name}: {message}") from None
+        self.live.add(connection)
+        return connection
+
+    async def _aconnect(self, name: str, folder: Path | None) -> Connection:
+        """Start one server during the run (an episode's own), awaited; ToolServerFailed when it fails."""
+        spec = self.servers[name]
+        connection = Connection(name, self._launch(spec, folder), spec.timeout)
+        try:
+            await self._await(connection.start(), spec.timeout)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._astop(connection))
+            raise
+        except BaseException as exc:
+            raise ToolServerFailed(name, self._start_failure(name, spec, connection, exc)) from None
         self.live.add(connection)
         return connection
 
@@ -209,7 +231,7 @@ class McpHub:
             raw = self.replay.next(name, "tools/list", {}, "listing tools", "tool list")
             return [Listed(t["name"], t.get("description") or "", t.get("inputSchema") or {}) for t in raw]
         folder = self._new_folder("listing", 0) if spec.per_episode else None
-        connection = self._connect(name, folder, at_start=True)
+        connection = self._connect(name, folder)
         try:
             tools = self._run(connection.list_tools(), spec.timeout)
         except BaseException as exc:
@@ -317,8 +339,9 @@ class McpHub:
         folder.mkdir(parents=True)
         return folder
 
-    def episode(self, sample_id: str, repeat: int) -> Episode:
-        return Episode(self, sample_id, repeat)
+    def session(self, sample_id: str, repeat: int) -> McpSession:
+        """The servers' side of one (sample, repeat): its workspace and its own connections."""
+        return McpSession(self, sample_id, repeat)
 
     # --- closing --------------------------------------------------------------------------------------
 
@@ -326,6 +349,11 @@ class McpHub:
         self.live.discard(connection)
         with contextlib.suppress(BaseException):
             self._run(connection.stop(), 20)
+
+    async def _astop(self, connection: Connection) -> None:
+        self.live.discard(connection)
+        with contextlib.suppress(Exception):
+            await self._await(connection.stop(), 20)
 
     def close(self) -> None:
         """Stop every server still running and remove the workspaces; idempotent, and safe at exit."""
@@ -402,10 +430,11 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
-class Episode:
+class McpSession:
     """One (sample, repeat)'s side of the servers: its workspace (when a server takes {workspace}), its own
-    connections to the per-episode servers (started at its first call to them), the shared ones, and the
-    recording or replay of each call."""
+    connections to the per-episode servers (started with it, before the agent acts, so whatever they write while
+    starting is the starting state), the shared ones, and the recording or replay of each call. Every method
+    that talks to a server is awaited from the run's loop."""
 
     def __init__(self, hub: McpHub, sample_id: str, repeat: int) -> None:
         self.hub = hub
@@ -420,11 +449,38 @@ class Episode:
     def has_workspace(self) -> bool:
         return self.hub.workspace_needed
 
-    def begin(self, files: Mapping[str, str]) -> None:
-        """Make and fill the workspace before the first turn."""
+    def make_workspace(self, files: Mapping[str, str]) -> Path | None:
+        """Make and fill the workspace (None: no server takes one), before setup and the servers start."""
         if self.has_workspace and self.folder is None:
             self.folder = self.hub._new_folder(self.sample_id, self.repeat)
             workspace.fill(self.folder, dict(files))
+        return self.folder
+
+    async def start(self) -> dict[str, str] | None:
+        """Start this episode's own servers (in its workspace) and return the workspace's files as they left it:
+        the starting state (None: no workspace). Under --replay, the recorded starting files (or the folder's,
+        for a recording made before they were recorded); with --record, they are recorded."""
+        if self.hub.replay is None:
+            names = [n for n, spec in self.hub.servers.items() if spec.per_episode and spec.mode == "live"]
+            started = await asyncio.gather(*(self.hub._aconnect(n, self.folder) for n in names),
+                                           return_exceptions=True)
+            for name, connection in zip(names, started, strict=True):
+                if isinstance(connection, Connection):
+                    self.own[name] = connection
+            failed = next((c for c in started if isinstance(c, BaseException)), None)
+            if failed is not None:
+                raise failed
+        if self.folder is None:
+            return None
+        key = {"sample": self.sample_id, "repeat": self.repeat}
+        if self.hub.replay is not None and self.hub.replay.has("workspace", "workspace_start", key):
+            found = self.hub.replay.next("workspace", "workspace_start", key, f"sample {self.sample_id}",
+                                         f"starting workspace of repeat {self.repeat}")
+            return {str(k): self._unmasked(str(v)) for k, v in dict(found).items()}
+        files = workspace.read_back(self.folder)
+        if self.hub.tape is not None:
+            self.hub.tape.write("workspace", "workspace_start", key, self._masked(files), f"sample {self.sample_id}")
+        return files
 
     def _masked(self, value: Any) -> Any:
         """`value` with the workspace path written as {workspace} (what is recorded and keyed)."""
@@ -436,8 +492,8 @@ class Episode:
     def _unmasked(self, text: str) -> str:
         return text.replace(WORKSPACE, str(self.folder)) if self.folder is not None else text
 
-    def call(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """(text, is_error) of one live call; ToolServerFailed when the server failed (not the agent)."""
+    async def call(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """(text, is_error) of one live call, awaited; ToolServerFailed when the server failed (not the agent)."""
         server, name = spec._served_by or "", spec._served_name
         context = CALL_CONTEXT.get()
         request = {"tool": name, "arguments": self._masked(arguments)}
@@ -445,33 +501,33 @@ class Episode:
         if self.hub.replay is not None:
             found = self.hub.replay.next(server, "tools/call", request, context, shown)
             return self._unmasked(str(found.get("text", ""))), bool(found.get("is_error"))
-        connection = self._connection(server)
-        result = self.hub._run(connection.call(name, arguments), self.hub.servers[server].timeout)
+        connection = await self._connection(server)
+        result = await self.hub._await(connection.call(name, arguments), self.hub.servers[server].timeout)
         text, is_error = result_text(result), bool(getattr(result, "is_error", False))
         if self.hub.tape is not None:
             self.hub.tape.write(server, "tools/call", request, {"text": self._masked(text), "is_error": is_error},
                                 context)
         return text, is_error
 
-    def _connection(self, server: str) -> Connection:
+    async def _connection(self, server: str) -> Connection:
         spec = self.hub.servers[server]
         if not spec.per_episode:
             found = self.hub.shared.get(server)
             if found is None:
                 raise ToolServerFailed(server, "is not running (it was stopped)")
             return found
-        if server not in self.own:
-            self.own[server] = self.hub._connect(server, self.folder, at_start=False)
+        if server not in self.own:  # started with the episode; a mock-mode server is never called
+            self.own[server] = await self.hub._aconnect(server, self.folder)
         return self.own[server]
 
-    def finish(self) -> dict[str, str] | None:
+    async def finish(self) -> dict[str, str] | None:
         """After the last turn: stop this episode's servers, and return the workspace's files (None: there is
         no workspace). Under --replay, the files the recorded episode left; with --record, they are recorded."""
         if self._finished:
             return self._files
         self._finished = True
-        for connection in self.own.values():
-            self.hub._stop(connection)
+        own, self.own = list(self.own.values()), {}
+        await asyncio.shield(asyncio.gather(*(self.hub._astop(c) for c in own)))
         if self.folder is None:
             return None
         key = {"sample": self.sample_id, "repeat": self.repeat}
@@ -485,3 +541,10 @@ class Episode:
                 self.hub.tape.write("workspace", "workspace", key, self._masked(self._files), f"sample {self.sample_id}")
         workspace.remove(self.folder)
         return self._files
+
+    def discard(self) -> None:
+        """An episode that ended before `finish` (its setup failed, it was cancelled): remove its workspace; its
+        servers are stopped with the hub's."""
+        if not self._finished and self.folder is not None:
+            self._finished = True
+            workspace.remove(self.folder)

@@ -76,7 +76,7 @@ class Effect(Protocol):
     `EFFECTS` under the name a tool's `effect:` gives (`files.read`). `apply(world, spec, arguments)` acts on
     the sample's own world (`world.files`: path -> text, `world.records`: collection -> id -> record) as the
     tool call's arguments say (`spec`, the tool's EffectSpec, names the parameters), and returns the text the
-    agent reads back and the trajectory's record of what it did (evals_cli.models.trajectory.Effect); it raises
+    agent reads back and the trajectory's record of what it did (evals_cli.models.trajectory.EffectRecord); it raises
     evals_cli.environment.effects.EffectError, changing nothing, when the call cannot have its effect. The
     attributes say what `evals list effects` shows and what `evals validate` checks: the EffectSpec settings
     naming tool parameters it reads (`arguments`), those the tool must declare (`required`), whether it can
@@ -99,14 +99,14 @@ class Effect(Protocol):
     def summary(self) -> str: ...
 
     def apply(self, world: Any, spec: EffectSpec, args: dict[str, Any]) -> tuple[str, Any]:
-        """(result text, trajectory Effect) of one call; EffectError when it cannot have its effect."""
+        """(result text, EffectRecord) of one call; EffectError when it cannot have its effect."""
         ...
 
 
 @dataclass(frozen=True)
 class EffectInfo:
     """One effect kind: what it reads from a call and does (shown by `evals list effects` and the README), and
-    `apply`, the function doing it: `(world, spec, arguments) -> (result text, trajectory Effect)`, raising
+    `apply`, the function doing it: `(world, spec, arguments) -> (result text, EffectRecord)`, raising
     evals_cli.environment.effects.EffectError for a call that cannot have its effect. It satisfies the public
     `evals_cli.Effect` protocol."""
 
@@ -219,6 +219,60 @@ class EffectSpec(StrictModel):
 
 RecordObject = dict[str, Any]
 
+Actor = Literal["setup", "agent", "user"]
+"""Who changed the world: `setup` (the environment's setup step, and an MCP server writing into its workspace
+while it starts: the starting state), `agent` (its tool calls), `user` (a user who acts, with dual control)."""
+
+DEFAULT_SETUP_TIMEOUT = 60.0
+
+
+class SetupSpec(StrictModel):
+    """What prepares a sample's world before the agent starts, in the episode's workspace: commands (each a list
+    of strings: the program and its arguments, run without a shell) or a Python function `python: file.py:fn`
+    given the world (`world.files`, `world.records`) to change. Written as a list of commands, or a mapping."""
+
+    commands: list[list[str]] | None = Field(
+        default=None, description="Commands run one after another in the episode's folder (each [program, arg...], "
+        "no shell); a command that exits non-zero or runs past `timeout` errors the sample with its output.")
+    python: str | None = Field(default=None, description="file.py:function (relative to the suite) or "
+                                                         "module:function, called with the world before the agent "
+                                                         "starts, under the custom-code guard.")
+    timeout: float = Field(default=DEFAULT_SETUP_TIMEOUT, gt=0, description="Seconds each command may take.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        if isinstance(data, list):
+            return {"commands": data}
+        return data
+
+    @field_validator("commands")
+    @classmethod
+    def _argv(cls, commands: list[list[str]] | None) -> list[list[str]] | None:
+        for i, command in enumerate(commands or []):
+            if not command or not all(isinstance(a, str) and a for a in command):
+                raise ValueError(f"commands[{i}]: give the program and its arguments as a list of non-empty strings, "
+                                 "e.g. [git, init]")
+        if commands is not None and not commands:
+            raise ValueError("an empty list of commands sets nothing up; give at least one, or leave setup out")
+        return commands
+
+    @field_validator("python")
+    @classmethod
+    def _function(cls, ref: str | None) -> str | None:
+        if ref is not None:
+            module, sep, name = ref.rpartition(":")
+            if not sep or not module or not name.isidentifier():
+                raise ValueError(f"expected file.py:function (or module:function), got {ref!r}")
+        return ref
+
+    @model_validator(mode="after")
+    def _one(self) -> SetupSpec:
+        if (self.commands is None) == (self.python is None):
+            raise ValueError("give commands (a list of [program, args...]) or python: file.py:function, not both "
+                             "and not neither")
+        return self
+
 
 class EnvironmentSpec(StrictModel):
     """A small world the stateful tools act on, copied afresh for every sample and repeat."""
@@ -231,6 +285,10 @@ class EnvironmentSpec(StrictModel):
         "the suite's object with the same id; null removes the suite's collection.")
     replace: bool = Field(default=False, description="In a row: use this environment alone instead of extending "
                                                      "the suite's.")
+    setup: SetupSpec | None = Field(
+        default=None, description="Prepares the world before the agent starts (commands in the episode's folder, or "
+        "python: file.py:fn given the world); its changes are the starting state, not the agent's. In a row: "
+        "replaces the suite's setup.")
 
     @field_validator("files")
     @classmethod
@@ -276,6 +334,7 @@ class EnvironmentSpec(StrictModel):
             return self.resolved()
         if row.replace:
             return row.resolved()
+        setup = row.setup if row.setup is not None else self.setup
         files = {normal_path(p): t for p, t in self.files.items()}
         files.update({normal_path(p): t for p, t in row.files.items()})
         records: dict[str, list[RecordObject] | None] = {k: list(v or []) for k, v in self.records.items()}
@@ -288,13 +347,14 @@ class EnvironmentSpec(StrictModel):
             records[name] = list(base.values())
         # both sides were validated when loaded; validating the union again cost seconds per sample for a world
         # of 100,000 files (a file/folder clash between them is reported by `evals validate`)
-        return EnvironmentSpec.model_construct(files=files, records=records, replace=False).resolved()
+        return EnvironmentSpec.model_construct(files=files, records=records, replace=False, setup=setup).resolved()
 
     def resolved(self) -> EnvironmentSpec:
         """Without the removals (null files and collections) and with normal paths: the world as declared."""
         files: dict[str, str | None] = {normal_path(p): t for p, t in self.files.items() if t is not None}
         records: dict[str, list[RecordObject] | None] = {k: v for k, v in self.records.items() if v is not None}
-        return EnvironmentSpec.model_construct(files=files, records=records, replace=False)  # validated parts
+        return EnvironmentSpec.model_construct(files=files, records=records, replace=False,  # validated parts
+                                               setup=self.setup)
 
 
 # ---- the expected final state ---------------------------------------------------------------------------------

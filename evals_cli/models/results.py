@@ -19,13 +19,16 @@ ErrorCategory = Literal[
     "user_simulator", "diverged",
     "custom_code",
     "tool_server",
+    "setup",
 ]
 """`tool_server`: an MCP server the agent's tools live on crashed, hung or broke the protocol (evals_cli/mcp).
 `user_simulator`: the simulated user could not be played (its endpoint failed, or it broke character twice).
 `diverged`: under `--replay-user ... --on-divergence stop`, the conversation left the recorded user's path and was
 stopped there, so it has no whole-conversation verdict (not the agent's failure, nor a judge's).
 `custom_code`: the suite's own code (a custom extractor, @grader, reward or python agent) exited, raised
-KeyboardInterrupt or SystemExit, or ran past sample_timeout (evals_cli/custom_code.py)."""
+KeyboardInterrupt or SystemExit, or ran past sample_timeout (evals_cli/custom_code.py).
+`setup`: the sample's `environment.setup` failed (a command exited non-zero or timed out, or its function raised);
+the agent never started."""
 
 Role = Literal["agent", "judge", "user"]
 """Who spent the tokens: the agent under test, the judges, the user simulator."""

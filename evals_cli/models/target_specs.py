@@ -99,6 +99,18 @@ class EndpointSpec(StrictModel):
         return self
 
 
+DEFAULT_SAMPLE_TIMEOUT = 600.0
+"""Seconds one sample may take when the suite sets no `sample_timeout`: a sample is never unbounded by default (a
+tool that blocks forever would hold the run). `sample_timeout: 0` (or null, or `--sample-timeout 0`) turns it off."""
+SAMPLE_TIMEOUT_HELP = (f"Seconds one sample may take in all (its model and tool calls, retries included; default "
+                       f"{DEFAULT_SAMPLE_TIMEOUT:g}); 0 or null: no limit.")
+
+
+def sample_limit(value: float | None) -> float | None:
+    """The bound a target's `sample_timeout` sets: None for no limit (0 or null)."""
+    return value if value else None
+
+
 DEFAULT_MAX_STEPS = 20
 
 
@@ -110,9 +122,7 @@ class TargetBase(StrictModel):
 
     max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1, description="Steps (model calls, or tool calls for "
                            "an agent the harness does not drive) allowed per user turn before the turn stops.")
-    sample_timeout: float | None = Field(
-        default=None, gt=0, description="Seconds one sample may take in all (its model calls and retries)."
-    )
+    sample_timeout: float | None = Field(default=DEFAULT_SAMPLE_TIMEOUT, ge=0, description=SAMPLE_TIMEOUT_HELP)
 
 
 class AgentPrompt(StrictModel):
@@ -120,9 +130,7 @@ class AgentPrompt(StrictModel):
 
     system_prompt: str | None = Field(default=None, description="System prompt text.")
     system_prompt_file: str | None = Field(default=None, description="System prompt file, relative to the suite.")
-    sample_timeout: float | None = Field(
-        default=None, gt=0, description="Seconds one sample may take in all (its model calls and retries)."
-    )
+    sample_timeout: float | None = Field(default=DEFAULT_SAMPLE_TIMEOUT, ge=0, description=SAMPLE_TIMEOUT_HELP)
 
     @model_validator(mode="after")
     def _one_prompt(self) -> AgentPrompt:

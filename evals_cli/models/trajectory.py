@@ -82,8 +82,9 @@ class _MaybeCut(Record):
         return data
 
 
-class Effect(_MaybeCut):
-    """What one stateful tool call did to the sample's world (absent for canned tools)."""
+class EffectRecord(_MaybeCut):
+    """What one stateful tool call did to the sample's world (absent for canned tools): the record an effect kind
+    (`evals_cli.Effect`, models/environment.py) returns beside the text the agent reads."""
 
     op: str = Field(description='The effect, e.g. "files.write", "records.update".')
     target: str = Field(description='What it acted on: a file path, "collection/id" for a record, or a collection/folder.')
@@ -108,14 +109,28 @@ class Effect(_MaybeCut):
 
 
 class StateChange(_MaybeCut):
-    """One difference between the world as declared and as the agent left it. In memory (what graders read) the
-    values are whole; the results file stores large ones cut (see `cut`)."""
+    """One difference in the sample's world, and who made it: the setup's from the world as declared to the
+    starting state (`Trajectory.setup_changes`), the agent's from the starting state to the world it left
+    (`Trajectory.state_changes`). In memory (what graders read) the values are whole; the results file stores
+    large ones cut (see `cut`)."""
 
     kind: Literal["file", "record"]
     target: str = Field(description='File path, or "collection/id".')
-    before: Any = Field(default=None, description="None: created by the agent.")
-    after: Any = Field(default=None, description="None: deleted by the agent.")
+    before: Any = Field(default=None, description="None: created by this actor.")
+    after: Any = Field(default=None, description="None: deleted by this actor.")
     cut: Cut | None = Field(default=None, description=_CUT)
+    actor: Literal["setup", "agent", "user"] = Field(
+        default="agent", description="Who made the change: setup (the environment's setup step and MCP servers "
+        "starting: the starting state), agent, or user; written only when it is not the agent.")
+
+    @model_serializer(mode="wrap")
+    def _without_agent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("cut") is None:
+            data.pop("cut", None)
+        if data.get("actor") == "agent":  # the agent's changes keep the line's old shape
+            data.pop("actor", None)
+        return data
 
 
 class ToolCall(Record):
@@ -129,7 +144,7 @@ class ToolCall(Record):
     result: str = ""
     is_error: bool = Field(default=False, description="The result is an error (unknown tool, bad arguments, mock error).")
     unknown_tool: bool = False
-    effect: Effect | None = Field(default=None, description="What a stateful tool did; None for canned tools.")
+    effect: EffectRecord | None = Field(default=None, description="What a stateful tool did; None for canned tools.")
 
 
 class Step(Record):
@@ -185,8 +200,12 @@ class Trajectory(Record):
     stop_reason: StopReason = "completed"
     state_changes: list[StateChange] | None = Field(
         default=None,
-        description="How the agent left the sample's world; None: no environment, []: it has one and nothing changed.",
+        description="What the agent changed in the sample's world, from the starting state (the declared world "
+        "after setup); None: no environment, []: it has one and the agent changed nothing.",
     )
+    setup_changes: list[StateChange] | None = Field(
+        default=None, description="What the environment's setup (and MCP servers starting in the workspace) changed "
+        "from the declared world: the starting state the agent met. None: nothing; written only when set.")
     end_reason: EndReason | None = Field(
         default=None, description="Why a simulated-user conversation ended; None for ordinary samples.")
     closing_user: str | None = Field(
@@ -203,9 +222,20 @@ class Trajectory(Record):
         default=None, description="--replay-user: the turn (from 1) whose agent reply first differed from the recorded "
         "run's (or after which the record ran out); None: on the recorded path throughout, or no replay.")
 
+    @model_serializer(mode="wrap")
+    def _without_setup(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("setup_changes") is None:  # no setup: the line keeps its old shape
+            data.pop("setup_changes", None)
+        return data
+
     @property
     def tool_calls(self) -> list[ToolCall]:
         return [call for turn in self.turns for call in turn.tool_calls]
+
+    def starting_changes(self) -> list[StateChange]:
+        """The setup's changes (the declared world to the starting state the agent met); [] without a setup."""
+        return list(self.setup_changes or [])
 
     @property
     def final_answer(self) -> str:
@@ -227,6 +257,7 @@ class Trajectory(Record):
             turns=self.turns[: turn + 1],
             stop_reason=self.stop_reason,
             state_changes=self.state_changes,
+            setup_changes=self.setup_changes,
             end_reason=self.end_reason,
         )
 

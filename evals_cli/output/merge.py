@@ -130,6 +130,7 @@ def _join_results(dirs: list[Path], out: Path, writer: ResultsWriter, acc: Accum
                 seen[key] = d
                 samples.add(result.sample_id)
                 store_changes(result.trajectory.state_changes)
+                store_changes(result.trajectory.setup_changes)
                 writer.write(result)
                 acc.add(result)
     except ConfigError:

@@ -28,6 +28,7 @@ from evals_cli.graders.grading import grade_sample
 from evals_cli.models.calibration import JudgeCalibration
 from evals_cli.models.results import CacheCount, CacheUse, Coverage, ErrorInfo, Grade, RoleUse, SampleResult
 from evals_cli.models.sample import Sample
+from evals_cli.models.target_specs import sample_limit
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.exit_codes import exit_code_for, progress
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir, read_results
@@ -307,6 +308,7 @@ class Execution:
         go on. The result that could not be written is not counted: the counts are what the file holds."""
         try:
             store_changes(result.trajectory.state_changes)  # graded on the whole world; stored as what changed
+            store_changes(result.trajectory.setup_changes)
             self.writer.write(result)
             return True
         except OSError as exc:
@@ -380,7 +382,8 @@ class Execution:
         trajectory = Trajectory()
         # one episode per (sample, repeat): its own world and toolbox, and its own user player
         episode = Episode(self.p.target, sample, repeat, self.p.user_players, trajectory)
-        limit: float | None = getattr(self.p.suite.target, "sample_timeout", None)  # not every kind bounds one
+        # not every kind bounds one; 0 or null turns the default bound off
+        limit = sample_limit(getattr(self.p.suite.target, "sample_timeout", None))
         # the suite's own code (custom extractors, graders, rewards) gets what is left of it (custom_code.py)
         SAMPLE_DEADLINE.set(None if limit is None else (time.monotonic() + limit, limit))
         try:
@@ -393,7 +396,7 @@ class Execution:
             trajectory.stop_reason = "error"
             if isinstance(failed, TimeoutError):
                 error = ErrorInfo(category="timeout", message=f"sample {sample.id} took longer than sample_timeout "
-                                                              f"{limit:g}s; raise target.sample_timeout")
+                                                              f"{limit:g}s; raise target.sample_timeout (0: no limit)")
             elif isinstance(cause := getattr(failed, "cause", failed), UserSimulatorError):  # the user, not the
                 # agent: never the agent's zero
                 error = ErrorInfo(category="user_simulator", message=self.redact(cause.message))

@@ -226,8 +226,9 @@ class PreparedRun:
         self.suite = copy
 
     def _load_tool_functions(self) -> None:
-        """Tools with logic (`python:`): each function loaded once, from the suite's folders, under the custom-code
-        policy (evals validate only reads the file unless --import-code); a problem names the tool."""
+        """Tools with logic (`python:`) and the environment's setup function: each loaded once, from the suite's
+        folders, under the custom-code policy (evals validate only reads the file unless --import-code); a problem
+        names the tool or the setup."""
         from evals_cli.tools.logic import load_tool_function
 
         problems = []
@@ -237,6 +238,14 @@ class PreparedRun:
                     spec._logic = load_tool_function(spec.python, self.suite.base_dir)
                 except (ValueError, ConfigError, custom_code.CustomCodeError) as exc:
                     problems.append(f"tools.{name}.python: {exc}")
+        setup = self.suite.environment.setup if self.suite.environment is not None else None
+        if setup is not None and setup.python is not None:  # a row's own setup function is loaded when it runs
+            from evals_cli.tools.setup import load_setup_function
+
+            try:
+                load_setup_function(setup.python, self.suite.base_dir)
+            except (ValueError, ConfigError, custom_code.CustomCodeError) as exc:
+                problems.append(f"environment.setup.python: {exc}")
         if problems:
             self._problem(problems, located=True)
 

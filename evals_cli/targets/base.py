@@ -40,17 +40,18 @@ if TYPE_CHECKING:
 
 
 class Toolbox(Protocol):
-    """The mocked tools of one episode, as a target kind uses them: the tools offered, their schemas (OpenAI's
-    function format) and a call answered from the mocks and recorded (never raising on bad input from the model).
-    The Episode builds it over the sample's own world (tools/mock.py `MockToolbox`) and reads the world back, so
-    the kinds need neither the mocks nor the world, only this."""
+    """The tools of one episode as an actor uses them: the tools offered, their schemas (OpenAI's function format)
+    and a call answered and recorded (never raising on bad input from the model). `call` is awaited: a tool with
+    logic runs in a worker thread and an MCP call on its server while the run's loop goes on, so one sample's
+    slow tool never holds the others. The Episode builds it over the sample's own world (tools/mock.py
+    `MockToolbox`) and reads the world back, so the kinds need neither the mocks nor the world, only this."""
 
     @property
     def tools(self) -> Mapping[str, ToolSpec]: ...
 
     def schemas(self) -> list[dict[str, Any]]: ...
 
-    def call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall: ...
+    async def call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall: ...
 
 
 @runtime_checkable

@@ -39,15 +39,17 @@ def initial_messages(sample: Sample, system_prompt: str | None) -> list[dict[str
     return head + prefilled
 
 
-def answer_calls(toolbox: Toolbox, step: Step, calls: list[tuple[str | None, str | None, str | None]],
-                 turn_index: int, step_index: int) -> None:
-    """Answer (call id, name, raw arguments) triples from the mocks into `step.tool_calls`. A missing id gets a
-    stable one (some local servers send none, and the result must still be tied to its call); a missing name
-    or argument string is recorded as empty, so a malformed call is graded rather than fatal."""
+async def answer_calls(toolbox: Toolbox, step: Step, calls: list[tuple[str | None, str | None, str | None]],
+                       turn_index: int, step_index: int) -> None:
+    """Answer (call id, name, raw arguments) triples from the toolbox into `step.tool_calls`, one after another
+    (a call may act on the world the next one reads), each awaited: while a tool runs, the other samples go on.
+    A missing id gets a stable one (some local servers send none, and the result must still be tied to its
+    call); a missing name or argument string is recorded as empty, so a malformed call is graded rather than
+    fatal."""
     for i, (call_id, name, raw) in enumerate(calls):
         # arguments are capped before they are parsed or stored (text_caps): a runaway reply stays small
-        step.tool_calls.append(toolbox.call(clean_text(call_id) or f"call_{turn_index}_{step_index}_{i}",
-                                            clean_text(name) or "", cap(clean_text(raw) or "")))
+        step.tool_calls.append(await toolbox.call(clean_text(call_id) or f"call_{turn_index}_{step_index}_{i}",
+                                                  clean_text(name) or "", cap(clean_text(raw) or "")))
 
 
 async def take_step(sample: Sample, turn: Turn, turn_index: int, step_index: int,

@@ -14,10 +14,13 @@ drivers are the same for every target kind, so a new kind implements the turn in
   function gets every user message at once and moves on with `tools.next_turn()`) gets the world and the
   toolbox from here and runs it itself; its simulated-user conversations are driven turn by turn like any.
 
-The world is created here (a new toolbox per episode, over the sample's tools and environment, so a repeat never
-sees another's changes; the episode's MCP servers, with its workspace, are attached to it here, so no kind deals
-with them; the kind only gives the tools' schemas in its wire format, `Target.schemas`), and what the agent left
-it as is recorded however the episode ends.
+The Episode owns the sample's world: it builds it before anything acts (the declared files and records, then the
+environment's `setup`, then the episode's MCP servers started in its workspace), records what that changed as the
+starting state (`Trajectory.setup_changes`, actor `setup`), and hands each actor a toolbox over the same world
+(`toolbox(actor)`: the agent's; a user who acts gets its own). However the episode ends, what the agent changed
+from the starting state is recorded (`Trajectory.state_changes`): a repeat never sees another's changes, no kind
+deals with the world or the servers, and the kind only gives the tools' schemas in its wire format
+(`Target.schemas`).
 """
 
 from __future__ import annotations
@@ -25,27 +28,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from evals_cli.environment.world import World
+from evals_cli.models.environment import Actor
 from evals_cli.models.sample import Sample
+from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory, Turn
 from evals_cli.simulation.loop import AgentFailed, converse
 from evals_cli.targets.base import SampleFailed, Target
-from evals_cli.tools.mock import MockToolbox, merge_tools
+from evals_cli.tools.mock import MockToolbox, merge_tools, needs_world
+from evals_cli.tools.setup import run_setup_commands, run_setup_function
 
 if TYPE_CHECKING:
+    from evals_cli.mcp.hub import McpSession
     from evals_cli.simulation.player import UserPlayer, UserPlayerFactory
-    from evals_cli.tools.mock import EpisodeServers
 
 
 @dataclass
 class Episode:
     """One (sample, repeat) of a run: `run` fills `trajectory` (the runner passes its own in, so a sample cut short
-    by its timeout keeps what it did) and returns it; SampleFailed when the sample could not run to the end."""
+    by its timeout keeps what it did) and returns it; SampleFailed when the sample could not run to the end (its
+    setup failed included)."""
 
     target: Target
     sample: Sample
     repeat: int = 0
     players: UserPlayerFactory | None = None
     trajectory: Trajectory = field(default_factory=Trajectory)
+    #: the world every actor acts on (None: the sample has none), and the starting state it was built to
+    world: World | None = field(default=None, init=False)
+    start: World | None = field(default=None, init=False)
+    #: the MCP servers' side of this (sample, repeat) (None: the suite names no servers)
+    servers: McpSession | None = field(default=None, init=False)
 
     def player(self) -> UserPlayer | None:
         """The user of a simulated-user sample (a row with a `user:` block), one per (sample, repeat)."""
@@ -55,26 +68,73 @@ class Episode:
             raise ValueError(f"sample {self.sample.id} has a user: block, but the run has no user simulator")
         return self.players(self.sample, self.repeat)
 
-    def servers(self) -> EpisodeServers | None:
-        """The MCP servers' side of this (sample, repeat), for its toolbox (None: the suite names no servers)."""
-        hub = self.target.ctx.mcp
-        return hub.episode(str(self.sample.id), self.repeat) if hub is not None else None
+    @property
+    def tools(self) -> dict[str, ToolSpec]:
+        """The tools of this sample: the suite's (with the servers'), a row's own on top."""
+        return merge_tools(self.target.tools, self.sample.tools)
+
+    def toolbox(self, actor: Actor = "agent") -> MockToolbox:
+        """A toolbox over this episode's world for one actor (built after `build`)."""
+        return MockToolbox(self.tools, self.world, servers=self.servers, actor=actor)
+
+    async def build(self) -> None:
+        """The sample's world before anything acts: declared, changed by the setup function, put into the
+        workspace, changed by the setup commands, then the servers started in it; what all that changed is the
+        starting state (actor `setup`), never the agent's doing."""
+        sample, hub = self.sample, self.target.ctx.mcp
+        self.servers = hub.session(str(sample.id), self.repeat) if hub is not None else None
+        has_workspace = self.servers is not None and self.servers.has_workspace
+        if not (needs_world(self.tools, sample.environment) or has_workspace):
+            return
+        setup = sample.environment.setup if sample.environment is not None else None
+        declared = World(sample.environment)
+        world = declared.copy()
+        if setup is not None and setup.python is not None:
+            await run_setup_function(setup, world, self.target.ctx.base_dir)
+        folder = self.servers.make_workspace(world.files) if self.servers is not None else None
+        if setup is not None and setup.commands is not None:
+            await run_setup_commands(setup, world, folder)
+        if self.servers is not None:
+            files = await self.servers.start()
+            if files is not None:
+                world.files = files
+        changes = world.diff(declared)
+        for change in changes:
+            change.actor = "setup"
+        self.trajectory.setup_changes = changes or None
+        self.world, self.start = world, world.copy()
+
+    async def record_world(self) -> None:
+        """What the agent changed from the starting state (also when the episode failed or was cut off): a live
+        server's workspace is read back into the world first."""
+        if self.servers is not None:
+            files = await self.servers.finish()
+            if files is not None and self.world is not None:
+                self.world.files = files
+        if self.world is not None and self.start is not None:
+            self.trajectory.state_changes = self.world.diff(self.start)
 
     async def run(self) -> Trajectory:
         target, sample, trajectory = self.target, self.sample, self.trajectory
         if type(target).run_turn is Target.run_turn:  # a kind that runs its whole episode (its own `run`, as
             return await target.run(sample, trajectory)  # every kind did before episodes)
-        toolbox = MockToolbox(merge_tools(target.tools, sample.tools), sample.environment)  # this episode's world
+        try:
+            await self.build()
+        except BaseException as exc:
+            if self.servers is not None:
+                self.servers.discard()
+            if not isinstance(exc, Exception):
+                raise
+            trajectory.stop_reason = "error"
+            raise SampleFailed(exc, trajectory) from exc
+        toolbox = self.toolbox("agent")
         schemas = target.schemas(sample, toolbox)
-        servers = self.servers()
-        if servers is not None:  # the MCP servers of this (sample, repeat): live tools, and its workspace
-            toolbox.attach(servers)
         player = self.player()
         if player is None and target.runs_whole_samples:
             try:
                 return await target.run_whole_sample(sample, trajectory, toolbox, schemas)
             finally:  # also failed or cancelled (sample_timeout): the world as the agent left it
-                trajectory.state_changes = toolbox.state_changes()
+                await self.record_world()
         if target.calls_model:  # the row's own model, asked instead of the run's (results say so)
             trajectory.agent_model = sample.agent_model
         conversation = target.start(sample, trajectory)
@@ -85,10 +145,9 @@ class Episode:
             trajectory.stop_reason = "error"
             raise SampleFailed(exc.cause if isinstance(exc, AgentFailed) else exc, trajectory) from exc
         finally:  # also cut off, failed or cancelled (sample_timeout): the world as the agent left it
-            trajectory.state_changes = toolbox.state_changes()
+            await self.record_world()
         trajectory.stop_reason = target.stop_reason(trajectory, toolbox) if answered else "max_steps"
         return trajectory
-
     async def _drive(self, player: UserPlayer | None, conversation: list[dict[str, Any]], toolbox: MockToolbox,
                      schemas: list[dict[str, Any]], max_steps: int) -> bool:
         """Who speaks next: the player, or the row's scripted user messages; False when a turn hit max_steps."""

@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.models.sample import Sample
-from evals_cli.models.target_specs import EndpointSpec
+from evals_cli.models.target_specs import DEFAULT_SAMPLE_TIMEOUT, SAMPLE_TIMEOUT_HELP, EndpointSpec
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
 from evals_cli.targets.base import TARGETS, Toolbox
 from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options, take_step
@@ -22,9 +22,7 @@ class OpenAIChatTarget(EndpointSpec):
     system_prompt: str | None = Field(default=None, description="System prompt text.")
     system_prompt_file: str | None = Field(default=None, description="System prompt file, relative to the suite.")
     max_steps: int = Field(default=20, ge=1, description="Model calls allowed per user turn before the loop stops.")
-    sample_timeout: float | None = Field(
-        default=None, gt=0, description="Seconds one sample may take in all (its model calls and retries)."
-    )
+    sample_timeout: float | None = Field(default=DEFAULT_SAMPLE_TIMEOUT, ge=0, description=SAMPLE_TIMEOUT_HELP)
     tool_choice: Literal["auto", "required", "none"] = Field(default="auto", description="Sent as tool_choice.")
     parallel_tool_calls: bool | None = Field(default=None, description="Sent as parallel_tool_calls when set.")
 
@@ -65,7 +63,7 @@ class OpenAIChat(ToolLoopTarget):
             for call in calls:
                 function = getattr(call, "function", None)
                 triples.append((call.id, getattr(function, "name", None), getattr(function, "arguments", None)))
-            answer_calls(toolbox, step, triples, turn_index, step_index)
+            await answer_calls(toolbox, step, triples, turn_index, step_index)
             wire_calls = [{"id": r.id, "type": "function", "function": {"name": r.name, "arguments": r.raw_arguments}}
                           for r in step.tool_calls]
             messages.append({"role": "assistant", "content": step.content or "", "tool_calls": wire_calls})

@@ -76,7 +76,7 @@ class OpenAIResponses(ToolLoopTarget):
             if not calls:
                 items.append({"role": "assistant", "content": step.content or ""})
                 return True
-            answer_calls(toolbox, step, calls, turn_index, step_index)
+            await answer_calls(toolbox, step, calls, turn_index, step_index)
             if step.content:
                 items.append({"role": "assistant", "content": step.content})
             items.extend({"type": "function_call", "call_id": r.id, "name": r.name, "arguments": r.raw_arguments}

@@ -16,6 +16,8 @@ awaits) leaves the run's loop free: sample_timeout still cuts it off, and SIGINT
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import copy
 import hashlib
 import importlib.util
@@ -37,8 +39,8 @@ from evals_cli.custom_code import ExitAttempt
 from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError, ToolServerFailed
 from evals_cli.models.sample import Message, Sample
-from evals_cli.models.target_specs import AgentPrompt
-from evals_cli.models.trajectory import Step, StopReason, Trajectory, Turn
+from evals_cli.models.target_specs import DEFAULT_SAMPLE_TIMEOUT, SAMPLE_TIMEOUT_HELP, AgentPrompt, sample_limit
+from evals_cli.models.trajectory import Step, StopReason, ToolCall, Trajectory, Turn
 from evals_cli.targets.base import TARGETS, SampleFailed, Target, TargetContext, Toolbox
 from evals_cli.targets.common import answer_stop_reason, initial_messages
 from evals_cli.text_caps import cap, clean_text
@@ -59,7 +61,7 @@ class PythonTarget(AgentPrompt):
     system_prompt_file: str | None = Field(
         default=None, description="File read into tools.system_prompt, relative to the suite."
     )
-    sample_timeout: float | None = Field(default=None, gt=0, description="Seconds the agent may take per sample.")
+    sample_timeout: float | None = Field(default=DEFAULT_SAMPLE_TIMEOUT, ge=0, description=SAMPLE_TIMEOUT_HELP)
     max_steps: int = Field(
         default=20, ge=1, description="Tool calls allowed per user turn (each call is one step); the call past it "
         "raises StepLimitReached in the agent and the sample stops with stop_reason max_steps."
@@ -94,7 +96,11 @@ class AgentError(Exception):
 
 class ToolSession:
     """One sample's tool calls, recorded into its trajectory as they happen: one step per call, in the turn the
-    agent is on. Thread-safe, because a sync agent calls from its own thread and may fan out to more."""
+    agent is on. The agent calls from its own thread (a sync agent, and the threads it fans out to) or from the
+    custom-code loop (an async one); each call hops back to the run's event loop, where the toolbox awaits it
+    (`asyncio.run_coroutine_threadsafe`), and the agent's thread waits for its answer. The lock guards only the
+    session's bookkeeping, never a call in flight: the loop closes the session (the sample is over) without
+    waiting for a call, and the calls still in flight are cancelled."""
 
     def __init__(self, toolbox: Toolbox, trajectory: Trajectory, max_steps: int, turn_offset: int = 0) -> None:
         self.toolbox = toolbox
@@ -108,34 +114,68 @@ class ToolSession:
         # catches tool exceptions (most frameworks do) cannot have the sample graded as if nothing happened
         self.failure: ToolServerFailed | custom_code.CustomCodeError | None = None
         self.lock = threading.Lock()
+        self.loop = asyncio.get_running_loop()  # made by the episode, on the run's loop
+        self.one_at_a_time = asyncio.Lock()  # an agent fanning out to threads still acts on its world call by call
+        self.started: dict[int, int] = {}  # calls begun per turn (in flight ones included): the step bound
+        self.in_flight: set[concurrent.futures.Future[ToolCall]] = set()
         self._wall, self._mark = time.time(), time.perf_counter()
 
     def since_last(self) -> tuple[float, float]:
         """(wall-clock start, seconds) of the agent's own work since its previous step, which is what a step's
-        latency means for a python agent (its mocked tool calls take no time)."""
+        latency means for a python agent."""
         now = time.perf_counter()
         span = (self._wall, now - self._mark)
         self._wall, self._mark = time.time(), now
         return span
 
-    def call(self, name: str, raw_arguments: str) -> str:
+    def _begin(self) -> tuple[Turn, str, float, float]:
+        """Reserve the next step of the current turn: (turn, call id, wall start, latency)."""
         with self.lock:
             if self.closed:
-                raise RuntimeError("the sample is over (it finished, failed or ran past sample_timeout); this tool "
-                                   "call was not recorded")
+                raise RuntimeError(_OVER)
             turn = self.trajectory.turns[self.turn]
             index = self.turn + self.turn_offset
-            if len(turn.steps) >= self.max_steps:
+            begun = self.started.get(self.turn, 0)
+            if begun >= self.max_steps:
                 self.limit_hit = True
                 raise StepLimitReached(f"max_steps: {self.max_steps} tool calls in turn {index + 1}")
+            self.started[self.turn] = begun + 1
             wall, latency = self.since_last()
-            try:
-                record = self.toolbox.call(f"call_{index}_{len(turn.steps)}", name, cap(raw_arguments))
-            except (ToolServerFailed, custom_code.CustomCodeError) as exc:
+            return turn, f"call_{index}_{begun}", wall, latency
+
+    def call(self, name: str, raw_arguments: str) -> str:
+        turn, call_id, wall, latency = self._begin()
+        if _running_loop() is self.loop:  # waiting here would hold the very loop the call needs
+            raise RuntimeError("tools.call was called on the run's event loop; the agent runs in a thread or on "
+                               "a loop of its own")
+        try:
+            future = asyncio.run_coroutine_threadsafe(self._serially(call_id, name, cap(raw_arguments)), self.loop)
+        except RuntimeError:  # the run's loop is closed: the run is over
+            raise RuntimeError(_OVER) from None
+        with self.lock:
+            self.in_flight.add(future)
+        try:
+            record = future.result()
+        except concurrent.futures.CancelledError:
+            raise RuntimeError(_OVER) from None
+        except (ToolServerFailed, custom_code.CustomCodeError) as exc:
+            with self.lock:
                 self.failure = self.failure or exc
-                raise
+            raise
+        finally:
+            with self.lock:
+                self.in_flight.discard(future)
+        with self.lock:
+            if self.closed:
+                raise RuntimeError(_OVER)
             turn.steps.append(Step(tool_calls=[record], finish_reason="tool_calls", started=wall, latency_s=latency))
-            return record.result
+        return record.result
+
+    async def _serially(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
+        """One call on the run's loop, after this sample's previous ones (a model's calls are answered in turn
+        too): two tool functions never change one world at the same time. Other samples' calls do not wait."""
+        async with self.one_at_a_time:
+            return await self.toolbox.call(call_id, name, raw_arguments)
 
     def next_turn(self) -> None:
         with self.lock:
@@ -144,8 +184,22 @@ class ToolSession:
             self.turn += 1
 
     def close(self) -> None:
+        """The sample is over: later calls raise, and the calls still in flight are cancelled."""
         with self.lock:
             self.closed = True
+            pending, self.in_flight = list(self.in_flight), set()
+        for future in pending:
+            future.cancel()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+_OVER = ("the sample is over (it finished, failed or ran past sample_timeout); this tool call was not recorded")
 
 
 class AgentTools:
@@ -325,7 +379,7 @@ class PythonAgent(Target):
         """A stand-in named after the callable: the agent needs no model, so neither a model setting nor
         EVAL_AGENT_MODEL is required, and --model and --base-url do not apply."""
         return PythonAgentEndpoint(role="agent", base_url=None, api_key=NO_KEY, model=spec.callable,
-                                   timeout=spec.sample_timeout or 120.0, max_retries=0)
+                                   timeout=sample_limit(spec.sample_timeout) or 120.0, max_retries=0)
 
     runs_whole_samples = True  # a scripted sample is one call with every user message (see AgentTools.next_turn)
 

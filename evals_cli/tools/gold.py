@@ -1,5 +1,5 @@
 """The expected world of a row that gives `expected_actions` (gold calls, as tau-bench derives its expected
-database): the initial world with those calls applied by the suite's own tools (effects and tools with logic),
+database): the starting world with those calls applied by the suite's own tools (effects and tools with logic),
 so an expected state is never written out by hand and cannot drift from what the tools do."""
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ class GoldActionError(Exception):
     """A gold call that cannot be applied (an unknown or live tool, or the tool refused it): the row is wrong."""
 
 
-def gold_world(sample: Sample, tools: Mapping[str, ToolSpec]) -> World:
-    """The world after the row's expected_actions, applied in order to a fresh copy of its environment."""
-    box = MockToolbox(dict(tools), sample.environment)
+async def gold_world(sample: Sample, tools: Mapping[str, ToolSpec], start: World) -> World:
+    """The world after the row's expected_actions, applied in order to a copy of `start` (the starting state:
+    the declared world after the environment's setup)."""
+    box = MockToolbox(dict(tools), start.copy())
     for index, action in enumerate(sample.expected_actions or [], 1):
         spec = tools.get(action.tool)
         where = f"expected_actions[{index}] ({action.tool})"
@@ -28,7 +29,7 @@ def gold_world(sample: Sample, tools: Mapping[str, ToolSpec]) -> World:
         if spec.served_by is not None:
             raise GoldActionError(f"{where}: a live MCP tool cannot be replayed for the expected state; use "
                                   "expected_state")
-        call = box.call(f"gold_{index}", action.tool, json.dumps(action.arguments))
+        call = await box.call(f"gold_{index}", action.tool, json.dumps(action.arguments))
         if call.is_error:
             raise GoldActionError(f"{where}: the tool refused the gold call: {call.result}; fix the row")
     assert box.world is not None

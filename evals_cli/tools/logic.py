@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,34 +72,21 @@ def _not_imported(arguments: dict[str, Any], world: Any) -> Any:
     raise RuntimeError("this tool function was checked without being imported (evals validate)")
 
 
-def run_tool_function(fn: ToolFunction, ref: str, arguments: dict[str, Any], world: Any) -> tuple[str, bool]:
+async def run_tool_function(fn: ToolFunction, ref: str, arguments: dict[str, Any], world: Any) -> tuple[str, bool]:
     """(result text, is_error) of one call: ToolError is the agent's tool error; an exit, an interrupt, running
-    out of the sample's time or any other exception raises CustomCodeError (the sample's error)."""
+    out of the sample's time or any other exception raises CustomCodeError (the sample's error). The function
+    runs in a worker thread of its own (custom_code.call) and is awaited, so the run's event loop (the other
+    samples, the users, the judge, Ctrl-C) goes on while it works; cancelling the sample stops waiting for it."""
     where = f"tool function {ref}"
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["value"] = custom_code.run_guarded(fn, arguments, world, where=where)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            outcome["error"] = exc
-
-    remaining = custom_code._remaining()
-    thread = threading.Thread(target=work, name=f"evals tool {ref}", daemon=True)
-    thread.start()
-    thread.join(None if remaining is None else remaining[0])
-    if thread.is_alive():
-        assert remaining is not None
-        raise custom_code._timed_out(where, remaining[1])
-    error = outcome.get("error")
-    if isinstance(error, ToolError):
+    try:
+        value = await custom_code.call(fn, arguments, world, where=where, thread_name=f"evals tool {ref}"[:60])
+    except ToolError as error:
         return f"Error: {error}", True
-    if isinstance(error, custom_code.CustomCodeError):
-        raise error
-    if error is not None:
+    except custom_code.CustomCodeError:
+        raise
+    except Exception as error:
         raise custom_code.CustomCodeError(where, f"raised {type(error).__name__}: {error}",
                                           "the sample errored; raise ToolError to refuse a call") from error
-    value = outcome.get("value")
     if value is None:
         return "", False
     return (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)), False

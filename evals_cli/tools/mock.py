@@ -1,5 +1,5 @@
-"""A per-sample set of mocked tools: schemas for the agent, canned answers for its calls, and (for tools with an
-`effect`) the sample's private world those calls read and change."""
+"""One actor's tools in one episode: schemas for the agent, canned answers for its calls, and (for tools with an
+`effect` or logic) calls that read and change the episode's world, which the Episode owns (targets/episode.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any, Protocol
 from evals_cli.environment.effects import run_effect
 from evals_cli.environment.excerpts import StateBudget, store_effect
 from evals_cli.environment.world import World
-from evals_cli.models.environment import EnvironmentSpec
+from evals_cli.models.environment import Actor, EnvironmentSpec
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import NO_RESULT, ToolSpec
-from evals_cli.models.trajectory import StateChange, ToolCall
+from evals_cli.models.trajectory import ToolCall
 from evals_cli.text_caps import cap, clean_text
 
 
@@ -123,64 +123,40 @@ class ToolResultChecker:
         return out
 
 
-class EpisodeServers(Protocol):
-    """The tool servers' side of one (sample, repeat) (evals_cli/mcp/hub.py `Episode`): live calls, and the
-    workspace folder their files are read back from."""
+class ToolServers(Protocol):
+    """The tool servers' side of one (sample, repeat) (evals_cli/mcp/hub.py `McpSession`): live calls, awaited."""
 
-    @property
-    def has_workspace(self) -> bool: ...
+    async def call(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]: ...
 
-    def begin(self, files: Mapping[str, str]) -> None: ...
 
-    def call(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]: ...
-
-    def finish(self) -> dict[str, str] | None: ...
+def needs_world(tools: Mapping[str, ToolSpec], environment: EnvironmentSpec | None) -> bool:
+    """Whether a sample has a world: it declares an environment, or a tool acts on one (an effect, logic)."""
+    return environment is not None or any(spec.effect is not None or spec.python is not None
+                                          for spec in tools.values())
 
 
 class MockToolbox:
-    """Answers tool calls from specs. Keeps per-tool call counts for `sequence` results and, when the sample has
-    an environment or a tool has an effect, the world: built here from the declared state, so one toolbox (one
-    per sample run, repeats included) is one isolated world that lives through all of the sample's turns."""
+    """One actor's tools over an episode's world: answers calls from the specs (canned results, `sequence`s
+    counted per tool), from the world (effects and tools with logic act on `world`, which the Episode built and
+    owns: targets/episode.py) or from the live MCP servers (`servers`). `actor` says whose calls these are (the
+    agent's; a user who acts gets a toolbox of its own over the same world). Without a world (a sample that
+    declares none and whose tools need none), stateful answers fall back to the canned ones."""
 
-    def __init__(self, tools: dict[str, ToolSpec], environment: EnvironmentSpec | None = None,
-                 servers: EpisodeServers | None = None) -> None:
+    def __init__(self, tools: dict[str, ToolSpec], world: World | None = None, *,
+                 servers: ToolServers | None = None, actor: Actor = "agent") -> None:
         self.tools = tools
         self.calls: dict[str, int] = {}
-        self.servers: EpisodeServers | None = None  # tools served live by MCP servers (`served_by`) answer there
-        self.environment = environment
-        stateful = environment is not None or \
-            any(spec.effect is not None or spec.python is not None for spec in tools.values())
-        self.initial: World | None = World(environment) if stateful else None
-        self.world: World | None = self.initial.copy() if self.initial is not None else None
+        self.world = world
+        self.servers = servers  # tools served live by MCP servers (`served_by`) answer there
+        self.actor: Actor = actor
         self.state_budget = StateBudget()  # what this sample's effects may store of what they changed
-        if servers is not None:
-            self.attach(servers)
-
-    def attach(self, servers: EpisodeServers) -> None:
-        """The MCP servers of this (sample, repeat), attached by its episode before the first turn: their
-        workspace (if any) becomes part of the world, filled from the declared files now."""
-        self.servers = servers
-        if servers.has_workspace and self.initial is None:
-            self.initial = World(self.environment)
-            self.world = self.initial.copy()
-        servers.begin(self.initial.files if self.initial is not None else {})
-
-    def state_changes(self) -> list[StateChange] | None:
-        """How the world differs from the declared one (None: the sample has no world). Called once the
-        sample's last turn is over: a live server's workspace is read back into the world here."""
-        if self.servers is not None and self.world is not None:
-            files = self.servers.finish()
-            if files is not None:
-                self.world.files = files
-        if self.initial is None or self.world is None:
-            return None
-        return self.world.diff(self.initial)
 
     def schemas(self) -> list[dict[str, Any]]:
         return openai_tools(self.tools)
 
-    def call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
-        """Run one call against the mocks and record it; never raises on bad input from the model."""
+    async def call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
+        """Run one call and record it; never raises on bad input from the model. Awaited: a tool with logic runs
+        in a worker thread and a live call on its server, while the run's loop goes on."""
         record = ToolCall(id=call_id, name=name, raw_arguments=raw_arguments or "")
         spec = self.tools.get(name)
         if spec is None:
@@ -195,11 +171,11 @@ class MockToolbox:
             return record
         arguments = record.arguments or {}
         if spec.served_by is not None and self.servers is not None:
-            result, record.is_error = self.servers.call(spec, arguments)
+            result, record.is_error = await self.servers.call(spec, arguments)
             record.result = cap(clean_text(result))  # capped like any tool result: a server may answer megabytes
             return record
         if spec.python is not None and self.world is not None and not self._case_matches(spec, arguments):
-            record.result, record.is_error = self._run_logic(spec, arguments)
+            record.result, record.is_error = await self._run_logic(spec, arguments)
             record.result = cap(clean_text(record.result))
             return record
         if spec.effect is not None and self.world is not None and not self._case_matches(spec, arguments):
@@ -209,7 +185,7 @@ class MockToolbox:
         record.result, record.is_error = self._answer(name, spec, arguments)
         return record
 
-    def _run_logic(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]:
+    async def _run_logic(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]:
         """A tool with logic (`python:`) acting on this episode's world; see evals_cli/tools/logic.py."""
         from evals_cli.custom_code import CustomCodeError
         from evals_cli.tools.logic import run_tool_function
@@ -218,7 +194,7 @@ class MockToolbox:
             raise CustomCodeError(f"tool function {spec.python}", "was not loaded",
                                   "a tool with python: must be declared in the suite's tools:, not in a row")
         assert self.world is not None
-        return run_tool_function(spec._logic, spec.python or "", arguments, self.world)
+        return await run_tool_function(spec._logic, spec.python or "", arguments, self.world)
 
     @staticmethod
     def _case_matches(spec: ToolSpec, arguments: dict[str, Any]) -> bool:

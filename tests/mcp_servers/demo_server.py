@@ -50,6 +50,12 @@ def build(bad_schema: bool = False) -> MCPServer:
         time.sleep(seconds)
         return "woke up"
 
+    @server.tool(description="Write a note file (outside any workspace), then never answer.")
+    def block(note: str) -> str:
+        Path(note).write_text("blocking", encoding="utf-8")
+        time.sleep(3600)
+        return "woke up"
+
     @server.tool(description="Exit the server process at once.")
     def crash() -> str:
         os._exit(3)
@@ -96,12 +102,16 @@ def main() -> None:
     parser.add_argument("--bad-schema", action="store_true")
     parser.add_argument("--fail-start", action="store_true")
     parser.add_argument("--marker", help="ignored: lets a test find this process in the process table")
+    parser.add_argument("--write-at-start", help="write this file (in --root) as the server starts, as a server "
+                                                 "that builds its repository does")
     args = parser.parse_args()
     if args.fail_start:
         print("demo server: refusing to start (--fail-start)", file=sys.stderr)
         sys.exit(1)
     if args.root:
         os.chdir(args.root)
+    if args.write_at_start:
+        Path(args.write_at_start).write_text("made by the server at start", encoding="utf-8")
     server = build(args.bad_schema)
     if args.http:
         import uvicorn

@@ -52,7 +52,7 @@ class FinalStateGrader(Grader[FinalStateSpec]):
         if changes is None:
             return Grade.failed("the trajectory records no final state (state_changes is missing), so the "
                                 "environment cannot be graded")
-        initial = World(ctx.sample.environment)
+        initial = World(ctx.sample.environment).apply(ctx.trajectory.starting_changes())  # after setup
         final = initial.apply(changes)
         unknown = unread_targets(expected, gold is not None, initial, final)
         if unknown:  # a live workspace's file over the read-back bound: its final text was never read
@@ -63,7 +63,7 @@ class FinalStateGrader(Grader[FinalStateSpec]):
         outcomes = evaluate(expected, initial, final) if expected is not None else []
         if gold is not None:  # [] too: the gold is no change at all
             try:
-                outcomes += gold_outcomes(gold_world(ctx.sample, ctx.tools), final)
+                outcomes += gold_outcomes(await gold_world(ctx.sample, ctx.tools, initial), final)
             except GoldActionError as exc:  # the row is wrong, not the agent: no score
                 return Grade.failed(str(exc))
         if not outcomes:  # nothing was checked: a pass here would be a verdict about nothing

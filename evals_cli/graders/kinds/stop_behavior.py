@@ -113,7 +113,7 @@ class _Checks:
         expected = spec.expected_state if spec.expected_state is not None else ctx.sample.expected_state
         stateful = ctx.trajectory.state_changes is not None or ctx.sample.environment is not None
         self.expected = expected if stateful else None
-        self.initial = World(ctx.sample.environment)
+        self.initial = World(ctx.sample.environment).apply(ctx.trajectory.starting_changes())  # after setup
 
     def reached_at(self) -> int | None:
         """Index of the call after which the expected state first held (-1: before any call; None: never)."""
