@@ -480,12 +480,6 @@ def test_the_example_target_kind_with_no_model_validates_and_runs_without_an_end
 
 
 def test_the_example_target_kind_awaits_its_tool_calls(plugin_site: Path, tmp_path: Path) -> None:
-    import inspect
-
-    from evals_cli.tools.mock import MockToolbox
-
-    if not inspect.iscoroutinefunction(MockToolbox.call):
-        pytest.skip("Toolbox.call becomes async with issue 33 item 1 (the example is written against it)")
     suite = _echo_suite(tmp_path, "bump")
     ran = run_cli_process("run", str(suite), "-o", str(tmp_path / "out"), env=_with(plugin_site, "acme"))
     assert ran.returncode == 0, ran.stdout + ran.stderr
