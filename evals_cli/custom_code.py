@@ -353,14 +353,37 @@ class _Worker:
             self.finished = True
 
     def stop(self) -> None:
-        """Raise Abandoned in the thread (CPython's PyThreadState_SetAsyncExc), once, if the call still runs."""
+        """Raise Abandoned in the thread (CPython's PyThreadState_SetAsyncExc), once, if the call still runs
+        Python code: a watcher looks at the thread's position and raises it only once it moves. A thread that
+        waits in C (a sleep, a socket) is left alone until it comes back: an exception left pending on it stalls
+        every other thread that runs a trace function (CPython 3.11; the rubric renderer's time bound is one)
+        until it wakes, an hour for a tool sleeping an hour."""
         with self.lock:
             thread, self.thread = self.thread, None
             if self.finished or thread is None or thread.ident is None:
                 return
-            import ctypes
+        threading.Thread(target=self._stop_when_running, args=(thread,), name="evals-abandon", daemon=True).start()
 
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(Abandoned))
+    def _stop_when_running(self, thread: threading.Thread) -> None:
+        last, delay = _position(thread), 0.02
+        while thread.is_alive():
+            time.sleep(delay)
+            now = _position(thread)
+            if now is not None and now != last:
+                with self.lock:
+                    if not self.finished and thread.ident is not None:
+                        import ctypes
+
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                                   ctypes.py_object(Abandoned))
+                return
+            last, delay = now, min(delay * 2, 1.0)
+
+
+def _position(thread: threading.Thread) -> tuple[int, int, int] | None:
+    """Where the thread's Python code is (its top frame and instruction); the same twice: it waits in C."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    return None if frame is None else (id(frame), id(frame.f_code), frame.f_lasti)
 
 
 async def call(fn: Callable[..., Any], *args: Any, where: str, bounded: bool = True, thread_name: str = "",

@@ -282,8 +282,9 @@ def test_calls_after_the_sample_timed_out_are_refused_not_recorded(tmp_path: Pat
         await asyncio.sleep(0.6)
 
     asyncio.run(go())
-    assert trajectory.tool_calls == [] and agent.fn.__globals__["SEEN"][0] == "Abandoned"
-    assert "the sample is over" in agent.fn.__globals__["SEEN"][1]
+    # a thread waiting in C (the sleep) is not interrupted (custom_code._Worker.stop: an exception left pending on
+    # it would stall other threads); it goes on when it wakes, and its tool call is refused, not recorded
+    assert trajectory.tool_calls == [] and "the sample is over" in agent.fn.__globals__["SEEN"][-1]
 
 
 @pytest.mark.parametrize(("code", "says"), [

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,13 @@ def test_a_hanging_tool_is_bounded_by_the_sample_timeout_while_other_samples_fin
         # the lookups ran while the blocking tool still held its thread: the loop was never held by it
         assert answer.startswith("ran ") and float(answer.split()[1]) < limit, answer
     assert outcome.summary.errored == 1 and took < limit + 20
+    # the blocked thread was given up on without an exception left pending on it: that stalled every thread
+    # running a trace function (a rubric's time bound) until the sleep ended, an hour later
+    from evals_cli.graders.rubric import compile_rubric
+
+    rendered = threading.Event()
+    threading.Thread(target=lambda: (compile_rubric("{{ input }} after a hang"), rendered.set()), daemon=True).start()
+    assert rendered.wait(10), "compiling a rubric stalled behind the abandoned tool's thread"
 
 
 @pytest.mark.slow

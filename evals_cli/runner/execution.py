@@ -387,10 +387,8 @@ class Execution:
         # the suite's own code (custom extractors, graders, rewards) gets what is left of it (custom_code.py)
         SAMPLE_DEADLINE.set(None if limit is None else (time.monotonic() + limit, limit))
         try:
-            if limit is None:  # wait_for costs a task per sample: only pay for it when there is a limit
+            async with asyncio.timeout(limit):  # a deadline on this task (no task of its own); None: no limit
                 await episode.run()
-            else:
-                await asyncio.wait_for(episode.run(), timeout=limit)
             self.any_success = True
         except (SampleFailed, TimeoutError, WorkspaceTooLarge) as failed:  # the last: raised reading it back
             trajectory.stop_reason = "error"
