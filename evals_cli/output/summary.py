@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
-from evals_cli.gate import Gate, aggregate, counted, threshold_key
+from evals_cli.gate.gate import Gate
+from evals_cli.gate.scores import aggregate, counted, threshold_key
 from evals_cli.models.results import (
     Grade,
     GraderAggregate,

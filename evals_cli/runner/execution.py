@@ -53,7 +53,6 @@ class Execution:
     def __init__(self, prepared: PreparedRun, on_result: ResultCallback | None,
                  on_interrupt: InterruptCallback | None = None) -> None:
         self.p = prepared
-        self._turn_pass = 1.0 if prepared.suite.letta_format else None  # letta-evals counts a turn passed at 1.0
         self.on_result = on_result
         self.on_interrupt = on_interrupt
         self._flight: dict[asyncio.Task[None], InFlight] = {}
@@ -418,9 +417,8 @@ class Execution:
             entry.where = "grading"
         tools = merge_tools(self.p.suite.tools, sample.tools)
         grading_started = time.perf_counter()
-        grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools,
-                                    grader_passes=self.p.gate.grader_passes, na_pass=self.p.gate.na_pass,
-                                    turn_pass=self._turn_pass)
+        # the graders score; the gate alone counts turns passed and decides (settle, then judge_sample)
+        grades = self.p.gate.settle(await grade_sample(self.p.graders, sample, trajectory, tools))
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
         # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
         # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest
