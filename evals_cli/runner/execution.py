@@ -31,7 +31,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import sample_limit
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.exit_codes import exit_code_for, progress
-from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir, read_results
+from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir
 from evals_cli.output.manifest import Manifest, folder_error, write_manifest
 from evals_cli.output.summary import Accumulator
 from evals_cli.run_options import ResultCallback, RunOutcome
@@ -194,24 +194,15 @@ class Execution:
         return RunOutcome(summary, self.output_dir, summary.exit_code, self.messages)
 
     def _calibrations(self) -> dict[str, JudgeCalibration]:
-        """Judges whose suite names `calibration:` labels: their pass rate over this run's judged items (read back
-        from the results file, resumed ones included) corrected for the errors the labels measured."""
-        wanted = {name: found for name, grader in self.p.graders.items()
-                  if (found := getattr(grader, "calibration", None)) is not None}
-        if not wanted:
+        """The finished run's grades handed to calibration (calibration/finished_run.py), a consumer of them."""
+        if not any(getattr(grader, "calibration", None) is not None for grader in self.p.graders.values()):
             return {}
-        from evals_cli.calibration.calibrate import calibrated  # only a suite with calibration labels needs it
-        from evals_cli.calibration.items import judged_items
+        from evals_cli.calibration.finished_run import calibrate_finished_run  # the maths only for a suite with labels
 
-        records = judge_records(self.p.graders, self.p.gate)
-        no_answer: dict[str, int] = {}
-        try:
-            items = judged_items(read_results(self.writer.path), records, None, no_answer=no_answer)
-        except (OSError, ConfigError) as exc:
-            self.messages.append(f"no calibrated pass rate: cannot read back {self.writer.path} ({exc})")
-            return {}
-        return {name: calibrated(name, records[name], labels, path, items, no_answer.get(name, 0))
-                for name, (path, labels) in wanted.items()}
+        found, problem = calibrate_finished_run(self.p.graders, self.p.gate, self.writer.path)
+        if problem:
+            self.messages.append(problem)
+        return found
 
     def _cache_use(self) -> CacheUse | None:
         cache = self.p.pool.cache
