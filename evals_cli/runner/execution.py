@@ -384,19 +384,7 @@ class Execution:
             self.any_success = True
         except (SampleFailed, TimeoutError, WorkspaceTooLarge) as failed:  # the last: raised reading it back
             trajectory.stop_reason = "error"
-            if isinstance(failed, TimeoutError):
-                error = ErrorInfo(category="timeout", message=f"sample {sample.id} took longer than sample_timeout "
-                                                              f"{limit:g}s; raise target.sample_timeout (0: no limit)")
-            elif isinstance(cause := getattr(failed, "cause", failed), UserSimulatorError):  # the user, not the
-                # agent: never the agent's zero
-                error = ErrorInfo(category="user_simulator", message=self.redact(cause.message))
-                if cause.fatal and (cause.fatal_after_success or not self.any_success):
-                    self._abort(error.message)
-            else:
-                found = classify(cause, self.p.agent)
-                error = ErrorInfo(category=found.category, message=self.redact(found.message))
-                if found.fatal and (found.fatal_after_success or not self.any_success):
-                    self._abort(error.message)
+            error = self._sample_error(failed, sample, limit)
             result.trajectory, result.usage, result.error = trajectory, trajectory.usage(), error
             result.latency_s = time.perf_counter() - started
             result.cost = self._cost(result)
@@ -426,6 +414,23 @@ class Execution:
         result.cost = self._cost(result, time.perf_counter() - grading_started)
         result.latency_s = time.perf_counter() - started
         return result
+
+    def _sample_error(self, failed: Exception, sample: Sample, limit: float | None) -> ErrorInfo:
+        """Why an episode failed, as the sample's error; a fatal cause (before any success) aborts the run."""
+        if isinstance(failed, TimeoutError):
+            return ErrorInfo(category="timeout", message=f"sample {sample.id} took longer than sample_timeout "
+                                                         f"{limit or 0:g}s; raise target.sample_timeout (0: no limit)")
+        elif isinstance(cause := getattr(failed, "cause", failed), UserSimulatorError):  # the user, not the
+            # agent: never the agent's zero
+            error = ErrorInfo(category="user_simulator", message=self.redact(cause.message))
+            if cause.fatal and (cause.fatal_after_success or not self.any_success):
+                self._abort(error.message)
+        else:
+            found = classify(cause, self.p.agent)
+            error = ErrorInfo(category=found.category, message=self.redact(found.message))
+            if found.fatal and (found.fatal_after_success or not self.any_success):
+                self._abort(error.message)
+        return error
 
     def _redacted(self, grade: Grade) -> Grade:
         if grade.error:
