@@ -70,6 +70,17 @@ def _length(value: Any) -> int | None:
 _CONTAINERS = (list, tuple, dict, set, frozenset)
 
 
+def _leaf_size(item: Any, memo: dict[int, int]) -> int | None:
+    """An item's printed size, or None for a container not yet counted (text_size counts it next)."""
+    if isinstance(item, str):
+        return len(item) + 2
+    if isinstance(item, _CONTAINERS):
+        return memo.get(id(item))
+    if _is_int(item):
+        return item.bit_length() // 3 + 2
+    return 8
+
+
 def text_size(value: Any, cap: int) -> int:
     """About how many characters `str(value)` would build, counting a shared item once per reference, without
     building it; stops counting past `cap`. A list of 1,000 references to a 1 MB string costs 8 KB to build and
@@ -82,15 +93,6 @@ def text_size(value: Any, cap: int) -> int:
         return 0
     memo: dict[int, int] = {}
     keep: list[Any] = []  # keeps the counted objects alive so their ids are not reused while counting
-
-    def leaf(item: Any) -> int | None:
-        if isinstance(item, str):
-            return len(item) + 2
-        if isinstance(item, _CONTAINERS):
-            return memo.get(id(item))
-        if _is_int(item):
-            return item.bit_length() // 3 + 2
-        return 8
 
     stack: list[tuple[Any, list[Any], int]] = []
 
@@ -107,7 +109,7 @@ def text_size(value: Any, cap: int) -> int:
         size = memo[id(node)]
         while index < len(items) and size <= cap:
             item = items[index]
-            known = leaf(item)
+            known = _leaf_size(item, memo)
             if known is None:
                 stack.append((node, items, index))
                 memo[id(node)] = size
