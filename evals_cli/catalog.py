@@ -139,7 +139,8 @@ def _target_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
 
 
 def _gate_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
-    from evals_cli.gate import GATES, PERCENTILES, RUN_LEVEL
+    from evals_cli.gate.kinds import GATES
+    from evals_cli.gate.scores import PERCENTILES, RUN_LEVEL
 
     kinds = [(e.kind, _doc(e.spec) + _from(e), _model_options(e.spec) if e.spec else []) for e in GATES.entries()]
     return (f"`kind:` of the suite's gate: (default weighted_average). Percentiles ({', '.join(PERCENTILES)}) "

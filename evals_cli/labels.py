@@ -134,10 +134,23 @@ def parse_label(data: Any, where: str) -> tuple[Label | None, list[str]]:
     if label not in ("pass", "fail"):
         hint = " (a skipped item has no line)" if label == "skip" else ""
         problems.append(f"{where}: label: {json.dumps(label)} is not a label; give \"pass\" or \"fail\"{hint}")
+    problems += _optional_problems(data, where)
+    if problems:
+        return None, problems
+    note, judge, score, fingerprint, item = (data.get("note") or "", data.get("judge"), data.get("score"),
+                                             data.get("fingerprint"), data.get("item"))
+    prints = Fingerprint(**{k: str(fingerprint.get(k, "")) for k in ("rubric", "model", "scale")}) \
+        if isinstance(fingerprint, dict) else None
+    return Label(sample_id=str(sample), grader=str(grader), label=label, repeat=int(repeat), turn=turn,  # type: ignore[arg-type]
+                 note=str(note), judge=judge, score=float(score) if score is not None else None,
+                 fingerprint=prints, item=item, review=data.get("review") is True), []
+
+
+def _optional_problems(data: dict[str, Any], where: str) -> list[str]:
+    """The problems with a label's optional keys (note, judge, score, fingerprint, item): each may be absent."""
+    problems: list[str] = []
     note = data.get("note", "")
-    if note is None:
-        note = ""
-    if not isinstance(note, str):
+    if note is not None and not isinstance(note, str):
         problems.append(f"{where}: note: not a string")
     judge = data.get("judge")
     if judge is not None and judge not in ("pass", "fail"):
@@ -153,13 +166,7 @@ def parse_label(data: Any, where: str) -> tuple[Label | None, list[str]]:
     item = data.get("item")
     if item is not None and not isinstance(item, str):
         problems.append(f"{where}: item: not a string")
-    if problems:
-        return None, problems
-    prints = Fingerprint(**{k: str(fingerprint.get(k, "")) for k in ("rubric", "model", "scale")}) \
-        if isinstance(fingerprint, dict) else None
-    return Label(sample_id=str(sample), grader=str(grader), label=label, repeat=int(repeat), turn=turn,  # type: ignore[arg-type]
-                 note=str(note), judge=judge, score=float(score) if score is not None else None,
-                 fingerprint=prints, item=item, review=data.get("review") is True), []
+    return problems
 
 
 def read_labels(path: Path, *, allow_empty: bool = False) -> LabelFile:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from evals_cli.display.matrix import MatrixView, ModelColumn, SampleMarks
 from evals_cli.display.state import RunState
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError, NewerFormatError
-from evals_cli.gate import Gate
+from evals_cli.gate.gate import Gate
 from evals_cli.invocation import program
 from evals_cli.models.results import RunSummary
 from evals_cli.models.specs import GateSpec

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evals_cli.gate import reward_score
+from evals_cli.gate.kinds import reward_score
 from evals_cli.graders.base import GradeContext, Grader, GraderContext
 from evals_cli.graders.functions import (
     BUILTINS,

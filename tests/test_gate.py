@@ -13,7 +13,9 @@ import pytest
 import yaml
 
 from evals_cli.errors import ConfigError
-from evals_cli.gate import Gate, aggregate, effective_weights, percentile, weighted
+from evals_cli.gate.gate import Gate
+from evals_cli.gate.kinds import effective_weights
+from evals_cli.gate.scores import aggregate, percentile, weighted
 from evals_cli.graders.functions import load_reward
 from evals_cli.models.results import ErrorInfo, Grade, GraderAggregate, SampleResult
 from evals_cli.models.specs import GateSpec, LogicalGate, SimpleGate, WeightedAverageGate

@@ -8,7 +8,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from evals_cli.gate import Gate
+from evals_cli.gate.gate import Gate
 from evals_cli.graders.kinds.trajectory import ToolOrderSpec
 from evals_cli.models.results import Grade, SampleResult
 from evals_cli.models.specs import GateSpec

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from evals_cli.compare import compare_results
-from evals_cli.gate import Gate
+from evals_cli.gate.gate import Gate
 from evals_cli.models.results import Grade, SampleResult
 from evals_cli.models.specs import GateSpec
 from tests.helpers import read_jsonl, run_cli, write_suite

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
+from evals_cli.gate.turns import settle_turns
 from evals_cli.graders.base import GRADERS, GraderContext
 from evals_cli.graders.grading import grade_sample
-from evals_cli.models.results import Grade
+from evals_cli.models.results import Grade, TurnScores
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.suite.spec import GraderSpec
@@ -94,8 +95,9 @@ def test_a_per_turn_grade_is_applicable_when_any_turn_was_checked() -> None:
 
     def grade_of(ground_truth: list[str]) -> Grade:
         sample = Sample(input=["one", "two"], ground_truth=ground_truth)
-        grades = asyncio.run(grade_sample({"g": answer}, sample, trajectory, lambda s: s >= 1.0))
-        return grades["g"]
+        raw = asyncio.run(grade_sample({"g": answer}, sample, trajectory))["g"]
+        assert isinstance(raw, TurnScores)  # the grader hands the gate raw turn grades; the gate settles them
+        return settle_turns(raw, lambda s: s >= 1.0, na_pass=False)
 
     assert grade_of(["", "b"]).applicable is True
     assert grade_of(["", " "]).applicable is False

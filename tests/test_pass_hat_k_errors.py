@@ -3,7 +3,7 @@ errored is not known to pass^k: it must not count as one (issue 11: a count that
 
 from __future__ import annotations
 
-from evals_cli.gate import Gate
+from evals_cli.gate.gate import Gate
 from evals_cli.models.specs import GateSpec
 from evals_cli.output.summary import Accumulator
 from tests.run_factory import make_result

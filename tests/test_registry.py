@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evals_cli.catalog import render_section
-from evals_cli.gate import GATES
+from evals_cli.gate.kinds import GATES
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.models.grader_specs.extractors import EXTRACTORS
 from evals_cli.models.sample import Sample

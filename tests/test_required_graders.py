@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evals_cli.gate import Gate
+from evals_cli.gate.gate import Gate
 from evals_cli.graders.kinds.trajectory import ToolOrderSpec, ToolsAvoidedSpec
 from evals_cli.models.results import Grade
 from evals_cli.models.specs import GateSpec

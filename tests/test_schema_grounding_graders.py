@@ -240,8 +240,7 @@ def test_a_schema_that_cannot_be_evaluated_is_no_verdict(schema_: dict[str, Any]
 def test_a_tool_schema_that_cannot_be_evaluated_errors_the_grade_never_zero() -> None:
     tools = {"lookup": ToolSpec.model_construct(parameters={"type": "object", "properties": {
         "id": {"$ref": "#/$defs/missing"}}})}  # past validation, as a custom target could hand it over
-    grades = asyncio.run(grade_sample({"schema": schema()}, Sample(input="q"), traj(c("lookup", {"id": "x"})),
-                                      lambda score: score >= 1, tools))
+    grades = asyncio.run(grade_sample({"schema": schema()}, Sample(input="q"), traj(c("lookup", {"id": "x"})), tools))
     result = grades["schema"]
     assert result.score is None and result.error
     assert "lookup" in result.rationale and "$ref" in result.rationale
@@ -345,6 +344,6 @@ def test_a_backtracking_pattern_is_a_grade_error_not_a_hang(monkeypatch: pytest.
         "id": {"type": "string", "pattern": "(a|aa)+$"}}})}
     started = time.monotonic()
     grades = asyncio.run(grade_sample({"schema": schema()}, Sample(input="q"),
-                                      traj(c("lookup", {"id": "a" * 60 + "!"})), lambda score: score >= 1, tools))
+                                      traj(c("lookup", {"id": "a" * 60 + "!"})), tools))
     assert time.monotonic() - started < 5
     assert grades["schema"].score is None and "(a|aa)+$" in (grades["schema"].error or "")

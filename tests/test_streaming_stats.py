@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evals_cli.gate import aggregate
+from evals_cli.gate.scores import aggregate
 from evals_cli.graders.agreement import krippendorff_alpha
 from evals_cli.streaming_stats import AlphaSums, LatencyHistogram, ScoreCounts
 

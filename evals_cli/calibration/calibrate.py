@@ -149,6 +149,20 @@ def _turn_problem(label: Label, turns: list[int | None], where: str, run: Path) 
     return f"{where}: turn: {label.turn}: {label.grader} judged no such turn or reply of {key} in {run} (judged: {shown})"
 
 
+def _names_nothing(label: Label, run: JudgedRun, where: str) -> str | None:
+    """The problem with a label whose sample, repeat or grader the run does not have (None: it names them)."""
+    if label.sample_id not in run.samples:
+        return f"{where}: sample_id: {label.sample_id} is not a sample of {run.path}"
+    if label.repeat not in run.samples[label.sample_id]:
+        have = ", ".join(str(r) for r in sorted(run.samples[label.sample_id]))
+        return (f"{where}: repeat: {label.repeat}: sample {label.sample_id} has no such repeat in "
+                f"{run.path} (repeats: {have})")
+    if label.grader not in run.graders:
+        return (f"{where}: grader: {label.grader} is not a judge grader of {run.path} (its judges: "
+                f"{', '.join(run.graders)})")
+    return None
+
+
 def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tuple[list[tuple[JudgedItem, Label]],
                                                                                    list[str]]:
     """(item, label) for every label, and notes. ConfigError naming each label that names nothing in the run; with
@@ -157,7 +171,6 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
     per_sample: dict[tuple[str, int, str], list[int | None]] = {}
     for key in items:
         per_sample.setdefault((key.sample_id, key.repeat, key.grader), []).append(key.turn)
-    judges = run.graders
     unknown_samples = [label for label in labels.labels if label.sample_id not in run.samples]
     if unknown_samples and len(unknown_samples) == len(labels.labels):
         raise ConfigError(f"{labels.path}: none of its {len(labels.labels)} labelled items is a sample of {run.path} "
@@ -170,17 +183,9 @@ def match(run: JudgedRun, labels: LabelFile, *, check_items: bool = True) -> tup
     skipped: dict[str, list[int]] = {}
     for label in labels.labels:
         where = f"{labels.path}:{label.line}"
-        if label.sample_id not in run.samples:
-            problems.append(f"{where}: sample_id: {label.sample_id} is not a sample of {run.path}")
-            continue
-        if label.repeat not in run.samples[label.sample_id]:
-            have = ", ".join(str(r) for r in sorted(run.samples[label.sample_id]))
-            problems.append(f"{where}: repeat: {label.repeat}: sample {label.sample_id} has no such repeat in "
-                            f"{run.path} (repeats: {have})")
-            continue
-        if label.grader not in judges:
-            problems.append(f"{where}: grader: {label.grader} is not a judge grader of {run.path} (its judges: "
-                            f"{', '.join(judges)})")
+        named = _names_nothing(label, run, where)
+        if named is not None:
+            problems.append(named)
             continue
         key = ItemKey(label.sample_id, label.repeat, label.grader, label.turn)
         item = items.get(key)

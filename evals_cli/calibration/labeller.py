@@ -294,6 +294,24 @@ def run_labeller(run_path: Path, *, labels_path: Path | None = None, grader: str
     return session
 
 
+def _labelled(run: JudgedRun, item: JudgedItem, passed: bool, note: str, review: bool) -> Label:
+    """The label a key gave `item`, with the judge's verdict and fingerprint beside it."""
+    return Label(sample_id=item.key.sample_id, grader=item.key.grader, label="pass" if passed else "fail",
+                 repeat=item.key.repeat, turn=item.key.turn, note=note, judge="pass" if item.passed else "fail",
+                 score=item.score, fingerprint=fingerprint_of(run.judges.get(item.key.grader)),
+                 item=item.digest, review=review)
+
+
+def _count(session: Session, label: Label, before: Label | None) -> None:
+    """A label counted in the session; a relabel (after going back) replaces the earlier one's count, as its line
+    replaces the earlier line."""
+    if before is not None:
+        session.passed -= before.label == "pass"
+        session.failed -= before.label == "fail"
+    session.passed += label.label == "pass"
+    session.failed += label.label == "fail"
+
+
 def _label(session: Session, run: JudgedRun, items: list[JudgedItem], todo: list[int],
            existing: dict[tuple[str, int, str, int | None], Label], keys: Keys, out_path: Path, review: bool,
            console: Console) -> None:
@@ -320,17 +338,10 @@ def _label(session: Session, run: JudgedRun, items: list[JudgedItem], todo: list
             session.quit = True
             break
         if answer in ("p", "f"):
-            label = Label(sample_id=item.key.sample_id, grader=item.key.grader, label="pass" if answer == "p" else "fail",
-                          repeat=item.key.repeat, turn=item.key.turn, note=note, judge="pass" if item.passed else "fail",
-                          score=item.score, fingerprint=fingerprint_of(run.judges.get(item.key.grader)),
-                          item=item.digest, review=review)
+            label = _labelled(run, item, answer == "p", note, review)
             append_label(out_path, label)
-            if index in given:  # relabelled after going back: the new line wins, the count follows it
-                session.passed -= given[index].label == "pass"
-                session.failed -= given[index].label == "fail"
+            _count(session, label, given.get(index))
             given[index] = label
-            session.passed += label.label == "pass"
-            session.failed += label.label == "fail"
             note = ""
             say(f"labelled {label.label}")
             position += 1

@@ -308,21 +308,9 @@ class Reasons:
                 for i, part in enumerate(wrapped):
                     yield Text("  " if i == 0 else "    ", style=style).append(part)
                 continue
-            row = group.rows[0]
-            head = f"  {row.sample_id}" + " " * max(pad - cell_len(row.sample_id), 0) + "  "
-            indent = cell_len(head)
-            if width - indent < 40:  # a long id (or a narrow console): the id alone, whole, the reason under it
-                yield Text(f"  {row.sample_id}")
-                head, indent = "      ", 6
-            for n, reason in enumerate(group.reasons):
-                text = reason + (more if n == len(group.reasons) - 1 else "")
-                parts = wrap(text, width - indent, max_lines=lines)
-                cut = cut or parts[-1].endswith("…") and not text.endswith("…")
-                for i, part in enumerate(parts):
-                    line = Text(head if i == 0 and n == 0 else " " * indent)
-                    line.append(part, style=style)
-                    yield line
-            cut = cut or bool(group.more)
+            texts, was_cut = _one_sample(group, pad, width, lines)
+            yield from texts
+            cut = cut or was_cut
         hidden = total - sum(len(g.rows) for g in shown)
         if hidden > 0:
             yield Text(fit(f"  … and {hidden} more: see {report}", width), style="dim")
@@ -393,6 +381,29 @@ def aggregates_table(summary: RunSummary, tight: bool = False) -> Table:
     return table
 
 
+def _one_sample(group: ReasonGroup, pad: int, width: int, lines: int) -> tuple[list[Text], bool]:
+    """One sample's reasons, its id in a column `pad` wide: (the lines, whether a reason was cut)."""
+    style = "yellow" if group.errored else "red"
+    more = f" (+{group.more} more)" if group.more else ""
+    out: list[Text] = []
+    cut = False
+    row = group.rows[0]
+    head = f"  {row.sample_id}" + " " * max(pad - cell_len(row.sample_id), 0) + "  "
+    indent = cell_len(head)
+    if width - indent < 40:  # a long id (or a narrow console): the id alone, whole, the reason under it
+        out.append(Text(f"  {row.sample_id}"))
+        head, indent = "      ", 6
+    for n, reason in enumerate(group.reasons):
+        text = reason + (more if n == len(group.reasons) - 1 else "")
+        parts = wrap(text, width - indent, max_lines=lines)
+        cut = cut or parts[-1].endswith("…") and not text.endswith("…")
+        for i, part in enumerate(parts):
+            line = Text(head if i == 0 and n == 0 else " " * indent)
+            line.append(part, style=style)
+            out.append(line)
+    return out, cut or bool(group.more)
+
+
 def footer(summary: RunSummary, said: Iterable[str] = ()) -> Text:
     """The counts, tokens, cost and time, then why the run stopped and the gate verdict. `said`: the reasons
     printed above (see Reasons.said); a cause they already gave is referred to, not printed again."""
@@ -411,6 +422,31 @@ def footer(summary: RunSummary, said: Iterable[str] = ()) -> Text:
         lines.append(partial + "\n", style="bold yellow")
     if summary.errors_by_category:
         lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.errors_by_category.items())) + "\n")
+    _judge_lines(summary, lines)
+    rel = summary.reliability
+    if rel is not None:
+        lines.append(f"reliability over {rel.repeats} repeats: pass@{rel.repeats} {_fmt(rel.pass_at_k)}, "
+                     f"pass^{rel.repeats} {_fmt(rel.pass_hat_k)}, mean pass rate {_fmt(rel.mean_pass_rate)}\n")
+    lines.append(_tokens_line(summary) + f"   time: {summary.duration_s:.1f}s\n")
+    if summary.cache is not None:
+        lines.append(cache_line(summary.cache) + "\n")
+    cause = summary.abort_reason
+    if summary.status != "completed" or cause:
+        above = next((reason for reason in said if cause and cause in reason), None)
+        told = f"the {reason_kind(above)} above" if above is not None else cause or ""
+        lines.append(f"Run {summary.status}: {told}\n", style="bold yellow")
+    gate = summary.gate
+    if gate is not None:
+        style = "bold green" if gate.passed else ("bold red" if gate.passed is False else "bold yellow")
+        message = gate.message
+        if cause and message.endswith(f" ({cause})"):  # the line above said (or pointed at) the cause
+            message = message[: -len(cause) - 3]
+        lines.append(message, style=style)
+    return lines
+
+
+def _judge_lines(summary: RunSummary, lines: Text) -> None:
+    """What the judges' agreement and their calibration labels say about the run's judged grades."""
     for name, agreement in summary.judge_agreement.items():
         parts = []
         if agreement.alpha is not None:
@@ -427,10 +463,10 @@ def footer(summary: RunSummary, said: Iterable[str] = ()) -> Text:
             lines.append(corrected_line(name, calibration) + "\n")
             for warning in calibration.warnings:
                 lines.append(f"warning: {warning}\n", style="yellow")
-    rel = summary.reliability
-    if rel is not None:
-        lines.append(f"reliability over {rel.repeats} repeats: pass@{rel.repeats} {_fmt(rel.pass_at_k)}, "
-                     f"pass^{rel.repeats} {_fmt(rel.pass_hat_k)}, mean pass rate {_fmt(rel.mean_pass_rate)}\n")
+
+
+def _tokens_line(summary: RunSummary) -> str:
+    """Tokens per role, the cost (split by role when more than one spent) and the latencies."""
     tokens = f"tokens: agent {summary.usage.total_tokens:,}"
     if summary.judge_usage.total_tokens:
         tokens += f", judge {summary.judge_usage.total_tokens:,}"
@@ -443,22 +479,7 @@ def footer(summary: RunSummary, said: Iterable[str] = ()) -> Text:
             tokens += f" ({', '.join(priced)})"
     if summary.latency_p50_s is not None:
         tokens += f"   latency p50 {summary.latency_p50_s:.2f}s p95 {summary.latency_p95_s:.2f}s"
-    lines.append(tokens + f"   time: {summary.duration_s:.1f}s\n")
-    if summary.cache is not None:
-        lines.append(cache_line(summary.cache) + "\n")
-    cause = summary.abort_reason
-    if summary.status != "completed" or cause:
-        above = next((reason for reason in said if cause and cause in reason), None)
-        told = f"the {reason_kind(above)} above" if above is not None else cause or ""
-        lines.append(f"Run {summary.status}: {told}\n", style="bold yellow")
-    gate = summary.gate
-    if gate is not None:
-        style = "bold green" if gate.passed else ("bold red" if gate.passed is False else "bold yellow")
-        message = gate.message
-        if cause and message.endswith(f" ({cause})"):  # the line above said (or pointed at) the cause
-            message = message[: -len(cause) - 3]
-        lines.append(message, style=style)
-    return lines
+    return tokens
 
 
 def reason_kind(reason: str) -> str:

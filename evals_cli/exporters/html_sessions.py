@@ -23,7 +23,7 @@ from evals_cli.exporters.common import KINDS, prepare
 from evals_cli.exporters.html_charts import Histogram, histogram
 from evals_cli.exporters.html_pages import environment, pretty
 from evals_cli.sessions.findings import PINNED_KINDS, Finding, coordination_by_turn, turn_findings
-from evals_cli.sessions.models import AgentSession
+from evals_cli.sessions.models import AgentInteraction, AgentSession
 from evals_cli.sessions.results import (
     InteractionResult,
     SessionAnalysis,
@@ -190,6 +190,47 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else pretty(value)
 
 
+def _turn_chips(verdict: TurnResult | None, turn_violations: list[ToolViolation],
+                coordination: dict[str, dict[int, list[str]]], t: int) -> list[Chip]:
+    """The badges of turn `t` (0-based): its detection, its tool violations by severity, its coordination
+    findings, a judge's overruling; "good" when none of them is bad."""
+    chips: list[Chip] = []
+    if verdict is not None and verdict.is_bad:
+        chips.append(Chip(f"{verdict.detection_type} ({verdict.confidence:.2f})", "bad",
+                          KINDS.get(verdict.detection_type, verdict.detection_type)))
+    for severity, css in (("HIGH", "bad"), ("MEDIUM", "mid")):
+        kinds = sorted({v.kind for v in turn_violations if v.severity == severity})
+        if kinds:
+            chips.append(Chip(f"{severity}: {', '.join(k.lower() for k in kinds)}", css,
+                              "; ".join(f"{k}: {KINDS.get(k, k)}" for k in kinds)))
+    for kind in PINNED_KINDS:
+        items = coordination[kind].get(t + 1, [])
+        if items:
+            chips.append(Chip(f"{kind}{'s' if len(items) > 1 else ''}", "mid", KINDS[kind]))
+    if any(d.overruled_by_judge for d in (verdict.detections if verdict else [])):
+        chips.append(Chip("overruled by the judge", "muted", KINDS["overruled"]))
+    if not any(c.css in ("bad", "mid") for c in chips):
+        chips.insert(0, Chip("good", "good", "no detection, no tool violation, no coordination finding"))
+    return chips
+
+
+def _steps(a: SessionAnalysis, it: AgentInteraction, t: int,
+           violations: dict[tuple[int, int], list[ToolViolation]]) -> list[StepView]:
+    """One agent interaction's steps (thoughts, tool calls with their violations, outputs), in order."""
+    steps = []
+    for s, step in enumerate(it.agent_steps):
+        if step.thought:
+            steps.append(StepView("thought", step.thought))
+        if step.tool_call is not None:
+            call = step.tool_call
+            steps.append(StepView("tool", tool=call.tool_name, arguments=pretty(call.parameters),
+                                  result=_text(call.result), latency_ms=call.latency_ms,
+                                  violations=violations.get((t, s), []) if _owns(a, t, it.agent_id, s) else []))
+        if step.output:
+            steps.append(StepView("output", step.output))
+    return steps
+
+
 def turn_views(a: SessionAnalysis, session: AgentSession | None) -> list[TurnView]:
     """Each turn with its conversation (when recorded) and every verdict on it, the badges following them."""
     verdicts = {t.turn_index: t for t in a.turn_results}
@@ -203,41 +244,14 @@ def turn_views(a: SessionAnalysis, session: AgentSession | None) -> list[TurnVie
     for t in range(count):
         verdict = verdicts.get(t)
         recorded = session.turns[t] if session is not None else None
-        chips: list[Chip] = []
         findings = turn_findings(a, t, coordination)
-        if verdict is not None and verdict.is_bad:
-            chips.append(Chip(f"{verdict.detection_type} ({verdict.confidence:.2f})", "bad",
-                              KINDS.get(verdict.detection_type, verdict.detection_type)))
         turn_violations = [v for v in a.tool_validation.violations if v.turn_index == t]
-        for severity, css in (("HIGH", "bad"), ("MEDIUM", "mid")):
-            kinds = sorted({v.kind for v in turn_violations if v.severity == severity})
-            if kinds:
-                chips.append(Chip(f"{severity}: {', '.join(k.lower() for k in kinds)}", css,
-                                  "; ".join(f"{k}: {KINDS.get(k, k)}" for k in kinds)))
-        for kind in PINNED_KINDS:
-            items = coordination[kind].get(t + 1, [])
-            if items:
-                chips.append(Chip(f"{kind}{'s' if len(items) > 1 else ''}", "mid", KINDS[kind]))
-        if any(d.overruled_by_judge for d in (verdict.detections if verdict else [])):
-            chips.append(Chip("overruled by the judge", "muted", KINDS["overruled"]))
-        if not any(c.css in ("bad", "mid") for c in chips):
-            chips.insert(0, Chip("good", "good", "no detection, no tool violation, no coordination finding"))
+        chips = _turn_chips(verdict, turn_violations, coordination, t)
         interactions: list[InteractionView] = []
         if recorded is not None:
             scored = verdict.interactions if verdict is not None else []
             for i, it in enumerate(recorded.agent_interactions):
-                steps = []
-                for s, step in enumerate(it.agent_steps):
-                    if step.thought:
-                        steps.append(StepView("thought", step.thought))
-                    if step.tool_call is not None:
-                        call = step.tool_call
-                        steps.append(StepView("tool", tool=call.tool_name, arguments=pretty(call.parameters),
-                                              result=_text(call.result), latency_ms=call.latency_ms,
-                                              violations=violations.get((t, s), []) if _owns(a, t, it.agent_id, s)
-                                              else []))
-                    if step.output:
-                        steps.append(StepView("output", step.output))
+                steps = _steps(a, it, t, violations)
                 score = scored[i] if i < len(scored) and scored[i].agent_id == it.agent_id else None
                 agent_chips = []
                 if (t, it.agent_id) in by_agent_turn:

@@ -211,34 +211,42 @@ def evaluate(expected: ExpectedState, initial: World, final: World) -> list[Outc
             if not _same(before, after):
                 bad.append(f"{target}: {_what_changed(before, after)}, expected unchanged")
         outcomes.append(Outcome(f"unchanged {raw}", not bad, "; ".join(bad)))
-    for raw in expected.deleted:
-        target = normal_target(raw)
-        items = _expand(target, initial, final)  # a folder or a collection: everything in it must be gone
-        still = [t for t, kind in items if final.get(t, kind) is not None]
-        accounted.update(dict.fromkeys((t for t, _ in items), True))
-        shown = ", ".join(still[:5]) + (f" and {len(still) - 5} more" if len(still) > 5 else "")
-        words = (f"{target}: still exists, expected deleted" if still == [target]
-                 else f"{target}: {shown} still exist(s), expected deleted")
-        outcomes.append(Outcome(f"deleted {target}", not still, words if still else ""))
-    for raw in expected.exists:
-        target = normal_target(raw)
-        kind = _kind_of(target, initial, final)
-        if "/" not in target and target in final.records:
-            present = True  # a collection
-        else:
-            present = final.get(target, kind) is not None or (kind == "file" and any(
-                p.startswith(target + "/") for p in final.files))
-        absent = initial.get(target, kind) is None and target not in initial.records and not any(
-            p.startswith(target + "/") for p in initial.files)
-        if absent:  # expected to appear: creating it (a file, or a folder with what is in it) is what was asked
-            accounted.update({t: True for t, _ in _expand(target, initial, final) if t not in accounted})
-            accounted.setdefault(target, True)
-        outcomes.append(Outcome(f"exists {target}", present, "" if present else f"{target}: does not exist"))
+    outcomes += [_deleted(raw, initial, final, accounted) for raw in expected.deleted]
+    outcomes += [_exists(raw, initial, final, accounted) for raw in expected.exists]
     if expected.no_other_changes:
         stray = [w for c in final.diff(initial) for w in _stray(c, accounted.get(c.target))]
         outcomes.append(Outcome("no_other_changes", not stray,
                                 "; ".join(f"{w}, but no other changes were expected" for w in stray)))
     return outcomes
+
+
+def _deleted(raw: str, initial: World, final: World, accounted: dict[str, Any]) -> Outcome:
+    """`deleted:` one path: a folder or a collection must be gone with everything in it."""
+    target = normal_target(raw)
+    items = _expand(target, initial, final)  # a folder or a collection: everything in it must be gone
+    still = [t for t, kind in items if final.get(t, kind) is not None]
+    accounted.update(dict.fromkeys((t for t, _ in items), True))
+    shown = ", ".join(still[:5]) + (f" and {len(still) - 5} more" if len(still) > 5 else "")
+    words = (f"{target}: still exists, expected deleted" if still == [target]
+             else f"{target}: {shown} still exist(s), expected deleted")
+    return Outcome(f"deleted {target}", not still, words if still else "")
+
+
+def _exists(raw: str, initial: World, final: World, accounted: dict[str, Any]) -> Outcome:
+    """`exists:` one path: a record, a file, a folder or a collection; creating it is what was asked."""
+    target = normal_target(raw)
+    kind = _kind_of(target, initial, final)
+    if "/" not in target and target in final.records:
+        present = True  # a collection
+    else:
+        present = final.get(target, kind) is not None or (kind == "file" and any(
+            p.startswith(target + "/") for p in final.files))
+    absent = initial.get(target, kind) is None and target not in initial.records and not any(
+        p.startswith(target + "/") for p in initial.files)
+    if absent:  # expected to appear: creating it (a file, or a folder with what is in it) is what was asked
+        accounted.update({t: True for t, _ in _expand(target, initial, final) if t not in accounted})
+        accounted.setdefault(target, True)
+    return Outcome(f"exists {target}", present, "" if present else f"{target}: does not exist")
 
 
 def state_reached(expected: ExpectedState, initial: World, current: World) -> bool:

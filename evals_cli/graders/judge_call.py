@@ -195,6 +195,26 @@ async def ask_judge(client: Any, endpoint: Endpoint, messages: list[dict[str, st
             modes.probed(key)
 
 
+def _options(endpoint: Endpoint, messages: list[dict[str, str]], mode: str, scale: Scale, temperature: float,
+             max_tokens: int | None, extra_body: dict[str, Any] | None, extra: Sequence[ExtraField]) -> dict[str, Any]:
+    """The chat request for one answer mode: json_schema and json_object ask for a response format, text none."""
+    options: dict[str, Any] = {"model": endpoint.model, "messages": messages, "temperature": temperature}
+    if max_tokens:
+        options["max_tokens"] = max_tokens
+    if extra_body:  # the judge block's extra JSON fields (e.g. a local server's own sampling options)
+        options["extra_body"] = extra_body
+    if mode == "json_schema":
+        options["response_format"] = _response_format(scale, extra)
+    elif mode == "json_object":
+        options["response_format"] = {"type": "json_object"}
+    return options
+
+
+def _add_usage(usage: dict[str, int], used: Any) -> None:
+    usage["prompt_tokens"] = usage.get("prompt_tokens", 0) + (used.prompt_tokens or 0)
+    usage["completion_tokens"] = usage.get("completion_tokens", 0) + (used.completion_tokens or 0)
+
+
 async def _ask(client: Any, endpoint: Endpoint, messages: list[dict[str, str]], nonce: str, scale: Scale,
                first_mode: int, temperature: float, max_tokens: int | None, context: str,
                usage: dict[str, int] | None, on_error: Callable[[BaseException], None] | None,
@@ -208,15 +228,7 @@ async def _ask(client: Any, endpoint: Endpoint, messages: list[dict[str, str]], 
     graded = graded_material(messages, nonce)  # candidates quoted from it are echoes, never the verdict
     for mode_index in range(first_mode, len(MODES)):
         mode = MODES[mode_index]
-        options: dict[str, Any] = {"model": endpoint.model, "messages": messages, "temperature": temperature}
-        if max_tokens:
-            options["max_tokens"] = max_tokens
-        if extra_body:  # the judge block's extra JSON fields (e.g. a local server's own sampling options)
-            options["extra_body"] = extra_body
-        if mode == "json_schema":
-            options["response_format"] = _response_format(scale, extra)
-        elif mode == "json_object":
-            options["response_format"] = {"type": "json_object"}
+        options = _options(endpoint, messages, mode, scale, temperature, max_tokens, extra_body, extra)
         CALL_CONTEXT.set(f"{context} ({mode})")
         # a server that rejects a response_format often answers 500: step down at once, no retries
         caller = client if mode == "text" else client.with_options(max_retries=0)
@@ -238,8 +250,7 @@ async def _ask(client: Any, endpoint: Endpoint, messages: list[dict[str, str]], 
             failures.append(classify(exc, endpoint).message)
             break
         if usage is not None and response.usage is not None:
-            usage["prompt_tokens"] = usage.get("prompt_tokens", 0) + (response.usage.prompt_tokens or 0)
-            usage["completion_tokens"] = usage.get("completion_tokens", 0) + (response.usage.completion_tokens or 0)
+            _add_usage(usage, response.usage)
         try:
             reply = response.choices[0].message.content or ""
             raw, reason, verdict = extract_verdict(reply, scale.key, nonce, graded)

@@ -70,6 +70,17 @@ def _length(value: Any) -> int | None:
 _CONTAINERS = (list, tuple, dict, set, frozenset)
 
 
+def _leaf_size(item: Any, memo: dict[int, int]) -> int | None:
+    """An item's printed size, or None for a container not yet counted (text_size counts it next)."""
+    if isinstance(item, str):
+        return len(item) + 2
+    if isinstance(item, _CONTAINERS):
+        return memo.get(id(item))
+    if _is_int(item):
+        return item.bit_length() // 3 + 2
+    return 8
+
+
 def text_size(value: Any, cap: int) -> int:
     """About how many characters `str(value)` would build, counting a shared item once per reference, without
     building it; stops counting past `cap`. A list of 1,000 references to a 1 MB string costs 8 KB to build and
@@ -82,15 +93,6 @@ def text_size(value: Any, cap: int) -> int:
         return 0
     memo: dict[int, int] = {}
     keep: list[Any] = []  # keeps the counted objects alive so their ids are not reused while counting
-
-    def leaf(item: Any) -> int | None:
-        if isinstance(item, str):
-            return len(item) + 2
-        if isinstance(item, _CONTAINERS):
-            return memo.get(id(item))
-        if _is_int(item):
-            return item.bit_length() // 3 + 2
-        return 8
 
     stack: list[tuple[Any, list[Any], int]] = []
 
@@ -107,7 +109,7 @@ def text_size(value: Any, cap: int) -> int:
         size = memo[id(node)]
         while index < len(items) and size <= cap:
             item = items[index]
-            known = leaf(item)
+            known = _leaf_size(item, memo)
             if known is None:
                 stack.append((node, items, index))
                 memo[id(node)] = size
@@ -247,6 +249,46 @@ def _predict_join(separator: str, items: Any) -> None:
             raise _too_big("join", size, cap)
 
 
+def _check_center(value: Any, width: Any = 80) -> None:
+    _int_args("center", (width,))
+
+
+def _check_indent(text: Any, width: Any = 4, *_: Any, **__: Any) -> None:
+    if isinstance(text, str):
+        pad = width if _is_int(width) else len(str(width))
+        size = len(text) + pad * (text.count("\n") + 1)
+        if size > max_chars():
+            raise _too_big("indent", size, max_chars())
+
+
+def _check_fmt(value: Any, *args: Any, **kwargs: Any) -> None:
+    if isinstance(value, str):
+        check_printf(value, kwargs if kwargs else tuple(args))
+
+
+def _check_wordwrap(text: Any, width: Any = 79, break_long_words: Any = True, wrapstring: Any = None,
+                    *_: Any, **__: Any) -> None:
+    if isinstance(text, str):
+        size = len(text) * (1 + len(wrapstring if isinstance(wrapstring, str) else "\n"))
+        if size > max_chars():
+            raise _too_big("wordwrap", size, max_chars())
+
+
+def _check_batch(value: Any, linecount: Any, fill_with: Any = None) -> None:
+    if fill_with is not None:
+        _int_args("batch", (linecount,))
+
+
+def _check_slice(value: Any, slices: Any, fill_with: Any = None) -> None:
+    _int_args("slice", (slices,))
+
+
+# each amplifying filter's size check, run with the filter's own arguments before it (_bounded_filters)
+_SIZE_CHECKS: dict[str, Callable[..., Any]] = {
+    "center": _check_center, "indent": _check_indent, "replace": check_replace, "format": _check_fmt,
+    "wordwrap": _check_wordwrap, "batch": _check_batch, "slice": _check_slice}
+
+
 def _bounded_filters(filters: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
     """The built-in filters that amplify, each wrapped with its size check (run before the filter)."""
     wrapped = dict(filters)
@@ -264,49 +306,14 @@ def _bounded_filters(filters: dict[str, Callable[..., Any]]) -> dict[str, Callab
             bounded.jinja_pass_arg = original.jinja_pass_arg  # type: ignore[attr-defined]
         wrapped[name] = bounded
 
-    cap = max_chars
-
-    def center(value: Any, width: Any = 80) -> None:
-        _int_args("center", (width,))
-
-    def indent(text: Any, width: Any = 4, *_: Any, **__: Any) -> None:
-        if isinstance(text, str):
-            pad = width if _is_int(width) else len(str(width))
-            size = len(text) + pad * (text.count("\n") + 1)
-            if size > cap():
-                raise _too_big("indent", size, cap())
-
-    def fmt(value: Any, *args: Any, **kwargs: Any) -> None:
-        if isinstance(value, str):
-            check_printf(value, kwargs if kwargs else tuple(args))
-
-    def wordwrap(text: Any, width: Any = 79, break_long_words: Any = True, wrapstring: Any = None,
-                 *_: Any, **__: Any) -> None:
-        if isinstance(text, str):
-            size = len(text) * (1 + len(wrapstring if isinstance(wrapstring, str) else "\n"))
-            if size > cap():
-                raise _too_big("wordwrap", size, cap())
-
-    def batch(value: Any, linecount: Any, fill_with: Any = None) -> None:
-        if fill_with is not None:
-            _int_args("batch", (linecount,))
-
-    def slice_(value: Any, slices: Any, fill_with: Any = None) -> None:
-        _int_args("slice", (slices,))
-
-    wrap("center", center)
-    wrap("indent", indent)
-    wrap("replace", check_replace)
-    wrap("format", fmt)
-    wrap("wordwrap", wordwrap)
-    wrap("batch", batch)
-    wrap("slice", slice_)
+    for name, check in _SIZE_CHECKS.items():
+        wrap(name, check)
     original_join = filters["join"]
 
     def join(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> Any:
         items = list(value)
-        if len(items) > cap():
-            raise _too_big("join", len(items), cap(), "items")
+        if len(items) > max_chars():
+            raise _too_big("join", len(items), max_chars(), "items")
         _predict_join(str(d), [str(i) if not isinstance(i, str) else i for i in items] if attribute is None
                       else items)
         return original_join(eval_ctx, items, d, attribute)

@@ -31,28 +31,34 @@ def _gate_class(word: str) -> str:
     return {"PASSED": "pass", "FAILED": "fail", "running": "running"}.get(word, "other")
 
 
+def _run_row(entry: RunEntry) -> str:
+    """One run's row: its cells, a link to its report (and to each model's, for a run of several models)."""
+    e = html.escape
+    cells = [e(c) for c in run_cells(entry)]
+    if entry.kind == "models":  # each model's own report, beside the side-by-side page
+        cells[2] = ", ".join(f'<a href="{e(run_href(entry.rel + "/" + m.folder))}">{e(m.model)}</a>'
+                             for m in entry.per_model)
+    cells[6] = f'<a href="{e(run_href(entry.rel))}">{cells[6]}</a>'
+    detail = f'<div class="detail">{e(entry.detail)}</div>' if entry.detail else ""
+    return (f'<tr class="run {e(entry.status)}" data-run="{e(entry.rel)}">'
+            + "".join(f'<td class="{"gate " + _gate_class(entry.gate) if i == 4 else ""}" '
+                      f'data-label="{e(RUN_COLUMNS[i])}">{c}{detail if i == 6 else ""}</td>'
+                      for i, c in enumerate(cells)) + "</tr>")
+
+
+def _trend_row(trend: Trend) -> str:
+    e = html.escape
+    cells = [e(c) for c in trend_cells(trend)]
+    cells[3] = _sparkline_svg([p.pass_rate for p in trend.points])
+    return "<tr>" + "".join(f'<td data-label="{e(TREND_COLUMNS[i])}">{c}</td>' for i, c in enumerate(cells)) + "</tr>"
+
+
 def history_page(entries: list[RunEntry], found: list[Trend], root: str) -> str:
     e = html.escape
     running = [entry for entry in entries if entry.in_flight]
     refresh = f'<meta http-equiv="refresh" content="{REFRESH_S}">' if running else ""
-    rows = []
-    for entry in entries:
-        cells = [e(c) for c in run_cells(entry)]
-        if entry.kind == "models":  # each model's own report, beside the side-by-side page
-            cells[2] = ", ".join(f'<a href="{e(run_href(entry.rel + "/" + m.folder))}">{e(m.model)}</a>'
-                                 for m in entry.per_model)
-        cells[6] = f'<a href="{e(run_href(entry.rel))}">{cells[6]}</a>'
-        detail = f'<div class="detail">{e(entry.detail)}</div>' if entry.detail else ""
-        rows.append(f'<tr class="run {e(entry.status)}" data-run="{e(entry.rel)}">'
-                    + "".join(f'<td class="{"gate " + _gate_class(entry.gate) if i == 4 else ""}" '
-                              f'data-label="{e(RUN_COLUMNS[i])}">{c}{detail if i == 6 else ""}</td>'
-                              for i, c in enumerate(cells)) + "</tr>")
-    trend_rows = []
-    for trend in found:
-        cells = [e(c) for c in trend_cells(trend)]
-        cells[3] = _sparkline_svg([p.pass_rate for p in trend.points])
-        trend_rows.append("<tr>" + "".join(f'<td data-label="{e(TREND_COLUMNS[i])}">{c}</td>'
-                                           for i, c in enumerate(cells)) + "</tr>")
+    rows = [_run_row(entry) for entry in entries]
+    trend_rows = [_trend_row(trend) for trend in found]
     banner = (f'<p class="flight">{len(running)} run{"s" if len(running) != 1 else ""} in flight '
               f'({", ".join(e(r.rel) for r in running)}): this page reloads every {REFRESH_S} s.</p>'
               if running else "")

@@ -100,6 +100,27 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
+def _local_host(header: str | None) -> bool:
+    """The Host header names this machine: a web page elsewhere that rebinds its own name to 127.0.0.1
+    (DNS rebinding) sends its own name, and must not read the runs' prompts and answers."""
+    host = (header or "").strip().lower()
+    name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
+    return name in ("127.0.0.1", "localhost", "[::1]")
+
+
+def _respond(handler: BaseHTTPRequestHandler, status: int, body: str, kind: str) -> None:
+    data = body.encode("utf-8")
+    handler.send_response(status)
+    handler.send_header("Content-Type", kind)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.send_header("Cache-Control", "no-store")  # a run in flight changes between two loads
+    handler.end_headers()
+    try:
+        handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
 def _handler(root: Path, pages: Pages) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "evals-view"
@@ -107,15 +128,8 @@ def _handler(root: Path, pages: Pages) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:  # the terminal shows where to look, not every request
             pass
 
-        def _local_host(self) -> bool:
-            """The Host header names this machine: a web page elsewhere that rebinds its own name to 127.0.0.1
-            (DNS rebinding) sends its own name, and must not read the runs' prompts and answers."""
-            host = (self.headers.get("Host") or "").strip().lower()
-            name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
-            return name in ("127.0.0.1", "localhost", "[::1]")
-
         def do_GET(self) -> None:
-            if not self._local_host():
+            if not _local_host(self.headers.get("Host")):
                 self._send(403, "evals view answers only requests addressed to 127.0.0.1 or localhost", "text/plain")
                 return
             path = unquote(urlsplit(self.path).path)
@@ -146,16 +160,7 @@ def _handler(root: Path, pages: Pages) -> type[BaseHTTPRequestHandler]:
             self._send(200, pages.run_page(entry, entry.path, entry.rel))
 
         def _send(self, status: int, body: str, kind: str = "text/html; charset=utf-8") -> None:
-            data = body.encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Cache-Control", "no-store")  # a run in flight changes between two loads
-            self.end_headers()
-            try:
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+            _respond(self, status, body, kind)
 
     return Handler
 
@@ -173,7 +178,7 @@ def _post_label(request: Any, root: Path, pages: Pages) -> tuple[int, str]:
     """A label clicked in a run's report, POSTed to /run/RUN/labels: (status, what to tell the page). Only from
     this viewer's own pages, addressed to this machine, one small JSON object, for a run the scan finds."""
     path = unquote(urlsplit(request.path).path)
-    if not request._local_host() or not _same_origin(request):
+    if not _local_host(request.headers.get("Host")) or not _same_origin(request):
         return 403, ("evals view saves labels only from its own pages (same origin, addressed to 127.0.0.1 or "
                      "localhost)")
     if not (path.startswith("/run/") and path.rstrip("/").endswith("/labels")):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -157,6 +158,23 @@ class Grade(Record):
         """Nothing to check: 1.0 by convention, marked so the table, the aggregates and the weighted score do not
         count it."""
         return cls(score=1.0, rationale=reason, applicable=False, **fields)
+
+
+@dataclass
+class TurnScores:
+    """What a grader that grades per turn (`per_turn` samples) or per reply (`scope: reply`) hands the gate: one
+    raw grade per turn or reply, nothing decided. Counting turns passed, the share of replies passed and the
+    grade's score need pass marks, which are the gate's (its thresholds, not_applicable, letta-evals' turn rule):
+    `Gate.settle` turns this into the grader's `Grade`.
+
+    `metadata`: what the turns' grades add up to (usage, the judge's calls, custom_code), in the order the grade
+    keeps it. `threshold`: the grader's own pass mark for a reply (None: the gate's per-sample value)."""
+
+    scope: Literal["turn", "reply"]
+    grades: list[Grade]
+    turns: list[TurnGrade]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    threshold: float | None = None
 
 
 class ErrorInfo(Record):

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError
-from evals_cli.gate import Gate
+from evals_cli.gate.gate import Gate
 from evals_cli.models.results import Coverage, MatrixSummary, ModelRun, RunSummary
 from evals_cli.models.specs import GateSpec
 from evals_cli.models.trajectory import StateChange

@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
-from evals_cli.gate import Gate, aggregate, counted, threshold_key
+from evals_cli.gate.gate import Gate
+from evals_cli.gate.scores import aggregate, counted, threshold_key
 from evals_cli.models.results import (
     Grade,
     GraderAggregate,
@@ -84,6 +85,16 @@ class Accumulator:
                 if grade.score is None:
                     self.grade_errors[name] += 1
             return
+        self._add_grades(result)
+        if result.passed is True:
+            self.passed += 1
+        elif result.passed is False:
+            self.failed += 1
+        elif result.score_note is not None:  # graded, nothing it is judged on applied: no verdict
+            self.unchecked += 1
+
+    def _add_grades(self, result: SampleResult) -> None:
+        """A finished sample's grades into each grader's counts and scores (n/a counted apart)."""
         for name, grade in result.grades.items():
             if _left_ungraded(grade):
                 continue
@@ -104,12 +115,6 @@ class Accumulator:
             self.scores.setdefault(name, ScoreCounts())
             if score is not None:
                 self.scores[name].append(score)
-        if result.passed is True:
-            self.passed += 1
-        elif result.passed is False:
-            self.failed += 1
-        elif result.score_note is not None:  # graded, nothing it is judged on applied: no verdict
-            self.unchecked += 1
 
     def aggregates(self) -> dict[str, GraderAggregate]:
         passes = self.gate.passes

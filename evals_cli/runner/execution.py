@@ -31,7 +31,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import sample_limit
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.exit_codes import exit_code_for, progress
-from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir, read_results
+from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir
 from evals_cli.output.manifest import Manifest, folder_error, write_manifest
 from evals_cli.output.summary import Accumulator
 from evals_cli.run_options import ResultCallback, RunOutcome
@@ -53,7 +53,6 @@ class Execution:
     def __init__(self, prepared: PreparedRun, on_result: ResultCallback | None,
                  on_interrupt: InterruptCallback | None = None) -> None:
         self.p = prepared
-        self._turn_pass = 1.0 if prepared.suite.letta_format else None  # letta-evals counts a turn passed at 1.0
         self.on_result = on_result
         self.on_interrupt = on_interrupt
         self._flight: dict[asyncio.Task[None], InFlight] = {}
@@ -195,24 +194,15 @@ class Execution:
         return RunOutcome(summary, self.output_dir, summary.exit_code, self.messages)
 
     def _calibrations(self) -> dict[str, JudgeCalibration]:
-        """Judges whose suite names `calibration:` labels: their pass rate over this run's judged items (read back
-        from the results file, resumed ones included) corrected for the errors the labels measured."""
-        wanted = {name: found for name, grader in self.p.graders.items()
-                  if (found := getattr(grader, "calibration", None)) is not None}
-        if not wanted:
+        """The finished run's grades handed to calibration (calibration/finished_run.py), a consumer of them."""
+        if not any(getattr(grader, "calibration", None) is not None for grader in self.p.graders.values()):
             return {}
-        from evals_cli.calibration.calibrate import calibrated  # only a suite with calibration labels needs it
-        from evals_cli.calibration.items import judged_items
+        from evals_cli.calibration.finished_run import calibrate_finished_run  # the maths only for a suite with labels
 
-        records = judge_records(self.p.graders, self.p.gate)
-        no_answer: dict[str, int] = {}
-        try:
-            items = judged_items(read_results(self.writer.path), records, None, no_answer=no_answer)
-        except (OSError, ConfigError) as exc:
-            self.messages.append(f"no calibrated pass rate: cannot read back {self.writer.path} ({exc})")
-            return {}
-        return {name: calibrated(name, records[name], labels, path, items, no_answer.get(name, 0))
-                for name, (path, labels) in wanted.items()}
+        found, problem = calibrate_finished_run(self.p.graders, self.p.gate, self.writer.path)
+        if problem:
+            self.messages.append(problem)
+        return found
 
     def _cache_use(self) -> CacheUse | None:
         cache = self.p.pool.cache
@@ -392,19 +382,7 @@ class Execution:
             self.any_success = True
         except (SampleFailed, TimeoutError, WorkspaceTooLarge) as failed:  # the last: raised reading it back
             trajectory.stop_reason = "error"
-            if isinstance(failed, TimeoutError):
-                error = ErrorInfo(category="timeout", message=f"sample {sample.id} took longer than sample_timeout "
-                                                              f"{limit:g}s; raise target.sample_timeout (0: no limit)")
-            elif isinstance(cause := getattr(failed, "cause", failed), UserSimulatorError):  # the user, not the
-                # agent: never the agent's zero
-                error = ErrorInfo(category="user_simulator", message=self.redact(cause.message))
-                if cause.fatal and (cause.fatal_after_success or not self.any_success):
-                    self._abort(error.message)
-            else:
-                found = classify(cause, self.p.agent)
-                error = ErrorInfo(category=found.category, message=self.redact(found.message))
-                if found.fatal and (found.fatal_after_success or not self.any_success):
-                    self._abort(error.message)
+            error = self._sample_error(failed, sample, limit)
             result.trajectory, result.usage, result.error = trajectory, trajectory.usage(), error
             result.latency_s = time.perf_counter() - started
             result.cost = self._cost(result)
@@ -416,9 +394,8 @@ class Execution:
             entry.where = "grading"
         tools = merge_tools(self.p.suite.tools, sample.tools)
         grading_started = time.perf_counter()
-        grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools,
-                                    grader_passes=self.p.gate.grader_passes, na_pass=self.p.gate.na_pass,
-                                    turn_pass=self._turn_pass)
+        # the graders score; the gate alone counts turns passed and decides (settle, then judge_sample)
+        grades = self.p.gate.settle(await grade_sample(self.p.graders, sample, trajectory, tools))
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
         # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
         # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest
@@ -435,6 +412,23 @@ class Execution:
         result.cost = self._cost(result, time.perf_counter() - grading_started)
         result.latency_s = time.perf_counter() - started
         return result
+
+    def _sample_error(self, failed: Exception, sample: Sample, limit: float | None) -> ErrorInfo:
+        """Why an episode failed, as the sample's error; a fatal cause (before any success) aborts the run."""
+        if isinstance(failed, TimeoutError):
+            return ErrorInfo(category="timeout", message=f"sample {sample.id} took longer than sample_timeout "
+                                                         f"{limit or 0:g}s; raise target.sample_timeout (0: no limit)")
+        elif isinstance(cause := getattr(failed, "cause", failed), UserSimulatorError):  # the user, not the
+            # agent: never the agent's zero
+            error = ErrorInfo(category="user_simulator", message=self.redact(cause.message))
+            if cause.fatal and (cause.fatal_after_success or not self.any_success):
+                self._abort(error.message)
+        else:
+            found = classify(cause, self.p.agent)
+            error = ErrorInfo(category=found.category, message=self.redact(found.message))
+            if found.fatal and (found.fatal_after_success or not self.any_success):
+                self._abort(error.message)
+        return error
 
     def _redacted(self, grade: Grade) -> Grade:
         if grade.error:

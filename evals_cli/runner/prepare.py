@@ -15,7 +15,7 @@ from evals_cli.datasets.selected import SelectedRows
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError, DatasetChanged
-from evals_cli.gate import Gate
+from evals_cli.gate.gate import Gate
 from evals_cli.graders.base import Grader
 from evals_cli.graders.functions import bind_extractor, load_reward
 from evals_cli.graders.rubric_check import SampleChecker
@@ -172,11 +172,7 @@ class PreparedRun:
                                              bind=bind_extractor)
             except ConfigError as exc:
                 self._problem(exc.problems, located=True)
-            try:  # a custom reward gate loads its function from the suite's folder and checks its signature
-                self.gate = Gate(suite.gate, self.graders, load_reward=partial(load_reward, base_dir=suite.base_dir))
-            except ConfigError as exc:
-                self._problem(exc.problems, located=True)
-                self.gate = Gate(suite.gate, self.graders)
+            self.gate = self._gate(suite)
         # simulated users: the simulator's endpoint and prompt; a problem with them matters only once a row has a
         # `user:` block (the precheck counts them), so it is kept until then
         self.simulated = 0  # rows with a user: block among those selected (counted by the precheck)
@@ -211,6 +207,16 @@ class PreparedRun:
         self.selected: SelectedRows | None = None
         if options.precheck:
             self._precheck()
+
+    def _gate(self, suite: SuiteSpec) -> Gate:
+        """The gate over the graders built; a letta-evals suite counts a turn passed at 1.0, as letta-evals does."""
+        turn_pass = 1.0 if suite.letta_format else None
+        try:  # a custom reward gate loads its function from the suite's folder and checks its signature
+            return Gate(suite.gate, self.graders, load_reward=partial(load_reward, base_dir=suite.base_dir),
+                        turn_pass=turn_pass)
+        except ConfigError as exc:
+            self._problem(exc.problems, located=True)
+            return Gate(suite.gate, self.graders, turn_pass=turn_pass)
 
     def _open_servers(self) -> None:
         """Start the suite's MCP servers (or read them from --replay) and offer their tools: the suite seen by

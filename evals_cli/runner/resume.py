@@ -28,13 +28,8 @@ class ResumeState:
     repaired: str | None = None
 
 
-def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool, now: StartedWith | None = None,
-                    graders: list[str] | None = None) -> ResumeState:
-    """Read the earlier results; with `retry_errors`, errored lines are dropped so their reruns do not
-    duplicate them. The results file is rewritten (atomically) only when something must go. `now` and `graders`
-    (what this resume resolved: endpoints, graders) are checked against what the run started with."""
-    path = results_path(target)
-    directory = path.parent
+def _a_run_folder(target: Path, directory: Path) -> None:
+    """ConfigError (exit 2) unless `target` is the folder (or the results file) of a run `evals run` started."""
     if not target.exists():
         raise ConfigError(f"--resume {target}: no such folder; give the folder of an earlier `evals run` (the one "
                           "that holds its run.json and results.jsonl, printed as 'results: DIR' at the end of the run)")
@@ -44,6 +39,16 @@ def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool, now: Star
     if not (directory / MANIFEST_NAME).is_file():
         raise ConfigError(f"--resume {target}: {directory} holds no {MANIFEST_NAME}, so it is not the folder of a run "
                           f"started by `evals run`; give that folder (or its {RESULTS_NAME})")
+
+
+def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool, now: StartedWith | None = None,
+                    graders: list[str] | None = None) -> ResumeState:
+    """Read the earlier results; with `retry_errors`, errored lines are dropped so their reruns do not
+    duplicate them. The results file is rewritten (atomically) only when something must go. `now` and `graders`
+    (what this resume resolved: endpoints, graders) are checked against what the run started with."""
+    path = results_path(target)
+    directory = path.parent
+    _a_run_folder(target, directory)
     manifest = read_manifest(directory)
     old = manifest.fingerprint
     changed = [what for what in ("suite", "dataset") if getattr(old, what) != getattr(fp, what)]
@@ -81,15 +86,20 @@ def load_for_resume(target: Path, fp: Fingerprint, retry_errors: bool, now: Star
         state.kept.append(result)
         keep_lines.append(line if line.endswith("\n") else line + "\n")
     if dropped:
-        tmp = directory / (RESULTS_NAME + ".tmp")
-        try:
-            tmp.write_text("".join(keep_lines), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError as exc:  # nothing is lost: the old file stays whole until os.replace
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
-            raise folder_error(directory, exc, "--resume") from None
+        _rewrite(directory, path, keep_lines)
     return state
+
+
+def _rewrite(directory: Path, path: Path, keep_lines: list[str]) -> None:
+    """The results file with only the kept lines, replaced atomically."""
+    tmp = directory / (RESULTS_NAME + ".tmp")
+    try:
+        tmp.write_text("".join(keep_lines), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:  # nothing is lost: the old file stays whole until os.replace
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise folder_error(directory, exc, "--resume") from None
 
 
 def _same_resolution(directory: Path, manifest: Manifest, now: StartedWith | None, graders: list[str] | None) -> None:

@@ -8,6 +8,7 @@ other settings into one verdict. The resolved endpoints and graders are checked 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,34 @@ def started_manifest(target: Path) -> Manifest | None:
     return read_manifest(directory)
 
 
+def _started_with(options: RunOptions, started: StartedWith, where: str, problems: list[str], update: dict[str, Any],
+                  differs: Callable[[str, str, str | None], None]) -> None:
+    """The options run.json kept (`started_with`): each not given is taken from there (`update`), each given
+    with another value is a problem, and each given with credentials run.json does not keep must be given again."""
+    for name, flag in _TAKEN:
+        stored = getattr(started, name)
+        if _given(options, name):
+            if not _same(name, getattr(options, name), stored):
+                if name == "no_judge":
+                    problems.append(f"{where}: --no-judge: that run started with the judge on (its model_judge "
+                                    "graders grade every sample); a resume continues with the run's own "
+                                    "options: leave --no-judge out, or start a new run (-o NEW_DIR)")
+                else:
+                    differs(flag, _shown(name, _kept(name, getattr(options, name))),
+                            None if stored is None else _shown(name, stored))
+        elif flag in started.needs_again:
+            problems.append(f"{where}: that run started with {flag} given on the command line, with "
+                            f"credentials run.json does not keep; give it again: {flag} "
+                            f"{_PLACEHOLDERS[flag]}")
+        elif stored is not None and stored is not False:
+            update[name] = Path(stored) if name in _PATHS else stored
+    if started.record is not None and options.record is None and options.replay is None:
+        update["record"] = Path(started.record)  # the recording goes on (appended), as the run did
+    if "--judge-api-key" in started.needs_again and not options.judge_api_key:
+        problems.append(f"{where}: that run started with --judge-api-key given on the command line; run.json "
+                        "does not keep keys, so give it again: --judge-api-key KEY")
+
+
 def resumed_options(options: RunOptions) -> RunOptions:
     """The options a resumed run continues with: those its run started with, from its run.json. An option not
     given is taken from there, not from the default: a pasted `--resume DIR` of a run started with
@@ -149,30 +178,8 @@ def resumed_options(options: RunOptions) -> RunOptions:
     if options.shard is not None and options.shard != manifest.shard:
         differs("--shard", options.shard, manifest.shard)
     update["shard"] = manifest.shard
-    started = manifest.started_with
-    if started is not None:  # older run.json files kept only the model and the repeats
-        for name, flag in _TAKEN:
-            stored = getattr(started, name)
-            if _given(options, name):
-                if not _same(name, getattr(options, name), stored):
-                    if name == "no_judge":
-                        problems.append(f"{where}: --no-judge: that run started with the judge on (its model_judge "
-                                        "graders grade every sample); a resume continues with the run's own "
-                                        "options: leave --no-judge out, or start a new run (-o NEW_DIR)")
-                    else:
-                        differs(flag, _shown(name, _kept(name, getattr(options, name))),
-                                None if stored is None else _shown(name, stored))
-            elif flag in started.needs_again:
-                problems.append(f"{where}: that run started with {flag} given on the command line, with "
-                                f"credentials run.json does not keep; give it again: {flag} "
-                                f"{_PLACEHOLDERS[flag]}")
-            elif stored is not None and stored is not False:
-                update[name] = Path(stored) if name in _PATHS else stored
-        if started.record is not None and options.record is None and options.replay is None:
-            update["record"] = Path(started.record)  # the recording goes on (appended), as the run did
-        if "--judge-api-key" in started.needs_again and not options.judge_api_key:
-            problems.append(f"{where}: that run started with --judge-api-key given on the command line; run.json "
-                            "does not keep keys, so give it again: --judge-api-key KEY")
+    if manifest.started_with is not None:  # older run.json files kept only the model and the repeats
+        _started_with(options, manifest.started_with, where, problems, update, differs)
     if problems:
         raise ConfigError(problems)
     return type(options)(**{**dict(options), **update})  # checked again, as if given: the combinations hold

@@ -66,6 +66,28 @@ def checked_suite(path: Path, override: TargetOverride | None = None, judging: R
     return report.suite
 
 
+def _validate_sessions(path: Path, report: ValidationReport) -> ValidationReport:
+    """A recorded-sessions suite: checked by the sessions pipeline's own preparation."""
+    from evals_cli.sessions.prepare import check_sessions_suite
+    from evals_cli.sessions.suite import load_sessions_suite
+
+    try:
+        report.suite = load_sessions_suite(path)
+    except ConfigError as exc:
+        report.problems.extend(exc.problems)
+        return report
+    report.samples, report.problems = check_sessions_suite(report.suite)
+    return report
+
+
+def _suite_notes(path: Path, suite: SuiteSpec) -> list[str]:
+    """What a loaded suite is worth knowing without being wrong: old names, providers, tool order, MCP servers."""
+    notes = [f"{path}: {'.'.join(loc)}: {note}" for loc, note in suite.naming_notes()]
+    notes += [f"{path}: graders.{name}.provider: {note}" for name, spec in suite.graders.items()
+              if (note := provider_note(getattr(spec, "provider", None))) is not None]
+    return notes + _tool_order_notes(path, suite) + _mcp_notes(path, suite)
+
+
 def validate_suite(path: Path, override: TargetOverride | None = None, judging: RunOptions | None = None,
                    import_code: bool = False, for_run: RunOptions | None = None) -> ValidationReport:
     """Every problem of a suite file, of either kind, found by the preparation a run goes through
@@ -84,16 +106,7 @@ def validate_suite(path: Path, override: TargetOverride | None = None, judging: 
 
     report = ValidationReport()
     if suite_kind(path) == "recorded_sessions":
-        from evals_cli.sessions.prepare import check_sessions_suite
-        from evals_cli.sessions.suite import load_sessions_suite
-
-        try:
-            report.suite = load_sessions_suite(path)
-        except ConfigError as exc:
-            report.problems.extend(exc.problems)
-            return report
-        report.samples, report.problems = check_sessions_suite(report.suite)
-        return report
+        return _validate_sessions(path, report)
     try:
         suite = load_suite(path, override)
     except ConfigError as exc:
@@ -102,10 +115,7 @@ def validate_suite(path: Path, override: TargetOverride | None = None, judging: 
         return report
     report.suite = suite
     report.graders = list(suite.graders)
-    report.notes = [f"{path}: {'.'.join(loc)}: {note}" for loc, note in suite.naming_notes()]
-    report.notes += [f"{path}: graders.{name}.provider: {note}" for name, spec in suite.graders.items()
-                     if (note := provider_note(getattr(spec, "provider", None))) is not None]
-    report.notes += _tool_order_notes(path, suite) + _mcp_notes(path, suite)
+    report.notes = _suite_notes(path, suite)
     from evals_cli.run_options import RunOptions
     from evals_cli.runner.prepare import PreparedRun
     from evals_cli.runner.target_factory import validate_builds
@@ -122,17 +132,24 @@ def validate_suite(path: Path, override: TargetOverride | None = None, judging: 
         prepared = PreparedRun(suite, options, problems=report.problems, where=str(path),
                                build_target=validate_builds(suite.target), import_code=import_code)
     report.samples = prepared.rows
+    report.notes += _prepared_notes(path, prepared)
+    return report
+
+
+def _prepared_notes(path: Path, prepared: PreparedRun) -> list[str]:
+    """What preparing the run found worth saying: custom code read (not run), the rows' notes, simulated users."""
+    notes: list[str] = []
     if prepared.code_read:
         shown = ", ".join(dict.fromkeys(prepared.code_read))
-        report.notes.append(f"{path}: custom code read, not run: {shown} (each file is inside the suite's folder, "
-                            "parses and defines its function); evals validate --import-code imports it and checks "
-                            "the signatures too, as evals run does")
-    report.notes += prepared.row_notes.notes()
+        notes.append(f"{path}: custom code read, not run: {shown} (each file is inside the suite's folder, "
+                     "parses and defines its function); evals validate --import-code imports it and checks "
+                     "the signatures too, as evals run does")
+    notes += prepared.row_notes.notes()
     if prepared.simulated and prepared.user_endpoint is not None:  # resolved, not called: where users will come from
         endpoint = prepared.user_endpoint
-        report.notes.append(f"{path}: {prepared.simulated} row(s) with a simulated user; the {endpoint.describe()} "
-                            f"plays them (base URL from {endpoint.base_url_from})")
-    return report
+        notes.append(f"{path}: {prepared.simulated} row(s) with a simulated user; the {endpoint.describe()} "
+                     f"plays them (base URL from {endpoint.base_url_from})")
+    return notes
 
 
 def _tool_order_notes(path: Path, suite: SuiteSpec) -> list[str]:

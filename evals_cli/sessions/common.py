@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals_cli.gate import Gate
+from evals_cli.gate.gate import Gate
 from evals_cli.graders.base import GradeContext, Grader, GraderContext
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import ErrorInfo, Grade, SampleResult

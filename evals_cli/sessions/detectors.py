@@ -156,26 +156,7 @@ def combine_turn(turn_index: int, detections: list[Detection], similarity_to_nex
         return TurnResult(turn_index=turn_index, is_bad=False, detection_type="none", confidence=round(calm, 3))
     label, why = judge
     if label == "good":
-        if detections and not judge_confirms:
-            top = _primary(detections)
-            return TurnResult(turn_index=turn_index, is_bad=True, detection_type=top.type, confidence=top.confidence,
-                              detections=detections, reason=f"{top.evidence}; the judge found the turn good "
-                              f"(judge_confirms off: the detection stands): {why}")
-        stated = [d for d in detections if d.stated_by_user]
-        inferred = [d for d in detections if not d.stated_by_user]
-        overruled = [d.model_copy(update={"overruled_by_judge": True, "judge_reason": why}) for d in inferred]
-        if stated:
-            top = _primary(stated)
-            also = f"; it overruled {', '.join(d.type for d in overruled)}" if overruled else ""
-            return TurnResult(turn_index=turn_index, is_bad=True, detection_type=top.type, confidence=top.confidence,
-                              detections=stated + overruled,
-                              reason=f"{top.evidence}; the user said so, which stands although the judge found the "
-                              f"turn good{also}: {why}")
-        if detections:
-            rejected = "; ".join(d.evidence for d in detections)
-            return TurnResult(turn_index=turn_index, is_bad=False, detection_type="none", confidence=0.6,
-                              detections=overruled, reason=f"judge rejected the detection ({rejected}): {why}")
-        return TurnResult(turn_index=turn_index, is_bad=False, detection_type="none", confidence=0.9, reason=why)
+        return _judged_good(turn_index, detections, why, judge_confirms)
     kind = label if label in ("ccm", "rdm", "hallucination") else "llm_judge"
     confirmed = [d.model_copy(update={"confidence": round(d.confidence + (1 - d.confidence) / 2, 3)})
                  for d in detections]
@@ -185,3 +166,28 @@ def combine_turn(turn_index: int, detections: list[Detection], similarity_to_nex
     reason = top.evidence if top.source == "judge" else f"{top.evidence}; judge agrees: {why}"
     return TurnResult(turn_index=turn_index, is_bad=True, detection_type=top.type, confidence=top.confidence,
                       detections=confirmed, reason=reason)
+
+
+def _judged_good(turn_index: int, detections: list[Detection], why: str, judge_confirms: bool) -> TurnResult:
+    """The judge found the turn good: it overrules the inferred detections (kept, marked), never a correction the
+    user stated, nor any detection with `judge_confirms` off."""
+    if detections and not judge_confirms:
+        top = _primary(detections)
+        return TurnResult(turn_index=turn_index, is_bad=True, detection_type=top.type, confidence=top.confidence,
+                          detections=detections, reason=f"{top.evidence}; the judge found the turn good "
+                          f"(judge_confirms off: the detection stands): {why}")
+    stated = [d for d in detections if d.stated_by_user]
+    inferred = [d for d in detections if not d.stated_by_user]
+    overruled = [d.model_copy(update={"overruled_by_judge": True, "judge_reason": why}) for d in inferred]
+    if stated:
+        top = _primary(stated)
+        also = f"; it overruled {', '.join(d.type for d in overruled)}" if overruled else ""
+        return TurnResult(turn_index=turn_index, is_bad=True, detection_type=top.type, confidence=top.confidence,
+                          detections=stated + overruled,
+                          reason=f"{top.evidence}; the user said so, which stands although the judge found the "
+                          f"turn good{also}: {why}")
+    if detections:
+        rejected = "; ".join(d.evidence for d in detections)
+        return TurnResult(turn_index=turn_index, is_bad=False, detection_type="none", confidence=0.6,
+                          detections=overruled, reason=f"judge rejected the detection ({rejected}): {why}")
+    return TurnResult(turn_index=turn_index, is_bad=False, detection_type="none", confidence=0.9, reason=why)

@@ -1,7 +1,7 @@
 """The weighted formulas, in one place so the tests can check them by hand.
 
 Every average drops what does not apply (null) and renormalises the remaining weights
-(`evals_cli.gate.weighted`, the gate's own rule): an agent without tools is not punished for using none, and a
+(`evals_cli.gate.scores.weighted`, the gate's own rule): an agent without tools is not punished for using none, and a
 session whose judge failed on reasoning is scored on the rest.
 
 - interaction score = weighted(tool_use, reasoning, handoff, response_quality; interaction_weights)
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from evals_cli.gate import weighted
+from evals_cli.gate.scores import weighted
 from evals_cli.sessions.results import AgentScores, InteractionResult
 from evals_cli.sessions.spec import InteractionWeights, SessionWeights
 
