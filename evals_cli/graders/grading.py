@@ -188,7 +188,8 @@ def _judge_metadata(grades: list[Grade], metadata: dict[str, Any]) -> None:
 async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,
                        passes: Callable[[float], bool], tools: dict[str, ToolSpec] | None = None, *,
                        grader_passes: Callable[[str, float], bool] | None = None,
-                       turn_pass: float | None = None, na_pass: bool = False) -> dict[str, Grade]:
+                       turn_pass: float | None = None, na_pass: bool = False,
+                       user_tools: dict[str, ToolSpec] | None = None) -> dict[str, Grade]:
     """Every grader's verdict on one sample, run concurrently (judge calls overlap).
 
     A turn of a per-turn sample counts as passed when it reaches its grader's threshold (`grader_passes`,
@@ -196,6 +197,7 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
     `turn_pass` replaces both for per-turn samples: a letta-evals suite counts a turn as passed at a score of
     1.0 whatever the threshold, as letta-evals reports `turns_passed` (the sample's verdict is not affected).
     `na_pass`: the gate counts n/a as 1.0 (`not_applicable: pass`), in a per-turn grade's mean too.
+    `user_tools`: the simulated user's own tools (dual control), which apply its gold actions.
     """
     tools = tools or {}
 
@@ -209,7 +211,8 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
             if turn_pass is not None:
                 rule = lambda s: s >= turn_pass - _EPS  # noqa: E731
             return await _grade_per_turn(grader, sample, trajectory, rule, tools, na_pass)
-        ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None), tools)
+        ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None), tools,
+                           user_tools or {})
         return await _safe(grader, ctx)
 
     # deterministic graders run inline; only judges (network calls) are worth a task each

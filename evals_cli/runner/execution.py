@@ -420,7 +420,7 @@ class Execution:
         grading_started = time.perf_counter()
         grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools,
                                     grader_passes=self.p.gate.grader_passes, na_pass=self.p.gate.na_pass,
-                                    turn_pass=self._turn_pass)
+                                    turn_pass=self._turn_pass, user_tools=self.p.suite.user_tools)
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
         # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
         # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest

@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import UserSpec
-from evals_cli.models.trajectory import EndReason, Turn, Usage, UserSource
+from evals_cli.models.trajectory import EndReason, Step, ToolCall, Turn, Usage, UserSource
 from evals_cli.registry import Registry
 
 
@@ -43,6 +43,14 @@ class UserSimulatorError(Exception):
         self.spent: UserMove | None = None
 
 
+class UserTools(Protocol):
+    """The user's own tools over the episode's world (dual control: the Episode's toolbox for actor `user`)."""
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    async def call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall: ...
+
+
 @dataclass(frozen=True)
 class ConversationView:
     """What a player may look at: the sample, its `user:` block (suite defaults merged in) and the conversation
@@ -53,6 +61,8 @@ class ConversationView:
     prefilled: Sequence[dict[str, Any]]
     turns: Sequence[Turn]
     repeat: int = 0
+    #: dual control: the tools the user may act with (None: a user who only talks)
+    tools: UserTools | None = None
 
     @property
     def turn_index(self) -> int:
@@ -70,7 +80,8 @@ class UserMove:
     """A player's answer: `text` to send as the next user message; with `done`, the conversation ends after it
     (`text` then holds the user's last words, sent and answered first, or None when there are none; `end_reason`
     says why it ended: user_done unless a replaying player marks the sample `diverged`). `usage`, `latency_s` and
-    `calls` are the simulator's cost of this move (zero for scripted and replayed moves)."""
+    `calls` are the simulator's cost of this move (zero for scripted and replayed moves). `steps`: the tool calls
+    the user made on its own tools before this message (dual control), already run over the episode's world."""
 
     text: str | None
     done: bool = False
@@ -80,6 +91,7 @@ class UserMove:
     calls: int = 0
     end_reason: EndReason | None = None
     diverged_at: int | None = None
+    steps: list[Step] = field(default_factory=list)
 
 
 @runtime_checkable

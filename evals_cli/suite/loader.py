@@ -162,10 +162,23 @@ def _target_has(target: dict[str, Any], field: str) -> bool:
 def _tool_name_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
     """Tool names endpoints would reject (spaces, over 64 characters, anything outside [a-zA-Z0-9_-]): every
     request of the run would fail, so say it at validation, at the tool's line."""
-    tools = data.get("tools")
-    if not isinstance(tools, dict):
+    out: list[tuple[Loc, str]] = []
+    for block in ("tools", "user_tools"):
+        tools = data.get(block)
+        if isinstance(tools, dict):
+            out += [((block, name), problem) for name in tools if (problem := tool_name_problem(name)) is not None]
+    return out + _user_tool_collisions(data)
+
+
+def _user_tool_collisions(data: dict[str, Any]) -> list[tuple[Loc, str]]:
+    """A user tool named like an agent tool: one name would mean two tools over one world (whose call is whose
+    in the trajectory, which one a gold action applies), so it is refused at the user tool's line."""
+    tools, user_tools = data.get("tools"), data.get("user_tools")
+    if not isinstance(tools, dict) or not isinstance(user_tools, dict):
         return []
-    return [(("tools", name), problem) for name in tools if (problem := tool_name_problem(name)) is not None]
+    return [(("user_tools", name), f"user_tools.{name} has the name of the agent's tool tools.{name}; a user "
+                                   "tool and an agent tool must have different names: rename one of them")
+            for name in user_tools if name in tools]
 
 
 if TYPE_CHECKING:
