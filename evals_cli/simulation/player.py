@@ -18,6 +18,7 @@ template; the endpoint is None for a kind other than `simulated` when none resol
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -26,6 +27,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import UserSpec
 from evals_cli.models.trajectory import EndReason, Step, ToolCall, Turn, Usage, UserSource
 from evals_cli.registry import Registry
+from evals_cli.simulation.user_actions import Action
 
 
 class UserSimulatorError(Exception):
@@ -116,3 +118,22 @@ USER_PLAYERS: Registry[PlayerKind] = Registry("user player", "evals_cli.simulati
 """Every user-player kind; `simulated` (a model plays the user) registers in simulation/simulator.py."""
 
 DEFAULT_PLAYER = "simulated"
+
+
+async def run_actions(tools: UserTools, actions: Sequence[Action], content: str | None, turn_index: int,
+                      steps: list[Step]) -> Step:
+    """Run one reply's calls on the user's tools (in order: they act on one world), as a step appended to `steps`
+    first (a failed call's step is kept: what ran before it changed the world); a tool that raises (a tool with
+    logic that crashed) is the user's tool failing: UserSimulatorError naming it, never the agent's error."""
+    step = Step(actor="user", content=content or None, started=time.time())
+    steps.append(step)
+    began = time.perf_counter()
+    for number, action in enumerate(actions, 1):
+        call_id = action.id or f"user_{turn_index + 1}_{number}"
+        try:
+            step.tool_calls.append(await tools.call(call_id, action.name, action.arguments))
+        except Exception as exc:
+            raise UserSimulatorError(f"the user's tool {action.name} failed at user turn {turn_index + 1}: "
+                                     f"{type(exc).__name__}: {exc}") from exc
+    step.latency_s = time.perf_counter() - began
+    return step

@@ -31,7 +31,16 @@ from typing import Any
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import EndReason, Step, Turn
-from evals_cli.simulation.player import ConversationView, UserMove, UserPlayer, UserPlayerFactory, UserTools
+from evals_cli.simulation.player import (
+    Action,
+    ConversationView,
+    UserMove,
+    UserPlayer,
+    UserPlayerFactory,
+    UserSimulatorError,
+    UserTools,
+    run_actions,
+)
 
 __all__ = ["RecordedRun", "ReplayingUser", "load_recorded_run", "replaying_factory", "same_turn"]
 
@@ -164,9 +173,6 @@ class ReplayingUser:
 async def replay_steps(recorded: list[Step], tools: UserTools | None, turn_index: int) -> list[Step]:
     """The recorded user's own tool calls (dual control), made again on this episode's world: the same calls,
     so the world the agent meets next is the one it met in RUN (a call's result is this world's answer)."""
-    from evals_cli.simulation.player import UserSimulatorError
-    from evals_cli.simulation.user_actions import Action, run_actions
-
     steps: list[Step] = []
     for step in recorded:
         if not step.tool_calls:

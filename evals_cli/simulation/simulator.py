@@ -30,16 +30,22 @@ from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import END_TOOL, UserSimulatorSpec, UserSpec, split_stop
 from evals_cli.models.trajectory import Turn, Usage
-from evals_cli.simulation.player import DEFAULT_PLAYER, USER_PLAYERS, ConversationView, UserMove, UserSimulatorError
+from evals_cli.simulation.player import (
+    DEFAULT_PLAYER,
+    USER_PLAYERS,
+    Action,
+    ConversationView,
+    UserMove,
+    UserSimulatorError,
+    run_actions,
+)
 from evals_cli.simulation.prompt import DEFAULT_TEMPLATE, render, template_for
 from evals_cli.simulation.user_actions import (
     MAX_USER_ACTIONS,
     TOOLS_NOTE,
-    Action,
     Reply,
     call_messages,
     history,
-    run_actions,
 )
 from evals_cli.text_caps import cap, clean_text
 

@@ -1,22 +1,20 @@
 """Dual control: a simulated user who acts on the episode's world with tools of its own (the suite's `user_tools`,
 tau2-bench's telecom customer toggling airplane mode while the agent guides them).
 
-The simulator model is offered the user's tools as ordinary function tools. A reply that calls them is run here,
-through the user's toolbox over the same world as the agent's, and the results go back to the simulator, which
-is asked again, until it writes something to the agent (or ends the conversation); at most `MAX_USER_ACTIONS`
-rounds per user turn, past which the user cannot be played (`user_simulator`, never the agent's error). What it
+The simulator model is offered the user's tools as ordinary function tools. A reply that calls them is run
+(`player.run_actions`) through the user's toolbox over the same world as the agent's, and the results go back to
+the simulator, which is asked again, until it writes to the agent (or stops); at most `MAX_USER_ACTIONS` rounds
+per user turn, past which the user cannot be played (`user_simulator`, never the agent's error). What it
 did is a `Step` with `actor: user`, kept in the turn's `user_steps`; the simulator sees its earlier calls again
 as its own tool calls in the conversation it is sent."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evals_cli.models.trajectory import Step, ToolCall, Turn
-from evals_cli.simulation.player import UserSimulatorError, UserTools
+from evals_cli.models.trajectory import ToolCall, Turn
 
 MAX_USER_ACTIONS = 8
 """Rounds of tool calls the simulator may make in one user turn before it must say something."""
@@ -61,22 +59,3 @@ def history(turn: Turn) -> list[dict[str, Any]]:
         if step.tool_calls:
             out += call_messages(step.tool_calls, step.content)
     return out
-
-
-async def run_actions(tools: UserTools, actions: Sequence[Action], content: str | None, turn_index: int,
-                      steps: list[Step]) -> Step:
-    """Run one reply's calls on the user's tools (in order: they act on one world), as a step appended to `steps`
-    first (a failed call's step is kept: what ran before it changed the world); a tool that raises (a tool with
-    logic that crashed) is the user's tool failing: UserSimulatorError naming it, never the agent's error."""
-    step = Step(actor="user", content=content or None, started=time.time())
-    steps.append(step)
-    began = time.perf_counter()
-    for number, action in enumerate(actions, 1):
-        call_id = action.id or f"user_{turn_index + 1}_{number}"
-        try:
-            step.tool_calls.append(await tools.call(call_id, action.name, action.arguments))
-        except Exception as exc:
-            raise UserSimulatorError(f"the user's tool {action.name} failed at user turn {turn_index + 1}: "
-                                     f"{type(exc).__name__}: {exc}") from exc
-    step.latency_s = time.perf_counter() - began
-    return step

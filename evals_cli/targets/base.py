@@ -86,14 +86,14 @@ class TargetContext:
     Kinds take what they use; `endpoint` and `pool` are None where no model is called (tests, a python agent)."""
 
     tools: Mapping[str, ToolSpec] = field(default_factory=dict)
-    #: Dual control: the simulated user's own tools (the suite's `user_tools`), over the episode's world.
-    user_tools: Mapping[str, ToolSpec] = field(default_factory=dict)
     endpoint: Endpoint | None = None
     pool: ModelClients | None = None
     system_prompt: str | None = None
     base_dir: Path = field(default_factory=Path.cwd)
     #: The run's MCP servers (evals_cli/mcp); None: the suite names none. Each (sample, repeat) gets its episode.
     mcp: McpHub | None = None
+    #: Dual control: the simulated user's own tools (the suite's `user_tools`), over the episode's world.
+    user_tools: Mapping[str, ToolSpec] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
