@@ -234,3 +234,13 @@ def test_gold_actions_with_requestor_user_are_applied_by_the_users_tools() -> No
         assert "no such tool in the suite's tools (requestor: agent)" in str(exc)
     else:
         raise AssertionError("an agent action with a user tool was applied")
+
+
+def test_a_user_tool_that_answers_nothing_is_refused(tmp_path: Path) -> None:
+    def silent(data: dict[str, Any]) -> None:
+        data["user_tools"]["reseat_sim"] = {"description": "Reseat the SIM"}
+
+    result = run_cli("validate", str(_copy_suite(tmp_path, silent)))
+    message = result.stdout + result.stderr
+    assert result.returncode == 2 and "user_tools.reseat_sim: the tool has no return configured" in message
+    assert "Traceback" not in message
