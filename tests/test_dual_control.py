@@ -109,6 +109,12 @@ def test_the_shipped_telecom_recording_replays_offline(tmp_path: Path) -> None:
     assert all(r["error"] is None for r in lines.values())
     assert _user_calls(lines[("no-data-abroad", 0)]) == ["toggle_airplane_mode", "reseat_sim", "toggle_data_roaming"]
     assert "pass@2 1.00, pass^2 0.50" in result.stdout + result.stderr
+    # the report and the HTML page say who changed the phone
+    report = run_cli("report", str(out), "--html", str(tmp_path / "report.html"))
+    assert "what the agent and the user changed in 4 sample runs" in report.stdout
+    assert "record phone/device changed (by the user)" in report.stdout
+    assert "record lines/555-0142 changed\n" in report.stdout
+    assert "by the user</span>" in (tmp_path / "report.html").read_text()
 
 
 def test_replay_user_runs_the_recorded_users_calls_again(tmp_path: Path, server: ScriptedServer) -> None:
