@@ -250,3 +250,16 @@ def test_a_user_tool_that_answers_nothing_is_refused(tmp_path: Path) -> None:
     message = result.stdout + result.stderr
     assert result.returncode == 2 and "user_tools.reseat_sim: the tool has no return configured" in message
     assert "Traceback" not in message
+
+
+def test_a_user_tools_effect_is_checked_against_the_world_like_an_agent_tools(tmp_path: Path) -> None:
+    def wrong_collection(data: dict[str, Any]) -> None:
+        data["user_tools"]["reseat_sim"] = {"description": "Reseat the SIM", "parameters": {"id": "Device"},
+                                            "effect": {"records.update": "phones", "key": "id",
+                                                       "set": {"sim_seated": True}}}
+
+    result = run_cli("validate", str(_copy_suite(tmp_path, wrong_collection)))
+    message = result.stdout + result.stderr
+    assert result.returncode == 2, message
+    assert "reseat_sim.effect: acts on records collection 'phones', which the environment does not declare" \
+        in message
