@@ -263,3 +263,21 @@ def test_a_user_tools_effect_is_checked_against_the_world_like_an_agent_tools(tm
     assert result.returncode == 2, message
     assert "reseat_sim.effect: acts on records collection 'phones', which the environment does not declare" \
         in message
+
+
+def test_a_user_who_only_calls_its_tools_is_stopped_and_errors_as_the_user(tmp_path: Path,
+                                                                            server: ScriptedServer) -> None:
+    from tests.scripted_server import call
+
+    def restless(path: str, body: dict[str, Any]) -> Any:
+        if str(body.get("user", "")).startswith(SIM_MARK) and body["messages"][-1]["role"] == "tool":
+            return call("check_status", {})  # looks at the phone again, and again, never writes to the agent
+        return both(path, body)
+
+    server.script = restless
+    _, lines, _ = _run(ROOT / "suites" / "telecom.yaml", tmp_path / "out", server, "--sample-id", "no-signal-home")
+    home = lines[("no-signal-home", 0)]
+    assert home["error"]["category"] == "user_simulator" and home["score"] is None
+    assert "called its tools 8 times in a row at turn 3 without writing to the assistant" in home["error"]["message"]
+    sim = [r for r in server.requests if str(r["body"].get("user", "")).startswith(SIM_MARK)]
+    assert len(sim) == 1 + 9  # the phone-number turn, then 9 calls in the bounded turn (8 rounds of tools)
