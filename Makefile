@@ -8,7 +8,7 @@ LOCK     := requirements.lock
 DEV_LOCK := requirements-dev.lock
 UV_VERSION := 0.13.9
 
-.PHONY: help demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline validate lint record-demo bench clean eval-traces record-demo-traces
+.PHONY: help demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline eval-telecom validate lint record-demo bench clean eval-traces record-demo-traces
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -136,6 +136,12 @@ eval-mcp: $(VENV)/.installed
 ## model's recording: one sample leaves the wrong seat and one loops, so the gate fails (exit 1, expected here).
 eval-airline: $(VENV)/.installed
 	$(EVALS) run suites/airline.yaml --replay suites/airline.recording.jsonl || [ $$? -eq 1 ]
+
+## Dual control, tau2-style: the customer fixes the phone with its own tools while the agent guides, graded by the final
+## state, twice per row (pass^k), offline from a scripted stand-in's recording (not a real model's, see the suite):
+## one repeat's customer gives up, so the gate fails (exit 1, expected here).
+eval-telecom: $(VENV)/.installed
+	$(EVALS) run suites/telecom.yaml -r 2 --replay suites/telecom.recording.jsonl || [ $$? -eq 1 ]
 
 ## Re-record it: the endpoint in suites/mcp_time.yaml (or EVAL_AGENT_BASE_URL), and mcp-server-time started with
 ## this project's Python (the dev install has it).

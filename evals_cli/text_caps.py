@@ -95,22 +95,28 @@ def cap_value(value: Any, limit: int | None = None, _depth: int = 0) -> Any:
     return cap(value, limit) if isinstance(value, str) else value
 
 
+def _cap_step(step: Any, limit: int) -> None:
+    step.content = cap(step.content, limit)
+    for call in step.tool_calls:
+        call.raw_arguments = cap(call.raw_arguments, limit)
+        call.result = cap(call.result, limit)
+        call.arguments = cap_value(call.arguments, limit)
+        call.arguments_error = cap(call.arguments_error, limit)
+        if call.effect is not None:
+            call.effect.before = cap_value(call.effect.before, limit)
+            call.effect.after = cap_value(call.effect.after, limit)
+
+
 def cap_trajectory(trajectory: Any, limit: int | None = None) -> Any:
     """Cap, in place, every text field of a Trajectory: user turns, assistant content, tool calls (raw and
-    parsed arguments, results) and the pre-filled messages."""
+    parsed arguments, results; a user's own calls too) and the pre-filled messages."""
     limit = limit or max_field_chars()
     for turn in trajectory.turns:
         turn.user = cap(turn.user, limit)
-        for step in turn.steps:
-            step.content = cap(step.content, limit)
-            for call in step.tool_calls:
-                call.raw_arguments = cap(call.raw_arguments, limit)
-                call.result = cap(call.result, limit)
-                call.arguments = cap_value(call.arguments, limit)
-                call.arguments_error = cap(call.arguments_error, limit)
-                if call.effect is not None:
-                    call.effect.before = cap_value(call.effect.before, limit)
-                    call.effect.after = cap_value(call.effect.after, limit)
+        for step in [*getattr(turn, "user_steps", []), *turn.steps]:
+            _cap_step(step, limit)
+    for step in getattr(trajectory, "closing_user_steps", None) or []:
+        _cap_step(step, limit)
     for change in [*(trajectory.state_changes or []), *(trajectory.setup_changes or [])]:
         change.before = cap_value(change.before, limit)
         change.after = cap_value(change.after, limit)

@@ -46,10 +46,12 @@ class ChangeView:
     target: str
     status: Status
     lines: tuple[DiffLine, ...]
+    actor: str = "agent"  # who changed it last: a simulated user with tools of its own is named (dual control)
 
     @property
     def head(self) -> str:
-        return f"{self.kind} {shorten(self.target, 2 * MAX_VALUE)} {self.status}"
+        by = f" (by the {self.actor})" if self.actor not in ("agent", "setup") else ""
+        return f"{self.kind} {shorten(self.target, 2 * MAX_VALUE)} {self.status}{by}"
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,7 @@ def _stored_diff(before: Any, after: Any, is_record: bool, cut: Cut | None) -> t
 
 def describe_change(change: StateChange) -> ChangeView:
     status, lines = _stored_diff(change.before, change.after, change.kind == "record", change.cut)
-    return ChangeView(kind=change.kind, target=change.target, status=status, lines=lines)
+    return ChangeView(kind=change.kind, target=change.target, status=status, lines=lines, actor=change.actor)
 
 
 def describe_changes(changes: list[StateChange] | None) -> list[ChangeView]:

@@ -336,7 +336,8 @@ class StateDiffs:
             return
         width = options.max_width
         total = len(diffs) + self.state.hidden_diffs
-        yield Text(f"what the agent changed in {total} sample run{'s' if total != 1 else ''} "
+        who = "the agent and the user" if any(c.actor == "user" for d in diffs for c in d.changes) else "the agent"
+        yield Text(f"what {who} changed in {total} sample run{'s' if total != 1 else ''} "
                    "(final state against the declared one):", style="bold")
         repeats = self.state.repeats > 1 or any(d.repeat for d in diffs)
         styles = {"+": "green", "-": "red", "~": "yellow", "@": "dim", "…": "dim", " ": ""}

@@ -37,7 +37,8 @@ SpecT = TypeVar("SpecT", bound=GraderBase)
 @dataclass(frozen=True)
 class GradeContext:
     """What one grading call sees. In per-turn mode, `view` holds only the graded turn.
-    `tools` are the mocked tools the agent was offered (suite tools merged with the sample's)."""
+    `tools` are the mocked tools the agent was offered (suite tools merged with the sample's); `user_tools` the
+    simulated user's own (dual control: the suite's `user_tools`)."""
 
     sample: Sample
     trajectory: Trajectory
@@ -45,6 +46,7 @@ class GradeContext:
     turn: int | None
     ground_truth: Any
     tools: dict[str, ToolSpec] = field(default_factory=dict)
+    user_tools: dict[str, ToolSpec] = field(default_factory=dict)
 
     def submission(self, extractor: str, config: dict[str, Any]) -> str:
         """The submission, extracted in this thread (a custom extractor's exits are refused, but its time is not

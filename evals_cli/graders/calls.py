@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
+from evals_cli.models.grader_specs.fields import CallActor
 from evals_cli.models.trajectory import ToolCall, Trajectory
 from evals_cli.wording import short as short  # re-exported: graders (and environment) quote values with it
 
@@ -49,16 +50,15 @@ def reached_tool(call: ToolCall) -> bool:
     return not call.unknown_tool and call.arguments is not None
 
 
-def step_groups(trajectory: Trajectory) -> list[list[int]]:
-    """Indices into `trajectory.tool_calls`, one list per model step that made calls. Calls of one step were
-    made in parallel: their order inside the step carries no meaning."""
+def step_groups(trajectory: Trajectory, actor: CallActor = "agent") -> list[list[int]]:
+    """Indices into `trajectory.calls_by(actor)` (the agent's: `tool_calls`), one list per model step that made
+    calls. Calls of one step were made in parallel: their order inside the step carries no meaning."""
     groups: list[list[int]] = []
     index = 0
-    for turn in trajectory.turns:
-        for step in turn.steps:
-            if step.tool_calls:
-                groups.append(list(range(index, index + len(step.tool_calls))))
-                index += len(step.tool_calls)
+    for step in trajectory.steps_by(actor):
+        if step.tool_calls:
+            groups.append(list(range(index, index + len(step.tool_calls))))
+            index += len(step.tool_calls)
     return groups
 
 

@@ -124,10 +124,12 @@ def _judge_metadata(grades: list[Grade], metadata: dict[str, Any]) -> None:
 
 
 async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,
-                       tools: dict[str, ToolSpec] | None = None) -> dict[str, Grade | TurnScores]:
+                       tools: dict[str, ToolSpec] | None = None, *,
+                       user_tools: dict[str, ToolSpec] | None = None) -> dict[str, Grade | TurnScores]:
     """Every grader's grade on one sample, run concurrently (judge calls overlap). Graders never see the gate's
     rules: a grader that grades per turn or per reply returns its raw turn grades (`TurnScores`), which the gate
-    settles (`Gate.settle`) before it decides the sample."""
+    settles (`Gate.settle`) before it decides the sample. `user_tools`: the simulated user's own tools (dual
+    control), which apply its gold actions."""
     tools = tools or {}
 
     async def one(grader: Grader) -> Grade | TurnScores:
@@ -137,7 +139,8 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
             return Grade.failed(DIVERGED.format(turn=len(trajectory.turns)), not_graded="diverged")
         if grader.per_turn and sample.per_turn:
             return await _grade_per_turn(grader, sample, trajectory, tools)
-        ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None), tools)
+        ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None), tools,
+                           user_tools or {})
         return await _safe(grader, ctx)
 
     # deterministic graders run inline; only judges (network calls) are worth a task each

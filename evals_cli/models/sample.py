@@ -47,6 +47,9 @@ class ExpectedAction(StrictModel):
 
     tool: str = Field(description="The tool to call (a tool of the suite, with an effect or python logic).")
     arguments: dict[str, Any] = Field(default_factory=dict, description="Its arguments.")
+    requestor: Literal["agent", "user"] = Field(
+        default="agent", description="Who makes the call (tau2's key): the agent, with the suite's tools, or the "
+        "simulated user, with its user_tools (dual control).")
 
 
 class Sample(StrictModel):

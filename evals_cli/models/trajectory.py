@@ -160,6 +160,9 @@ class Step(Record):
                                                         "step; written only when set.")
     handoff_to: str | None = Field(default=None, description="Recorded multi-agent sessions: the agent the work "
                                                              "was handed to after this step; written only when set.")
+    actor: Literal["agent", "user"] = Field(
+        default="agent", description="Who acted: the agent, or a simulated user with tools of its own (dual "
+        "control: the user's steps are `Turn.user_steps`); written only when it is the user.")
 
     @model_serializer(mode="wrap")
     def _without_agents(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -168,6 +171,8 @@ class Step(Record):
         for key in ("agent", "handoff_to"):
             if data.get(key) is None:
                 data.pop(key, None)
+        if data.get("actor") == "agent":
+            data.pop("actor", None)
         return data
 
 
@@ -178,6 +183,17 @@ class Turn(Record):
     user_source: UserSource | None = Field(
         default=None, description="Where the user message came from; None on ordinary (non-simulated) samples.")
     steps: list[Step] = Field(default_factory=list)
+    user_steps: list[Step] = Field(
+        default_factory=list, description="Dual control: the tool calls the simulated user made (on its own tools, "
+        "over the same world) before it sent this message; written only when there are some. Kept apart from "
+        "`steps` so every grader that reads the agent's steps keeps reading the agent's alone.")
+
+    @model_serializer(mode="wrap")
+    def _without_user_steps(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("user_steps"):  # a user without tools: the line keeps its old shape
+            data.pop("user_steps", None)
+        return data
 
     @property
     def answer(self) -> str:
@@ -221,17 +237,38 @@ class Trajectory(Record):
     diverged_at: int | None = Field(
         default=None, description="--replay-user: the turn (from 1) whose agent reply first differed from the recorded "
         "run's (or after which the record ran out); None: on the recorded path throughout, or no replay.")
+    closing_user_steps: list[Step] = Field(
+        default_factory=list, description="Dual control: the user's tool calls after the agent's last reply (it "
+        "acted, then ended the conversation without a message, or its simulator failed); written only when set.")
 
     @model_serializer(mode="wrap")
     def _without_setup(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if data.get("setup_changes") is None:  # no setup: the line keeps its old shape
             data.pop("setup_changes", None)
+        if not data.get("closing_user_steps"):
+            data.pop("closing_user_steps", None)
         return data
 
     @property
     def tool_calls(self) -> list[ToolCall]:
+        """The agent's tool calls (a user's own calls are `calls_by("user")`)."""
         return [call for turn in self.turns for call in turn.tool_calls]
+
+    def steps_by(self, actor: Literal["agent", "user", "any"]) -> list[Step]:
+        """The steps one actor took, in the order taken (`any`: the user's and the agent's together; in each
+        turn the user acted before sending its message, the agent after reading it)."""
+        out: list[Step] = []
+        for turn in self.turns:
+            if actor != "agent":
+                out += turn.user_steps
+            if actor != "user":
+                out += turn.steps
+        return out + (self.closing_user_steps if actor != "agent" else [])
+
+    def calls_by(self, actor: Literal["agent", "user", "any"]) -> list[ToolCall]:
+        """The tool calls one actor made, in order (`agent`: the same as `tool_calls`)."""
+        return [call for step in self.steps_by(actor) for call in step.tool_calls]
 
     def starting_changes(self) -> list[StateChange]:
         """The setup's changes (the declared world to the starting state the agent met); [] without a setup."""

@@ -395,7 +395,8 @@ class Execution:
         tools = merge_tools(self.p.suite.tools, sample.tools)
         grading_started = time.perf_counter()
         # the graders score; the gate alone counts turns passed and decides (settle, then judge_sample)
-        grades = self.p.gate.settle(await grade_sample(self.p.graders, sample, trajectory, tools))
+        grades = self.p.gate.settle(await grade_sample(self.p.graders, sample, trajectory, tools,
+                                                             user_tools=self.p.suite.user_tools))
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
         # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
         # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest

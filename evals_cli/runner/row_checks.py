@@ -35,7 +35,8 @@ class RowChecks:
         self.tools = ToolResultChecker(tools, where or str(suite.base_dir))
         states = {name: state for name, g in graders.items()
                   if (state := getattr(g.spec, "expected_state", None)) is not None}
-        self.environment = EnvironmentChecker({**tools, **_live_servers(suite)}, where or str(suite.base_dir), states)
+        acting = {**tools, **_live_servers(suite), **(getattr(suite, "user_tools", None) or {})}  # a user acts too
+        self.environment = EnvironmentChecker(acting, where or str(suite.base_dir), states)
         self.user_template = user_template
 
     def __call__(self, sample: Sample, where: str = "") -> list[str]:

@@ -55,7 +55,8 @@ def build_target(suite: SuiteSpec, agent_endpoint: Endpoint, pool: ClientPool, s
         raise ConfigError(f"target.kind: {entry.named()} cannot run a sample: its class {cls.__name__} "
                           f"(module {entry.module}) does not implement {', '.join(missing)}; fix the kind"
                           + (f", or uninstall {entry.package}" if entry.package else ""))
-    ctx = TargetContext(tools=suite.tools, endpoint=agent_endpoint, pool=pool, system_prompt=system_prompt,
+    ctx = TargetContext(tools=suite.tools, user_tools=suite.user_tools,
+                        endpoint=agent_endpoint, pool=pool, system_prompt=system_prompt,
                         base_dir=suite.base_dir, mcp=mcp)
     with plugin_code(entry, "being built", at="target.kind"):
         return cls(suite.target, ctx)

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import Trajectory, Turn
-from evals_cli.simulation.player import ConversationView, UserPlayer, UserSimulatorError
+from evals_cli.simulation.player import ConversationView, UserPlayer, UserSimulatorError, UserTools
 
 RunTurn = Callable[[int, Turn], Awaitable[bool]]
 """Runs the agent's turn `turn` (already appended to the trajectory, its user message set): True when the agent
@@ -29,9 +29,10 @@ class AgentFailed(Exception):
 
 
 async def converse(sample: Sample, trajectory: Trajectory, player: UserPlayer, run_turn: RunTurn,
-                   repeat: int = 0) -> bool:
+                   repeat: int = 0, user_tools: UserTools | None = None) -> bool:
     """Drive the conversation; True when it ended without the agent hitting its step bound. Raises
-    UserSimulatorError (end_reason user_error) or AgentFailed (end_reason agent_error)."""
+    UserSimulatorError (end_reason user_error) or AgentFailed (end_reason agent_error). `user_tools`: the user's
+    own tools (dual control); what it did with them is the turn's `user_steps`."""
     assert sample.user is not None
     user = sample.user
     messages = sample.messages or []
@@ -51,7 +52,7 @@ async def converse(sample: Sample, trajectory: Trajectory, player: UserPlayer, r
             turn = Turn(user=None, user_source="prefilled")
         else:
             view = ConversationView(sample=sample, user=user, prefilled=trajectory.prefilled,
-                                    turns=list(trajectory.turns), repeat=repeat)
+                                    turns=list(trajectory.turns), repeat=repeat, tools=user_tools)
             try:
                 async with asyncio.timeout_at(asyncio.get_running_loop().time() + deadline - time.monotonic()):
                     move = await player.next_message(view)
@@ -61,7 +62,8 @@ async def converse(sample: Sample, trajectory: Trajectory, player: UserPlayer, r
             except (UserSimulatorError, asyncio.CancelledError) as exc:  # cancelled: sample_timeout ran out
                 trajectory.end_reason = "user_error"
                 spent = exc.spent if isinstance(exc, UserSimulatorError) else None
-                if spent is not None:  # what the failed user cost is counted like any other turn's
+                if spent is not None:  # what the failed user cost (and did) is counted like any other turn's
+                    trajectory.closing_user_steps += spent.steps
                     trajectory.user_usage.add(spent.usage)
                     trajectory.user_latency_s += spent.latency_s
                     trajectory.user_calls += spent.calls
@@ -74,10 +76,11 @@ async def converse(sample: Sample, trajectory: Trajectory, player: UserPlayer, r
             if move.done:
                 trajectory.end_reason = move.end_reason or "user_done"
                 if not (move.text or "").strip():
+                    trajectory.closing_user_steps += move.steps  # it acted, then left without a word
                     return True
                 # the user's last words ("Sure, the id is 12345. ###STOP###"): sent, and the agent answers them
                 last_words = True
-            turn = Turn(user=move.text or "", user_source=move.source)
+            turn = Turn(user=move.text or "", user_source=move.source, user_steps=move.steps)
         trajectory.turns.append(turn)
         try:
             answered = await run_turn(len(trajectory.turns) - 1, turn)

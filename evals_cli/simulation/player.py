@@ -18,14 +18,16 @@ template; the endpoint is None for a kind other than `simulated` when none resol
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import UserSpec
-from evals_cli.models.trajectory import EndReason, Turn, Usage, UserSource
+from evals_cli.models.trajectory import EndReason, Step, ToolCall, Turn, Usage, UserSource
 from evals_cli.registry import Registry
+from evals_cli.simulation.user_actions import Action
 
 
 class UserSimulatorError(Exception):
@@ -43,6 +45,14 @@ class UserSimulatorError(Exception):
         self.spent: UserMove | None = None
 
 
+class UserTools(Protocol):
+    """The user's own tools over the episode's world (dual control: the Episode's toolbox for actor `user`)."""
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    async def call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall: ...
+
+
 @dataclass(frozen=True)
 class ConversationView:
     """What a player may look at: the sample, its `user:` block (suite defaults merged in) and the conversation
@@ -53,6 +63,8 @@ class ConversationView:
     prefilled: Sequence[dict[str, Any]]
     turns: Sequence[Turn]
     repeat: int = 0
+    #: dual control: the tools the user may act with (None: a user who only talks)
+    tools: UserTools | None = None
 
     @property
     def turn_index(self) -> int:
@@ -70,7 +82,8 @@ class UserMove:
     """A player's answer: `text` to send as the next user message; with `done`, the conversation ends after it
     (`text` then holds the user's last words, sent and answered first, or None when there are none; `end_reason`
     says why it ended: user_done unless a replaying player marks the sample `diverged`). `usage`, `latency_s` and
-    `calls` are the simulator's cost of this move (zero for scripted and replayed moves)."""
+    `calls` are the simulator's cost of this move (zero for scripted and replayed moves). `steps`: the tool calls
+    the user made on its own tools before this message (dual control), already run over the episode's world."""
 
     text: str | None
     done: bool = False
@@ -80,6 +93,7 @@ class UserMove:
     calls: int = 0
     end_reason: EndReason | None = None
     diverged_at: int | None = None
+    steps: list[Step] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -104,3 +118,22 @@ USER_PLAYERS: Registry[PlayerKind] = Registry("user player", "evals_cli.simulati
 """Every user-player kind; `simulated` (a model plays the user) registers in simulation/simulator.py."""
 
 DEFAULT_PLAYER = "simulated"
+
+
+async def run_actions(tools: UserTools, actions: Sequence[Action], content: str | None, turn_index: int,
+                      steps: list[Step]) -> Step:
+    """Run one reply's calls on the user's tools (in order: they act on one world), as a step appended to `steps`
+    first (a failed call's step is kept: what ran before it changed the world); a tool that raises (a tool with
+    logic that crashed) is the user's tool failing: UserSimulatorError naming it, never the agent's error."""
+    step = Step(actor="user", content=content or None, started=time.time())
+    steps.append(step)
+    began = time.perf_counter()
+    for number, action in enumerate(actions, 1):
+        call_id = action.id or f"user_{turn_index + 1}_{number}"
+        try:
+            step.tool_calls.append(await tools.call(call_id, action.name, action.arguments))
+        except Exception as exc:
+            raise UserSimulatorError(f"the user's tool {action.name} failed at user turn {turn_index + 1}: "
+                                     f"{type(exc).__name__}: {exc}") from exc
+    step.latency_s = time.perf_counter() - began
+    return step

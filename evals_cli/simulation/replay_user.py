@@ -23,15 +23,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
-from evals_cli.models.trajectory import EndReason, Turn
-from evals_cli.simulation.player import ConversationView, UserMove, UserPlayer, UserPlayerFactory
+from evals_cli.models.trajectory import EndReason, Step, Turn
+from evals_cli.simulation.player import (
+    Action,
+    ConversationView,
+    UserMove,
+    UserPlayer,
+    UserPlayerFactory,
+    UserSimulatorError,
+    UserTools,
+    run_actions,
+)
 
 __all__ = ["RecordedRun", "ReplayingUser", "load_recorded_run", "replaying_factory", "same_turn"]
 
@@ -43,6 +52,7 @@ class RecordedConversation:
     turns: list[Turn]
     end_reason: EndReason | None
     closing_user: str | None
+    closing_steps: list[Step] = field(default_factory=list)  # dual control: the user's calls after its last message
 
 
 @dataclass(frozen=True)
@@ -86,7 +96,7 @@ def load_recorded_run(target: Path) -> RecordedRun:
         if not trajectory.simulated:
             continue
         conversations[(result.sample_id, result.repeat)] = RecordedConversation(
-            list(trajectory.turns), trajectory.end_reason, trajectory.closing_user)
+            list(trajectory.turns), trajectory.end_reason, trajectory.closing_user, list(trajectory.closing_user_steps))
     if not conversations:
         what = f"none of its {seen} results" if seen else "it has no results"
         raise ConfigError(f"--replay-user {target}: not a run with simulated users ({what} is a simulated-user "
@@ -138,10 +148,14 @@ class ReplayingUser:
         if self.left_at is None and self._on_path(view.turns):
             k = view.turn_index
             if k < len(self.record.turns):
-                return UserMove(text=self.record.turns[k].user or "", source="replayed")
+                move = UserMove(text=self.record.turns[k].user or "", source="replayed")
+                move.steps = await replay_steps(self.record.turns[k].user_steps, view.tools, k)
+                return move
             # the record's messages were all sent (last words included); an older record's unsent closing_user
             # was never sent to its agent, so it is not sent now either
-            return UserMove(text=None, done=True, source="replayed", end_reason="user_done")
+            move = UserMove(text=None, done=True, source="replayed", end_reason="user_done")
+            move.steps = await replay_steps(self.record.closing_steps, view.tools, k)
+            return move
         if self.stop:
             return self._said(UserMove(text=None, done=True, source="replayed", end_reason="diverged"))
         return self._said(await self.inner.next_message(view))
@@ -154,6 +168,21 @@ class ReplayingUser:
             move.diverged_at = self.left_at
             self._told = True
         return move
+
+
+async def replay_steps(recorded: list[Step], tools: UserTools | None, turn_index: int) -> list[Step]:
+    """The recorded user's own tool calls (dual control), made again on this episode's world: the same calls,
+    so the world the agent meets next is the one it met in RUN (a call's result is this world's answer)."""
+    steps: list[Step] = []
+    for step in recorded:
+        if not step.tool_calls:
+            continue
+        if tools is None:
+            raise UserSimulatorError(f"the recorded user called its tools at turn {turn_index + 1}, and this suite "
+                                     "gives the user none (user_tools)")
+        actions = [Action(call.id, call.name, call.raw_arguments) for call in step.tool_calls]
+        await run_actions(tools, actions, step.content, turn_index, steps)
+    return steps
 
 
 class ReplayingPlayers:

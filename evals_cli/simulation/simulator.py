@@ -30,8 +30,23 @@ from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import END_TOOL, UserSimulatorSpec, UserSpec, split_stop
 from evals_cli.models.trajectory import Turn, Usage
-from evals_cli.simulation.player import DEFAULT_PLAYER, USER_PLAYERS, ConversationView, UserMove, UserSimulatorError
+from evals_cli.simulation.player import (
+    DEFAULT_PLAYER,
+    USER_PLAYERS,
+    Action,
+    ConversationView,
+    UserMove,
+    UserSimulatorError,
+    run_actions,
+)
 from evals_cli.simulation.prompt import DEFAULT_TEMPLATE, render, template_for
+from evals_cli.simulation.user_actions import (
+    MAX_USER_ACTIONS,
+    TOOLS_NOTE,
+    Reply,
+    call_messages,
+    history,
+)
 from evals_cli.text_caps import cap, clean_text
 
 OPENING_CUE = "[The assistant is waiting. Write your first message as the user.]"
@@ -123,6 +138,7 @@ def simulator_messages(view: ConversationView, system_prompt: str) -> list[dict[
         elif role == "assistant" and content:
             messages.append({"role": "user", "content": content})
     for turn in view.turns:
+        messages += history(turn)  # dual control: what the user did with its own tools before writing
         if turn.user is not None:
             messages.append({"role": "assistant", "content": turn.user})
         seen = _agent_message(turn, view.user.sees_tools)
@@ -189,18 +205,15 @@ class SimulatedUser:
         if 0 <= index < len(self.opening):  # a scripted line ending in the stop token ends it, as a simulated one
             text, stopped = split_stop(self.opening[index])
             return UserMove(text=text, done=stopped, source="scripted")
-        system = self.system_prompt()
+        system = self.system_prompt() + (f"\n\n{TOOLS_NOTE}" if view.tools is not None else "")
         messages = simulator_messages(view, system)
         move = UserMove(text=None, source="simulated")
         for attempt in range(2):
-            move.calls += 1  # a call that fails was made all the same
             try:
-                text, done, usage, latency = await self._ask(messages, view.turn_index, attempt)
+                text, done = await self._act(messages, view, move, attempt)
             except UserSimulatorError as exc:
                 exc.spent = move
                 raise
-            move.usage.add(usage)
-            move.latency_s += latency
             if done and not text.strip():  # the token alone, or the end tool without words: nothing to send
                 move.text, move.done = None, True
                 return move
@@ -218,6 +231,26 @@ class SimulatedUser:
         error.spent = move
         raise error
 
+    async def _act(self, messages: list[dict[str, Any]], view: ConversationView, move: UserMove,
+                   attempt: int) -> tuple[str, bool]:
+        """Ask the simulator until it writes to the agent (or stops): each reply that calls the user's own tools
+        (dual control) is run over the world, kept in `move.steps`, and its results added to `messages` (in
+        place: the next attempt sees them too); bounded by MAX_USER_ACTIONS."""
+        for _ in range(MAX_USER_ACTIONS + 1):
+            move.calls += 1  # a call that fails was made all the same
+            schemas = view.tools.schemas() if view.tools is not None else None
+            reply, usage, latency = await self._ask(messages, view.turn_index, attempt, schemas)
+            move.usage.add(usage)
+            move.latency_s += latency
+            if not reply.actions or view.tools is None:
+                return reply.text, reply.done
+            step = await run_actions(view.tools, reply.actions, reply.text, view.turn_index, move.steps)
+            messages += call_messages(step.tool_calls, reply.text)
+            if reply.done:  # it acted and ended the conversation in one reply
+                return "", True
+        raise UserSimulatorError(f"the user simulator called its tools {MAX_USER_ACTIONS} times in a row at turn "
+                                 f"{view.turn_index + 1} without writing to the assistant")
+
     def _prefilled_turns(self, view: ConversationView) -> int:
         """Turns opened by the pre-filled messages (no user message of their own): not part of the opening."""
         return sum(1 for turn in view.turns if turn.user_source == "prefilled")
@@ -229,7 +262,7 @@ class SimulatedUser:
         agent = self.settings.agent_model
         return f"{tag}:{agent}" if agent is not None else tag
 
-    def _request(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         spec = self.settings.spec
         options: dict[str, Any] = {"model": self.settings.endpoint.model, "messages": messages,
                                    "user": self._tag()}
@@ -242,13 +275,14 @@ class SimulatedUser:
             options["seed"] = spec.seed + self.repeat
         if spec is not None and spec.extra_body:
             options["extra_body"] = spec.extra_body
-        if self.user.stop == "tool":
-            options["tools"] = [END_TOOL_SCHEMA]
+        offered = [*(tools or []), *([END_TOOL_SCHEMA] if self.user.stop == "tool" else [])]
+        if offered:
+            options["tools"] = offered
         return options
 
-    async def _ask(self, messages: list[dict[str, Any]], turn_index: int,
-                   attempt: int) -> tuple[str, bool, Usage, float]:
-        """One simulator call: (text, the user ended the conversation, tokens, seconds)."""
+    async def _ask(self, messages: list[dict[str, Any]], turn_index: int, attempt: int,
+                   tools: list[dict[str, Any]] | None = None) -> tuple[Reply, Usage, float]:
+        """One simulator call: (its reply, tokens, seconds); `tools`: the user's own, offered to it."""
         from evals_cli.endpoints.errors import InvalidResponse, classify
 
         endpoint = self.settings.endpoint
@@ -257,7 +291,7 @@ class SimulatedUser:
         client = self.settings.pool.client(endpoint)
         started = time.perf_counter()
         try:
-            response = await client.chat.completions.create(**self._request(messages))
+            response = await client.chat.completions.create(**self._request(messages, tools))
             latency = time.perf_counter() - started
             choice = response.choices[0] if response.choices else None
             if choice is None or choice.message is None:
@@ -265,19 +299,26 @@ class SimulatedUser:
             usage = Usage(prompt_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
                           completion_tokens=getattr(response.usage, "completion_tokens", 0) or 0)
             message = choice.message
-            text = cap(clean_text(message.content)) or ""
-            for call in message.tool_calls or []:
-                function = getattr(call, "function", None)
-                if getattr(function, "name", None) == END_TOOL:
-                    return _closing_words(text, getattr(function, "arguments", None)), True, usage, latency
-            text, stopped = split_stop(text)
-            return text, stopped, usage, latency
+            return _reply(cap(clean_text(message.content)) or "", message.tool_calls or []), usage, latency
         except UserSimulatorError:
             raise
         except Exception as exc:
             found = classify(exc, endpoint)
             raise UserSimulatorError(found.message, fatal=found.fatal,
                                      fatal_after_success=found.fatal_after_success) from exc
+
+
+def _reply(text: str, tool_calls: list[Any]) -> Reply:
+    """The simulator's reply: its words (the end tool's or before the stop token) and its user-tool calls."""
+    actions: list[Action] = []
+    for call in tool_calls:
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None) or ""
+        if name == END_TOOL:
+            return Reply(_closing_words(text, getattr(function, "arguments", None)), True, actions)
+        actions.append(Action(getattr(call, "id", "") or "", name, getattr(function, "arguments", "") or ""))
+    words, stopped = split_stop(text)
+    return Reply(words, stopped, actions)
 
 
 def _closing_words(text: str, raw_arguments: str | None) -> str:

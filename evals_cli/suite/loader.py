@@ -13,7 +13,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.mcp.spec import McpServerSpec
 from evals_cli.models.base import StrictModel
 from evals_cli.models.specs import JudgeSpec, cross_check_raw
-from evals_cli.models.tools import ToolSpec, tool_name_problem
+from evals_cli.models.tools import NO_RESULT, ToolSpec, tool_name_problem
 from evals_cli.suite.letta import letta_reason, remap_lines, rename_fields, translate
 from evals_cli.suite.problems import Loc, format_validation_error
 from evals_cli.suite.spec import DEFAULT_TARGET, SuiteSpec, current_unions
@@ -162,10 +162,31 @@ def _target_has(target: dict[str, Any], field: str) -> bool:
 def _tool_name_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
     """Tool names endpoints would reject (spaces, over 64 characters, anything outside [a-zA-Z0-9_-]): every
     request of the run would fail, so say it at validation, at the tool's line."""
-    tools = data.get("tools")
-    if not isinstance(tools, dict):
+    out: list[tuple[Loc, str]] = []
+    for block in ("tools", "user_tools"):
+        tools = data.get(block)
+        if isinstance(tools, dict):
+            out += [((block, name), problem) for name in tools if (problem := tool_name_problem(name)) is not None]
+    return out + _user_tool_problems(data)
+
+
+_ANSWERS = ("returns", "cases", "sequence", "error", "effect", "python")
+
+
+def _user_tool_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
+    """A user tool named like an agent tool: one name would mean two tools over one world (whose call is whose
+    in the trajectory, which one a gold action applies), so it is refused at the user tool's line. A user tool
+    that answers nothing is refused too: no row can bring its own version of it, as a row can of an agent tool."""
+    tools, user_tools = data.get("tools"), data.get("user_tools")
+    if not isinstance(user_tools, dict):
         return []
-    return [(("tools", name), problem) for name in tools if (problem := tool_name_problem(name)) is not None]
+    out: list[tuple[Loc, str]] = [
+        (("user_tools", name), f"user_tools.{name} has the name of the agent's tool tools.{name}; a user tool and "
+                               "an agent tool must have different names: rename one of them")
+        for name in user_tools if isinstance(tools, dict) and name in tools]
+    return out + [(("user_tools", name), f"user_tools.{name}: the tool {NO_RESULT}")
+                  for name, spec in user_tools.items()
+                  if isinstance(spec, dict) and not any(key in spec for key in _ANSWERS)]
 
 
 if TYPE_CHECKING:

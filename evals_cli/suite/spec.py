@@ -167,6 +167,10 @@ class SuiteSpec(SuiteFile):
     repeats: int = Field(default=1, ge=1, description="Run every sample this many times (independent conversations).")
     target: _TargetUnion = Field(description="The agent under test.")
     tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Mocked tools offered to the agent.")
+    user_tools: dict[str, ToolSpec] = Field(
+        default_factory=dict, description="Dual control: tools of the simulated user (the same shape as `tools`: "
+        "returns, cases, effects, python logic), over the same world as the agent's; offered to the user "
+        "simulator as function tools. Names must differ from the agent's tools.")
     mcp_servers: dict[str, McpServerSpec] = Field(
         default_factory=dict, description="MCP servers whose tools the agent is offered, by name: stdio (command, "
         "args, env) or streamable HTTP (url, headers); mode live (calls go to the server) or mock (schemas only).")

@@ -92,6 +92,8 @@ class TargetContext:
     base_dir: Path = field(default_factory=Path.cwd)
     #: The run's MCP servers (evals_cli/mcp); None: the suite names none. Each (sample, repeat) gets its episode.
     mcp: McpHub | None = None
+    #: Dual control: the simulated user's own tools (the suite's `user_tools`), over the episode's world.
+    user_tools: Mapping[str, ToolSpec] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

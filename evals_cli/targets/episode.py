@@ -17,8 +17,9 @@ drivers are the same for every target kind, so a new kind implements the turn in
 The Episode owns the sample's world: it builds it before anything acts (the declared files and records, then the
 environment's `setup`, then the episode's MCP servers started in its workspace), records what that changed as the
 starting state (`Trajectory.setup_changes`, actor `setup`), and hands each actor a toolbox over the same world
-(`toolbox(actor)`: the agent's; a user who acts gets its own). However the episode ends, what the agent changed
-from the starting state is recorded (`Trajectory.state_changes`): a repeat never sees another's changes, no kind
+(`toolbox(actor)`: the agent's; a user who acts, dual control, gets one over the suite's `user_tools`). However
+the episode ends, what the actors changed from the starting state is recorded (`Trajectory.state_changes`, each
+change with the actor who made it last): a repeat never sees another's changes, no kind
 deals with the world or the servers, and the kind only gives the tools' schemas in its wire format
 (`Target.schemas`).
 """
@@ -59,6 +60,8 @@ class Episode:
     start: World | None = field(default=None, init=False)
     #: the MCP servers' side of this (sample, repeat) (None: the suite names no servers)
     servers: McpSession | None = field(default=None, init=False)
+    #: dual control: who last changed each file or record (None: only the agent acts)
+    ledger: dict[str, Actor] | None = field(default=None, init=False)
 
     def player(self) -> UserPlayer | None:
         """The user of a simulated-user sample (a row with a `user:` block), one per (sample, repeat)."""
@@ -73,9 +76,17 @@ class Episode:
         """The tools of this sample: the suite's (with the servers'), a row's own on top."""
         return merge_tools(self.target.tools, self.sample.tools)
 
+    @property
+    def user_tools(self) -> dict[str, ToolSpec]:
+        """The simulated user's own tools (dual control): the suite's `user_tools`, for a row with a `user:`."""
+        own = getattr(self.target.ctx, "user_tools", None) or {}
+        return dict(own) if self.sample.user is not None else {}
+
     def toolbox(self, actor: Actor = "agent") -> MockToolbox:
-        """A toolbox over this episode's world for one actor (built after `build`)."""
-        return MockToolbox(self.tools, self.world, servers=self.servers, actor=actor)
+        """A toolbox over this episode's world for one actor (built after `build`): the agent's tools, or the
+        user's own. With a user who acts, both share one ledger of who changed what."""
+        tools = self.user_tools if actor == "user" else self.tools
+        return MockToolbox(tools, self.world, servers=self.servers, actor=actor, ledger=self.ledger)
 
     async def build(self) -> None:
         """The sample's world before anything acts: declared, changed by the setup function, put into the
@@ -84,7 +95,7 @@ class Episode:
         sample, hub = self.sample, self.target.ctx.mcp
         self.servers = hub.session(str(sample.id), self.repeat) if hub is not None else None
         has_workspace = self.servers is not None and self.servers.has_workspace
-        if not (needs_world(self.tools, sample.environment) or has_workspace):
+        if not (needs_world({**self.tools, **self.user_tools}, sample.environment) or has_workspace):
             return
         setup = sample.environment.setup if sample.environment is not None else None
         declared = World(sample.environment)
@@ -103,6 +114,8 @@ class Episode:
             change.actor = "setup"
         self.trajectory.setup_changes = changes or None
         self.world, self.start = world, world.copy()
+        if self.user_tools:
+            self.ledger = {}
 
     async def record_world(self) -> None:
         """What the agent changed from the starting state (also when the episode failed or was cut off): a live
@@ -112,7 +125,10 @@ class Episode:
             if files is not None and self.world is not None:
                 self.world.files = files
         if self.world is not None and self.start is not None:
-            self.trajectory.state_changes = self.world.diff(self.start)
+            changes = self.world.diff(self.start)
+            for change in changes:  # the last actor to change it (a live server's files: the agent's)
+                change.actor = (self.ledger or {}).get(change.target, "agent")
+            self.trajectory.state_changes = changes
 
     async def run(self) -> Trajectory:
         target, sample, trajectory = self.target, self.sample, self.trajectory
@@ -159,7 +175,8 @@ class Episode:
             return await target.run_turn(sample, turn_index, turn, conversation, toolbox, schemas, max_steps)
 
         if player is not None:  # a simulated user: the same turn code, one user message at a time
-            return await converse(sample, trajectory, player, agent_turn, self.repeat)
+            user_box = self.toolbox("user") if self.user_tools else None
+            return await converse(sample, trajectory, player, agent_turn, self.repeat, user_box)
         for turn_index, user in enumerate(list(sample.user_turns) or [None]):
             turn = Turn(user=user)
             trajectory.turns.append(turn)

@@ -143,13 +143,17 @@ class MockToolbox:
     declares none and whose tools need none), stateful answers fall back to the canned ones."""
 
     def __init__(self, tools: dict[str, ToolSpec], world: World | None = None, *,
-                 servers: ToolServers | None = None, actor: Actor = "agent") -> None:
+                 servers: ToolServers | None = None, actor: Actor = "agent",
+                 ledger: dict[str, Actor] | None = None) -> None:
         self.tools = tools
         self.calls: dict[str, int] = {}
         self.world = world
         self.servers = servers  # tools served live by MCP servers (`served_by`) answer there
         self.actor: Actor = actor
         self.state_budget = StateBudget()  # what this sample's effects may store of what they changed
+        # dual control: who last changed each file or record (shared by the actors' toolboxes of one episode), so
+        # the state diff can say `actor: user`; None when only the agent acts (no copy of the world per call)
+        self.ledger = ledger
 
     def schemas(self) -> list[dict[str, Any]]:
         return openai_tools(self.tools)
@@ -157,6 +161,16 @@ class MockToolbox:
     async def call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
         """Run one call and record it; never raises on bad input from the model. Awaited: a tool with logic runs
         in a worker thread and a live call on its server, while the run's loop goes on."""
+        if self.ledger is None or self.world is None:
+            return await self._call(call_id, name, raw_arguments)
+        before = self.world.copy()
+        try:
+            return await self._call(call_id, name, raw_arguments)
+        finally:  # a tool with logic that failed half-way changed the world all the same
+            for change in self.world.diff(before):
+                self.ledger[change.target] = self.actor
+
+    async def _call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
         record = ToolCall(id=call_id, name=name, raw_arguments=raw_arguments or "")
         spec = self.tools.get(name)
         if spec is None:

@@ -63,7 +63,7 @@ class FinalStateGrader(Grader[FinalStateSpec]):
         outcomes = evaluate(expected, initial, final) if expected is not None else []
         if gold is not None:  # [] too: the gold is no change at all
             try:
-                outcomes += gold_outcomes(await gold_world(ctx.sample, ctx.tools, initial), final)
+                outcomes += gold_outcomes(await gold_world(ctx.sample, ctx.tools, initial, ctx.user_tools), final)
             except GoldActionError as exc:  # the row is wrong, not the agent: no score
                 return Grade.failed(str(exc))
         if not outcomes:  # nothing was checked: a pass here would be a verdict about nothing

@@ -12,6 +12,7 @@ from pydantic import Field
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import any_glob, canonical_args, label
 from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.grader_specs.fields import ACTOR_DESCRIPTION, CallActor
 from evals_cli.models.results import Grade
 from evals_cli.models.trajectory import ToolCall
 
@@ -25,6 +26,7 @@ class NoLoopsSpec(GraderBase):
     min_cycle_repeats: int = Field(default=2, ge=2, description="Repetitions in a row that make a block a cycle.")
     max_cycle_length: int = Field(default=3, ge=0, description="Longest block checked for cycles; below 2 turns cycles off.")
     ignore: list[str] = Field(default_factory=list, description="Tools (globs) never counted, e.g. polling tools.")
+    actor: CallActor = Field(default="agent", description=ACTOR_DESCRIPTION)
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,8 @@ class NoLoopsGrader(Grader[NoLoopsSpec]):
     """1 when no call repeats past the limits and no block of calls cycles; 0 otherwise (binary)."""
 
     async def grade(self, ctx: GradeContext) -> Grade:
-        calls = [(i, c) for i, c in enumerate(ctx.trajectory.tool_calls) if not any_glob(c.name, self.spec.ignore)]
+        calls = [(i, c) for i, c in enumerate(ctx.trajectory.calls_by(self.spec.actor))
+                 if not any_glob(c.name, self.spec.ignore)]
         if not calls:
             return Grade.not_applicable("no tool calls: nothing to check")
         loops = find_loops(calls, self.spec)

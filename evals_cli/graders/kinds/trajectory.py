@@ -32,7 +32,7 @@ from pydantic import Field
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import any_glob, describe_groups, glob_match, max_matching, step_groups
 from evals_cli.models.grader_specs.base import GraderBase
-from evals_cli.models.grader_specs.fields import ScoreMode
+from evals_cli.models.grader_specs.fields import ACTOR_DESCRIPTION, CallActor, ScoreMode
 from evals_cli.models.results import Grade
 
 ToolOrderMode = Literal["strict", "subsequence", "unordered", "subset", "superset"]
@@ -59,6 +59,7 @@ class ToolOrderSpec(GraderBase):
         "strict LCS/max(expected, calls); unordered matched/max(expected, calls); superset matched/expected; "
         "subset calls matched/calls.",
     )
+    actor: CallActor = Field(default="agent", description=ACTOR_DESCRIPTION)
 
 
 class ForbiddenToolsSpec(GraderBase):
@@ -70,6 +71,7 @@ class ForbiddenToolsSpec(GraderBase):
     # and whatever the gate's pass value (even 0 for a report-only gate), a forbidden call's 0 is under it
     threshold_by_default: ClassVar[float | None] = 1.0
     tools: list[str] = Field(default_factory=list, description="Forbidden tools (globs), added to the sample's.")
+    actor: CallActor = Field(default="agent", description=ACTOR_DESCRIPTION)
 
 
 def _fits(pattern: str, name: str) -> bool:
@@ -216,13 +218,13 @@ class ToolOrderGrader(Grader[ToolOrderSpec]):
 
     async def grade(self, ctx: GradeContext) -> Grade:
         expected = self.spec.expected if self.spec.expected is not None else ctx.sample.expected_tool_order
-        names = [c.name for c in ctx.trajectory.tool_calls]
+        names = [c.name for c in ctx.trajectory.calls_by(self.spec.actor)]
         mode = self.spec.mode
         # An empty list still says something in the modes that limit calls: "call nothing".
         if expected is None or (not expected and mode in ("subsequence", "superset")):
             return Grade.not_applicable("no expected tool order: nothing to check",
                                         metadata={"called": names, "mode": mode})
-        verdict = _judge(mode, list(expected), names, step_groups(ctx.trajectory))
+        verdict = _judge(mode, list(expected), names, step_groups(ctx.trajectory, self.spec.actor))
         score = (1.0 if verdict.complete else 0.0) if self.spec.score == "binary" else verdict.fraction
         return Grade(score=score, rationale=verdict.why,
                      metadata={"called": names, "expected": list(expected), "matched": verdict.matched, "mode": mode})
@@ -237,7 +239,7 @@ class ForbiddenToolsGrader(Grader[ForbiddenToolsSpec]):
         forbidden = list(dict.fromkeys([*(ctx.sample.forbidden_tools or []), *self.spec.tools]))
         if not forbidden:
             return Grade.not_applicable("no forbidden tools: nothing to check")
-        hits = [c.name for c in ctx.trajectory.tool_calls if any_glob(c.name, forbidden)]
+        hits = [c.name for c in ctx.trajectory.calls_by(self.spec.actor) if any_glob(c.name, forbidden)]
         if hits:
             counts = {n: hits.count(n) for n in dict.fromkeys(hits)}
             listed = ", ".join(f"{n} ×{k}" if k > 1 else n for n, k in counts.items())

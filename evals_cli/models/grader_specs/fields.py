@@ -13,6 +13,11 @@ from evals_cli import regex_patterns
 from evals_cli.models.base import StrictModel
 
 ScoreMode = Literal["binary", "fraction"]
+CallActor = Literal["agent", "user", "any"]
+"""Whose tool calls a trajectory grader reads: the agent's (default), the simulated user's own (dual control), or
+both in the order made."""
+ACTOR_DESCRIPTION = ("Whose tool calls to check: agent (default), user (a simulated user's own tools, dual "
+                     "control) or any (both, in the order made).")
 
 
 _COMPARISONS = ("exact", "regex", "contains", "one_of")
