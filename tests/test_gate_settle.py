@@ -18,7 +18,9 @@ def _turns(*grades: Grade) -> TurnScores:
 
 
 def test_grading_takes_no_rule_of_the_gate() -> None:
-    assert list(inspect.signature(grade_sample).parameters) == ["graders", "sample", "trajectory", "tools"]
+    parameters = set(inspect.signature(grade_sample).parameters)
+    assert {"graders", "sample", "trajectory", "tools"} <= parameters
+    assert not parameters & {"passes", "grader_passes", "turn_pass", "na_pass"}  # the gate's rules stay the gate's
 
 
 def test_the_gate_counts_turns_by_its_pass_value_and_letta_counts_only_perfect_turns() -> None:
