@@ -222,11 +222,19 @@ class Trajectory(Record):
         default=None, description="--replay-user: the turn (from 1) whose agent reply first differed from the recorded "
         "run's (or after which the record ran out); None: on the recorded path throughout, or no replay.")
 
+    not_observed: str | None = Field(
+        default=None, description="An external agent (command, http) whose steps were not observed: why (no telemetry "
+        "from the agent, spans that do not rebuild its turns). Each turn then holds the reply alone and trajectory "
+        "graders are n/a with this reason. None: every step was observed (always, for an agent evals-cli drives); "
+        "written only when set.")
+
     @model_serializer(mode="wrap")
     def _without_setup(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if data.get("setup_changes") is None:  # no setup: the line keeps its old shape
             data.pop("setup_changes", None)
+        if data.get("not_observed") is None:
+            data.pop("not_observed", None)
         return data
 
     @property

@@ -1,0 +1,97 @@
+"""`kind: command`: a real agent program per episode, JSON lines on stdin/stdout, its trajectory rebuilt from the
+spans it exports to the run's loopback OTLP receiver (protobuf, the SDK's encoder), against the scripted model
+server through the real openai client; without telemetry the replies alone, trajectory graders n/a."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.helpers import ROOT, read_jsonl, run_cli
+from tests.scripted_server import ScriptedServer, agent_script, call, text
+
+AGENT = ROOT / "examples" / "external_agent" / "agent.py"
+SILENT = ROOT / "tests" / "agents" / "silent_agent.py"
+
+
+def _suite(tmp: Path, target: dict[str, Any], rows: list[dict[str, Any]], graders: dict[str, Any]) -> Path:
+    (tmp / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    suite = {"name": "external", "target": target, "dataset": "rows.jsonl", "graders": graders,
+             "gate": {"kind": "weighted_average", "aggregation": "avg_score", "op": "gte", "value": 0.5}}
+    (tmp / "suite.yaml").write_text(yaml.safe_dump(suite, sort_keys=False), encoding="utf-8")
+    return tmp / "suite.yaml"
+
+
+def _rows(out: Path) -> dict[str, dict[str, Any]]:
+    return {r["sample_id"]: r for r in read_jsonl(out / "results.jsonl")}
+
+
+TOOL_GRADERS = {"order": {"kind": "tool_order", "expected": ["list_files", "read_file"], "mode": "strict"},
+                "loops": {"kind": "no_loops"},
+                "answer": {"kind": "match", "function": "contains", "extractor": "last_assistant"}}
+
+
+def test_an_instrumented_agent_is_graded_on_its_spans_and_replayed_offline(tmp_path: Path,
+                                                                          server: ScriptedServer) -> None:
+    server.script = agent_script({"port": [call("list_files", {}), call("read_file", {"path": "config.toml"}),
+                                           text("The port is 5433.")]})
+    target = {"kind": "command", "command": [sys.executable, str(AGENT)],
+              "env": {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-test", "AGENT_MODEL": "scripted"}}
+    rows = [{"id": "port", "input": "Which port does the database use?", "ground_truth": "5433"}]
+    suite = _suite(tmp_path, target, rows, TOOL_GRADERS)
+    recording = tmp_path / "rec.jsonl"
+    live = run_cli("run", str(suite), "-o", str(tmp_path / "live"), "--record", str(recording))
+    assert live.returncode == 0, live.stdout + live.stderr
+    row = _rows(tmp_path / "live")["port"]
+    steps = row["trajectory"]["turns"][0]["steps"]
+    assert [c["name"] for s in steps for c in s["tool_calls"]] == ["list_files", "read_file"]
+    assert steps[1]["tool_calls"][0]["arguments"] == {"path": "config.toml"}
+    assert "5433" in steps[1]["tool_calls"][0]["result"]
+    assert {n: g["score"] for n, g in row["grades"].items()} == {"order": 1.0, "loops": 1.0, "answer": 1.0}
+    assert "not_observed" not in row["trajectory"]
+    assert len(server.agent_requests()) == 3
+    served = len(server.agent_requests())
+    replay = run_cli("run", str(suite), "-o", str(tmp_path / "replay"), "--replay", str(recording))
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert len(server.agent_requests()) == served  # no process started, no model called
+    again = _rows(tmp_path / "replay")["port"]
+    assert again["trajectory"]["turns"] == row["trajectory"]["turns"] and again["grades"]["order"]["score"] == 1.0
+
+
+def test_without_telemetry_the_reply_is_graded_and_trajectory_graders_are_na(tmp_path: Path) -> None:
+    target = {"kind": "command", "command": [sys.executable, str(SILENT)], "telemetry": False}
+    rows = [{"id": "two", "input": ["hello", "again"], "ground_truth": "echo: again"}]
+    result = run_cli("run", str(_suite(tmp_path, target, rows, TOOL_GRADERS)), "-o", str(tmp_path / "out"))
+    row = _rows(tmp_path / "out")["two"]
+    assert [t["steps"][-1]["content"] for t in row["trajectory"]["turns"]] == ["echo: hello", "echo: again"]
+    reason = "trajectory not observed (no telemetry from the agent)"
+    assert row["trajectory"]["not_observed"] == reason
+    for name in ("order", "loops"):
+        assert row["grades"][name]["applicable"] is False and reason in row["grades"][name]["rationale"]
+    assert row["grades"]["answer"]["score"] == 1.0 and result.returncode == 0, result.stdout
+
+
+def test_an_agent_that_exits_without_replying_is_an_error_with_its_stderr(tmp_path: Path) -> None:
+    target = {"kind": "command", "command": [sys.executable, str(SILENT)], "telemetry": False,
+              "env": {"EXIT_AT": "2"}}
+    rows = [{"id": "dies", "input": ["hello", "again"], "ground_truth": "x"}]
+    result = run_cli("run", str(_suite(tmp_path, target, rows, TOOL_GRADERS)), "-o", str(tmp_path / "out"))
+    row = _rows(tmp_path / "out")["dies"]
+    message = row["error"]["message"]
+    assert "silent_agent.py: exited (code 3) without replying to turn 2" in message
+    assert "giving up: out of ideas" in message and row["passed"] is not True
+    assert row["grades"].get("answer", {}).get("score") != 0.0  # an error is never scored as a zero
+    assert result.returncode == 3, result.stdout
+
+
+def test_an_agent_that_ignores_end_of_input_is_killed_after_exit_timeout(tmp_path: Path) -> None:
+    target = {"kind": "command", "command": [sys.executable, str(SILENT)], "telemetry": False,
+              "env": {"HANG_AT_END": "1"}, "exit_timeout": 0.5}
+    rows = [{"id": "hangs", "input": "hello", "ground_truth": "echo: hello"}]
+    run_cli("run", str(_suite(tmp_path, target, rows, TOOL_GRADERS)), "-o", str(tmp_path / "out"))
+    row = _rows(tmp_path / "out")["hangs"]
+    assert "did not exit within exit_timeout (0.5s)" in row["error"]["message"]
