@@ -44,6 +44,9 @@ class ExternalSpec(TargetBase):
     telemetry: bool = Field(default=True, description="Run a loopback OTLP/HTTP receiver and rebuild each episode's "
                             "trajectory from the agent's spans (needs the otel extra for protobuf); false: the "
                             "replies alone are graded and trajectory graders are n/a.")
+    otlp_port: int | None = Field(default=None, ge=0, le=65535, description="The receiver's port on 127.0.0.1 "
+                                  "(default: a free one for a command agent, which is told it; 4318, OTLP/HTTP's "
+                                  "usual port, for an HTTP agent, which must be pointed at it).")
 
 
 @dataclass
@@ -162,6 +165,8 @@ def receiver_for(target: Any) -> OtlpReceiver:
         from evals_cli.traces.receiver import OtlpReceiver, protobuf_decoder
 
         protobuf_decoder()  # the otel extra, or exit 2 naming it, before any agent runs
-        found = target._receiver = OtlpReceiver().start()
+        port = getattr(target.spec, "otlp_port", None)
+        port = int(port if port is not None else getattr(target, "default_otlp_port", 0))
+        found = target._receiver = OtlpReceiver(port).start()
         weakref.finalize(target, found.stop)
     return found

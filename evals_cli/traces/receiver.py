@@ -60,7 +60,8 @@ def decode_body(raw: bytes, content_type: str, encoding: str) -> dict[str, Any]:
 class OtlpReceiver:
     """The run's receiver (one per target, started on first use); thread-safe, its server in a daemon thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
+        self.port = port
         self.requests: list[dict[str, Any]] = []
         self.problems: list[str] = []
         self.changed = threading.Condition()
@@ -75,7 +76,11 @@ class OtlpReceiver:
 
     def start(self) -> OtlpReceiver:
         if self._server is None:
-            self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+            try:
+                self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
+            except OSError as exc:
+                raise ConfigError(f"target.otlp_port: cannot listen on 127.0.0.1:{self.port} for the agent's spans "
+                                  f"({exc.strerror or exc}); free the port or choose another otlp_port") from None
             self._server.daemon_threads = True
             threading.Thread(target=self._server.serve_forever, name="otlp-receiver", daemon=True).start()
         return self
@@ -96,11 +101,13 @@ class OtlpReceiver:
             self.problems.append(text)
             self.changed.notify_all()
 
-    def requests_for(self, tag: str) -> list[dict[str, Any]]:
-        """The export requests that hold spans of episode `tag`, each cut down to those spans' resources."""
+    def requests_for(self, tag: str, trace_ids: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+        """The export requests that hold spans of episode `tag` (or of the traces evals-cli started for it, by the
+        traceparent it sent), each cut down to those spans' resources."""
         with self.changed:
             held = list(self.requests)
         traces = {span.trace_id for request in held for span in _spans(request) if _names_session(span, tag)}
+        traces |= trace_ids
         out = []
         for request in held:
             kept = [rs for rs in request.get("resourceSpans") or [] if isinstance(rs, dict) and any(
@@ -109,7 +116,7 @@ class OtlpReceiver:
                 out.append({"resourceSpans": kept})
         return out
 
-    def wait_quiet(self, tag: str, quiet_s: float, bound_s: float) -> None:
+    def wait_quiet(self, tag: str, quiet_s: float, bound_s: float, trace_ids: frozenset[str] = frozenset()) -> None:
         """Until spans of `tag` arrived and nothing came for `quiet_s` (an HTTP agent's exporter sends in batches
         after its reply), at most `bound_s`. Woken by each request (a condition, not a poll)."""
         deadline = time.monotonic() + bound_s
@@ -120,11 +127,11 @@ class OtlpReceiver:
                 if left <= 0:
                     return
                 self.changed.wait(min(quiet_s, left))
-                if len(self.requests) == seen and time.monotonic() < deadline and self._has(tag):
+                if len(self.requests) == seen and time.monotonic() < deadline and self._has(tag, trace_ids):
                     return
 
-    def _has(self, tag: str) -> bool:
-        return any(_resource_tag(s) == tag or _names_session(s, tag) for r in self.requests for s in _spans(r))
+    def _has(self, tag: str, trace_ids: frozenset[str]) -> bool:
+        return any(_names_session(s, tag) or s.trace_id in trace_ids for r in self.requests for s in _spans(r))
 
 
 def _spans(request: dict[str, Any]) -> list[Span]:
