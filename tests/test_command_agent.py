@@ -95,3 +95,12 @@ def test_an_agent_that_ignores_end_of_input_is_killed_after_exit_timeout(tmp_pat
     run_cli("run", str(_suite(tmp_path, target, rows, TOOL_GRADERS)), "-o", str(tmp_path / "out"))
     row = _rows(tmp_path / "out")["hangs"]
     assert "did not exit within exit_timeout (0.5s)" in row["error"]["message"]
+
+
+def test_a_program_that_is_not_there_is_exit_2_naming_the_field(tmp_path: Path) -> None:
+    target = {"kind": "command", "command": ["no-such-agent-program"], "telemetry": False}
+    rows = [{"id": "a", "input": "hi", "ground_truth": "x"}]
+    result = run_cli("run", str(_suite(tmp_path, target, rows, TOOL_GRADERS)), "-o", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "target.command: program 'no-such-agent-program' not found (on PATH)" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout

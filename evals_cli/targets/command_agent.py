@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import uuid
 from collections import deque
@@ -24,9 +25,11 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from evals_cli.endpoints.errors import InvalidResponse
+from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import StopReason, Trajectory, Turn
-from evals_cli.targets.base import TARGETS, Target, Toolbox
+from evals_cli.settings import child_environment
+from evals_cli.targets.base import TARGETS, Target, TargetContext, Toolbox
 from evals_cli.targets.external import (
     ExternalEpisode,
     ExternalSpec,
@@ -74,7 +77,7 @@ class CommandEpisode(ExternalEpisode):
         self._stderr_task: asyncio.Task[None] | None = None
 
     def environment(self) -> dict[str, str]:
-        spec, env = self.target.spec, {**os.environ, **self.target.spec.env}
+        spec, env = self.target.spec, {**child_environment(), **self.target.spec.env}
         env["EVALS_EPISODE"] = self.tag
         if spec.telemetry:
             endpoint = receiver_for(self.target).endpoint
@@ -199,7 +202,25 @@ class CommandAgent(Target):
     """An agent program run per episode (see the module's docstring)."""
 
     calls_model = False  # the program calls its own model: model_judge graders need a judge of their own
+    checked_by_building = True  # building finds the program: `evals validate` reports a missing one
     spec: CommandTarget
+
+    def __init__(self, spec: CommandTarget, ctx: TargetContext) -> None:
+        super().__init__(spec, ctx)
+        if getattr(ctx.pool, "replay", None) is None:  # a replay starts no process: the program may be absent
+            self._find_program()
+
+    def _find_program(self) -> None:
+        """The program exists (exit 2 naming it before any sample, not an error per sample)."""
+        program, base = self.spec.command[0], self.ctx.base_dir
+        relative = "/" in program
+        found = (base / program).exists() if relative else shutil.which(program) is not None
+        if not found:
+            where = "relative to the suite" if relative else "on PATH"
+            raise ConfigError(f"target.command: program {program!r} not found ({where}); give its path, e.g. "
+                              "command: [python3, agent.py]")
+        if self.spec.cwd is not None and not (base / self.spec.cwd).is_dir():
+            raise ConfigError(f"target.cwd: {self.spec.cwd!r} is not a folder (relative to the suite)")
 
     def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
         return CommandEpisode(self, sample)

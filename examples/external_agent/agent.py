@@ -91,13 +91,16 @@ def answer(client: OpenAI, model: str, tracer_: trace.Tracer, messages: list[dic
             "gen_ai.tool.definitions": definitions}):
         for _ in range(MAX_STEPS):
             with tracer_.start_as_current_span(f"chat {model}") as span:
-                reply = client.chat.completions.create(model=model, messages=messages, tools=TOOLS)
+                reply = client.chat.completions.create(model=model, messages=messages, tools=TOOLS, max_tokens=256)
                 message = reply.choices[0].message.model_dump(exclude_none=True)
                 message.pop("refusal", None)
                 span.set_attributes({"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
                                      "gen_ai.input.messages": json.dumps([parts(m) for m in messages]),
                                      "gen_ai.output.messages": json.dumps([parts(message)]),
                                      "gen_ai.response.finish_reasons": [reply.choices[0].finish_reason or "stop"]})
+                if reply.usage is not None:
+                    span.set_attributes({"gen_ai.usage.input_tokens": reply.usage.prompt_tokens,
+                                         "gen_ai.usage.output_tokens": reply.usage.completion_tokens})
             messages.append(message)
             if not message.get("tool_calls"):
                 return str(message.get("content") or "")
