@@ -5,6 +5,7 @@ server through the real openai client; without telemetry the replies alone, traj
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,23 @@ def test_a_program_that_is_not_there_is_exit_2_naming_the_field(tmp_path: Path) 
     assert result.returncode == 2
     assert "target.command: program 'no-such-agent-program' not found (on PATH)" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def test_a_stuck_agent_is_cut_off_by_the_sample_timeout_and_its_group_killed(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    target = {"kind": "command", "command": [sys.executable, str(SILENT)], "telemetry": False,
+              "env": {"STUCK_AT": "1", "PIDS_FILE": str(pids)}, "sample_timeout": 2}
+    rows = [{"id": "stuck", "input": "hello", "ground_truth": "x"}]
+    run_cli("run", str(_suite(tmp_path, target, rows, TOOL_GRADERS)), "-o", str(tmp_path / "out"))
+    row = _rows(tmp_path / "out")["stuck"]
+    assert row["error"] is not None and row["passed"] is not True
+    agent, child = (int(p) for p in pids.read_text().split())
+    assert not _alive(agent) and not _alive(child)  # the program and what it started: gone when the run returns
