@@ -119,6 +119,7 @@ def test_each_turn_is_posted_with_its_session_and_graded_on_the_agents_spans(tmp
     suite, recording = _suite(tmp_path, agent), tmp_path / "rec.jsonl"
     live = run_cli("run", str(suite), "-o", str(tmp_path / "live"), "--record", str(recording))
     assert live.returncode == 0, live.stdout + live.stderr
+    assert f"OTLP receiver for the agent's spans: http://127.0.0.1:{agent.otlp_port}/v1/traces" in live.stderr
     row = read_jsonl(tmp_path / "live" / "results.jsonl")[0]
     assert agent.bodies == [{"session_id": agent.bodies[0]["session_id"], "message": "Which port?"}]
     assert agent.bodies[0]["session_id"].startswith("port-")

@@ -169,4 +169,10 @@ def receiver_for(target: Any) -> OtlpReceiver:
         port = int(port if port is not None else getattr(target, "default_otlp_port", 0))
         found = target._receiver = OtlpReceiver(port).start()
         weakref.finalize(target, found.stop)
+        if getattr(target, "announces_receiver", False):  # an agent already running must be pointed at it
+            from evals_cli.display.console import make_console
+
+            make_console(stderr=True).print(f"OTLP receiver for the agent's spans: {found.endpoint}/v1/traces "
+                                            f"(its OTEL_EXPORTER_OTLP_ENDPOINT: {found.endpoint})", markup=False,
+                                            highlight=False, soft_wrap=True)
     return found

@@ -120,6 +120,7 @@ class HttpAgent(Target):
 
     calls_model = False  # the agent calls its own model: model_judge graders need a judge of their own
     default_otlp_port: ClassVar[int] = 4318
+    announces_receiver: ClassVar[bool] = True  # the agent runs already: its receiver's address is printed
     spec: HttpTarget
 
     @classmethod
