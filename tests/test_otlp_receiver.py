@@ -5,11 +5,14 @@ refused with a reason kept."""
 from __future__ import annotations
 
 import json
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -18,6 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from evals_cli.traces.otlp import spans_of_request
 from evals_cli.traces.receiver import OtlpReceiver
+from tests.helpers import run_cli
 
 
 @pytest.fixture
@@ -73,3 +77,16 @@ def test_json_is_read_and_a_bad_body_is_refused_with_its_reason(receiver: OtlpRe
     assert _post(f"{receiver.endpoint}/v1/metrics", b"{}", "application/json") == 404
     assert len(receiver.problems) == 2 and "could not be read" in receiver.problems[0]
     assert len(receiver.requests) == 1
+
+
+def test_without_the_otel_extra_a_suite_with_telemetry_is_exit_2_naming_the_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry.proto.collector.trace.v1.trace_service_pb2", None)  # not installed
+    (tmp_path / "rows.jsonl").write_text('{"id": "a", "input": "hi"}\n', encoding="utf-8")
+    suite = {"name": "x", "dataset": "rows.jsonl", "target": {"kind": "command", "command": [sys.executable, "-c", ""]},
+             "graders": {"loops": {"kind": "no_loops"}},
+             "gate": {"kind": "weighted_average", "aggregation": "avg_score", "op": "gte", "value": 0.5}}
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite), encoding="utf-8")
+    result = run_cli("run", str(tmp_path / "suite.yaml"), "-o", str(tmp_path / "out"))
+    assert result.returncode == 2 and "pip install 'evals-cli[otel]'" in result.stderr
+    assert "telemetry: false" in result.stderr and "Traceback" not in result.stderr

@@ -34,6 +34,7 @@ from evals_cli.targets.external import (
     ExternalEpisode,
     ExternalSpec,
     Observed,
+    check_telemetry,
     observe,
     receiver_for,
     record,
@@ -209,6 +210,7 @@ class CommandAgent(Target):
         super().__init__(spec, ctx)
         if getattr(ctx.pool, "replay", None) is None:  # a replay starts no process: the program may be absent
             self._find_program()
+        check_telemetry(spec, ctx.pool)
 
     def _find_program(self) -> None:
         """The program exists (exit 2 naming it before any sample, not an error per sample)."""

@@ -156,6 +156,15 @@ def replay_turn(episode: ExternalEpisode, turn: Turn) -> None:
     episode.reply(turn, observed.replies[index])
 
 
+def check_telemetry(spec: ExternalSpec, pool: Any) -> None:
+    """Exit 2 naming the install command before any agent runs when the receiver could not read protobuf (a replay
+    receives nothing: it needs no package)."""
+    if spec.telemetry and getattr(pool, "replay", None) is None:
+        from evals_cli.traces.receiver import protobuf_decoder
+
+        protobuf_decoder()
+
+
 def receiver_for(target: Any) -> OtlpReceiver:
     """The target's receiver, started on first use (one per target: its episodes tell their spans apart by tag)."""
     found = getattr(target, "_receiver", None)

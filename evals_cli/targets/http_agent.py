@@ -26,11 +26,12 @@ from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.endpoints.secrets import header_secrets
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import StopReason, Trajectory, Turn
-from evals_cli.targets.base import TARGETS, Target, Toolbox
+from evals_cli.targets.base import TARGETS, Target, TargetContext, Toolbox
 from evals_cli.targets.external import (
     ExternalEpisode,
     ExternalSpec,
     Observed,
+    check_telemetry,
     observe,
     receiver_for,
     record,
@@ -119,9 +120,14 @@ class HttpAgent(Target):
     """An agent behind an HTTP API (see the module's docstring)."""
 
     calls_model = False  # the agent calls its own model: model_judge graders need a judge of their own
+    checked_by_building = True  # building checks the otel extra: `evals validate` reports it missing
     default_otlp_port: ClassVar[int] = 4318
     announces_receiver: ClassVar[bool] = True  # the agent runs already: its receiver's address is printed
     spec: HttpTarget
+
+    def __init__(self, spec: HttpTarget, ctx: TargetContext) -> None:
+        super().__init__(spec, ctx)
+        check_telemetry(spec, ctx.pool)
 
     @classmethod
     def resolve_endpoint(cls, spec: HttpTarget, overrides: dict[str, Any] | None = None) -> Endpoint:
