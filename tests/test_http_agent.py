@@ -54,6 +54,7 @@ class Agent:
 
     def __init__(self, otlp_port: int) -> None:
         self.otlp_port = otlp_port
+        self.unavailable = 0
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         agent = self
@@ -65,6 +66,12 @@ class Agent:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 agent.bodies.append(body)
+                if agent.unavailable > 0:  # overloaded: the client retries as with a model endpoint
+                    agent.unavailable -= 1
+                    self.send_response(503)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 agent.headers.append({k.lower(): v for k, v in self.headers.items()})
                 trace = self.headers["traceparent"].split("-")[1]
                 export = {"resourceSpans": [{"resource": {"attributes": []},
@@ -143,3 +150,12 @@ def test_a_reply_path_that_is_not_there_is_the_samples_error_naming_it(tmp_path:
     row = read_jsonl(tmp_path / "out" / "results.jsonl")[0]
     assert "nothing at 'reply.text' (no 'reply'; found ['output'])" in row["error"]["message"]
     assert result.returncode == 3
+
+
+def test_a_503_is_retried_as_for_a_model_endpoint(tmp_path: Path, agent: Agent) -> None:
+    agent.unavailable = 1
+    result = run_cli("run", str(_suite(tmp_path, agent, telemetry=False)), "-o", str(tmp_path / "out"))
+    row = read_jsonl(tmp_path / "out" / "results.jsonl")[0]
+    assert len(agent.bodies) == 2 and agent.bodies[0] == agent.bodies[1]  # the same turn, sent again
+    assert row["error"] is None and row["trajectory"]["turns"][0]["steps"][-1]["content"] == "The port is 5433."
+    assert row["grades"]["order"]["applicable"] is False and result.returncode == 0, result.stdout
