@@ -125,3 +125,18 @@ def test_a_stuck_agent_is_cut_off_by_the_sample_timeout_and_its_group_killed(tmp
     assert row["error"] is not None and row["passed"] is not True
     agent, child = (int(p) for p in pids.read_text().split())
     assert not _alive(agent) and not _alive(child)  # the program and what it started: gone when the run returns
+
+
+def test_each_turn_of_a_conversation_gets_its_own_steps_from_the_spans(tmp_path: Path, server: ScriptedServer) -> None:
+    server.script = agent_script({"port": [call("read_file", {"path": "config.toml"}), text("Port 5433.")],
+                                  "host": [text("The host is db.internal.")]})
+    target = {"kind": "command", "command": [sys.executable, str(AGENT)],
+              "env": {"OPENAI_BASE_URL": server.url, "AGENT_MODEL": "scripted"}}
+    rows = [{"id": "two", "input": ["Which port?", "And the host?"], "ground_truth": "db.internal"}]
+    result = run_cli("run", str(_suite(tmp_path, target, rows, TOOL_GRADERS)), "-o", str(tmp_path / "out"))
+    row = _rows(tmp_path / "out")["two"]
+    turns = row["trajectory"]["turns"]
+    assert [t["user"] for t in turns] == ["Which port?", "And the host?"]
+    assert [[c["name"] for s in t["steps"] for c in s["tool_calls"]] for t in turns] == [["read_file"], []]
+    assert [t["steps"][-1]["content"] for t in turns] == ["Port 5433.", "The host is db.internal."]
+    assert "not_observed" not in row["trajectory"] and result.returncode in (0, 1), result.stdout

@@ -159,3 +159,28 @@ def test_a_503_is_retried_as_for_a_model_endpoint(tmp_path: Path, agent: Agent) 
     assert len(agent.bodies) == 2 and agent.bodies[0] == agent.bodies[1]  # the same turn, sent again
     assert row["error"] is None and row["trajectory"]["turns"][0]["steps"][-1]["content"] == "The port is 5433."
     assert row["grades"]["order"]["applicable"] is False and result.returncode == 0, result.stdout
+
+
+def _export(trace: str, question: str) -> dict[str, Any]:
+    return {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": _spans(trace, question)}]}]}
+
+
+def test_spans_that_do_not_rebuild_every_turn_leave_the_replies_and_say_why() -> None:
+    from evals_cli.models.trajectory import Step, Trajectory, Turn
+    from evals_cli.targets.external import observe
+
+    trajectory = Trajectory(turns=[Turn(user=u, steps=[Step(content=f"re: {u}")]) for u in ("Which port?", "Host?")])
+    observe(trajectory, [_export("ab" * 16, "Which port?")], "ep")
+    assert trajectory.not_observed == "trajectory not observed (the agent's spans hold 1 turn(s), the conversation 2)"
+    assert [[s.content for s in t.steps] for t in trajectory.turns] == [["re: Which port?"], ["re: Host?"]]
+
+
+def test_the_reply_the_user_was_shown_stays_the_answer() -> None:
+    from evals_cli.models.trajectory import Step, Trajectory, Turn
+    from evals_cli.targets.external import observe
+
+    trajectory = Trajectory(turns=[Turn(user="Which port?", steps=[Step(content="It is 5433, I think.")])])
+    observe(trajectory, [_export("cd" * 16, "Which port?")], "ep")
+    assert trajectory.not_observed is None
+    assert [c.name for c in trajectory.turns[0].tool_calls] == ["read_file"]
+    assert trajectory.turns[0].answer == "It is 5433, I think."  # the spans' last text differs: the reply wins
