@@ -140,3 +140,15 @@ def test_each_turn_of_a_conversation_gets_its_own_steps_from_the_spans(tmp_path:
     assert [[c["name"] for s in t["steps"] for c in s["tool_calls"]] for t in turns] == [["read_file"], []]
     assert [t["steps"][-1]["content"] for t in turns] == ["Port 5433.", "The host is db.internal."]
     assert "not_observed" not in row["trajectory"] and result.returncode in (0, 1), result.stdout
+
+
+def test_a_key_in_the_agents_env_is_masked_in_its_stderr_tail(tmp_path: Path) -> None:
+    key = "agent-secret-key-9f8e7d6c5b4a"
+    target = {"kind": "command", "command": [sys.executable, "-c",
+                                             "import os, sys; print(os.environ['AGENT_API_KEY'], file=sys.stderr)"],
+              "env": {"AGENT_API_KEY": key}, "telemetry": False}
+    rows = [{"id": "leaks", "input": "hi", "ground_truth": "x"}]
+    result = run_cli("run", str(_suite(tmp_path, target, rows, TOOL_GRADERS)), "-o", str(tmp_path / "out"))
+    message = _rows(tmp_path / "out")["leaks"]["error"]["message"]
+    assert "its stderr ended with" in message and key not in message
+    assert key not in result.stdout + result.stderr + (tmp_path / "out" / "results.jsonl").read_text()
