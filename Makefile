@@ -8,7 +8,7 @@ LOCK     := requirements.lock
 DEV_LOCK := requirements-dev.lock
 UV_VERSION := 0.13.9
 
-.PHONY: help demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline eval-telecom validate lint record-demo bench clean eval-traces record-demo-traces
+.PHONY: help demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline eval-telecom validate lint record-demo bench clean eval-traces record-demo-traces eval-external record-external
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -126,6 +126,19 @@ eval-traces: $(VENV)/.installed
 ## served on 127.0.0.1 (needs the dev install: the instrumentation is a dev dependency).
 record-demo-traces: $(VENV)/.installed-dev
 	$(BIN)/python scripts/record_demo_traces.py
+
+## An agent evals-cli does not drive (examples/external_agent/agent.py), run as a command agent and graded on its own
+## OpenTelemetry spans, offline: its replies and spans replayed from the recording, so no process starts; the gate
+## decides the exit code (0 or 1), exit 2 or 3 fails the target.
+eval-external: $(VENV)/.installed
+	$(EVALS) run suites/external_agent.yaml --replay suites/external_agent.recording.jsonl || [ $$? -eq 1 ]
+
+## Record that example again: the agent process against the model at EXTERNAL_AGENT_BASE_URL (default the real small
+## model of `make serve-model`), its spans received live (needs the dev install: the agent uses the OpenTelemetry SDK).
+record-external: $(VENV)/.installed-dev
+	rm -f suites/external_agent.recording.jsonl
+	EXTERNAL_AGENT_PYTHON=$(abspath $(BIN))/python $(EVALS) run suites/external_agent.yaml -c 1 \
+		--record suites/external_agent.recording.jsonl || [ $$? -eq 1 ]
 
 ## A live MCP server's tools (mcp-server-time), offline: the model and the server both replayed from the recording
 ## of the real small model, so no server starts; the gate decides the exit code (0 or 1), exit 2 or 3 fails the target.

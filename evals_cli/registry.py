@@ -79,6 +79,8 @@ BUILTIN_KINDS: dict[str, dict[str, str]] = {
         "tools_avoided": "evals_cli.graders.kinds.trajectory",
     },
     "evals_cli.targets": {
+        "command": "evals_cli.targets.command_agent",
+        "http": "evals_cli.targets.http_agent",
         "openai_chat": "evals_cli.targets.openai_chat",
         "openai_responses": "evals_cli.targets.openai_responses",
         "python": "evals_cli.targets.python_agent",

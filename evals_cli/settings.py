@@ -236,3 +236,10 @@ def listing() -> list[Knob]:
     return [Knob(k.env, kinds.get(k.kind, "text"), k.default,
                  os.environ.get(k.env) if k.empty_is_set else os.environ.get(k.env) or None, k.secret, k.description)
             for k in KNOBS.values()]
+
+
+def child_environment() -> dict[str, str]:
+    """The environment an agent program evals-cli starts inherits (a `command` target): evals-cli's own, as a shell
+    would pass it, so the program finds its model's key and PATH as when run by hand. Read here, where every other
+    environment read is, so that which modules look at the environment stays one list (tests/test_settings.py)."""
+    return dict(os.environ)

@@ -121,5 +121,5 @@ def test_a_kind_no_target_runs_is_a_config_error_naming_the_kinds_that_do() -> N
     spec = type("Spec", (), {"kind": "recorded_sessions"})()
     suite = SuiteSpec.model_construct(target=spec, tools={})
     with pytest.raises(ConfigError, match="target.kind: 'recorded_sessions' has no agent to run here; the kinds "
-                                          "that do: openai_chat, openai_responses, python"):
+                                          "that do: command, http, openai_chat, openai_responses, python"):
         build_target(suite, Endpoint(role="agent", base_url=None, api_key="k", model="m"), ClientPool(), None)

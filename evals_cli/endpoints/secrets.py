@@ -261,8 +261,8 @@ def endpoint_secrets(api_key: str | None, base_url: str | None, extra: Any = Non
 
 def spec_secrets(spec: Any, _depth: int = 0) -> list[str]:
     """The secrets a suite (as a JSON-like dump) states anywhere: every `api_key`, the credentials of every
-    `base_url`, and secret-looking values under every `extra_body` / `headers`, however deep (target, judge
-    block, graders, panel judges)."""
+    `base_url` (and an http agent's `url`), and secret-looking values under every `extra_body` / `headers` / `env`
+    (a command agent's, an MCP server's), however deep (target, judge block, graders, panel judges)."""
     found: list[str] = []
     if _depth > 50:
         return found
@@ -270,9 +270,9 @@ def spec_secrets(spec: Any, _depth: int = 0) -> list[str]:
         for key, item in spec.items():
             if key == "api_key" and isinstance(item, str):
                 found.append(item)
-            elif key == "base_url" and isinstance(item, str):
+            elif key in ("base_url", "url") and isinstance(item, str):  # url: an http agent's
                 found += url_secrets(item)
-            elif key in ("extra_body", "headers", "extra_headers", "default_headers"):
+            elif key in ("extra_body", "headers", "extra_headers", "default_headers", "env"):  # env: a command's
                 found += secret_values(item)
             else:
                 found += spec_secrets(item, _depth + 1)

@@ -87,6 +87,9 @@ class Grader(Generic[SpecT]):
 
     per_turn: ClassVar[bool] = False
     uses_judge: ClassVar[bool] = False  # calls a model: skipped by --no-judge, graded after the others
+    #: Grades the agent's steps (tool calls, their order and arguments), not only its replies: n/a with the reason
+    #: when an external agent's steps were not observed (`Trajectory.not_observed`), never a pass on nothing.
+    reads_steps: ClassVar[bool] = False
 
     def __init__(self, name: str, spec: SpecT, ctx: GraderContext) -> None:
         self.name = name

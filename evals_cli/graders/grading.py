@@ -133,6 +133,8 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
     tools = tools or {}
 
     async def one(grader: Grader) -> Grade | TurnScores:
+        if grader.reads_steps and trajectory.not_observed:
+            return Grade.not_applicable(trajectory.not_observed)
         if getattr(grader.spec, "scope", "conversation") == "reply":
             return await _grade_per_reply(grader, sample, trajectory, tools)
         if trajectory.end_reason == "diverged":

@@ -241,6 +241,12 @@ class Trajectory(Record):
         default_factory=list, description="Dual control: the user's tool calls after the agent's last reply (it "
         "acted, then ended the conversation without a message, or its simulator failed); written only when set.")
 
+    not_observed: str | None = Field(
+        default=None, description="An external agent (command, http) whose steps were not observed: why (no telemetry "
+        "from the agent, spans that do not rebuild its turns). Each turn then holds the reply alone and trajectory "
+        "graders are n/a with this reason. None: every step was observed (always, for an agent evals-cli drives); "
+        "written only when set.")
+
     @model_serializer(mode="wrap")
     def _without_setup(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
@@ -248,6 +254,8 @@ class Trajectory(Record):
             data.pop("setup_changes", None)
         if not data.get("closing_user_steps"):
             data.pop("closing_user_steps", None)
+        if data.get("not_observed") is None:
+            data.pop("not_observed", None)
         return data
 
     @property

@@ -70,6 +70,20 @@ class Agent(Protocol):
         ...
 
 
+class EpisodeState(list[dict[str, Any]]):
+    """The conversation of a kind that keeps resources per episode (a process, a session id): `start` returns one
+    instead of a plain list, every turn gets it back, the Episode sets `repeat` and `workspace` (the episode's
+    folder, when it has one) before the first turn and awaits `close` when the episode ends, however it ends
+    (`failed`: an error or a cancellation, so nothing is waited for), before it reads the world back."""
+
+    repeat: int = 0
+    workspace: Path | None = None
+
+    async def close(self, trajectory: Trajectory, failed: bool) -> None:
+        """Release the episode's resources and complete `trajectory` from them (default: nothing to do)."""
+        return None
+
+
 class SampleFailed(Exception):
     """A sample could not run to the end; the partial trajectory is kept for the results line."""
 

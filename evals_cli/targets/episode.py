@@ -35,7 +35,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory, Turn
 from evals_cli.simulation.loop import AgentFailed, converse
-from evals_cli.targets.base import SampleFailed, Target
+from evals_cli.targets.base import EpisodeState, SampleFailed, Target
 from evals_cli.tools.mock import MockToolbox, merge_tools, needs_world
 from evals_cli.tools.setup import run_setup_commands, run_setup_function
 
@@ -154,16 +154,35 @@ class Episode:
         if target.calls_model:  # the row's own model, asked instead of the run's (results say so)
             trajectory.agent_model = sample.agent_model
         conversation = target.start(sample, trajectory)
+        if isinstance(conversation, EpisodeState):  # a kind with per-episode resources (an agent process)
+            conversation.repeat = self.repeat
+            conversation.workspace = self.servers.folder if self.servers is not None else None
         max_steps = sample.max_steps or target.max_steps
+        failed = True
         try:
             answered = await self._drive(player, conversation, toolbox, schemas, max_steps)
+            failed = False
         except Exception as exc:
             trajectory.stop_reason = "error"
             raise SampleFailed(exc.cause if isinstance(exc, AgentFailed) else exc, trajectory) from exc
         finally:  # also cut off, failed or cancelled (sample_timeout): the world as the agent left it
-            await self.record_world()
+            try:
+                if isinstance(conversation, EpisodeState):
+                    await self._close(conversation, failed)
+            finally:
+                await self.record_world()
         trajectory.stop_reason = target.stop_reason(trajectory, toolbox) if answered else "max_steps"
         return trajectory
+    async def _close(self, state: EpisodeState, failed: bool) -> None:
+        """The kind's per-episode resources released; an error doing so fails an episode that had not failed."""
+        try:
+            await state.close(self.trajectory, failed)
+        except Exception as exc:
+            if failed:
+                return
+            self.trajectory.stop_reason = "error"
+            raise SampleFailed(exc, self.trajectory) from exc
+
     async def _drive(self, player: UserPlayer | None, conversation: list[dict[str, Any]], toolbox: MockToolbox,
                      schemas: list[dict[str, Any]], max_steps: int) -> bool:
         """Who speaks next: the player, or the row's scripted user messages; False when a turn hit max_steps."""

@@ -95,6 +95,7 @@ def find_loops(calls: list[tuple[int, ToolCall]], spec: NoLoopsSpec) -> list[Loo
 @GRADERS.register("no_loops", spec=NoLoopsSpec)
 class NoLoopsGrader(Grader[NoLoopsSpec]):
     """1 when no call repeats past the limits and no block of calls cycles; 0 otherwise (binary)."""
+    reads_steps = True
 
     async def grade(self, ctx: GradeContext) -> Grade:
         calls = [(i, c) for i, c in enumerate(ctx.trajectory.calls_by(self.spec.actor))

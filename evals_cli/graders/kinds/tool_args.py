@@ -91,6 +91,7 @@ class _Case:
 @GRADERS.register("tool_args", spec=ToolArgsSpec)
 class ToolArgsGrader(Grader[ToolArgsSpec]):
     """Each expected call is matched to a distinct actual call; score = matched / expected (or binary)."""
+    reads_steps = True
 
     def check_sample(self, sample: Sample) -> list[str]:
         """A malformed expected_calls shows before any model call, not as a grading error later."""

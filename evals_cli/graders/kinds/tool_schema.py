@@ -30,6 +30,7 @@ class ToolSchemaSpec(GraderBase):
 @GRADERS.register("tool_schema", spec=ToolSchemaSpec)
 class ToolSchemaGrader(Grader[ToolSchemaSpec]):
     """Score 1 - violating calls / calls (a call with several violations counts once); binary: 0 on any."""
+    reads_steps = True
 
     async def grade(self, ctx: GradeContext) -> Grade:
         calls = ctx.trajectory.tool_calls

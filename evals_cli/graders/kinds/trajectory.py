@@ -215,6 +215,7 @@ def mode_change_note(mode: str) -> str | None:
 @GRADERS.register("tool_order", spec=ToolOrderSpec)
 class ToolOrderGrader(Grader[ToolOrderSpec]):
     """The tools called against the expected ones, in one of five modes (see ToolOrderSpec)."""
+    reads_steps = True
 
     async def grade(self, ctx: GradeContext) -> Grade:
         expected = self.spec.expected if self.spec.expected is not None else ctx.sample.expected_tool_order
@@ -234,6 +235,7 @@ class ToolOrderGrader(Grader[ToolOrderSpec]):
 @GRADERS.register("forbidden_tools", spec=ForbiddenToolsSpec)
 class ForbiddenToolsGrader(Grader[ForbiddenToolsSpec]):
     """None of the forbidden tools (sample's plus spec's, globs allowed) was called."""
+    reads_steps = True
 
     async def grade(self, ctx: GradeContext) -> Grade:
         forbidden = list(dict.fromkeys([*(ctx.sample.forbidden_tools or []), *self.spec.tools]))
