@@ -416,7 +416,7 @@ class Execution:
         entry = self._flight.get(asyncio.current_task())  # type: ignore[arg-type]
         if entry is not None:
             entry.where = "grading"
-        tools = merge_tools(self.p.suite.tools, sample.tools)
+        tools = merge_tools(self.p.suite.tools, sample.tools, sample.inject)
         grading_started = time.perf_counter()
         grades = await grade_sample(self.p.graders, sample, trajectory, self.p.gate.passes, tools,
                                     grader_passes=self.p.gate.grader_passes, na_pass=self.p.gate.na_pass,

@@ -71,7 +71,7 @@ class Episode:
     @property
     def tools(self) -> dict[str, ToolSpec]:
         """The tools of this sample: the suite's (with the servers'), a row's own on top."""
-        return merge_tools(self.target.tools, self.sample.tools)
+        return merge_tools(self.target.tools, self.sample.tools, self.sample.inject)
 
     def toolbox(self, actor: Actor = "agent") -> MockToolbox:
         """A toolbox over this episode's world for one actor (built after `build`)."""
