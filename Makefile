@@ -8,7 +8,7 @@ LOCK     := requirements.lock
 DEV_LOCK := requirements-dev.lock
 UV_VERSION := 0.13.9
 
-.PHONY: help demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline validate lint record-demo bench clean eval-traces record-demo-traces
+.PHONY: help demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline eval-red-team validate lint record-demo bench clean eval-traces record-demo-traces
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -136,6 +136,12 @@ eval-mcp: $(VENV)/.installed
 ## model's recording: one sample leaves the wrong seat and one loops, so the gate fails (exit 1, expected here).
 eval-airline: $(VENV)/.installed
 	$(EVALS) run suites/airline.yaml --replay suites/airline.recording.jsonl || [ $$? -eq 1 ]
+
+## Red teaming offline: a support agent with a planted secret and a refund policy, attacked seven ways (the four
+## attacker strategies, data exfiltration, two injections through a tool result), replayed from the real small
+## model's recording; an attack got through, so the gate fails (exit 1, expected here); exit 2 or 3 fails the target.
+eval-red-team: $(VENV)/.installed
+	$(EVALS) run suites/red_team.yaml --replay suites/red_team.recording.jsonl || [ $$? -eq 1 ]
 
 ## Re-record it: the endpoint in suites/mcp_time.yaml (or EVAL_AGENT_BASE_URL), and mcp-server-time started with
 ## this project's Python (the dev install has it).
