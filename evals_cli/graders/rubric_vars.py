@@ -101,7 +101,6 @@ def rubric_variables(sample: Sample, trajectory: Trajectory, submission: str, gr
         "ground_truth": ground_truth if ground_truth is not None else "",
         "submission": submission,
         "trajectory": transcript(trajectory),
-        "tool_calls": [{"name": c.name, "arguments": c.arguments, "result": c.result, "injected": c.injected}
-                       for c in calls],
+        "tool_calls": [{"name": c.name, "arguments": c.arguments, "result": c.result} for c in calls],
         "tool_results": [c.result for c in calls],
     }
