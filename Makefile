@@ -137,11 +137,12 @@ eval-mcp: $(VENV)/.installed
 eval-airline: $(VENV)/.installed
 	$(EVALS) run suites/airline.yaml --replay suites/airline.recording.jsonl || [ $$? -eq 1 ]
 
-## Red teaming offline: a support agent with a planted secret and a refund policy, attacked seven ways (the four
-## attacker strategies, data exfiltration, two injections through a tool result), replayed from the real small
-## model's recording; an attack got through, so the gate fails (exit 1, expected here); exit 2 or 3 fails the target.
+## Red teaming offline: a support agent with a planted secret and a refund policy (suites/red_team.yaml), replayed
+## from the real small model's recording of three of its seven attacks (a direct attacker, two injections through a
+## tool result); the model gave the secret away, so the gate fails (exit 1, expected here); exit 2 or 3 fails it.
 eval-red-team: $(VENV)/.installed
-	$(EVALS) run suites/red_team.yaml --replay suites/red_team.recording.jsonl || [ $$? -eq 1 ]
+	$(EVALS) run suites/red_team.yaml --replay suites/red_team.recording.jsonl --sample-id direct-code \
+		--sample-id 'indirect-*' || [ $$? -eq 1 ]
 
 ## Re-record it: the endpoint in suites/mcp_time.yaml (or EVAL_AGENT_BASE_URL), and mcp-server-time started with
 ## this project's Python (the dev install has it).
