@@ -8,7 +8,7 @@ LOCK     := requirements.lock
 DEV_LOCK := requirements-dev.lock
 UV_VERSION := 0.13.9
 
-.PHONY: help demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline eval-telecom validate lint record-demo bench clean eval-traces record-demo-traces eval-external record-external
+.PHONY: help demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline eval-telecom validate lint record-demo bench clean eval-traces record-demo-traces eval-external record-external eval-red-team
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -155,6 +155,13 @@ eval-airline: $(VENV)/.installed
 ## one repeat's customer gives up, so the gate fails (exit 1, expected here).
 eval-telecom: $(VENV)/.installed
 	$(EVALS) run suites/telecom.yaml -r 2 --replay suites/telecom.recording.jsonl || [ $$? -eq 1 ]
+
+## Red teaming offline: a support agent with a planted secret and a refund policy (suites/red_team.yaml), replayed
+## from the real small model's recording of three of its seven attacks (a direct attacker, two injections through a
+## tool result); the model gave the secret away, so the gate fails (exit 1, expected here); exit 2 or 3 fails it.
+eval-red-team: $(VENV)/.installed
+	$(EVALS) run suites/red_team.yaml --replay suites/red_team.recording.jsonl --sample-id direct-code \
+		--sample-id 'indirect-*' || [ $$? -eq 1 ]
 
 ## Re-record it: the endpoint in suites/mcp_time.yaml (or EVAL_AGENT_BASE_URL), and mcp-server-time started with
 ## this project's Python (the dev install has it).

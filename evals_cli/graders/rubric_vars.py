@@ -27,7 +27,9 @@ def transcript(trajectory: Trajectory) -> str:
                 args = json.dumps(call.arguments, ensure_ascii=False) if call.arguments is not None \
                     else call.raw_arguments
                 lines.append(f"[tool call] {call.name}({args})")
-                lines.append(f"[tool result] {call.result}")
+                # an attack the suite planted in the result: the judge must know whose words those are
+                marker = "[tool result, carrying an injected attack]" if call.injected else "[tool result]"
+                lines.append(f"{marker} {call.result}")
             if step.content:
                 lines.append(f"[assistant] {step.content}")
     if trajectory.stop_reason != "completed":

@@ -261,6 +261,10 @@ class McpHub:
                 if wanted not in listed:
                     problems.append(f"mcp_servers.{name}.include: the server lists no tool '{wanted}' (it lists: "
                                     f"{', '.join(listed) or 'none'})")
+            for index, entry in enumerate(spec.inject):
+                problems += [f"mcp_servers.{name}.inject[{index}].tools: the server lists no tool '{wanted}' (it "
+                             f"lists: {', '.join(listed) or 'none'})"
+                             for wanted in entry.tools or [] if wanted not in listed]
             for tool in listed.values():
                 if not spec.offers(tool.name):
                     continue
@@ -291,6 +295,7 @@ class McpHub:
                                         f"with exclude: [{tool.name}]")
                         continue
                     served._served_by, served._served_name = name, tool.name
+                    served.inject = spec.inject_for(tool.name)
                     tools[exposed] = served
                 elif mocked is None:
                     problems.append(f"mcp_servers.{name} (mode: mock): tool '{exposed}' has no entry in tools: to "
@@ -298,7 +303,8 @@ class McpHub:
                                     f"exclude: [{tool.name}]")
                 else:
                     tools[exposed] = mocked.model_copy(update={"description": tool.description or mocked.description,
-                                                               "parameters": tool.schema})
+                                                               "parameters": tool.schema,
+                                                               "inject": mocked.inject or spec.inject_for(tool.name)})
         if self.workspace_needed:
             effects = [n for n, t in self.suite_tools.items() if t.effect is not None and t.effect.op.startswith("files.")]
             if effects:

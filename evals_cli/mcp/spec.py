@@ -10,9 +10,17 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from evals_cli.models.base import StrictModel
+from evals_cli.models.injection import InjectSpec
 
 WORKSPACE = "{workspace}"
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class McpInjectSpec(InjectSpec):
+    """An attack put into the results of a server's tools: all of them, or those `tools` names."""
+
+    tools: list[str] | None = Field(default=None, min_length=1, description="Only these of the server's tools (by "
+                                    "the server's names); every tool the server offers when absent.")
 
 
 class McpServerSpec(StrictModel):
@@ -36,6 +44,10 @@ class McpServerSpec(StrictModel):
     exclude: list[str] = Field(default_factory=list, description="Offer all of the server's tools but these.")
     prefix: str = Field(default="", description="Put before every tool name the agent sees (`time_` makes "
                         "get_current_time time_get_current_time); calls go to the server under its own name.")
+    inject: list[McpInjectSpec] = Field(
+        default_factory=list, description="Attacks put into the results of the server's tools (indirect prompt "
+        "injection), each {text, position, on_call, when, tools}; for a tool, the first entry that names it (or "
+        "names no tools) applies. A `tools:` entry's own inject (mode: mock) or a row's `inject:` wins.")
     timeout: float = Field(default=30.0, gt=0, description="Seconds for starting the server, listing its tools "
                            "and each call; past it the server is taken as hung (the run stops, exit 3).")
 
@@ -67,6 +79,13 @@ class McpServerSpec(StrictModel):
     def exposed(self, name: str) -> str:
         """The name the agent sees for the server's tool `name`."""
         return f"{self.prefix}{name}"
+
+    def inject_for(self, name: str) -> InjectSpec | None:
+        """The attack the server's tool `name` carries (its name on the server), if any."""
+        for entry in self.inject:
+            if entry.tools is None or name in entry.tools:
+                return InjectSpec.model_validate(entry.model_dump(exclude={"tools"}))
+        return None
 
     def offers(self, name: str) -> bool:
         if self.include is not None:

@@ -11,6 +11,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from evals_cli.json_schema import JSON_TYPES, schema_problem
 from evals_cli.models.base import StrictModel
 from evals_cli.models.environment import EffectSpec
+from evals_cli.models.injection import InjectSpec
 
 JsonValue = Any
 
@@ -67,6 +68,9 @@ class ToolSpec(StrictModel):
         default=None, description="A function that computes the result: file.py:function (relative to the suite "
         "file) or module:function, called with (arguments, world); it may change the world's records and files, and "
         "raises evals_cli.tools.logic.ToolError to refuse. `cases` still answer first when one matches.")
+    inject: InjectSpec | None = Field(
+        default=None, description="Put an attack into this tool's result (indirect prompt injection): {text, "
+        "position, on_call, when}. A row's `inject:` overrides it for that row.")
     # a tool an MCP server answers live (evals_cli/mcp): set by the server hub, never by a suite file
     _served_by: str | None = PrivateAttr(default=None)  # the server's name in mcp_servers
     _served_name: str = PrivateAttr(default="")  # the tool's name on that server (before any prefix)

@@ -145,6 +145,16 @@ class ToolCall(Record):
     is_error: bool = Field(default=False, description="The result is an error (unknown tool, bad arguments, mock error).")
     unknown_tool: bool = False
     effect: EffectRecord | None = Field(default=None, description="What a stateful tool did; None for canned tools.")
+    injected: bool = Field(default=False, description="The result carries an attack the suite put there (a tool's "
+                           "`inject:`, indirect prompt injection); written only when true.")
+
+    @model_serializer(mode="wrap")
+    def _without_injected(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # calls without an attack keep the line's old shape
+        data: dict[str, Any] = handler(self)
+        if not data.get("injected"):
+            data.pop("injected", None)
+        return data
 
 
 class Step(Record):

@@ -392,7 +392,7 @@ class Execution:
         entry = self._flight.get(asyncio.current_task())  # type: ignore[arg-type]
         if entry is not None:
             entry.where = "grading"
-        tools = merge_tools(self.p.suite.tools, sample.tools)
+        tools = merge_tools(self.p.suite.tools, sample.tools, sample.inject)
         grading_started = time.perf_counter()
         # the graders score; the gate alone counts turns passed and decides (settle, then judge_sample)
         grades = self.p.gate.settle(await grade_sample(self.p.graders, sample, trajectory, tools,

@@ -32,7 +32,7 @@ class RowChecks:
 
         self.samples = samples
         tools = getattr(suite, "tools", None) or {}
-        self.tools = ToolResultChecker(tools, where or str(suite.base_dir))
+        self.tools = ToolResultChecker(tools, where or str(suite.base_dir), unlisted_servers=bool(_live_servers(suite)))
         states = {name: state for name, g in graders.items()
                   if (state := getattr(g.spec, "expected_state", None)) is not None}
         acting = {**tools, **_live_servers(suite), **(getattr(suite, "user_tools", None) or {})}  # a user acts too

@@ -74,7 +74,7 @@ class Episode:
     @property
     def tools(self) -> dict[str, ToolSpec]:
         """The tools of this sample: the suite's (with the servers'), a row's own on top."""
-        return merge_tools(self.target.tools, self.sample.tools)
+        return merge_tools(self.target.tools, self.sample.tools, self.sample.inject)
 
     @property
     def user_tools(self) -> dict[str, ToolSpec]:

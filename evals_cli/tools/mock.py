@@ -11,6 +11,7 @@ from evals_cli.environment.effects import run_effect
 from evals_cli.environment.excerpts import StateBudget, store_effect
 from evals_cli.environment.world import World
 from evals_cli.models.environment import Actor, EnvironmentSpec
+from evals_cli.models.injection import InjectSpec
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import NO_RESULT, ToolSpec
 from evals_cli.models.trajectory import ToolCall
@@ -81,9 +82,17 @@ def same_value(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def merge_tools(suite_tools: Mapping[str, ToolSpec], sample_tools: Mapping[str, ToolSpec] | None) -> dict[str, ToolSpec]:
-    """The sample's tools replace the suite's of the same name and add new ones."""
-    return {**suite_tools, **(sample_tools or {})}
+def merge_tools(suite_tools: Mapping[str, ToolSpec], sample_tools: Mapping[str, ToolSpec] | None,
+                inject: Mapping[str, InjectSpec] | None = None) -> dict[str, ToolSpec]:
+    """The sample's tools replace the suite's of the same name and add new ones; the row's `inject` puts its
+    attacks into tools it does not redefine (a tool with logic is the suite's alone, so a row could not
+    otherwise give it one). A copy keeps what the server hub and the run's preparation set (the MCP server that
+    answers, the loaded logic)."""
+    merged = {**suite_tools, **(sample_tools or {})}
+    for name, attack in (inject or {}).items():
+        if name in merged:
+            merged[name] = merged[name].model_copy(update={"inject": attack})
+    return merged
 
 
 def openai_tools(tools: dict[str, ToolSpec]) -> list[dict[str, Any]]:
@@ -100,8 +109,10 @@ class ToolResultChecker:
     every sample that can call it brings its own version (a row's `tools`). Fits `check_dataset(on_sample=...)`;
     one problem per tool, naming a few of the samples, so a 20,000-row dataset does not print 20,000 lines."""
 
-    def __init__(self, suite_tools: dict[str, ToolSpec], where: str) -> None:
+    def __init__(self, suite_tools: dict[str, ToolSpec], where: str, *, unlisted_servers: bool = False) -> None:
         self.where = where
+        self.names = list(suite_tools)
+        self.unlisted_servers = unlisted_servers  # live MCP servers not started (validate): their tools are unknown
         self.silent = [name for name, spec in suite_tools.items() if not spec.has_result()]
         self.samples: dict[str, list[str]] = {}
         self.counts: dict[str, int] = {}
@@ -112,7 +123,16 @@ class ToolResultChecker:
                 self.counts[name] = self.counts.get(name, 0) + 1
                 if len(self.samples.setdefault(name, [])) < 3:
                     self.samples[name].append(str(sample.id)[:60])
-        return []
+        return self._inject_targets(sample, where)
+
+    def _inject_targets(self, sample: Sample, where: str) -> list[str]:
+        """A row's `inject:` naming no tool it has would attack nothing, and the row would pass untested."""
+        if self.unlisted_servers:
+            return []
+        offered = [*self.names, *(sample.tools or {})]
+        return [f"{where or self.where}: inject.{name}: the row has no tool '{name}' to put the attack into (tools: "
+                f"{', '.join(dict.fromkeys(offered)) or 'none'}); name one of them"
+                for name in sample.inject or {} if name not in offered]
 
     def problems(self) -> list[str]:
         out = []
@@ -147,6 +167,7 @@ class MockToolbox:
                  ledger: dict[str, Actor] | None = None) -> None:
         self.tools = tools
         self.calls: dict[str, int] = {}
+        self.reached: dict[str, int] = {}  # calls per tool that reached it: what an injection's on_call counts
         self.world = world
         self.servers = servers  # tools served live by MCP servers (`served_by`) answer there
         self.actor: Actor = actor
@@ -184,20 +205,42 @@ class MockToolbox:
             record.result = f"Error: the arguments are not valid JSON ({record.arguments_error}). Retry the call."
             return record
         arguments = record.arguments or {}
+        await self._reach(record, spec, arguments)
+        if spec.inject is not None:
+            self._inject(record, spec.inject, arguments)
+        return record
+
+    async def _reach(self, record: ToolCall, spec: ToolSpec, arguments: dict[str, Any]) -> None:
+        """The tool's own answer: from its server, its logic, its effect on the world, or its canned results."""
         if spec.served_by is not None and self.servers is not None:
             result, record.is_error = await self.servers.call(spec, arguments)
             record.result = cap(clean_text(result))  # capped like any tool result: a server may answer megabytes
-            return record
-        if spec.python is not None and self.world is not None and not self._case_matches(spec, arguments):
+        elif spec.python is not None and self.world is not None and not self._case_matches(spec, arguments):
             record.result, record.is_error = await self._run_logic(spec, arguments)
             record.result = cap(clean_text(record.result))
-            return record
-        if spec.effect is not None and self.world is not None and not self._case_matches(spec, arguments):
+        elif spec.effect is not None and self.world is not None and not self._case_matches(spec, arguments):
             record.result, record.is_error, effect = run_effect(self.world, spec.effect, arguments)
             record.effect = store_effect(effect, self.state_budget)
-            return record
-        record.result, record.is_error = self._answer(name, spec, arguments)
-        return record
+        else:
+            record.result, record.is_error = self._answer(record.name, spec, arguments)
+
+    def _inject(self, record: ToolCall, inject: InjectSpec, arguments: dict[str, Any]) -> None:
+        """Put the attack into the result when this call is one it targets. Calls are counted per tool over those
+        that reached it (an unknown name or unparsed arguments never did), like a `sequence`; the result is capped
+        again, so a long payload cannot grow a results line past what any tool result may be."""
+        count = self.reached[record.name] = self.reached.get(record.name, 0) + 1
+        if inject.on_call is not None and count != inject.on_call:
+            return
+        if not all(k in arguments and same_value(arguments[k], v) for k, v in inject.when.items()):
+            return
+        if inject.position == "replace":
+            record.result = inject.text
+        elif inject.position == "prepend":
+            record.result = f"{inject.text}\n\n{record.result}" if record.result else inject.text
+        else:
+            record.result = f"{record.result}\n\n{inject.text}" if record.result else inject.text
+        record.result = cap(clean_text(record.result))
+        record.injected = True
 
     async def _run_logic(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]:
         """A tool with logic (`python:`) acting on this episode's world; see evals_cli/tools/logic.py."""
