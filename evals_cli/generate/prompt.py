@@ -38,21 +38,10 @@ def changes_world(spec: ToolSpec) -> bool:
 def load_template(path: Path | None) -> str:
     """The template text: the user's file, else the shipped one; a missing file or a syntax error is exit 2
     naming `--template`."""
-    from evals_cli.graders.rubric import RubricError, compile_rubric
+    from evals_cli.graders.rubric import read_template
 
-    where = f"--template {path}"
-    try:
-        text = (path or DEFAULT_TEMPLATE_PATH).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{where}: no such file; give a Jinja2 template (or leave --template out for the "
-                          "built-in one)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot read it ({type(exc).__name__})") from None
-    try:
-        compile_rubric(text)
-    except RubricError as exc:
-        raise ConfigError(f"{where}: {exc}; fix the template") from None
-    return text
+    return read_template(path or DEFAULT_TEMPLATE_PATH, f"--template {path}",
+                         ": no such file; give a Jinja2 template (or leave --template out for the built-in one)")
 
 
 @dataclass(frozen=True)

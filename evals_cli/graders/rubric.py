@@ -54,6 +54,24 @@ def compile_rubric(text: str) -> Any:
         raise RubricLimitError(f"compiling stopped: {exc}") from None
 
 
+def read_template(path: Path, where: str, missing: str) -> str:
+    """A user's Jinja2 template file, read and compiled before any model call, so a missing, unreadable or broken
+    file is a ConfigError (exit 2) naming `where`; `missing` follows it when the file does not exist."""
+    from evals_cli.errors import ConfigError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{where}{missing}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot read it ({type(exc).__name__})") from None
+    try:
+        compile_rubric(text)
+    except RubricError as exc:
+        raise ConfigError(f"{where}: {exc}; fix the template") from None
+    return text
+
+
 @lru_cache(maxsize=128)
 def _compiled(text: str) -> Any:
     return _environment().from_string(text)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import END_TOOL, STOP_TOKEN, UserSpec
 
@@ -58,20 +57,10 @@ def load_template(path: Path | None, shown: str = "") -> str:
     ConfigError naming `user_simulator.system_prompt_file`."""
     if path is None:
         return DEFAULT_TEMPLATE
-    where = f"user_simulator.system_prompt_file: {shown or path}"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{where} not found (the path is relative to the suite file)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot read it ({type(exc).__name__})") from None
-    from evals_cli.graders.rubric import RubricError, compile_rubric
+    from evals_cli.graders.rubric import read_template
 
-    try:
-        compile_rubric(text)
-    except RubricError as exc:
-        raise ConfigError(f"{where}: {exc}; fix the template") from None
-    return text
+    return read_template(path, f"user_simulator.system_prompt_file: {shown or path}",
+                         " not found (the path is relative to the suite file)")
 
 
 def render(template: str, sample: Sample, user: UserSpec) -> str:
