@@ -135,6 +135,7 @@ class _ExitGuard:
         self.active = 0
         self.pid = 0
         self.originals: dict[tuple[Any, str], Any] = {}
+        self.installed: dict[tuple[Any, str], Any] = {}
 
     def _guarded(self, how: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def guarded(code: Any = 0) -> Any:
@@ -146,14 +147,19 @@ class _ExitGuard:
         return guarded
 
     def __enter__(self) -> _ExitGuard:
+        """Installs the guarded exits, again where something put another function back while the guard was held
+        (a call given up on still holds it, and an embedding program may restore its own exits): a guard that is
+        counted as held but no longer installed would let the next custom call end the process."""
         with self.lock:
             if self.active == 0:
                 self.pid = os.getpid()
-                for owner, name, how in ((os, "_exit", "os._exit"), (posix, "_exit", "posix._exit"),
-                                         (sys, "exit", "sys.exit")):
-                    real = getattr(owner, name)
-                    self.originals[(owner, name)] = real
-                    setattr(owner, name, self._guarded(how, real))
+            for owner, name, how in ((os, "_exit", "os._exit"), (posix, "_exit", "posix._exit"),
+                                     (sys, "exit", "sys.exit")):
+                current = getattr(owner, name)
+                if current is not self.installed.get((owner, name)):
+                    self.originals[(owner, name)] = current
+                    self.installed[(owner, name)] = self._guarded(how, current)
+                    setattr(owner, name, self.installed[(owner, name)])
             self.active += 1
         return self
 
@@ -164,6 +170,7 @@ class _ExitGuard:
                 for (owner, name), real in self.originals.items():
                     setattr(owner, name, real)
                 self.originals.clear()
+                self.installed.clear()
 
 
 EXIT_GUARD = _ExitGuard()

@@ -348,3 +348,17 @@ def test_custom_files_outside_the_suites_folder_are_refused(server: ScriptedServ
     suite.write_text(yaml.safe_dump(data), encoding="utf-8")
     done = run_cli("validate", str(suite), "--import-code")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_exit_guard_installs_again_what_was_put_back_while_it_was_held() -> None:
+    """A call given up on holds the guard; an embedding program (or the tests' in-process CLI helper) that puts its
+    own exits back meanwhile must not leave the next custom call unguarded (it would end the process)."""
+    from evals_cli.custom_code import EXIT_GUARD
+
+    real = sys.exit
+    with EXIT_GUARD:
+        sys.exit = real  # put back behind the guard's back
+        with EXIT_GUARD:
+            assert sys.exit is not real
+        assert sys.exit is not real  # still held by the outer holder
+    assert sys.exit is real
