@@ -58,6 +58,15 @@ def judged_run(server: ScriptedServer, folder: Path, *, rubric_text: str = RUBRI
     return out
 
 
+def judged_run_served(folder: Path) -> Path:
+    """`judged_run` with a scripted server of its own, stopped once the run is made (module fixtures share it)."""
+    server = ScriptedServer().start()
+    try:
+        return judged_run(server, folder)
+    finally:
+        server.stop()
+
+
 def label_line(sample: str, grader: str, turn: int | None, label: str, **extra: Any) -> str:
     return json.dumps({"sample_id": sample, "repeat": 0, "grader": grader, "turn": turn, "label": label,
                        "note": "", **extra})

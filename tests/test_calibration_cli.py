@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evals_cli.labels import read_labels
-from tests.calibration_runs import JUDGE_VERDICT, judged_run, label_line, write_labels
+from tests.calibration_runs import JUDGE_VERDICT, judged_run, judged_run_served, label_line, write_labels
 from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, text
 
@@ -26,11 +26,7 @@ QUALITY = [("a1", None), ("a2", None), ("a3", None), ("a4", None), ("conv", 0), 
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    server = ScriptedServer().start()
-    try:
-        return judged_run(server, tmp_path_factory.mktemp("made"))
-    finally:
-        server.stop()
+    return judged_run_served(tmp_path_factory.mktemp("made"))
 
 
 @pytest.fixture

@@ -14,18 +14,8 @@ import yaml
 
 from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
 from tests.scripted_server import Reply, ScriptedServer, text
+from tests.test_tool_logic import TOOLS, WORLD  # the airline of tests/tool_logic_airline.py
 
-WORLD = {"records": {
-    "users": [{"id": "u1", "name": "Ana", "credit": 0}, {"id": "u2", "name": "Ben", "credit": 10}],
-    "reservations": [{"id": "R1", "user_id": "u1", "status": "active", "price": 120},
-                     {"id": "R2", "user_id": "u2", "status": "cancelled", "price": 80}]}}
-TOOLS = {
-    "cancel_reservation": {"description": "Cancel a reservation and refund its price as credit.",
-                           "parameters": {"reservation_id": "The reservation id"},
-                           "python": "airline_tools.py:cancel_reservation"},
-    "get_reservation": {"description": "Look a reservation up.", "parameters": {"reservation_id": "The id"},
-                        "python": "airline_tools.py:get_reservation"},
-}
 POLICY = "Cancel a reservation only when it is active; its price becomes travel credit.\n"
 
 

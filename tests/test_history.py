@@ -20,7 +20,7 @@ import pytest
 
 from evals_cli.history import pages, scan_runs, trends
 from evals_cli.history.server import HistoryServer
-from tests.helpers import ROOT, run_cli, write_suite
+from tests.helpers import ROOT, run_cli, set_started, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, text
 
 ROWS = [{"id": "capital", "input": "capital of France?", "ground_truth": "Paris"},
@@ -39,14 +39,6 @@ def _run(server: ScriptedServer, tmp: Path, out: Path, script: dict[str, Any], *
     assert result.returncode in (0, 1), result.stdout + result.stderr
 
 
-def _started(folder: Path, when: str) -> None:
-    """Two runs of a test start in the same second: give each its own start, as runs a day apart have."""
-    path = folder / "summary.json"
-    data = json.loads(path.read_text())
-    data["started_at"] = when
-    path.write_text(json.dumps(data))
-
-
 @pytest.fixture
 def results(tmp_path: Path, server: ScriptedServer) -> Path:
     """r1 (half right) then r2 (all right), a matrix run of two models, r3 in flight (no summary yet, written just
@@ -54,8 +46,8 @@ def results(tmp_path: Path, server: ScriptedServer) -> Path:
     root = tmp_path / "results"
     _run(server, tmp_path, root / "r1", HALF)
     _run(server, tmp_path, root / "r2", RIGHT)
-    _started(root / "r1", "2025-01-01T10:00:00+00:00")
-    _started(root / "r2", "2025-01-02T10:00:00+00:00")
+    set_started(root / "r1", "2025-01-01T10:00:00+00:00")
+    set_started(root / "r2", "2025-01-02T10:00:00+00:00")
     _run(server, tmp_path, root / "nested" / "m", RIGHT, "--model", "a", "--model", "b")
     for name in ("r3", "r0"):
         shutil.copytree(root / "r1", root / name)

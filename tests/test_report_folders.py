@@ -3,10 +3,9 @@ saying so; `--why full` on a run over several models prints every model's reason
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tests.helpers import run_cli, write_suite
+from tests.helpers import run_cli, set_started, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, text
 
 ROWS = [{"id": "capital", "input": "capital of France?", "ground_truth": "Paris"},
@@ -21,19 +20,12 @@ def _run(server: ScriptedServer, tmp: Path, out: Path, answer: str, *extra: str)
     assert result.returncode in (0, 1), result.stdout + result.stderr
 
 
-def _started(folder: Path, when: str) -> None:
-    path = folder / "summary.json"
-    data = json.loads(path.read_text())
-    data["started_at"] = when
-    path.write_text(json.dumps(data))
-
-
 def test_report_of_a_folder_of_runs_reports_the_newest(server: ScriptedServer, tmp_path: Path) -> None:
     root = tmp_path / "results"
     _run(server, tmp_path, root / "b-old", "5")
     _run(server, tmp_path, root / "a-new", "4")
-    _started(root / "b-old", "2025-01-01T10:00:00+00:00")
-    _started(root / "a-new", "2025-01-02T10:00:00+00:00")
+    set_started(root / "b-old", "2025-01-01T10:00:00+00:00")
+    set_started(root / "a-new", "2025-01-02T10:00:00+00:00")
     shown = run_cli("report", str(root))
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert "reporting the newest, a-new" in " ".join(shown.stderr.split())

@@ -18,18 +18,13 @@ from rich.console import Console
 from evals_cli.calibration.labeller import LineKeys, run_labeller
 from evals_cli.history import pages
 from evals_cli.history.server import HistoryServer
-from tests.calibration_runs import judged_run, label_line, write_labels
+from tests.calibration_runs import judged_run_served, label_line, write_labels
 from tests.helpers import read_jsonl, run_cli
-from tests.scripted_server import ScriptedServer
 
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    server = ScriptedServer().start()
-    try:
-        return judged_run(server, tmp_path_factory.mktemp("made"))
-    finally:
-        server.stop()
+    return judged_run_served(tmp_path_factory.mktemp("made"))
 
 
 @pytest.fixture

@@ -89,6 +89,31 @@ def test_a_hanging_tool_is_bounded_by_the_sample_timeout_while_other_samples_fin
     assert rendered.wait(10), "compiling a rubric stalled behind the abandoned tool's thread"
 
 
+def _signalled_once_blocking(suite: Path, out: Path, blocking: Path, sig: signal.Signals,
+                             bound: float) -> tuple[int, str, str, float]:
+    """A real `evals run` (no EVAL_/OPENAI_ variables of the caller's), sent `sig` once its first sample finished
+    and its blocking tool has written `blocking`: (exit code, stdout, stderr, seconds it took to stop). Every wait
+    is bounded by `bound` seconds; the process is killed whatever happens."""
+    proc = subprocess.Popen([sys.executable, "-m", "evals_cli", "run", str(suite), "-o", str(out), "--grace", "0.5"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**{k: v for k, v in os.environ.items() if not k.startswith(("EVAL_", "OPENAI_"))},
+                                 "NO_COLOR": "1", "COLUMNS": "200"})
+    try:
+        wait_for_lines(out / "results.jsonl", 1, timeout=bound)
+        deadline = time.monotonic() + bound
+        while not blocking.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert blocking.exists()
+        signalled = time.monotonic()
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=bound)
+        return proc.returncode, stdout, stderr, time.monotonic() - signalled
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_a_run_whose_tool_blocks_forever(server: ScriptedServer, tmp_path: Path,
@@ -98,25 +123,8 @@ def test_a_signal_stops_a_run_whose_tool_blocks_forever(server: ScriptedServer, 
     suite = _suite(tmp_path, server, [{"id": "fine", "input": "fine", "ground_truth": "fine"},
                                       {"id": "hang", "input": "hang"}], None, concurrency=1)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "evals_cli", "run", str(suite), "-o", str(out), "--grace", "0.5"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**{k: v for k, v in os.environ.items() if not k.startswith(("EVAL_", "OPENAI_"))},
-                                 "NO_COLOR": "1", "COLUMNS": "200"})
-    try:
-        wait_for_lines(out / "results.jsonl", 1)
-        deadline = time.monotonic() + 30
-        while not (tmp_path / "blocking.txt").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert (tmp_path / "blocking.txt").exists()
-        signalled = time.monotonic()
-        proc.send_signal(sig)
-        stdout, stderr = proc.communicate(timeout=30)
-        took = time.monotonic() - signalled
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, stdout + stderr
+    code, stdout, stderr, took = _signalled_once_blocking(suite, out, tmp_path / "blocking.txt", sig, 30)
+    assert code == 130, stdout + stderr
     assert took < 10, f"the run took {took:.1f} s to stop"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["gate"]["passed"] is None
@@ -195,25 +203,8 @@ def test_sigterm_stops_a_run_while_an_mcp_server_is_busy_keeping_what_finished(s
                         mcp_servers={"demo": {"command": sys.executable, "args": [demo], "include": ["block"],
                                               "timeout": 3600}})
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "evals_cli", "run", str(suite), "-o", str(out), "--grace", "0.5"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**{k: v for k, v in os.environ.items() if not k.startswith(("EVAL_", "OPENAI_"))},
-                                 "NO_COLOR": "1", "COLUMNS": "200"})
-    try:
-        wait_for_lines(out / "results.jsonl", 1, timeout=60)
-        deadline = time.monotonic() + 60
-        while not note.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert note.exists()
-        signalled = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        stdout, stderr = proc.communicate(timeout=60)
-        took = time.monotonic() - signalled
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, stdout + stderr
+    code, stdout, stderr, took = _signalled_once_blocking(suite, out, note, signal.SIGTERM, 60)
+    assert code == 130, stdout + stderr
     assert took < 15, f"the run took {took:.1f} s to stop"
     assert [r["sample_id"] for r in read_jsonl(out / "results.jsonl")] == ["fine"]
     assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"
