@@ -265,3 +265,53 @@ def test_generated_rows_run_as_they_are_and_final_state_grades_against_their_gol
     assert result.returncode == 0, result.stdout + result.stderr
     assert lines["gen-001"]["grades"]["state"]["score"] == 1.0  # the agent's world is the gold actions' world
     assert lines["gen-002"]["grades"]["state"]["score"] == 1.0  # nothing to change, and nothing changed
+
+
+def test_rows_with_user_gold_actions_are_checked_by_the_users_tools_and_kept(tmp_path: Path,
+                                                                             server: ScriptedServer) -> None:
+    """Dual control: a gold action with `requestor: user` is applied by the suite's `user_tools` (as the run's
+    final_state applies it) and kept with its requestor; one the user's tools refuse, or that names a tool of the
+    other actor, is dropped with the reason."""
+    shutil.copy(ROOT / "suites" / "telecom_tools.py", tmp_path / "telecom_tools.py")
+    telecom = yaml.safe_load((ROOT / "suites" / "telecom.yaml").read_text())
+    user_tools = {**telecom["user_tools"], "confirm_line": {
+        "description": "Confirm your line in the operator's app", "parameters": {"id": "Your phone number"},
+        "effect": {"records.update": "lines", "key": "id", "set": {"status": "confirmed"}}}}
+    (tmp_path / "policy.md").write_text("Guide the customer one step at a time; only they can touch the phone.\n")
+    fix = [{"tool": "toggle_airplane_mode", "arguments": {}, "requestor": "user"},
+           {"tool": "reseat_sim", "arguments": {}, "requestor": "user"},
+           {"tool": "enable_roaming_plan", "arguments": {"phone_number": "555-0142"}}]
+    server.script = generator([json.dumps({"rows": [
+        row("Get data working abroad", fix),
+        row("Confirm line 555-0000", [{"tool": "confirm_line", "arguments": {"id": "555-0000"},
+                                       "requestor": "user"}]),  # no such line: the user's tool refuses
+        row("Reseat the SIM", [{"tool": "reseat_sim", "arguments": {}}]),  # the user's tool, as the agent's
+        row("Agent toggles", [{"tool": "get_line", "arguments": {"phone_number": "555-0142"},
+                               "requestor": "user"}]),  # the agent's tool, as the user's
+        row("Bad requestor", [{"tool": "reseat_sim", "arguments": {}, "requestor": "both"}]),
+        row("Confirm line 555-0199", [{"tool": "confirm_line", "arguments": {"id": "555-0199"},
+                                       "requestor": "user"}])]})])
+    suite = write_suite(tmp_path, [{"id": "x", "input": "hi"}], base_url=server.url, tools=telecom["tools"],
+                        user_tools=user_tools, environment=telecom["environment"],
+                        graders={"state": {"kind": "final_state"}})
+    code, rows, _, err = generate(tmp_path, tmp_path / "policy.md", "--tools", str(suite), "-n", "2",
+                                  "--max-requests", "1", "--model", f"scripted@{server.url}")
+    assert code == 0, err
+    assert [r["expected_actions"] for r in rows] == [fix, [{"tool": "confirm_line", "arguments": {"id": "555-0199"},
+                                                            "requestor": "user"}]]
+    assert ("request 1, row 2: expected_actions[1] (confirm_line): the tool refused the gold call: Error: ") in err
+    assert ("request 1, row 3: expected_actions[1] (reseat_sim): no such tool among the agent's tools "
+            "(requestor: agent)") in err
+    assert ("request 1, row 4: expected_actions[1] (get_line): no such tool among the user's tools "
+            "(requestor: user)") in err
+    assert "request 1, row 5: expected_actions[1] (reseat_sim): requestor 'both' is not agent or user" in err
+    prompt = requests_of(server)[0]["messages"][1]["content"]
+    assert "The user's own tools (dual control" in prompt
+    assert "- toggle_airplane_mode (may change the world): Switch airplane mode" in prompt
+    assert '"requestor": "user"' in prompt
+    # the file is a dataset as it is: the suite naming it validates, its gold actions applied by both actors
+    data = yaml.safe_load(suite.read_text())
+    data["dataset"] = "rows.jsonl"
+    suite.write_text(yaml.safe_dump(data, sort_keys=False))
+    checked = run_cli("validate", str(suite))
+    assert checked.returncode == 0 and "ok: 2 samples" in checked.stdout, checked.stdout + checked.stderr

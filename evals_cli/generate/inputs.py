@@ -32,7 +32,8 @@ def read_policy(path: Path) -> str:
 
 
 def load_tools_suite(path: Path) -> Any:
-    """The suite, with its `python:` tool functions loaded from its own folders (the custom-code policy of a run)."""
+    """The suite, with its `python:` tool functions (the agent's and the user's) loaded from its own folders (the
+    custom-code policy of a run)."""
     from evals_cli import custom_code
     from evals_cli.suite.loader import load_suite
     from evals_cli.tools.logic import load_tool_function
@@ -40,12 +41,13 @@ def load_tools_suite(path: Path) -> Any:
     suite = load_suite(path)
     problems = []
     with custom_code.policy(suite.code_roots(), run=True):
-        for name, spec in suite.tools.items():
-            if spec.python is not None:
-                try:
-                    spec._logic = load_tool_function(spec.python, suite.base_dir)
-                except (ValueError, ConfigError, custom_code.CustomCodeError) as exc:
-                    problems.append(f"{path}: tools.{name}.python: {exc}")
+        for block, tools in (("tools", suite.tools), ("user_tools", suite.user_tools)):
+            for name, spec in tools.items():
+                if spec.python is not None:
+                    try:
+                        spec._logic = load_tool_function(spec.python, suite.base_dir)
+                    except (ValueError, ConfigError, custom_code.CustomCodeError) as exc:
+                        problems.append(f"{path}: {block}.{name}.python: {exc}")
     if problems:
         raise ConfigError(problems)
     return suite
@@ -60,4 +62,4 @@ def brief_for(policy: Path, tools: Path | None, kind: str) -> tuple[Brief, Any]:
     suite = load_tools_suite(tools) if tools is not None else None
     if suite is None:
         return Brief(text, {}, None, kind), None
-    return Brief(text, dict(suite.tools), suite.environment, kind), suite
+    return Brief(text, dict(suite.tools), suite.environment, kind, dict(suite.user_tools)), suite

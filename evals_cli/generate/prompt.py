@@ -6,7 +6,7 @@ tools (their schemas, and which ones change the world), the world they act on, h
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,17 +52,26 @@ class Brief:
     tools: dict[str, ToolSpec]
     environment: EnvironmentSpec | None
     kind: str  # task | attacker
+    #: dual control: the simulated user's own tools (the suite's `user_tools`); a gold action with one of them
+    #: says `requestor: user` and is applied by it, as the run applies it
+    user_tools: dict[str, ToolSpec] = field(default_factory=dict)
 
     @property
     def needs_actions(self) -> bool:
-        """Rows must give expected_actions: the suite has tools a gold action can be applied with."""
-        return any(has_logic(spec) for spec in self.tools.values())
+        """Rows must give expected_actions: the suite has tools (the agent's or the user's) a gold action can be
+        applied with."""
+        return any(has_logic(spec) for spec in (*self.tools.values(), *self.user_tools.values()))
 
-    def tool_lines(self) -> list[dict[str, Any]]:
-        """Each tool as the template shows it: the schema the agent is offered, so gold arguments fit it."""
+    def actor_tools(self, requestor: str) -> dict[str, ToolSpec]:
+        """The tools a gold action of `requestor` (agent or user) is applied with."""
+        return self.user_tools if requestor == "user" else self.tools
+
+    def tool_lines(self, requestor: str = "agent") -> list[dict[str, Any]]:
+        """Each tool of one actor as the template shows it: the schema that actor is offered, so gold arguments
+        fit it."""
         return [{"name": name, "description": spec.description or "",
                  "parameters": json.dumps(spec.json_schema(), ensure_ascii=False, sort_keys=True),
-                 "changes_world": changes_world(spec)} for name, spec in self.tools.items()]
+                 "changes_world": changes_world(spec)} for name, spec in self.actor_tools(requestor).items()]
 
     def world(self) -> str:
         """The starting world as JSON: the model needs its ids to write gold actions the tools accept."""
@@ -74,11 +83,13 @@ class Brief:
 
 def render_request(template: str, brief: Brief, count: int, strategies: list[str], avoid: list[str],
                    order: list[str]) -> str:
-    """One request's prompt. `order`: the tools in this request's (seeded) order."""
+    """One request's prompt. `order`: the agent's tools in this request's (seeded) order; the user's tools
+    (`user_tools`, dual control) are shown in the suite's order."""
     from evals_cli.graders.rubric import RubricError, render_rubric
 
     lines = {line["name"]: line for line in brief.tool_lines()}
-    variables = {"policy": brief.policy, "tools": [lines[name] for name in order], "environment": brief.world(),
+    variables = {"policy": brief.policy, "tools": [lines[name] for name in order],
+                 "user_tools": brief.tool_lines("user"), "environment": brief.world(),
                  "count": count, "kind": brief.kind, "strategies": strategies,
                  "needs_actions": brief.needs_actions, "avoid": avoid[-MAX_AVOID:]}
     try:

@@ -36,7 +36,8 @@ def _text(candidate: dict[str, Any], key: str) -> str:
 
 
 def _actions(candidate: dict[str, Any], brief: Brief) -> list[dict[str, Any]]:
-    """The candidate's gold actions, each naming a tool the gold check can apply."""
+    """The candidate's gold actions, each naming a tool the gold check can apply: the agent's, or with
+    `requestor: user` the user's own (dual control: the suite's `user_tools`), as the run applies them."""
     actions = candidate.get("expected_actions")
     if not isinstance(actions, list):
         raise Dropped("no expected_actions (a list of {tool, arguments}; [] when the world must not change)")
@@ -44,14 +45,22 @@ def _actions(candidate: dict[str, Any], brief: Brief) -> list[dict[str, Any]]:
     for index, action in enumerate(actions, 1):
         if not isinstance(action, dict) or not isinstance(action.get("tool"), str):
             raise Dropped(f"expected_actions[{index}] is not {{\"tool\": NAME, \"arguments\": {{...}}}}")
-        spec = brief.tools.get(action["tool"])
+        requestor = action.get("requestor", "agent")
+        if requestor not in ("agent", "user"):
+            raise Dropped(f"expected_actions[{index}] ({action['tool']}): requestor {str(requestor)[:40]!r} is not "
+                          "agent or user")
+        spec = brief.actor_tools(requestor).get(action["tool"])
         if spec is None or not has_logic(spec):
             what = "no such tool" if spec is None else "a tool without logic (no effect, no python): nothing to apply"
+            if brief.user_tools:  # dual control: say whose tools were looked in
+                what += (" among the user's tools (requestor: user)" if requestor == "user"
+                         else " among the agent's tools (requestor: agent)")
             raise Dropped(f"expected_actions[{index}] ({action['tool']}): {what}")
         arguments = action.get("arguments", {})
         if not isinstance(arguments, dict):
             raise Dropped(f"expected_actions[{index}] ({action['tool']}): arguments is not an object")
-        out.append({"tool": action["tool"], "arguments": arguments})
+        kept = {"tool": action["tool"], "arguments": arguments}
+        out.append({**kept, "requestor": "user"} if requestor == "user" else kept)
     return out
 
 
@@ -122,7 +131,8 @@ def _sample(row: dict[str, Any]) -> Sample:
 
 
 async def _apply_gold(sample: Sample, brief: Brief) -> None:
-    """The row's gold actions applied by the suite's tools to a fresh copy of the suite's world, within
+    """The row's gold actions applied by the suite's tools (the user's for `requestor: user`) to a fresh copy of
+    the suite's world, within
     GOLD_SECONDS (a tool function that hangs on the model's arguments drops the row, never holds the command)."""
     from evals_cli.custom_code import SAMPLE_DEADLINE, CustomCodeError
     from evals_cli.environment.world import World
@@ -131,7 +141,7 @@ async def _apply_gold(sample: Sample, brief: Brief) -> None:
     token = SAMPLE_DEADLINE.set((time.monotonic() + GOLD_SECONDS, GOLD_SECONDS))
     try:
         row = sample.with_environment(brief.environment)
-        await gold_world(row, brief.tools, World(row.environment))
+        await gold_world(row, brief.tools, World(row.environment), brief.user_tools)
     except GoldActionError as exc:
         raise Dropped(str(exc).removesuffix("; fix the row")) from None
     except CustomCodeError as exc:
