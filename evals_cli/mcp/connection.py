@@ -42,8 +42,9 @@ class Launch:
 class Connection:
     """A started server. `start`, `list_tools`, `call` and `stop` run on the hub's loop."""
 
-    def __init__(self, name: str, launch: Launch, timeout: float) -> None:
+    def __init__(self, name: str, launch: Launch, timeout: float, block: str = "mcp_servers") -> None:
         self.name = name
+        self.block = block  # where the server is declared: mcp_servers, or user_mcp_servers (the user's)
         self.launch = launch
         self.timeout = timeout
         self.client: Any = None
@@ -163,7 +164,7 @@ class Connection:
             return await asyncio.wait_for(client.call_tool(name, arguments), self.timeout)
         except TimeoutError:
             raise self._broken(f"tools/call {name} got no answer within timeout {self.timeout:g}s (raise "
-                               f"mcp_servers.{self.name}.timeout for a slow server)", None) from None
+                               f"{self.block}.{self.name}.timeout for a slow server)", None) from None
         except Exception as exc:
             if self.bound.broken is not None:
                 raise self._broken(f"tools/call {name} failed", MessageTooLarge(self.bound.broken)) from None

@@ -1,6 +1,11 @@
 """The run's MCP servers: started (or read from a recording) before the first sample, their tools turned into
 the `ToolSpec`s the agent is offered, called live during the run, and stopped when it ends.
 
+Dual control: the suite's `user_mcp_servers` (the simulated user's own servers, in the shape of `mcp_servers`)
+are servers of the same hub: started, recorded and replayed alike, in the same episode session (a per-episode
+server of the user works in the same workspace as the agent's), but their tools are the user's (`user_tools()`),
+never offered to the agent, and a name either side uses is refused on the other.
+
 The connections live on an event loop of their own, in a daemon thread: the SDK's task groups then never mix
 with the runner's tasks, and a sample cancelled by its timeout cannot tear a shared connection down. A sample
 awaits its calls from the run's loop (`_await`: the call runs on the hub's loop, the sample's task waits on its
@@ -20,7 +25,7 @@ import json
 import signal
 import threading
 import weakref
-from collections.abc import Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -87,23 +92,27 @@ def mcp_secrets(servers: Mapping[str, McpServerSpec]) -> list[str]:
 
 class McpHub:
     """Every MCP server of one run. `open()` before the run (ConfigError: the suite's fault, exit 2; RunAborted:
-    a url server that does not answer, exit 3), `tools()` for the agent's tools, `episode()` per (sample,
-    repeat), `close()` after (also at exit)."""
+    a url server that does not answer, exit 3), `tools()` for the agent's tools (`user_tools()` for the user's,
+    from `user_servers`), `session()` per (sample, repeat), `close()` after (also at exit)."""
 
     def __init__(self, servers: Mapping[str, McpServerSpec], suite_tools: Mapping[str, ToolSpec], *,
                  base_dir: Path, record: Path | None = None, replay: Path | None = None,
-                 redact: Redactor | None = None) -> None:
-        self.servers = dict(servers)
+                 redact: Redactor | None = None, user_servers: Mapping[str, McpServerSpec] | None = None,
+                 user_tools: Mapping[str, ToolSpec] | None = None) -> None:
+        self.servers = {**(user_servers or {}), **servers}  # names differ (the loader refuses one in both)
+        self.user_side = set(user_servers or {}) - set(servers)
         self.suite_tools = dict(suite_tools)
+        self.declared_user_tools = dict(user_tools or {})
         self.base_dir = base_dir
         self.redact = redact if redact is not None else Redactor()
-        self.redact.add(mcp_secrets(servers))
+        self.redact.add(mcp_secrets(self.servers))
         self.tape = Tape(record, self.redact) if record is not None else None
         self.replay = Replayed(replay, self.redact) if replay is not None else None
         self.listed: dict[str, list[Listed]] = {}
         self.shared: dict[str, Connection] = {}
         self.live: set[Connection] = set()
         self._served: dict[str, ToolSpec] | None = None
+        self._user_served: dict[str, ToolSpec] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._root: Path | None = None
@@ -134,6 +143,14 @@ class McpHub:
             future.cancel()
             raise
 
+    def section(self, name: str) -> str:
+        """The block the server `name` is declared in: `mcp_servers` (the agent's) or `user_mcp_servers`."""
+        return "user_mcp_servers" if name in self.user_side else "mcp_servers"
+
+    def block(self, name: str) -> str:
+        """Where the server `name` is declared, for a message: `mcp_servers.NAME` or `user_mcp_servers.NAME`."""
+        return f"{self.section(name)}.{name}"
+
     @property
     def workspace_needed(self) -> bool:
         return any(spec.per_episode for spec in self.servers.values())
@@ -151,33 +168,33 @@ class McpHub:
         """Start one server at the start of the run: a failure is the suite's (ConfigError) or, for a url server,
         an unreachable one (RunAborted)."""
         spec = self.servers[name]
-        connection = Connection(name, self._launch(spec, folder), spec.timeout)
+        connection = Connection(name, self._launch(spec, folder), spec.timeout, self.section(name))
         try:
             self._run(connection.start(), spec.timeout)
         except BaseException as exc:
-            message = self._start_failure(name, spec, connection, exc)
+            message = self._start_failure(self.block(name), spec, connection, exc)
             if spec.url is not None:
-                raise RunAborted(f"mcp_servers.{name}: {message}") from None
-            raise ConfigError(f"mcp_servers.{name}: {message}") from None
+                raise RunAborted(f"{self.block(name)}: {message}") from None
+            raise ConfigError(f"{self.block(name)}: {message}") from None
         self.live.add(connection)
         return connection
 
     async def _aconnect(self, name: str, folder: Path | None) -> Connection:
         """Start one server during the run (an episode's own), awaited; ToolServerFailed when it fails."""
         spec = self.servers[name]
-        connection = Connection(name, self._launch(spec, folder), spec.timeout)
+        connection = Connection(name, self._launch(spec, folder), spec.timeout, self.section(name))
         try:
             await self._await(connection.start(), spec.timeout)
         except asyncio.CancelledError:
             await asyncio.shield(self._astop(connection))
             raise
         except BaseException as exc:
-            raise ToolServerFailed(name, self._start_failure(name, spec, connection, exc)) from None
+            raise ToolServerFailed(name, self._start_failure(self.block(name), spec, connection, exc)) from None
         self.live.add(connection)
         return connection
 
     @staticmethod
-    def _start_failure(name: str, spec: McpServerSpec, connection: Connection, exc: BaseException) -> str:
+    def _start_failure(block: str, spec: McpServerSpec, connection: Connection, exc: BaseException) -> str:
         what = connection.launch.describe()
         tail = connection.stderr_tail()
         said = f"; its stderr ends: {tail}" if tail else ""
@@ -190,7 +207,7 @@ class McpHub:
                     "the program installed and on PATH?)")
         if isinstance(exc, TimeoutError):
             return (f"`{what}` did not finish the MCP handshake within timeout {spec.timeout:g}s{said}; check it "
-                    f"is an MCP server, or raise mcp_servers.{name}.timeout")
+                    f"is an MCP server, or raise {block}.timeout")
         return (f"`{what}` exited or broke the MCP handshake ({_describe(connection.failure or exc)}){said}; check "
                 "command and args")
 
@@ -226,7 +243,7 @@ class McpHub:
     def _list(self, name: str, spec: McpServerSpec) -> list[Listed]:
         if self.replay is not None:
             if not self.replay.has(name, "tools/list", {}):
-                raise ConfigError(f"--replay {self.replay.path}: holds no tool list of mcp_servers.{name}; "
+                raise ConfigError(f"--replay {self.replay.path}: holds no tool list of {self.block(name)}; "
                                   "re-record with --record")
             raw = self.replay.next(name, "tools/list", {}, "listing tools", "tool list")
             return [Listed(t["name"], t.get("description") or "", t.get("inputSchema") or {}) for t in raw]
@@ -238,7 +255,7 @@ class McpHub:
             self._stop(connection)
             problem = (f"did not list its tools within timeout {spec.timeout:g}s" if isinstance(exc, TimeoutError)
                        else f"listing its tools failed ({_describe(exc)})")
-            raise ConfigError(f"mcp_servers.{name}: {problem}; check the server") from None
+            raise ConfigError(f"{self.block(name)}: {problem}; check the server") from None
         listed = [Listed(str(t.name), t.description or "", dict(t.input_schema or {})) for t in tools]
         if self.tape is not None:
             self.tape.write(name, "tools/list", {}, [{"name": t.name, "description": t.description,
@@ -252,24 +269,63 @@ class McpHub:
         return listed
 
     def _build_tools(self) -> dict[str, ToolSpec]:
+        """The agent's tools (the suite's, with its servers'), and the user's into `_user_served`; every problem
+        of either side at once."""
+        agent_names = [n for n in self.servers if n not in self.user_side]
+        agent, problems = self._side_tools(agent_names, self.suite_tools, "tools")
+        user, user_problems = self._side_tools([n for n in self.servers if n in self.user_side],
+                                               self.declared_user_tools, "user_tools")
+        problems += user_problems + self._crossed(agent, user)
+        if self.workspace_needed:
+            effects = [f"{block}.{n}" for block, tools in (("tools", self.suite_tools),
+                                                          ("user_tools", self.declared_user_tools))
+                       for n, t in tools.items() if t.effect is not None and t.effect.op.startswith("files.")]
+            if effects:
+                problems.append(f"{effects[0]}: a files effect acts on the mocked files, while mcp_servers "
+                                "with {workspace} act on the real folder; use one or the other")
+        if problems:
+            raise ConfigError(problems)
+        self._user_served = user
+        return agent
+
+    def _where(self, exposed: str, spec: ToolSpec, block: str) -> str:
+        """Where a tool of one side comes from, for a message: its server and name there, or its block."""
+        if spec._served_by is not None:
+            return f"{self.block(spec._served_by)}'s tool '{spec._served_name}'"
+        return f"{block}.{exposed}"
+
+    def _crossed(self, agent: dict[str, ToolSpec], user: dict[str, ToolSpec]) -> list[str]:
+        """A name both the agent and the user are offered, one of them from a server (two mocked tools are the
+        loader's to refuse): one name would be two tools over one world, so it is refused naming both."""
+        return [f"{self._where(name, spec, 'user_tools')} has the name of the agent's tool "
+                f"{self._where(name, agent[name], 'tools')}; a user tool and an agent tool must have different "
+                "names: give one server a prefix:, exclude the tool from it, or rename the mocked tool"
+                for name, spec in user.items()
+                if name in agent and (spec._served_by is not None or agent[name]._served_by is not None)]
+
+    def _side_tools(self, names: list[str], mocked_tools: dict[str, ToolSpec],
+                    block: str) -> tuple[dict[str, ToolSpec], list[str]]:
+        """One actor's tools: `mocked_tools` (its `tools:` or `user_tools:` block) with its servers' tools added
+        (live) or given their schemas (mock); and the problems found."""
         problems: list[str] = []
         tools: dict[str, ToolSpec] = {}
         owner: dict[str, str] = {}
-        for name, spec in self.servers.items():
+        for name in names:
+            spec, where_server = self.servers[name], self.block(name)
             listed = {t.name: t for t in self.listed[name]}
             for wanted in spec.include or []:
                 if wanted not in listed:
-                    problems.append(f"mcp_servers.{name}.include: the server lists no tool '{wanted}' (it lists: "
+                    problems.append(f"{where_server}.include: the server lists no tool '{wanted}' (it lists: "
                                     f"{', '.join(listed) or 'none'})")
             for index, entry in enumerate(spec.inject):
-                problems += [f"mcp_servers.{name}.inject[{index}].tools: the server lists no tool '{wanted}' (it "
+                problems += [f"{where_server}.inject[{index}].tools: the server lists no tool '{wanted}' (it "
                              f"lists: {', '.join(listed) or 'none'})"
                              for wanted in entry.tools or [] if wanted not in listed]
             for tool in listed.values():
                 if not spec.offers(tool.name):
                     continue
                 exposed = spec.exposed(tool.name)
-                where = f"mcp_servers.{name}: tool '{tool.name}'"
+                where = f"{where_server}: tool '{tool.name}'"
                 bad = tool_name_problem(exposed) or schema_problem(tool.schema)
                 if tool.schema.get("type", "object") != "object":
                     bad = bad or f"inputSchema.type is '{tool.schema.get('type')}', not object"
@@ -277,14 +333,14 @@ class McpHub:
                     problems.append(f"{where}: {bad}; leave it out with exclude: [{tool.name}]")
                     continue
                 if exposed in owner:
-                    problems.append(f"{where}: the name '{exposed}' is also served by mcp_servers.{owner[exposed]}; "
+                    problems.append(f"{where}: the name '{exposed}' is also served by {self.block(owner[exposed])}; "
                                     f"give one of them a prefix:")
                     continue
                 owner[exposed] = name
-                mocked = self.suite_tools.get(exposed)
+                mocked = mocked_tools.get(exposed)
                 if spec.mode == "live":
                     if mocked is not None:
-                        problems.append(f"tools.{exposed}: also served live by mcp_servers.{name} (its tool "
+                        problems.append(f"{block}.{exposed}: also served live by {where_server} (its tool "
                                         f"'{tool.name}'); remove one of them, exclude it from the server, or give "
                                         "the server mode: mock")
                         continue
@@ -298,27 +354,26 @@ class McpHub:
                     served.inject = spec.inject_for(tool.name)
                     tools[exposed] = served
                 elif mocked is None:
-                    problems.append(f"mcp_servers.{name} (mode: mock): tool '{exposed}' has no entry in tools: to "
-                                    f"give its results; add tools.{exposed} with returns, cases or effect, or "
+                    problems.append(f"{where_server} (mode: mock): tool '{exposed}' has no entry in {block}: to "
+                                    f"give its results; add {block}.{exposed} with returns, cases or effect, or "
                                     f"exclude: [{tool.name}]")
                 else:
                     tools[exposed] = mocked.model_copy(update={"description": tool.description or mocked.description,
                                                                "parameters": tool.schema,
                                                                "inject": mocked.inject or spec.inject_for(tool.name)})
-        if self.workspace_needed:
-            effects = [n for n, t in self.suite_tools.items() if t.effect is not None and t.effect.op.startswith("files.")]
-            if effects:
-                problems.append(f"tools.{effects[0]}: a files effect acts on the mocked files, while mcp_servers "
-                                "with {workspace} act on the real folder; use one or the other")
-        if problems:
-            raise ConfigError(problems)
-        return {**self.suite_tools, **tools}
+        return {**mocked_tools, **tools}, problems
 
     def tools(self) -> dict[str, ToolSpec]:
         """The suite's tools with the servers' added (live) or given their schemas (mock): what the agent sees."""
         self.open()
         assert self._served is not None
         return self._served
+
+    def user_tools(self) -> dict[str, ToolSpec]:
+        """The user's tools (dual control): the suite's `user_tools` with the `user_mcp_servers`' added (live) or
+        given their schemas (mock), as `tools()` builds the agent's."""
+        self.open()
+        return self._user_served
 
     def sources(self) -> dict[str, str]:
         """Where each tool the agent sees comes from, for `evals list tools`."""
@@ -327,9 +382,9 @@ class McpHub:
             server = spec._served_by
             if server is not None:
                 found[exposed] = f"mcp_servers.{server} (live, its tool '{spec._served_name}')"
-            elif any(exposed == s.exposed(t.name) for s2, s in self.servers.items() if s.mode == "mock"
-                     for t in self.listed.get(s2, [])):
-                owner = next(n for n, s in self.servers.items() if s.mode == "mock"
+            elif any(exposed == s.exposed(t.name) for s2, s in self.servers.items()
+                     if s.mode == "mock" and s2 not in self.user_side for t in self.listed.get(s2, [])):
+                owner = next(n for n, s in self.servers.items() if s.mode == "mock" and n not in self.user_side
                              and any(exposed == s.exposed(t.name) for t in self.listed.get(n, [])))
                 found[exposed] = f"mcp_servers.{owner} (mock: schema from the server, results from tools:)"
             else:
@@ -498,21 +553,40 @@ class McpSession:
     def _unmasked(self, text: str) -> str:
         return text.replace(WORKSPACE, str(self.folder)) if self.folder is not None else text
 
-    async def call(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """(text, is_error) of one live call, awaited; ToolServerFailed when the server failed (not the agent)."""
+    async def call(self, spec: ToolSpec, arguments: dict[str, Any],
+                   changed: Callable[[list[str]], None] | None = None) -> tuple[str, bool]:
+        """(text, is_error) of one live call, awaited; ToolServerFailed when the server failed (not the agent).
+
+        `changed` (dual control: whoever called the tool changed what it wrote) is given the workspace files the
+        call wrote, made or removed, told by their sizes and modification times before and after the call, also
+        when the call failed half-way; recorded with the call under --record, read from the recording under
+        --replay (nothing from a recording made without it). Not called without a workspace."""
         server, name = spec._served_by or "", spec._served_name
         context = CALL_CONTEXT.get()
         request = {"tool": name, "arguments": self._masked(arguments)}
         shown = f"call {name}({json.dumps(arguments, ensure_ascii=False)[:200]})"
         if self.hub.replay is not None:
             found = self.hub.replay.next(server, "tools/call", request, context, shown)
+            recorded = found.get("changed")
+            if changed is not None and isinstance(recorded, list):
+                changed([str(path) for path in recorded])
             return self._unmasked(str(found.get("text", ""))), bool(found.get("is_error"))
-        connection = await self._connection(server)
-        result = await self.hub._await(connection.call(name, arguments), self.hub.servers[server].timeout)
+        folder = self.folder if changed is not None else None
+        before = workspace.fingerprint(folder) if folder is not None else None
+        touched: list[str] = []
+        try:
+            connection = await self._connection(server)
+            result = await self.hub._await(connection.call(name, arguments), self.hub.servers[server].timeout)
+        finally:
+            if folder is not None and changed is not None:
+                touched = workspace.changed_between(before, workspace.fingerprint(folder))
+                changed(touched)
         text, is_error = result_text(result), bool(getattr(result, "is_error", False))
         if self.hub.tape is not None:
-            self.hub.tape.write(server, "tools/call", request, {"text": self._masked(text), "is_error": is_error},
-                                context)
+            answer: dict[str, Any] = {"text": self._masked(text), "is_error": is_error}
+            if folder is not None:
+                answer["changed"] = touched
+            self.hub.tape.write(server, "tools/call", request, answer, context)
         return text, is_error
 
     async def _connection(self, server: str) -> Connection:

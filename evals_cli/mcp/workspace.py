@@ -66,6 +66,34 @@ def read_back(folder: Path) -> dict[str, str]:
     return found
 
 
+def fingerprint(folder: Path) -> dict[str, tuple[int, int]] | None:
+    """Each file under the folder (as `read_back` finds them) by its size and modification time, read from the
+    file system's metadata only: what one call changed, for who-changed-what (dual control), without reading the
+    files. None past MAX_FILES files (nothing is attributed; the read-back at the end says what is wrong)."""
+    found: dict[str, tuple[int, int]] = {}
+    for current, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in names:
+            path = Path(current) / name
+            try:
+                if path.is_symlink() or not path.is_file():
+                    continue
+                stat = path.stat()
+            except OSError:  # removed while walked
+                continue
+            found[path.relative_to(folder).as_posix()] = (stat.st_size, stat.st_mtime_ns)
+            if len(found) > MAX_FILES:
+                return None
+    return found
+
+
+def changed_between(before: dict[str, tuple[int, int]] | None, after: dict[str, tuple[int, int]] | None) -> list[str]:
+    """The files written, made or removed between two fingerprints, sorted ([] when either is unknown)."""
+    if before is None or after is None:
+        return []
+    return sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
+
+
 def _unchanged(path: Path, declared: str | None, size: int) -> str | None:
     """The declared text, when the file still holds exactly it (None: not declared, or changed)."""
     if declared is None:

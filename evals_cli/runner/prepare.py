@@ -144,7 +144,7 @@ class PreparedRun:
             self.pool = ClientPool(concurrency=self.concurrency)  # the run is refused; the checks go on
         self._agent: Endpoint | None = None
         self._target: Target | None = None
-        if suite.mcp_servers and not self._collecting:
+        if (suite.mcp_servers or suite.user_mcp_servers) and not self._collecting:
             self._open_servers()
         try:
             self._agent = resolve_target_endpoint(self.suite.target, options.agent_overrides)
@@ -220,13 +220,15 @@ class PreparedRun:
 
     def _open_servers(self) -> None:
         """Start the suite's MCP servers (or read them from --replay) and offer their tools: the suite seen by
-        the target and the graders from here on has the servers' tools in `tools`."""
+        the target and the graders from here on has the servers' tools in `tools`, and the user's servers'
+        (`user_mcp_servers`, dual control) in `user_tools`."""
         from evals_cli.mcp.hub import McpHub
 
         self.mcp = McpHub(self.suite.mcp_servers, self.suite.tools, base_dir=self.suite.base_dir,
-                          record=self.options.record, replay=self.options.replay, redact=self.pool.redactor)
-        served = self.mcp.tools()
-        copy = self.suite.model_copy(update={"tools": served})
+                          record=self.options.record, replay=self.options.replay, redact=self.pool.redactor,
+                          user_servers=self.suite.user_mcp_servers, user_tools=self.suite.user_tools)
+        served, user_served = self.mcp.tools(), self.mcp.user_tools()
+        copy = self.suite.model_copy(update={"tools": served, "user_tools": user_served})
         copy._base_dir, copy._target_dir = self.suite.base_dir, self.suite._target_dir
         copy._letta_format = self.suite.letta_format
         self.suite = copy
@@ -339,10 +341,10 @@ class PreparedRun:
                           if isinstance(e, Endpoint)]
         found = {s for e in endpoints for s in e.secrets()}
         found.update(spec_secrets(self.suite.model_dump(mode="json")))
-        if self.suite.mcp_servers:
+        if self.suite.mcp_servers or self.suite.user_mcp_servers:
             from evals_cli.mcp.hub import mcp_secrets
 
-            found.update(mcp_secrets(self.suite.mcp_servers))
+            found.update(mcp_secrets({**self.suite.mcp_servers, **self.suite.user_mcp_servers}))
         return sorted(s for s in found if s and s != NO_KEY)
 
     def endpoints(self) -> dict[str, str]:

@@ -35,7 +35,8 @@ class RowChecks:
         self.tools = ToolResultChecker(tools, where or str(suite.base_dir), unlisted_servers=bool(_live_servers(suite)))
         states = {name: state for name, g in graders.items()
                   if (state := getattr(g.spec, "expected_state", None)) is not None}
-        acting = {**tools, **_live_servers(suite), **(getattr(suite, "user_tools", None) or {})}  # a user acts too
+        acting = {**tools, **_live_servers(suite), **(getattr(suite, "user_tools", None) or {}),
+                  **_live_servers(suite, "user_mcp_servers")}  # a user acts too
         self.environment = EnvironmentChecker(acting, where or str(suite.base_dir), states)
         self.user_template = user_template
 
@@ -142,18 +143,19 @@ class SampleSelection:
         return " and ".join(parts)
 
 
-def _live_servers(suite: SuiteSpec) -> dict[str, Any]:
+def _live_servers(suite: SuiteSpec, block: str = "mcp_servers") -> dict[str, Any]:
     """A stand-in tool per live MCP server whose tools `evals validate` has not listed (it starts no server):
-    such a server may write any file of its workspace, so an expected file it would create is no problem."""
+    such a server may write any file of its workspace, so an expected file it would create is no problem.
+    `block`: the agent's servers, or the user's (`user_mcp_servers`, dual control: they share the workspace)."""
     from evals_cli.models.tools import ToolSpec
 
     found: dict[str, Any] = {}
-    tools = getattr(suite, "tools", None) or {}
+    tools = getattr(suite, "user_tools" if block == "user_mcp_servers" else "tools", None) or {}
     if any(t.served_by is not None for t in tools.values()):
         return found  # the run listed them: the real tools are there
-    for name, spec in (getattr(suite, "mcp_servers", None) or {}).items():
+    for name, spec in (getattr(suite, block, None) or {}).items():
         if spec.mode == "live":
             stand_in = ToolSpec()
             stand_in._served_by = name
-            found[f"mcp_servers.{name}"] = stand_in
+            found[f"{block}.{name}"] = stand_in
     return found

@@ -50,7 +50,8 @@ def single_pass(suite: SuiteSpec, options: RunOptions) -> bool:
     """Whether validate's pass can prepare the run too. Not when the run starts MCP servers (validate never
     does), reads another run first (--rerun-failed, --resume, --replay-user: their own refusals come after the
     suite's problems), or skips the precheck (--no-precheck: the run reads the rows as it goes)."""
-    return (options.precheck and not suite.mcp_servers and options.rerun_failed is None
+    return (options.precheck and not suite.mcp_servers and not suite.user_mcp_servers
+            and options.rerun_failed is None
             and options.resume is None and options.replay_user is None)
 
 
@@ -163,7 +164,7 @@ def _tool_order_notes(path: Path, suite: SuiteSpec) -> list[str]:
 
 def _mcp_notes(path: Path, suite: SuiteSpec) -> list[str]:
     """MCP servers named without the mcp extra installed: validate starts none, so a note (a run refuses)."""
-    if not suite.mcp_servers:
+    if not suite.mcp_servers and not suite.user_mcp_servers:
         return []
     from evals_cli.mcp import sdk
 

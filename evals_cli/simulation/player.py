@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from evals_cli.errors import ToolServerFailed
 from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import UserSpec
 from evals_cli.models.trajectory import EndReason, Step, ToolCall, Turn, Usage, UserSource
@@ -124,7 +125,8 @@ async def run_actions(tools: UserTools, actions: Sequence[Action], content: str 
                       steps: list[Step]) -> Step:
     """Run one reply's calls on the user's tools (in order: they act on one world), as a step appended to `steps`
     first (a failed call's step is kept: what ran before it changed the world); a tool that raises (a tool with
-    logic that crashed) is the user's tool failing: UserSimulatorError naming it, never the agent's error."""
+    logic that crashed, an MCP server of `user_mcp_servers` that crashed or hung) is the user's tool failing:
+    UserSimulatorError naming it, never the agent's error."""
     step = Step(actor="user", content=content or None, started=time.time())
     steps.append(step)
     began = time.perf_counter()
@@ -132,8 +134,9 @@ async def run_actions(tools: UserTools, actions: Sequence[Action], content: str 
         call_id = action.id or f"user_{turn_index + 1}_{number}"
         try:
             step.tool_calls.append(await tools.call(call_id, action.name, action.arguments))
-        except Exception as exc:
+        except Exception as exc:  # the user's MCP server crashed or hung (ToolServerFailed): the run stops, as
+            # for the agent's servers (no later call to it can be trusted), but it is the user's error
             raise UserSimulatorError(f"the user's tool {action.name} failed at user turn {turn_index + 1}: "
-                                     f"{type(exc).__name__}: {exc}") from exc
+                                     f"{type(exc).__name__}: {exc}", fatal=isinstance(exc, ToolServerFailed)) from exc
     step.latency_s = time.perf_counter() - began
     return step

@@ -167,7 +167,7 @@ def _tool_name_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
         tools = data.get(block)
         if isinstance(tools, dict):
             out += [((block, name), problem) for name in tools if (problem := tool_name_problem(name)) is not None]
-    return out + _user_tool_problems(data)
+    return out + _user_tool_problems(data) + _user_server_problems(data)
 
 
 _ANSWERS = ("returns", "cases", "sequence", "error", "effect", "python")
@@ -187,6 +187,18 @@ def _user_tool_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
     return out + [(("user_tools", name), f"user_tools.{name}: the tool {NO_RESULT}")
                   for name, spec in user_tools.items()
                   if isinstance(spec, dict) and not any(key in spec for key in _ANSWERS)]
+
+
+def _user_server_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
+    """A user's MCP server named like an agent's: the two share the episode, the recording and the messages
+    (`MCP server 'x'`), so one name would be two servers; refused at the user server's line."""
+    servers, user_servers = data.get("mcp_servers"), data.get("user_mcp_servers")
+    if not isinstance(user_servers, dict) or not isinstance(servers, dict):
+        return []
+    return [(("user_mcp_servers", name), f"user_mcp_servers.{name} has the name of the agent's server "
+                                         f"mcp_servers.{name}; a user server and an agent server must have "
+                                         "different names: rename one of them")
+            for name in user_servers if name in servers]
 
 
 if TYPE_CHECKING:

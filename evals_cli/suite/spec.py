@@ -174,6 +174,11 @@ class SuiteSpec(SuiteFile):
     mcp_servers: dict[str, McpServerSpec] = Field(
         default_factory=dict, description="MCP servers whose tools the agent is offered, by name: stdio (command, "
         "args, env) or streamable HTTP (url, headers); mode live (calls go to the server) or mock (schemas only).")
+    user_mcp_servers: dict[str, McpServerSpec] = Field(
+        default_factory=dict, description="Dual control: MCP servers whose tools the simulated user is offered "
+        "(the same shape as `mcp_servers`; mode mock takes the results from `user_tools`), started in the same "
+        "episode (a {workspace} server works in the agent's workspace). Server names must differ from "
+        "`mcp_servers`' and tool names from the agent's tools.")
     environment: EnvironmentSpec | None = Field(
         default=None, description="The mocked world (files, records) stateful tools act on; copied afresh for every "
         "sample and repeat; a row's `environment` extends it.")
@@ -228,7 +233,7 @@ class SuiteSpec(SuiteFile):
                 data = {**data, "dataset": dataset}
         return data
 
-    @field_validator("mcp_servers")
+    @field_validator("mcp_servers", "user_mcp_servers")
     @classmethod
     def _server_names(cls, servers: dict[str, McpServerSpec]) -> dict[str, McpServerSpec]:
         for name in servers:

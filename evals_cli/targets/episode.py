@@ -17,7 +17,8 @@ drivers are the same for every target kind, so a new kind implements the turn in
 The Episode owns the sample's world: it builds it before anything acts (the declared files and records, then the
 environment's `setup`, then the episode's MCP servers started in its workspace), records what that changed as the
 starting state (`Trajectory.setup_changes`, actor `setup`), and hands each actor a toolbox over the same world
-(`toolbox(actor)`: the agent's; a user who acts, dual control, gets one over the suite's `user_tools`). However
+(`toolbox(actor)`: the agent's; a user who acts, dual control, gets one over the suite's `user_tools`, with the
+tools of its `user_mcp_servers`, which run in this episode's MCP session, in the same workspace). However
 the episode ends, what the actors changed from the starting state is recorded (`Trajectory.state_changes`, each
 change with the actor who made it last): a repeat never sees another's changes, no kind
 deals with the world or the servers, and the kind only gives the tools' schemas in its wire format
@@ -126,7 +127,8 @@ class Episode:
                 self.world.files = files
         if self.world is not None and self.start is not None:
             changes = self.world.diff(self.start)
-            for change in changes:  # the last actor to change it (a live server's files: the agent's)
+            for change in changes:  # the last actor to change it (a live server's files: whose call wrote them;
+                # the agent's when only the agent acts, or when the servers wrote them between calls)
                 change.actor = (self.ledger or {}).get(change.target, "agent")
             self.trajectory.state_changes = changes
 

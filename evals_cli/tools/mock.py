@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from evals_cli.environment.effects import run_effect
@@ -144,9 +144,11 @@ class ToolResultChecker:
 
 
 class ToolServers(Protocol):
-    """The tool servers' side of one (sample, repeat) (evals_cli/mcp/hub.py `McpSession`): live calls, awaited."""
+    """The tool servers' side of one (sample, repeat) (evals_cli/mcp/hub.py `McpSession`): live calls, awaited;
+    `changed` is given the workspace files a call changed (dual control: who changed what)."""
 
-    async def call(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]: ...
+    async def call(self, spec: ToolSpec, arguments: dict[str, Any],
+                   changed: Callable[[list[str]], None] | None = None) -> tuple[str, bool]: ...
 
 
 def needs_world(tools: Mapping[str, ToolSpec], environment: EnvironmentSpec | None) -> bool:
@@ -213,7 +215,9 @@ class MockToolbox:
     async def _reach(self, record: ToolCall, spec: ToolSpec, arguments: dict[str, Any]) -> None:
         """The tool's own answer: from its server, its logic, its effect on the world, or its canned results."""
         if spec.served_by is not None and self.servers is not None:
-            result, record.is_error = await self.servers.call(spec, arguments)
+            # dual control: the workspace files the call changed are this actor's (a world copy sees no server)
+            result, record.is_error = await self.servers.call(spec, arguments, self._changed_by_me
+                                                              if self.ledger is not None else None)
             record.result = cap(clean_text(result))  # capped like any tool result: a server may answer megabytes
         elif spec.python is not None and self.world is not None and not self._case_matches(spec, arguments):
             record.result, record.is_error = await self._run_logic(spec, arguments)
@@ -223,6 +227,12 @@ class MockToolbox:
             record.effect = store_effect(effect, self.state_budget)
         else:
             record.result, record.is_error = self._answer(record.name, spec, arguments)
+
+    def _changed_by_me(self, paths: list[str]) -> None:
+        """Workspace files a live call of this actor changed: this actor changed them last."""
+        if self.ledger is not None:
+            for path in paths:
+                self.ledger[path] = self.actor
 
     def _inject(self, record: ToolCall, inject: InjectSpec, arguments: dict[str, Any]) -> None:
         """Put the attack into the result when this call is one it targets. Calls are counted per tool over those
