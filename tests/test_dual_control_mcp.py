@@ -226,6 +226,10 @@ def test_a_user_server_in_mock_mode_takes_its_results_from_user_tools(tmp_path: 
     data["tools"] = {"desk_read_note": {"description": "Read a note", "parameters": {"name": "file"},
                                         "returns": "airplane=on"}}
     path.write_text(yaml.safe_dump(data, sort_keys=False))
+    listed = run_cli("list", "tools", str(path)).stdout  # each actor's tools, and where they come from
+    assert "1 tool(s) the agent will see:\n  desk_read_note  tools: (mocked)" in listed, listed
+    assert ("1 tool(s) the simulated user will see (user_tools, user_mcp_servers):\n  phone_write_note  "
+            "user_mcp_servers.phone (mock: schema from the server, results from user_tools:)") in listed, listed
     code, [line], said = run(tmp_path, path, out="mocked")
     write = user_calls(line)[0]
     assert write["result"] == "noted", said

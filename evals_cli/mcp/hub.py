@@ -99,7 +99,8 @@ class McpHub:
                  base_dir: Path, record: Path | None = None, replay: Path | None = None,
                  redact: Redactor | None = None, user_servers: Mapping[str, McpServerSpec] | None = None,
                  user_tools: Mapping[str, ToolSpec] | None = None) -> None:
-        self.servers = {**(user_servers or {}), **servers}  # names differ (the loader refuses one in both)
+        self.servers = dict(servers)  # the agent's first; names differ (the loader refuses one in both)
+        self.servers.update({n: spec for n, spec in (user_servers or {}).items() if n not in servers})
         self.user_side = set(user_servers or {}) - set(servers)
         self.suite_tools = dict(suite_tools)
         self.declared_user_tools = dict(user_tools or {})
@@ -375,20 +376,22 @@ class McpHub:
         self.open()
         return self._user_served
 
-    def sources(self) -> dict[str, str]:
-        """Where each tool the agent sees comes from, for `evals list tools`."""
+    def sources(self, actor: str = "agent") -> dict[str, str]:
+        """Where each tool the agent (`actor="user"`: the user) sees comes from, for `evals list tools`."""
+        user = actor == "user"
+        block = "user_tools" if user else "tools"
+        mocks = {n: s for n, s in self.servers.items() if s.mode == "mock" and (n in self.user_side) == user}
         found = {}
-        for exposed, spec in self.tools().items():
+        for exposed, spec in (self.user_tools() if user else self.tools()).items():
             server = spec._served_by
+            owner = next((n for n, s in mocks.items()
+                          if any(exposed == s.exposed(t.name) for t in self.listed.get(n, []))), None)
             if server is not None:
-                found[exposed] = f"mcp_servers.{server} (live, its tool '{spec._served_name}')"
-            elif any(exposed == s.exposed(t.name) for s2, s in self.servers.items()
-                     if s.mode == "mock" and s2 not in self.user_side for t in self.listed.get(s2, [])):
-                owner = next(n for n, s in self.servers.items() if s.mode == "mock" and n not in self.user_side
-                             and any(exposed == s.exposed(t.name) for t in self.listed.get(n, [])))
-                found[exposed] = f"mcp_servers.{owner} (mock: schema from the server, results from tools:)"
+                found[exposed] = f"{self.block(server)} (live, its tool '{spec._served_name}')"
+            elif owner is not None:
+                found[exposed] = f"{self.block(owner)} (mock: schema from the server, results from {block}:)"
             else:
-                found[exposed] = "tools: (mocked)"
+                found[exposed] = f"{block}: (mocked)"
         return found
 
     # --- episodes -------------------------------------------------------------------------------------
