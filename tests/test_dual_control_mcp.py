@@ -237,3 +237,16 @@ def test_a_user_server_in_mock_mode_takes_its_results_from_user_tools(tmp_path: 
     [offered] = sim["tools"]
     assert offered["function"]["description"] == "Write a note into the working folder."  # the server's schema
     assert offered["function"]["parameters"]["required"] == ["name", "text"]
+
+
+def test_validate_takes_a_file_only_the_users_server_can_write_as_possible(tmp_path: Path,
+                                                                          server: ScriptedServer) -> None:
+    """`evals validate` starts no server: a live user server with {workspace} may write any file there, so a row
+    expecting a file neither the environment nor an agent tool makes is no problem (as for the agent's)."""
+    row = {**ROW, "expected_state": {"files": {"made_by_user.txt": {"exact": "hi"}}}}
+    path = suite(tmp_path, server, row, mcp_servers={})
+    result = run_cli("validate", str(path))
+    assert result.returncode == 0 and "ok: 1 samples" in result.stdout, result.stdout + result.stderr
+    alone = suite(tmp_path, server, row, mcp_servers={}, user_mcp_servers={})  # nobody can write it
+    result = run_cli("validate", str(alone))
+    assert result.returncode == 2 and "made_by_user.txt: not in the environment" in result.stdout + result.stderr
