@@ -151,11 +151,8 @@ def run(
     until: Annotated[str | None, typer.Option("--until", metavar="WHEN", help="A traces target: only conversations that started before WHEN.")] = None,
 ) -> None:
     """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
-    import asyncio
-
     from evals_cli.run_options import NothingToRun, RunOptions
-    from evals_cli.runner.dispatch import default_suite, execute_prepared, prepare
-    from evals_cli.runner.prepare import PreparedRun
+    from evals_cli.runner.dispatch import default_suite, prepare
 
     if keyword is not None:  # pytest's -k is a keyword filter; here it was once --repeats: say which is which
         raise ConfigError(f"-k {keyword}: evals run has no -k; to run every sample N times use --repeats N (-r N), "
@@ -192,8 +189,6 @@ def run(
                               "supported; export each model's folder afterwards, or run one --model (--export "
                               "html=PATH writes the side-by-side report)")
         raise typer.Exit(cli_run.run_models(prepared, suite, quiet, exports.get("html")))
-    if not isinstance(prepared, PreparedRun):  # recorded sessions: no agent; the results of every run
-        raise typer.Exit(cli_run.run_recorded(asyncio.run(execute_prepared(prepared)), quiet, exports))
     raise typer.Exit(cli_run.run_live(prepared, suite, quiet, exports))
 
 

@@ -1,6 +1,6 @@
-"""The one library entry point behind `evals run`: a suite file (or a loaded suite) goes to the pipeline its
-document kind names, live agents (`PreparedRun`, `execute`) or recorded sessions (`PreparedSessions`,
-`SessionsRun`), and comes back as a `RunOutcome`. The CLI only parses arguments into `RunOptions` and renders
+"""The one library entry point behind `evals run`: a suite file (or a loaded suite) is prepared (`PreparedRun`;
+a recorded-sessions document first becomes the ordinary suite of its `recorded_session` target:
+`sessions.prepare`), run by `Execution`, and comes back as a `RunOutcome`. The CLI only parses arguments into `RunOptions` and renders
 what this returns; Python callers get exactly the same checks and results."""
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
     from evals_cli.runner.models_matrix import PreparedModels
-    from evals_cli.sessions.prepare import PreparedSessions
     from evals_cli.sessions.suite import SessionsSuiteSpec
 
 OnResult = Callable[[Any], None]
@@ -44,7 +43,7 @@ def default_suite(folder: Path | None = None) -> Path:
 
 
 def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
-            options: RunOptions | None = None) -> PreparedRun | PreparedSessions | PreparedModels:
+            options: RunOptions | None = None) -> PreparedRun | PreparedModels:
     """Load (a path) and check everything that can fail before the first model call, for the pipeline the
     suite's kind names; raises ConfigError listing every problem (what `evals validate` would report). Several
     models (`RunOptions.models`, the suite's `target.models`, or `--resume` of such a run) give a
@@ -99,29 +98,25 @@ def _no_models(options: RunOptions) -> None:
                           "(the judge is set with judge.model or EVAL_JUDGE_MODEL)")
 
 
-def _sessions(suite: SessionsSuiteSpec, options: RunOptions) -> PreparedSessions:
-    from evals_cli.sessions.prepare import PreparedSessions
+def _sessions(suite: SessionsSuiteSpec, options: RunOptions) -> PreparedRun:
+    from evals_cli.sessions.prepare import prepare_sessions
 
-    return PreparedSessions(suite, options)
+    return prepare_sessions(suite, options)
 
 
-async def execute_prepared(prepared: PreparedRun | PreparedSessions | PreparedModels,
+async def execute_prepared(prepared: PreparedRun | PreparedModels,
                            on_result: OnResult | None = None) -> RunOutcome[Any]:
     """Run a prepared suite to the end: results streamed to its folder, the summary written, the exit code set.
     Several models give a `ModelsOutcome` (each model's `RunOutcome` in `outcomes`)."""
+    from evals_cli.runner.execution import Execution
+
     if isinstance(prepared, PreparedRun):
-        from evals_cli.runner.execution import Execution
-
         return await Execution(prepared, on_result).run()
-    from evals_cli.runner.models_matrix import PreparedModels, execute_models
+    from evals_cli.runner.models_matrix import execute_models
 
-    if isinstance(prepared, PreparedModels):
-        from evals_cli.runner.execution import Execution
+    from evals_cli.runner.execution import Execution
 
-        return await execute_models(prepared, Execution, on_result)  # one Execution per model
-    from evals_cli.sessions.runner import SessionsRun
-
-    return await SessionsRun(prepared, on_result).run()  # the results of every run
+    return await execute_models(prepared, Execution, on_result)  # one Execution per model
 
 
 async def arun(suite: str | Path | SuiteSpec | SessionsSuiteSpec, options: RunOptions | None = None,

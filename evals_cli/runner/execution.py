@@ -67,7 +67,8 @@ class Execution:
             self.output_dir = self.resume.directory
         elif options.output is not None:
             self.output_dir = options.output
-            _refuse_earlier_run(options.output)
+            if not prepared.target.replaces_results:  # recorded data with no resume: its begin_run starts over
+                _refuse_earlier_run(options.output)
         else:
             try:
                 self.output_dir = default_output_dir(prepared.suite.name)
@@ -104,6 +105,7 @@ class Execution:
                 model=self.p.agent.model, started_with=self.started_with,
                 judges=judge_records(self.p.graders, self.p.gate),
                 pricing={m: (p.input, p.output) for m, p in self.p.suite.pricing.items()}))
+            self.p.target.begin_run(self.output_dir)
         try:
             self.writer = ResultsWriter(self.output_dir, self.redact)
         except OSError as exc:  # a resumed folder that is read-only, or a full disk
@@ -168,6 +170,8 @@ class Execution:
         elif self.abort_reason:
             summary.status = "aborted"
             summary.abort_reason = self.abort_reason
+        elif (reason := self._graders_incomplete()) is not None:  # e.g. too few verdicts from a grader's judge
+            summary.status, summary.abort_reason = "aborted", self.redact(reason)
         # an incomplete run (exit 3 or 130) gets no gate verdict: see exit_codes
         cov = summary.coverage
         if summary.status == "completed" and cov.expected_results is not None and summary.total < cov.expected_results:
@@ -192,6 +196,11 @@ class Execution:
             # repeated as an "error" on stderr it read as a second, different problem
             self.messages.append(summary.abort_reason)
         return RunOutcome(summary, self.output_dir, summary.exit_code, self.messages)
+
+    def _graders_incomplete(self) -> str | None:
+        """Why the graders, over every sample they graded, leave the run without a verdict (the first said)."""
+        rate = self.p.options.max_error_rate
+        return next((r for g in self.p.graders.values() if (r := g.incomplete_run(rate)) is not None), None)
 
     def _calibrations(self) -> dict[str, JudgeCalibration]:
         """The finished run's grades handed to calibration (calibration/finished_run.py), a consumer of them."""
@@ -278,6 +287,9 @@ class Execution:
             self._flight[task] = InFlight(str(sample.id), repeat, time.monotonic())
         try:
             result = await self._run_sample(sample, repeat)
+        except RunAborted as exc:  # a grader's model became unusable (the sessions' judge): stop, this one unsaved
+            self._abort(self.redact(str(exc)))
+            return True
         except Exception as exc:  # a bug must not make a row vanish: it is recorded as an errored sample
             result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags,
                                   input=sample.input_text(), error=ErrorInfo(
@@ -412,6 +424,7 @@ class Execution:
         result.judge_usage = judge
         result.cost = self._cost(result, time.perf_counter() - grading_started)
         result.latency_s = time.perf_counter() - started
+        self.p.target.recorded_result(sample, result)
         return result
 
     def _sample_error(self, failed: Exception, sample: Sample, limit: float | None) -> ErrorInfo:
