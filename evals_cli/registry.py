@@ -18,8 +18,9 @@ of a built-in kind, or a suite naming only built-in kinds, imports only their mo
 everything.
 
 A few built-in kinds live beside what they build on rather than in their family's package (the recorded-session
-graders and target sit in `evals_cli.sessions`, which builds on the graders and the targets): `ELSEWHERE` names their modules by family
-package, so discovery imports them too and the family's package never imports the higher layer.
+graders and target sit in `evals_cli.sessions`, which builds on the graders and the targets): `ELSEWHERE` names
+their modules by family package, so discovery imports them too and the family's package never imports the higher
+layer.
 
 Installed packages add kinds the same way: every entry point of the group `evals_cli` names a module (`acme_evals
 = "acme_evals.plugin"` under `[project.entry-points.evals_cli]`), and the first lookup in any registry imports

@@ -1,6 +1,6 @@
-"""The one library entry point behind `evals run`: a suite file (or a loaded suite) is prepared (`PreparedRun`;
-a recorded-sessions document first becomes the ordinary suite of its `recorded_session` target:
-`sessions.prepare`), run by `Execution`, and comes back as a `RunOutcome`. The CLI only parses arguments into `RunOptions` and renders
+"""The one library entry point behind `evals run`: a suite file (or a loaded suite) is prepared (`PreparedRun`; a
+recorded-sessions document first becomes the ordinary suite of its `recorded_session` target: runner/sessions.py),
+run by `Execution`, and comes back as a `RunOutcome`. The CLI only parses arguments into `RunOptions` and renders
 what this returns; Python callers get exactly the same checks and results."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
     from evals_cli.runner.models_matrix import PreparedModels
+    from evals_cli.sessions.outcome import SessionsOutcome
     from evals_cli.sessions.suite import SessionsSuiteSpec
 
 OnResult = Callable[[Any], None]
@@ -99,7 +100,7 @@ def _no_models(options: RunOptions) -> None:
 
 
 def _sessions(suite: SessionsSuiteSpec, options: RunOptions) -> PreparedRun:
-    from evals_cli.sessions.prepare import prepare_sessions
+    from evals_cli.runner.sessions import prepare_sessions
 
     return prepare_sessions(suite, options)
 
@@ -113,8 +114,6 @@ async def execute_prepared(prepared: PreparedRun | PreparedModels,
     if isinstance(prepared, PreparedRun):
         return await Execution(prepared, on_result).run()
     from evals_cli.runner.models_matrix import execute_models
-
-    from evals_cli.runner.execution import Execution
 
     return await execute_models(prepared, Execution, on_result)  # one Execution per model
 
@@ -132,3 +131,30 @@ def run(suite: str | Path | SuiteSpec | SessionsSuiteSpec, options: RunOptions |
         on_result: OnResult | None = None) -> RunOutcome[Any]:
     """`arun` from synchronous code (it starts its own event loop)."""
     return asyncio.run(arun(suite, options, on_result))
+
+
+async def arun_sessions(suite: SessionsSuiteSpec, options: RunOptions | None = None,
+                        on_result: OnResult | None = None) -> SessionsOutcome:
+    """`evals analyze`'s run: a sessions document checked (ConfigError, exit 2, listing every problem; nothing
+    written), run to the end as an ordinary suite (`runner/sessions.py`), and the sessions view `evals analyze`
+    prints derived from what it wrote (analyze.json marks the folder as one to show so)."""
+    from evals_cli.runner.sessions import prepare_sessions, session_order, view_record
+    from evals_cli.sessions.outcome import sessions_outcome
+
+    prepared = prepare_sessions(suite, options)
+    record = view_record(prepared, suite)
+    written: list[str] = []  # the sessions, in the order their lines were written
+
+    def heard(result: Any) -> None:
+        written.append(result.sample_id)
+        if on_result is not None:
+            on_result(result)
+
+    outcome = await execute_prepared(prepared, heard)
+    return sessions_outcome(outcome, record, session_order(prepared, written))
+
+
+def run_sessions(suite: SessionsSuiteSpec, options: RunOptions | None = None,
+                 on_result: OnResult | None = None) -> SessionsOutcome:
+    """`arun_sessions` to the end, from synchronous code."""
+    return asyncio.run(arun_sessions(suite, options, on_result))

@@ -14,6 +14,8 @@ graded): a session that could not be analysed (a bug: its grades are errors, nev
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evals_cli.endpoints.secrets import Redactor
@@ -28,6 +30,16 @@ from evals_cli.wording import plural
 if TYPE_CHECKING:
     from evals_cli.endpoints.clients import ModelClients
     from evals_cli.endpoints.resolve import Endpoint
+    from evals_cli.models.trajectory import Trajectory
+
+
+@dataclass
+class _Made:
+    """One episode's analysis, being made or made, and how many graders have still to read it."""
+
+    episode: Trajectory  # held, so its id (the key) is not reused while the entry lives
+    analysis: asyncio.Task[SessionAnalysis]
+    unread: int
 
 
 class SessionAnalyser:
@@ -42,7 +54,7 @@ class SessionAnalyser:
         self.temperature, self.max_tokens = temperature, max_tokens
         self.judge: SessionJudge | None = None
         self.readers = 0  # graders reading each analysis: the last to read it lets it go
-        self.made: dict[str, list[SessionAnalysis | int]] = {}  # session id -> [analysis, readers still to read it]
+        self.made: dict[int, _Made] = {}  # id of the episode's trajectory -> its analysis
         self.sessions = self.errored = 0
         self.judge_calls = self.judge_errors = 0
         self.first_judge_error: str | None = None
@@ -58,17 +70,22 @@ class SessionAnalyser:
     def endpoints(self) -> list[Endpoint]:
         return [self.endpoint] if self.endpoint is not None else []
 
-    async def analysis(self, session: AgentSession) -> SessionAnalysis:
-        """The session's analysis, made by the first grader to ask, read by the others."""
-        entry = self.made.get(session.id)
+    async def analysis(self, session: AgentSession, episode: Trajectory) -> SessionAnalysis:
+        """The analysis of one episode of the session (its trajectory: a repeat is an episode of its own), made
+        by the first grader to ask, read by the others; the last reader lets it go."""
+        key = id(episode)
+        entry = self.made.get(key)
         if entry is None:
-            entry = self.made[session.id] = [await self._analyse(session), self.readers]
-        found = entry[0]
-        assert isinstance(found, SessionAnalysis)
-        entry[1] = int(entry[1]) - 1
-        if int(entry[1]) <= 0:
-            del self.made[session.id]
-        return found
+            task = asyncio.ensure_future(self._analyse(session))
+            entry = self.made[key] = _Made(episode, task, self.readers)
+        entry.unread -= 1
+        if entry.unread <= 0:
+            self.made.pop(key, None)
+        try:
+            return await entry.analysis
+        except BaseException:
+            self.made.pop(key, None)  # the run stops (RunAborted), or this sample was cancelled: nobody reads it
+            raise
 
     async def _analyse(self, session: AgentSession) -> SessionAnalysis:
         try:

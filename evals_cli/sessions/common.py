@@ -17,23 +17,26 @@ the gate's float tolerance, as the session gate did; a session passes when it me
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evals_cli.models.grader_specs.base import GraderBase
-from evals_cli.models.specs import AnyGate, LogicalGate, SimpleGate
+from evals_cli.models.specs import AnyGate, GateSpec, LogicalGate, SimpleGate
 from evals_cli.sessions.graders import SessionDetectorSpec, SessionScoreSpec
 from evals_cli.sessions.spec import RecordedSessionsTarget, SessionGateSpec
+from evals_cli.sessions.target import RecordedSessionTarget
 
 if TYPE_CHECKING:
-    from evals_cli.sessions.analyser import SessionAnalyser
+    from evals_cli.sessions.suite import SessionsSuiteSpec
+    from evals_cli.suite.spec import SuiteSpec
 
 SCORES = ("overall", "conversation", "tool_use", "reasoning", "coordination", "intent_drift", "task_completion")
 DETECTORS = ("ccm", "rdm", "hallucination", "unauthorized_tool", "hallucinated_parameter")
 
 
-def grader_specs(target: RecordedSessionsTarget, analyser: SessionAnalyser | None = None) -> dict[str, GraderBase]:
+def grader_specs(target: RecordedSessionsTarget, analyser: Any = None) -> dict[str, GraderBase]:
     """The graders of a recorded-sessions run, by name: the session scores, the turns, the lowest agent (all
-    reading the analyses of `analyser`, the run's), the detectors (tuned by the suite's thresholds)."""
+    reading the analyses of `analyser`, the run's `SessionAnalyser`, handed in by the runner: sessions/analyser.py),
+    the detectors (tuned by the suite's thresholds)."""
     weights = {"interaction_weights": target.interaction_weights, "session_weights": target.session_weights,
                "thresholds": target.thresholds}
     scores = {name: SessionScoreSpec(metric=name, **weights) for name in SCORES}
@@ -61,3 +64,19 @@ def gate_spec(spec: SessionGateSpec) -> AnyGate:
     if len(checks) == 1:
         return checks[0]
     return LogicalGate(operator="and", gates=checks)
+
+
+def common_suite(document: SessionsSuiteSpec, analyser: Any = None) -> SuiteSpec:
+    """The ordinary suite a sessions document is: the `recorded_session` target over the session file (its
+    dataset), the session graders (their scores reading the analyses of `analyser`, the run's `SessionAnalyser`)
+    and the session gate as the common gate."""
+    from evals_cli.suite.spec import SuiteSpec, refresh
+
+    graders = grader_specs(document.target, analyser)
+    refresh({"target": {"kind": "recorded_session"}, "graders": {n: {"kind": g.kind} for n, g in graders.items()}})
+    suite = SuiteSpec(name=document.name, description=document.description, dataset=document.dataset,
+                      max_samples=document.max_samples, concurrency=document.concurrency,
+                      target=RecordedSessionTarget(path=document.dataset), judge=document.judge, graders=graders,
+                      gate=GateSpec.model_validate(gate_spec(document.target.gate).model_dump()))
+    suite._base_dir = document.base_dir
+    return suite

@@ -12,10 +12,10 @@ thoughts, the contexts handed over. A sample without one is "not applicable", ne
   conversation, tool_use, reasoning, coordination, intent_drift, task_completion), `turn` (the share of turns not
   bad, a turn grade each) or `agent` (one agent's overall, or the lowest agent's when `agent` is not set). The
   analysis (`sessions/analysis.py`, judged when the run has a judge) is made once per session for all the
-  scores of a run by the `SessionAnalyser` its suite hands them in their specs (`sessions/analyser.py`); the
-  `overall` score keeps it whole in its grade's metadata (`results.ANALYSIS`). A score built on its own
-  analyses the session deterministically; a sample that carries its analysis (`episode.session_analysis`) is
-  graded on that one.
+  scores of a run by the `SessionAnalyser` its suite hands them in their specs (`sessions/analyser.py`: the
+  builder hands it in, these never analyse); the `overall` score keeps it whole in its grade's metadata
+  (`results.ANALYSIS`). A sample that carries its analysis (`episode.session_analysis`) is graded on that one; a
+  recording with neither is an error, never a score.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from evals_cli.wording import plural
 
 if TYPE_CHECKING:
     from evals_cli.endpoints.resolve import Endpoint
-    from evals_cli.sessions.analyser import SessionAnalyser
     from evals_cli.sessions.models import AgentSession
     from evals_cli.sessions.results import Detection, SessionAnalysis
 
@@ -44,6 +43,8 @@ TurnDetector = Literal["ccm", "rdm", "hallucination"]
 ToolDetector = Literal["unauthorized_tool", "hallucinated_parameter", "missing_required", "type_mismatch",
                        "invalid_value"]
 NO_RECORDING = "not a recorded session: nothing to check"
+NOT_ANALYSED = ("a recorded session without its analysis: session_score grades the analysis a recorded-sessions run "
+                "makes (evals analyze, evals run on a recorded_sessions suite)")
 
 
 class SessionDetectorSpec(GraderBase):
@@ -143,7 +144,8 @@ class SessionScoreSpec(GraderBase):
     interaction_weights: InteractionWeights = Field(default_factory=InteractionWeights)
     session_weights: SessionWeights = Field(default_factory=SessionWeights)
     thresholds: Thresholds = Field(default_factory=Thresholds)
-    # the run's analyser, shared by every score of a recorded-sessions suite (sessions/suite.py hands it in)
+    # the run's analyser (sessions/analyser.py), shared by every score of a recorded-sessions suite: its builder
+    # hands it in (SessionsSuiteSpec.to_suite), so this module never stands on the analysis
     _analyser: Any = PrivateAttr(default=None)
 
 
@@ -186,24 +188,17 @@ def session_analysis_grade(spec: SessionScoreSpec, a: SessionAnalysis) -> Grade:
 class SessionScoreGrader(Grader[SessionScoreSpec]):
     def __init__(self, name: str, spec: SessionScoreSpec, ctx: GraderContext) -> None:
         super().__init__(name, spec, ctx)
-        analyser: SessionAnalyser | None = spec._analyser
-        if analyser is None:  # built on its own: the deterministic analysis, made for this grader alone
-            from evals_cli.sessions.analyser import SessionAnalyser
-            from evals_cli.sessions.spec import RecordedSessionsTarget
-
-            analyser = SessionAnalyser(RecordedSessionsTarget(
-                interaction_weights=spec.interaction_weights, session_weights=spec.session_weights,
-                thresholds=spec.thresholds))
-        analyser.bind(None if ctx.offline else ctx.pool)
-        self.analyser = analyser
+        self.analyser = spec._analyser  # None: built on its own, it grades only samples that carry an analysis
+        if self.analyser is not None:
+            self.analyser.bind(None if ctx.offline else ctx.pool)
 
     @property
     def endpoints(self) -> list[Endpoint]:
         """The judge the analysis asks (its key is masked in every output of the run)."""
-        return self.analyser.endpoints
+        return list(self.analyser.endpoints) if self.analyser is not None else []
 
     def incomplete_run(self, max_error_rate: float) -> str | None:
-        return self.analyser.incomplete_run(max_error_rate)
+        return self.analyser.incomplete_run(max_error_rate) if self.analyser is not None else None
 
     async def grade(self, ctx: GradeContext) -> Grade:
         from evals_cli.sessions.episode import recorded_session, session_analysis
@@ -214,7 +209,10 @@ class SessionScoreGrader(Grader[SessionScoreSpec]):
             session = recorded_session(ctx.sample)
             if session is None:
                 return Grade(score=1.0, applicable=False, rationale=NO_RECORDING)
-            analysis = await self.analyser.analysis(session)
+            if self.analyser is None:  # a recording nobody analyses cannot be scored: an error, never a score
+                return Grade.failed(NOT_ANALYSED)
+            found: SessionAnalysis = await self.analyser.analysis(session, ctx.trajectory)
+            analysis = found
         grade = session_analysis_grade(self.spec, analysis)
         if self.spec.level == "session" and self.spec.metric == "overall":  # the analysis, kept whole once
             grade.metadata[ANALYSIS] = analysis.model_dump(mode="json")

@@ -1,8 +1,8 @@
 """A sessions suite made ready to run as an ordinary suite: everything checked that can fail before the first judge
 call (the options, the judge endpoint, every session of the file), then the suite of the `recorded_session`
-target, the session graders and the common gate (`SessionsSuiteSpec.to_suite`), prepared like every suite
-(`PreparedRun`), which `Execution` runs. `evals validate` collects the same checks' problems
-(`check_sessions_suite`), so neither can accept what the other refuses."""
+target, the session graders and the common gate (`SessionsSuiteSpec.to_suite`) with the options of its run
+(which the runner prepares like every suite (`runner/sessions.py`). `evals validate` collects the
+same checks' problems (`check_sessions_suite`), so neither can accept what the other refuses."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from evals_cli.sessions.reader import check_sessions
 from evals_cli.sessions.suite import SessionsSuiteSpec
 
 if TYPE_CHECKING:  # annotations only
-    from evals_cli.runner.prepare import PreparedRun
     from evals_cli.suite.spec import SuiteSpec
 
 
@@ -75,29 +74,6 @@ def check(suite: SessionsSuiteSpec, options: RunOptions | None = None, problems:
     return found
 
 
-def prepare_sessions(suite: SessionsSuiteSpec, options: RunOptions | None = None) -> PreparedRun:
-    """A sessions suite checked (ConfigError listing every problem), then prepared as the ordinary suite it is:
-    the `recorded_session` target, the session graders sharing the run's analyser (its judge asking through
-    the run's client pool), the common gate."""
-    from evals_cli.runner.prepare import PreparedRun
-    from evals_cli.sessions.analyser import SessionAnalyser
-
-    checked = check(suite, options)
-    if checked.problems:
-        raise ConfigError(checked.problems)
-    suite, checked_options = checked.suite, checked.options
-    judge = suite.judge
-    analyser = SessionAnalyser(suite.target, checked.endpoint,
-                               concurrency=checked_options.concurrency or suite.concurrency,
-                               temperature=judge.temperature if judge else 0,
-                               max_tokens=judge.max_tokens if judge else None)
-    # the sessions were checked above: the run reads them once more, as it runs them (no second precheck);
-    # a time window is a traces target's, which recorded sessions never had
-    run_options = RunOptions(**{name: getattr(checked_options, name) for name in RunOptions.model_fields})
-    run_options = run_options.model_copy(update={"precheck": False, "since": None, "until": None})
-    return PreparedRun(suite.to_suite(analyser), run_options)
-
-
 def check_sessions_suite(suite: SessionsSuiteSpec | SuiteSpec) -> tuple[int, list[str]]:
     """What `evals validate` reports for a sessions suite, without calling any model: (sessions, problems). A
     SuiteSpec carrying a RecordedSessionsTarget is converted first (its keys that do not apply are problems)."""
@@ -111,4 +87,4 @@ def check_sessions_suite(suite: SessionsSuiteSpec | SuiteSpec) -> tuple[int, lis
     return checked.sessions, checked.problems
 
 
-__all__ = ["check_sessions_suite", "judge_endpoint", "prepare_sessions"]
+__all__ = ["check", "check_sessions_suite", "judge_endpoint"]

@@ -1,8 +1,8 @@
 """A sessions suite: `suites/multi_agent.yaml` with `target: {kind: recorded_sessions, ...}`.
 
 A document kind of its own, loaded by `load_sessions_suite` alone: the live suite's target union does not know
-recorded_sessions. Run, it is the ordinary suite `to_suite` makes of it (the `recorded_session` target, the
-session graders, the common gate). The session gate lives in `target.gate` (a top-level `gate`
+recorded_sessions. Run, it is the ordinary suite `sessions.common.common_suite` makes of it (the
+`recorded_session` target, the session graders, the common gate). The session gate lives in `target.gate` (a top-level `gate`
 is the live suites' grader gate). `convert` / `from_suite` still turn a SuiteSpec that carries a
 RecordedSessionsTarget (built by hand, or by a loader that accepts one) into a `SessionsSuiteSpec`.
 """
@@ -23,7 +23,6 @@ from evals_cli.suite.problems import format_validation_error
 from evals_cli.suite.yaml_file import line_finder, read_yaml_mapping
 
 if TYPE_CHECKING:  # annotations only
-    from evals_cli.sessions.analyser import SessionAnalyser
     from evals_cli.suite.spec import SuiteSpec
 
 NOT_FOR_SESSIONS = {"graders": "the session metrics are built in (tune target.interaction_weights and "
@@ -58,25 +57,6 @@ class SessionsSuiteSpec(SuiteFile):
         spec._base_dir = Path(suite.base_dir)
         return spec, [f"suite {suite.name!r}: {k}: does not apply to recorded_sessions; {NOT_FOR_SESSIONS[k]}"
                       for k in given]
-
-    def to_suite(self, analyser: SessionAnalyser | None = None) -> SuiteSpec:
-        """The ordinary suite this document is: the `recorded_session` target over the session file (its dataset),
-        the session graders (their scores reading `analyser`'s analyses, the run's) and the session gate as the
-        common gate (`sessions.common`)."""
-        from evals_cli.models.specs import GateSpec
-        from evals_cli.sessions.common import gate_spec, grader_specs
-        from evals_cli.sessions.target import RecordedSessionTarget
-        from evals_cli.suite.spec import SuiteSpec, refresh
-
-        graders = grader_specs(self.target, analyser)
-        refresh({"target": {"kind": "recorded_session"}, "graders": {n: {"kind": g.kind} for n, g in graders.items()}})
-        suite = SuiteSpec(name=self.name, description=self.description, dataset=self.dataset,
-                          max_samples=self.max_samples, concurrency=self.concurrency,
-                          target=RecordedSessionTarget(path=self.dataset), judge=self.judge,
-                          graders=graders,
-                          gate=GateSpec.model_validate(gate_spec(self.target.gate).model_dump()))
-        suite._base_dir = self.base_dir
-        return suite
 
     @classmethod
     def from_suite(cls, suite: SuiteSpec) -> SessionsSuiteSpec:
