@@ -165,8 +165,10 @@ class Execution:
         summary.cache = self._cache_use()
         if self.interrupts:
             summary.status = "interrupted"
+            again = ("run it again (recorded data has no resume)" if self.p.target.replaces_results else
+                     f"resume with --resume {self.output_dir}")
             summary.abort_reason = (f"stopped by {self.signal_name} after {progress(summary)}; the finished "
-                                    f"samples are kept in {self.output_dir}: resume with --resume {self.output_dir}")
+                                    f"samples are kept in {self.output_dir}: {again}")
         elif self.abort_reason:
             summary.status = "aborted"
             summary.abort_reason = self.abort_reason
