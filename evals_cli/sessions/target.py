@@ -47,7 +47,7 @@ class RecordedSession(Target):
 
     def __init__(self, spec: RecordedSessionTarget, ctx: TargetContext) -> None:
         super().__init__(spec, ctx)
-        self.dataset_file = (ctx.base_dir / spec.path).resolve()
+        self.dataset_file = (ctx.base_dir / Path(spec.path).expanduser()).resolve()
         self.view_record: AnalyzeRecord | None = None  # `evals analyze`: written as analyze.json as its run starts
         self.positions: dict[str, int] = {}  # each session's place in the file, as read (the view's order)
 
