@@ -32,7 +32,7 @@ from evals_cli.models.target_specs import sample_limit
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.exit_codes import exit_code_for, progress
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir
-from evals_cli.output.manifest import Manifest, folder_error, write_manifest
+from evals_cli.output.manifest import Manifest, folder_error, make_run_folder, write_manifest
 from evals_cli.output.summary import Accumulator
 from evals_cli.run_options import ResultCallback, RunOutcome
 from evals_cli.runner.in_flight import InFlight
@@ -98,14 +98,16 @@ class Execution:
         await self._check_simulator()
         started = time.time()
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
-        if self.resume is None:
+        if self.resume is None and self.p.target.replaces_results:  # recorded data: nothing to resume, no run.json
+            make_run_folder(self.output_dir, "-o")
+            self.p.target.begin_run(self.output_dir)
+        elif self.resume is None:
             write_manifest(self.output_dir, Manifest(
                 suite=self.p.suite.name, fingerprint=self.fingerprint, gate=self.p.suite.gate.model_dump(),
                 graders=list(self.p.graders), repeats=self.p.repeats, shard=self.p.options.shard,
                 model=self.p.agent.model, started_with=self.started_with,
                 judges=judge_records(self.p.graders, self.p.gate),
                 pricing={m: (p.input, p.output) for m, p in self.p.suite.pricing.items()}))
-            self.p.target.begin_run(self.output_dir)
         try:
             self.writer = ResultsWriter(self.output_dir, self.redact)
         except OSError as exc:  # a resumed folder that is read-only, or a full disk
@@ -161,7 +163,8 @@ class Execution:
         summary.started_at = started_at
         summary.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
         summary.duration_s = time.time() - started
-        summary.coverage = self._coverage()
+        # recorded data (recorded sessions) has no plan to measure against: its summary carries none, as it never did
+        summary.coverage = None if self.p.target.replaces_results else self._coverage()
         summary.cache = self._cache_use()
         if self.interrupts:
             summary.status = "interrupted"
@@ -176,7 +179,8 @@ class Execution:
             summary.status, summary.abort_reason = "aborted", self.redact(reason)
         # an incomplete run (exit 3 or 130) gets no gate verdict: see exit_codes
         cov = summary.coverage
-        if summary.status == "completed" and cov.expected_results is not None and summary.total < cov.expected_results:
+        if summary.status == "completed" and cov is not None and cov.expected_results is not None \
+                and summary.total < cov.expected_results:
             summary.status = "aborted"  # never a verdict over fewer samples than were planned, without a word
             summary.abort_reason = f"only {progress(summary)} finished, for no recorded reason"
         summary.exit_code = exit_code_for(summary, self.p.options.max_error_rate)

@@ -166,7 +166,8 @@ class Target:
         return bound if isinstance(bound, int) and bound >= 1 else DEFAULT_MAX_STEPS
 
     #: A run of recorded data with no resume (recorded sessions): a reused `-o` folder is a new run of the same
-    #: data, its earlier results dropped by `begin_run`, instead of refused.
+    #: data, its earlier results dropped by `begin_run`, instead of refused; no run.json is written (nothing to
+    #: resume) and its summary has no coverage (no plan), so its folder reads as such runs always read.
     replaces_results: ClassVar[bool] = False
 
     def begin_run(self, folder: Path) -> None:
