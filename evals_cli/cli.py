@@ -10,13 +10,18 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
 from evals_cli import cli_run
 from evals_cli.cli_app import EvalsApp, EvalsGroup
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INVALID, ConfigError, EvalsError
+
+if TYPE_CHECKING:  # annotations only
+    from evals_cli.run_options import RunOptions
+    from evals_cli.sessions.suite import SessionsSuiteSpec
+    from evals_cli.suite.spec import SuiteSpec
 
 app = EvalsApp(
     name="evals",
@@ -151,11 +156,8 @@ def run(
     until: Annotated[str | None, typer.Option("--until", metavar="WHEN", help="A traces target: only conversations that started before WHEN.")] = None,
 ) -> None:
     """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
-    import asyncio
-
     from evals_cli.run_options import NothingToRun, RunOptions
-    from evals_cli.runner.dispatch import default_suite, execute_prepared, prepare
-    from evals_cli.runner.prepare import PreparedRun
+    from evals_cli.runner.dispatch import default_suite, prepare
 
     if keyword is not None:  # pytest's -k is a keyword filter; here it was once --repeats: say which is which
         raise ConfigError(f"-k {keyword}: evals run has no -k; to run every sample N times use --repeats N (-r N), "
@@ -192,8 +194,6 @@ def run(
                               "supported; export each model's folder afterwards, or run one --model (--export "
                               "html=PATH writes the side-by-side report)")
         raise typer.Exit(cli_run.run_models(prepared, suite, quiet, exports.get("html")))
-    if not isinstance(prepared, PreparedRun):  # recorded sessions: no agent; the results of every run
-        raise typer.Exit(cli_run.run_recorded(asyncio.run(execute_prepared(prepared)), quiet, exports))
     raise typer.Exit(cli_run.run_live(prepared, suite, quiet, exports))
 
 
@@ -474,8 +474,6 @@ def analyze(
                                               "export).")] = "auto",
 ) -> None:
     """Analyse recorded multi-agent sessions (or traced conversations) at session, turn and agent level; exit with the gate's code."""
-    from evals_cli.sessions.cli import analyze_command
-
     if judge_confirms not in ("on", "off"):
         raise ConfigError(f"--judge-confirms takes on or off, not {judge_confirms!r}")
     made = None
@@ -503,6 +501,42 @@ def analyze(
         elif made is not None and not any(made.iterdir()):
             made.rmdir()  # refused before anything was written (exit 2): leave no empty folder behind
     raise typer.Exit(code)
+
+
+def analyze_command(path: Path, output: Path | None = None, *, json_out: bool = False, quiet: bool = False,
+                    **settings: Any) -> int:
+    """`evals analyze PATH` (and the same from Python or a test: the exit code returned, problems printed the way
+    every command prints them): the suite `analyze_suite` builds from PATH and `settings` (judge_model,
+    judge_base_url, judge_api_key, no_judge, concurrency, record, replay, timeout, max_error_rate,
+    judge_confirms, input_format), run and printed (`--json`, `-q` or the Rich view)."""
+    from evals_cli.display.problems import print_problems
+    from evals_cli.runner.dispatch import run_sessions
+    from evals_cli.sessions.cli import analyze_suite, report
+
+    try:
+        suite, options = analyze_suite(Path(path), output, quiet=quiet, **settings)
+        outcome = run_sessions(suite, options)
+    except ConfigError as exc:
+        print_problems(exc.problems)
+        return EXIT_INVALID
+    return report(outcome, json_out=json_out, quiet=quiet)
+
+
+def run_sessions_suite(suite: SessionsSuiteSpec | SuiteSpec | str | Path, options: RunOptions | None = None, *,
+                       quiet: bool = False, json_out: bool = False) -> int:
+    """A recorded_sessions suite run and printed as `evals analyze` prints it (the exit code returned). `suite`: a
+    SessionsSuiteSpec, the suite file's path, or a SuiteSpec carrying a RecordedSessionsTarget; `options`: the
+    `RunOptions` of the run (agent-only ones are refused, exit 2)."""
+    from evals_cli.display.problems import print_problems
+    from evals_cli.runner.dispatch import run_sessions
+    from evals_cli.sessions.cli import report, sessions_document
+
+    try:
+        outcome = run_sessions(sessions_document(suite), options)
+    except ConfigError as exc:
+        print_problems(exc.problems)
+        return EXIT_INVALID
+    return report(outcome, json_out=json_out, quiet=quiet)
 
 
 @app.command()

@@ -1,6 +1,6 @@
 """What `evals run` does once its arguments are parsed and the run prepared: the progress view while it runs,
 then the table (or the verdict line of a quiet run), the messages, how to finish or retry it, and the exports;
-one function per kind of run (live agents, several models, recorded sessions). cli.py stays the parsing of
+one function per kind of run (one model, several models). cli.py stays the parsing of
 arguments; what is imported here is imported inside the functions, so `evals --help` never pays for it."""
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ def run_live(prepared: PreparedRun, suite: Path, quiet: bool, exports: dict[str,
 
         err.print(f"to finish the run: {resume_command(suite, outcome.output_dir)}",
                   markup=False, highlight=False, soft_wrap=True)
-    elif summary.status == "aborted" and summary.errored:  # every sample ran, too many errored: retry those
+    elif summary.status == "aborted" and summary.errored and not prepared.target.replaces_results:
+        # every sample ran, too many errored: retry those (a run of recorded sessions has no resume: run it again)
         from evals_cli.runner.started_with import resume_command
 
         err.print(f"to retry the errored samples: {resume_command(suite, outcome.output_dir, retry_errors=True)}",
@@ -163,27 +164,6 @@ def run_models(prepared: PreparedModels, suite: Path, quiet: bool, html: Path | 
                       highlight=False, soft_wrap=True)
             return outcome.exit_code if outcome.exit_code != 0 else EXIT_INCOMPLETE
     return outcome.exit_code
-
-
-def run_recorded(outcome: Any, quiet: bool, exports: dict[str, Path]) -> int:
-    """A recorded-sessions run, finished: its saved results shown and exported as `evals report` would."""
-    from evals_cli.display.console import make_console
-    from evals_cli.display.table import render_run
-    from evals_cli.report import load_run
-
-    console, err = make_console(), make_console(stderr=True)
-    state, summary, _ = load_run(outcome.output_dir)
-    if quiet:
-        console.print(summary.gate.message if summary.gate else "no gate", markup=False)
-    else:
-        console.print(render_run(state, summary, outcome.output_dir), crop=False)  # commands stay whole
-        console.print(f"results: {outcome.output_dir}", markup=False, highlight=False, soft_wrap=True)
-    print_errors(err, outcome.messages)
-    if exports:
-        from evals_cli.exporters import export_run
-
-        export_run(outcome.output_dir, summary, exports=exports)
-    return int(outcome.exit_code)
 
 
 def print_conversation_notes(console: Any, state: Any) -> None:

@@ -18,8 +18,9 @@ of a built-in kind, or a suite naming only built-in kinds, imports only their mo
 everything.
 
 A few built-in kinds live beside what they build on rather than in their family's package (the recorded-session
-graders sit in `evals_cli.sessions`, which builds on the graders): `ELSEWHERE` names their modules by family
-package, so discovery imports them too and the family's package never imports the higher layer.
+graders and target sit in `evals_cli.sessions`, which builds on the graders and the targets): `ELSEWHERE` names
+their modules by family package, so discovery imports them too and the family's package never imports the higher
+layer.
 
 Installed packages add kinds the same way: every entry point of the group `evals_cli` names a module (`acme_evals
 = "acme_evals.plugin"` under `[project.entry-points.evals_cli]`), and the first lookup in any registry imports
@@ -54,7 +55,8 @@ IMPORT_TIMEOUT_ENV = "EVALS_PLUGIN_IMPORT_TIMEOUT"
 DEFAULT_IMPORT_TIMEOUT_S = 60.0  # the settings knob's default too (evals_cli/settings.py)
 
 # family package -> built-in kind modules outside it, imported by its discovery (see the module's docstring)
-ELSEWHERE: dict[str, tuple[str, ...]] = {"evals_cli.graders.kinds": ("evals_cli.sessions.graders",)}
+ELSEWHERE: dict[str, tuple[str, ...]] = {"evals_cli.graders.kinds": ("evals_cli.sessions.graders",),
+                                         "evals_cli.targets": ("evals_cli.sessions.target",)}
 
 # family package -> built-in kind (and old name) -> the module registering it: a lookup of one built-in kind, and a
 # suite naming only built-in kinds (`Registry.ensure`), import just those modules, not the whole family (a suite
@@ -84,6 +86,7 @@ BUILTIN_KINDS: dict[str, dict[str, str]] = {
         "openai_chat": "evals_cli.targets.openai_chat",
         "openai_responses": "evals_cli.targets.openai_responses",
         "python": "evals_cli.targets.python_agent",
+        "recorded_session": "evals_cli.sessions.target",
         "traces": "evals_cli.targets.traces",
     },
 }

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from evals_cli import load_suite, run_suite
+from evals_cli.cli import analyze_command
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.graders.judge_call import step_downs
 from evals_cli.runner import RunOptions
-from evals_cli.sessions.cli import analyze_command
 from evals_cli.sessions.view import analyses
 from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import Reply, ScriptedServer, is_judge, text

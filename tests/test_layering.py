@@ -185,7 +185,7 @@ FORBIDDEN = [
     ("evals_cli.matrix_report", "evals_cli.exporters.html"),  # each model's report writer is handed in
     ("evals_cli.history.server", "evals_cli.history.pages"),  # the command hands the server its pages
     ("evals_cli.history.render", "evals_cli.history.runs"),
-    ("evals_cli.sessions.graders", "evals_cli.sessions.analysis"),  # the sessions run analyses once
+    ("evals_cli.sessions.graders", "evals_cli.sessions.analysis"),  # the run's analyser is handed in: analyses once
     # `evals generate` is a library of its own beside the run: it checks rows with the run's pieces (the row model,
     # the gold actions, the client pool), never with the runner, and never reaches up into the command
     ("evals_cli.generate", "evals_cli.runner"),

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-import evals_cli.sessions.runner as sessions_runner
+import evals_cli.sessions.analyser as sessions_analyser
 from evals_cli.history import scan_runs
 from evals_cli.models.results import RunSummary, SampleResult
 from evals_cli.report import load_sessions, run_kind
+from evals_cli.runner.dispatch import run_sessions
+from evals_cli.sessions.options import SessionsOptions
 from evals_cli.sessions.results import analysis_of
-from evals_cli.sessions.runner import SessionsOptions, run_sessions
 from evals_cli.sessions.spec import RecordedSessionsTarget
 from evals_cli.sessions.suite import SessionsSuiteSpec
 from evals_cli.sessions.view import ANALYZE_NAME
@@ -71,19 +72,24 @@ def test_the_verdict_shown_is_the_common_gates(tmp_path: Path, gate: dict[str, A
 
 def test_a_session_that_could_not_be_analysed_is_an_errored_result_never_a_zero(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = sessions_runner.analyze_session
+    real = sessions_analyser.analyze_session
 
     async def flaky(session: Any, *args: Any) -> Any:  # our analysis, not the SDK: a bug in one session
         if session.id == "refund-lost-handoff":
             raise RuntimeError("boom")
         return await real(session, *args)
 
-    monkeypatch.setattr(sessions_runner, "analyze_session", flaky)
+    monkeypatch.setattr(sessions_analyser, "analyze_session", flaky)
     suite = SessionsSuiteSpec(name="t", dataset=str(DATASET), target=RecordedSessionsTarget())
     outcome = run_sessions(suite, SessionsOptions(output=tmp_path / "out", no_judge=True))
     assert outcome.exit_code == 3 and outcome.messages == ["1/8 sessions could not be analysed"]
     [broken] = [r for r in results(tmp_path / "out") if r.error is not None]
-    assert broken.sample_id == "refund-lost-handoff" and broken.grades == {} and broken.score is None
+    assert broken.sample_id == "refund-lost-handoff" and broken.score is None and broken.passed is None
+    # every score read off the analysis is the analysis's error (never a zero); the detectors, run on the recording
+    # itself, still grade it
+    scores = [g for name, g in broken.grades.items() if name not in ("ccm", "rdm", "hallucination",
+                                                                     "unauthorized_tool", "hallucinated_parameter")]
+    assert len(scores) == 9 and all(g.score is None and g.error == "internal error: RuntimeError: boom" for g in scores)
     shown = {a.session_id: a for a in outcome.analyses}
     assert shown["refund-lost-handoff"].error == "internal error: RuntimeError: boom"
     assert shown["refund-lost-handoff"].overall_score is None

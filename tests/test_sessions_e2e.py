@@ -14,9 +14,9 @@ import pytest
 from pydantic import Field, ValidationInfo, field_validator
 
 import evals_cli.suite.loader as loader
+from evals_cli.cli import analyze_command, run_sessions_suite
 from evals_cli.report import load_sessions
 from evals_cli.runner import RunOptions
-from evals_cli.sessions.cli import analyze_command, run_sessions_suite
 from evals_cli.sessions.spec import RecordedSessionsTarget
 from evals_cli.sessions.suite import load_sessions_suite
 from evals_cli.suite.spec import GraderSpec, SuiteSpec

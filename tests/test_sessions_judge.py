@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from evals_cli.sessions.cli import analyze_command
-from evals_cli.sessions.runner import SessionsOptions, SessionsOutcome, run_sessions
+from evals_cli.cli import analyze_command
+from evals_cli.runner.dispatch import run_sessions
+from evals_cli.sessions.options import SessionsOptions
+from evals_cli.sessions.outcome import SessionsOutcome
 from evals_cli.sessions.spec import RecordedSessionsTarget
 from evals_cli.sessions.suite import SessionsSuiteSpec
 from tests.scripted_server import Reply, ScriptedServer, is_judge, judge_score, text

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from evals_cli.cli import run_sessions_suite
 from evals_cli.report import load_sessions
 from evals_cli.runner import RunOptions
-from evals_cli.sessions.cli import run_sessions_suite
 from tests.helpers import run_cli
 from tests.scripted_server import ScriptedServer, text
 

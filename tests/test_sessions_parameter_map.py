@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from evals_cli.cli import analyze_command
 from evals_cli.errors import ConfigError
-from evals_cli.sessions.cli import analyze_command
 from evals_cli.sessions.models import AgentSession, parameters_json_schema
 from evals_cli.sessions.reader import check_sessions, iter_sessions
 from evals_cli.sessions.tool_validation import validate_session

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from evals_cli.cli import analyze_command
 from evals_cli.errors import ConfigError
 from evals_cli.json_values import check_value
-from evals_cli.sessions.cli import analyze_command
 from evals_cli.sessions.reader import check_sessions, iter_sessions
 from evals_cli.sessions.results import ANALYSIS, SessionAnalysis
 from evals_cli.sessions.schema import ANALYSIS_SCHEMA, SESSION_SCHEMA, analysis_schema, dumps, session_schema

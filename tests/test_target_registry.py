@@ -16,6 +16,7 @@ from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.errors import ConfigError
 from evals_cli.models.base import StrictModel
 from evals_cli.models.tools import ToolSpec
+from evals_cli.registry import ELSEWHERE
 from evals_cli.runner.target_factory import build_target, judge_fallback, resolve_target_endpoint, validate_builds
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import TARGETS, Target, TargetContext
@@ -27,7 +28,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "evals_cli"
 def test_the_registry_is_discovered_from_the_package() -> None:
     assert {"openai_chat", "openai_responses", "python"} <= set(TARGETS.kinds())
     for entry in TARGETS.entries():
-        assert issubclass(entry.impl, Target) and entry.module.startswith("evals_cli.targets.")
+        # in targets/, or beside what it builds on (`ELSEWHERE`: the recorded_session target in sessions/)
+        assert issubclass(entry.impl, Target) and (entry.module.startswith("evals_cli.targets.")
+                                                   or entry.module in ELSEWHERE[TARGETS.package or ""])
         assert entry.spec is not None and entry.spec.__module__ == entry.module  # the spec lives with its kind
 
 

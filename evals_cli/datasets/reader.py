@@ -40,6 +40,17 @@ def _is_traces(path: Path, fill: RowFill | None) -> bool:
     return is_trace_file(path)
 
 
+def _read_by_target(path: Path, fill: RowFill | None) -> Iterable[tuple[str, Sample | list[str]]] | None:
+    """The rows of a dataset the target reads itself: the file it names (`dataset_file`), read by its
+    `read_dataset` ("file:line", a Sample or its problems); None for any other file."""
+    owner = getattr(fill, "__self__", None)
+    read = getattr(owner, "read_dataset", None)
+    if read is None or getattr(owner, "dataset_file", None) != path.resolve():
+        return None
+    rows: Iterable[tuple[str, Sample | list[str]]] = read(path)
+    return rows
+
+
 def _first_char(path: Path) -> str:
     with path.open("rb") as fh:
         first = True
@@ -189,6 +200,13 @@ def rows_with_spans(path: Path, seen: Seen | None = None,
     `seen(raw bytes, offset)` hears every byte of the file as it is read (a digest of the file, taken on the same
     read). An OpenTelemetry trace file (OTLP/JSON) is one row per traced conversation (a traces suite without a
     dataset)."""
+    own = _read_by_target(path, fill)
+    if own is not None:  # a file the target reads itself (a recorded_session target's session file)
+        for number, (where, row) in enumerate(own, 1):
+            yield where, number, row, None
+        if seen is not None:
+            seen(path.read_bytes(), 0)
+        return
     if not path.is_file():
         raise ConfigError(f"{path}: dataset not found; check 'dataset' in the suite (relative to the suite file)")
     if path.suffix.lower() == ".csv":

@@ -108,6 +108,12 @@ class Grader(Generic[SpecT]):
         """Problems this grader will have with a sample, found before any model call (default: none)."""
         return []
 
+    def incomplete_run(self, max_error_rate: float) -> str | None:
+        """Why the run cannot have a verdict, seen over every sample this grader graded (the session graders:
+        a session that could not be analysed, more than `max_error_rate` of their judge calls without a
+        verdict); None (the default): nothing."""
+        return None
+
 
 GRADERS: Registry[type[Grader[Any]]] = kinds.GRADERS
 

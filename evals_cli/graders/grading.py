@@ -7,6 +7,7 @@ from typing import Any
 
 from evals_cli.concurrency import each_or_raise
 from evals_cli.custom_code import CustomCodeError
+from evals_cli.errors import RunAborted
 from evals_cli.graders.base import GradeContext, Grader
 from evals_cli.models.results import Grade, TurnGrade, TurnScores
 from evals_cli.models.sample import Sample
@@ -18,6 +19,8 @@ async def _safe(grader: Grader, ctx: GradeContext) -> Grade:
     """A grader that raises never takes the run down: its grade is an error (score None)."""
     try:
         return await grader.grade(ctx)
+    except RunAborted:  # the grader's model cannot be used at all (the sessions' judge): the run stops
+        raise
     except CustomCodeError as exc:  # the suite's own code exited, was interrupted or ran out of time: marked so
         return Grade.failed(str(exc), custom_code=True)  # the sample's error says custom_code (Gate.judge_sample)
     except Exception as exc:

@@ -1,5 +1,6 @@
-"""Async orchestration of a live suite: prepare (check everything), then execute (stream samples, write
-results); `run` / `arun` (dispatch.py) are the entry points for either kind of suite.
+"""Async orchestration of a suite: prepare (check everything), then execute (stream samples, write results);
+`run` / `arun` (dispatch.py) are the entry points for either kind of suite document, `run_sessions` /
+`arun_sessions` (dispatch.py) the run of `evals analyze` with its sessions view.
 
 Attributes are imported lazily: `evals_cli.run_options` is a leaf both pipelines import, and importing it must
 not pull in the targets and graders that `prepare` needs.
@@ -13,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from evals_cli.models.results import RunSummary
     from evals_cli.run_options import ResultCallback, RunOptions, RunOutcome
-    from evals_cli.runner.dispatch import arun, run
+    from evals_cli.runner.dispatch import arun, arun_sessions, run, run_sessions
     from evals_cli.runner.prepare import PreparedRun
     from evals_cli.suite.spec import SuiteSpec
 
 _LAZY = {"PreparedRun": "evals_cli.runner.prepare", "RunOptions": "evals_cli.run_options",
          "RunOutcome": "evals_cli.run_options", "ResultCallback": "evals_cli.run_options",
-         "run": "evals_cli.runner.dispatch", "arun": "evals_cli.runner.dispatch"}
+         "run": "evals_cli.runner.dispatch", "arun": "evals_cli.runner.dispatch",
+         "run_sessions": "evals_cli.runner.dispatch", "arun_sessions": "evals_cli.runner.dispatch"}
 
 
 def __getattr__(name: str) -> Any:
@@ -41,10 +43,11 @@ async def execute(prepared: PreparedRun, on_result: ResultCallback | None = None
 def run_suite(suite: SuiteSpec, options: RunOptions | None = None,
               on_result: ResultCallback | None = None) -> RunOutcome[Any]:
     """Run a loaded suite to the end (kept for callers written before `evals_cli.run`, which also takes a path;
-    a suite around a recorded_sessions target goes to the sessions pipeline, as with `run`)."""
+    a suite around a recorded_sessions target runs as the suite of its recorded_session target, as with `run`)."""
     from evals_cli.runner.dispatch import arun
 
     return asyncio.run(arun(suite, options, on_result))
 
 
-__all__ = ["PreparedRun", "ResultCallback", "RunOptions", "RunOutcome", "arun", "execute", "run", "run_suite"]
+__all__ = ["PreparedRun", "ResultCallback", "RunOptions", "RunOutcome", "arun", "arun_sessions", "execute", "run",
+           "run_sessions", "run_suite"]

@@ -1,6 +1,6 @@
-"""The one library entry point behind `evals run`: a suite file (or a loaded suite) goes to the pipeline its
-document kind names, live agents (`PreparedRun`, `execute`) or recorded sessions (`PreparedSessions`,
-`SessionsRun`), and comes back as a `RunOutcome`. The CLI only parses arguments into `RunOptions` and renders
+"""The one library entry point behind `evals run`: a suite file (or a loaded suite) is prepared (`PreparedRun`; a
+recorded-sessions document first becomes the ordinary suite of its `recorded_session` target: runner/sessions.py),
+run by `Execution`, and comes back as a `RunOutcome`. The CLI only parses arguments into `RunOptions` and renders
 what this returns; Python callers get exactly the same checks and results."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from evals_cli.suite.spec import SuiteSpec
 
 if TYPE_CHECKING:
     from evals_cli.runner.models_matrix import PreparedModels
-    from evals_cli.sessions.prepare import PreparedSessions
+    from evals_cli.sessions.outcome import SessionsOutcome
     from evals_cli.sessions.suite import SessionsSuiteSpec
 
 OnResult = Callable[[Any], None]
@@ -44,7 +44,7 @@ def default_suite(folder: Path | None = None) -> Path:
 
 
 def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
-            options: RunOptions | None = None) -> PreparedRun | PreparedSessions | PreparedModels:
+            options: RunOptions | None = None) -> PreparedRun | PreparedModels:
     """Load (a path) and check everything that can fail before the first model call, for the pipeline the
     suite's kind names; raises ConfigError listing every problem (what `evals validate` would report). Several
     models (`RunOptions.models`, the suite's `target.models`, or `--resume` of such a run) give a
@@ -99,29 +99,23 @@ def _no_models(options: RunOptions) -> None:
                           "(the judge is set with judge.model or EVAL_JUDGE_MODEL)")
 
 
-def _sessions(suite: SessionsSuiteSpec, options: RunOptions) -> PreparedSessions:
-    from evals_cli.sessions.prepare import PreparedSessions
+def _sessions(suite: SessionsSuiteSpec, options: RunOptions) -> PreparedRun:
+    from evals_cli.runner.sessions import prepare_sessions
 
-    return PreparedSessions(suite, options)
+    return prepare_sessions(suite, options)
 
 
-async def execute_prepared(prepared: PreparedRun | PreparedSessions | PreparedModels,
+async def execute_prepared(prepared: PreparedRun | PreparedModels,
                            on_result: OnResult | None = None) -> RunOutcome[Any]:
     """Run a prepared suite to the end: results streamed to its folder, the summary written, the exit code set.
     Several models give a `ModelsOutcome` (each model's `RunOutcome` in `outcomes`)."""
+    from evals_cli.runner.execution import Execution
+
     if isinstance(prepared, PreparedRun):
-        from evals_cli.runner.execution import Execution
-
         return await Execution(prepared, on_result).run()
-    from evals_cli.runner.models_matrix import PreparedModels, execute_models
+    from evals_cli.runner.models_matrix import execute_models
 
-    if isinstance(prepared, PreparedModels):
-        from evals_cli.runner.execution import Execution
-
-        return await execute_models(prepared, Execution, on_result)  # one Execution per model
-    from evals_cli.sessions.runner import SessionsRun
-
-    return await SessionsRun(prepared, on_result).run()  # the results of every run
+    return await execute_models(prepared, Execution, on_result)  # one Execution per model
 
 
 async def arun(suite: str | Path | SuiteSpec | SessionsSuiteSpec, options: RunOptions | None = None,
@@ -137,3 +131,30 @@ def run(suite: str | Path | SuiteSpec | SessionsSuiteSpec, options: RunOptions |
         on_result: OnResult | None = None) -> RunOutcome[Any]:
     """`arun` from synchronous code (it starts its own event loop)."""
     return asyncio.run(arun(suite, options, on_result))
+
+
+async def arun_sessions(suite: SessionsSuiteSpec, options: RunOptions | None = None,
+                        on_result: OnResult | None = None) -> SessionsOutcome:
+    """`evals analyze`'s run: a sessions document checked (ConfigError, exit 2, listing every problem; nothing
+    written), run to the end as an ordinary suite (`runner/sessions.py`), and the sessions view `evals analyze`
+    prints derived from what it wrote (analyze.json marks the folder as one to show so)."""
+    from evals_cli.runner.sessions import prepare_sessions, session_order, view_record
+    from evals_cli.sessions.outcome import sessions_outcome
+
+    prepared = prepare_sessions(suite, options)
+    record = view_record(prepared, suite)
+    written: list[str] = []  # the sessions, in the order their lines were written
+
+    def heard(result: Any) -> None:
+        written.append(result.sample_id)
+        if on_result is not None:
+            on_result(result)
+
+    outcome = await execute_prepared(prepared, heard)
+    return sessions_outcome(outcome, record, session_order(prepared, written))
+
+
+def run_sessions(suite: SessionsSuiteSpec, options: RunOptions | None = None,
+                 on_result: OnResult | None = None) -> SessionsOutcome:
+    """`arun_sessions` to the end, from synchronous code."""
+    return asyncio.run(arun_sessions(suite, options, on_result))

@@ -32,7 +32,7 @@ from evals_cli.models.target_specs import sample_limit
 from evals_cli.models.trajectory import Trajectory, Usage
 from evals_cli.output.exit_codes import exit_code_for, progress
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, default_output_dir
-from evals_cli.output.manifest import Manifest, folder_error, write_manifest
+from evals_cli.output.manifest import Manifest, folder_error, make_run_folder, write_manifest
 from evals_cli.output.summary import Accumulator
 from evals_cli.run_options import ResultCallback, RunOutcome
 from evals_cli.runner.in_flight import InFlight
@@ -67,7 +67,8 @@ class Execution:
             self.output_dir = self.resume.directory
         elif options.output is not None:
             self.output_dir = options.output
-            _refuse_earlier_run(options.output)
+            if not prepared.target.replaces_results:  # recorded data with no resume: its begin_run starts over
+                _refuse_earlier_run(options.output)
         else:
             try:
                 self.output_dir = default_output_dir(prepared.suite.name)
@@ -97,7 +98,10 @@ class Execution:
         await self._check_simulator()
         started = time.time()
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
-        if self.resume is None:
+        if self.resume is None and self.p.target.replaces_results:  # recorded data: nothing to resume, no run.json
+            make_run_folder(self.output_dir, "-o")
+            self.p.target.begin_run(self.output_dir)
+        elif self.resume is None:
             write_manifest(self.output_dir, Manifest(
                 suite=self.p.suite.name, fingerprint=self.fingerprint, gate=self.p.suite.gate.model_dump(),
                 graders=list(self.p.graders), repeats=self.p.repeats, shard=self.p.options.shard,
@@ -159,18 +163,24 @@ class Execution:
         summary.started_at = started_at
         summary.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
         summary.duration_s = time.time() - started
-        summary.coverage = self._coverage()
+        # recorded data (recorded sessions) has no plan to measure against: its summary carries none, as it never did
+        summary.coverage = None if self.p.target.replaces_results else self._coverage()
         summary.cache = self._cache_use()
         if self.interrupts:
             summary.status = "interrupted"
+            again = ("run it again (recorded data has no resume)" if self.p.target.replaces_results else
+                     f"resume with --resume {self.output_dir}")
             summary.abort_reason = (f"stopped by {self.signal_name} after {progress(summary)}; the finished "
-                                    f"samples are kept in {self.output_dir}: resume with --resume {self.output_dir}")
+                                    f"samples are kept in {self.output_dir}: {again}")
         elif self.abort_reason:
             summary.status = "aborted"
             summary.abort_reason = self.abort_reason
+        elif (reason := self._graders_incomplete()) is not None:  # e.g. too few verdicts from a grader's judge
+            summary.status, summary.abort_reason = "aborted", self.redact(reason)
         # an incomplete run (exit 3 or 130) gets no gate verdict: see exit_codes
         cov = summary.coverage
-        if summary.status == "completed" and cov.expected_results is not None and summary.total < cov.expected_results:
+        if summary.status == "completed" and cov is not None and cov.expected_results is not None \
+                and summary.total < cov.expected_results:
             summary.status = "aborted"  # never a verdict over fewer samples than were planned, without a word
             summary.abort_reason = f"only {progress(summary)} finished, for no recorded reason"
         summary.exit_code = exit_code_for(summary, self.p.options.max_error_rate)
@@ -192,6 +202,11 @@ class Execution:
             # repeated as an "error" on stderr it read as a second, different problem
             self.messages.append(summary.abort_reason)
         return RunOutcome(summary, self.output_dir, summary.exit_code, self.messages)
+
+    def _graders_incomplete(self) -> str | None:
+        """Why the graders, over every sample they graded, leave the run without a verdict (the first said)."""
+        rate = self.p.options.max_error_rate
+        return next((r for g in self.p.graders.values() if (r := g.incomplete_run(rate)) is not None), None)
 
     def _calibrations(self) -> dict[str, JudgeCalibration]:
         """The finished run's grades handed to calibration (calibration/finished_run.py), a consumer of them."""
@@ -278,6 +293,9 @@ class Execution:
             self._flight[task] = InFlight(str(sample.id), repeat, time.monotonic())
         try:
             result = await self._run_sample(sample, repeat)
+        except RunAborted as exc:  # a grader's model became unusable (the sessions' judge): stop, this one unsaved
+            self._abort(self.redact(str(exc)))
+            return True
         except Exception as exc:  # a bug must not make a row vanish: it is recorded as an errored sample
             result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags,
                                   input=sample.input_text(), error=ErrorInfo(
@@ -412,6 +430,7 @@ class Execution:
         result.judge_usage = judge
         result.cost = self._cost(result, time.perf_counter() - grading_started)
         result.latency_s = time.perf_counter() - started
+        self.p.target.recorded_result(sample, result)
         return result
 
     def _sample_error(self, failed: Exception, sample: Sample, limit: float | None) -> ErrorInfo:

@@ -92,8 +92,8 @@ def _suite_notes(path: Path, suite: SuiteSpec) -> list[str]:
 def validate_suite(path: Path, override: TargetOverride | None = None, judging: RunOptions | None = None,
                    import_code: bool = False, for_run: RunOptions | None = None) -> ValidationReport:
     """Every problem of a suite file, of either kind, found by the preparation a run goes through
-    (`PreparedRun` / `PreparedSessions`) in its collecting mode: one path, no second list of checks. `judging`:
-    see `checked_suite`.
+    (`PreparedRun`; a recorded-sessions document: `sessions.prepare.check`) in its collecting mode: one path, no
+    second list of checks. `judging`: see `checked_suite`.
 
     The suite's own Python files (custom extractors, @grader functions, rewards, a python agent) are only read
     unless `import_code` (`evals validate --import-code`): checking a suite written by someone else must not run

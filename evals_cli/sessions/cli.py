@@ -1,10 +1,10 @@
-"""How a sessions run is printed, and the `evals analyze` command.
+"""How a sessions run is printed, and the suite `evals analyze` builds for its user.
 
 `report` prints a `SessionsOutcome` (Rich view, `--json` document, or `-q` verdict only: the sessions view of
-`sessions.view`, derived from the common results the run wrote); `analyze_command` and `run_sessions_suite` run
-and print, returning the exit code instead of raising for user mistakes (problems printed the way every command
-prints them), so they work the same wired into Typer, called from Python, or from a test. The running itself
-is the library's (`sessions.runner`).
+`sessions.view`, derived from the common results the run wrote); `analyze_suite` builds the suite and the options
+of `evals analyze` from its arguments (trace files first written out as a session file: `traced_sessions`);
+`sessions_document` reads any sessions document (`evals run` on a recorded_sessions suite). The running itself is
+the runner's (`runner/sessions.py`), the commands that run and print these are `cli_analyze.py`'s.
 """
 
 from __future__ import annotations
@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals_cli.display.plain import print_errors
-from evals_cli.display.problems import print_problems
-from evals_cli.errors import EXIT_INVALID, ConfigError
-from evals_cli.run_options import RunOptions
+from evals_cli.errors import ConfigError
 from evals_cli.sessions.options import SessionsOptions
-from evals_cli.sessions.runner import SessionsOutcome, run_sessions
+from evals_cli.sessions.outcome import SessionsOutcome
 from evals_cli.sessions.spec import RecordedSessionsTarget
 from evals_cli.sessions.suite import SessionsSuiteSpec, load_sessions_suite
 from evals_cli.sessions.view import SessionsView, document
@@ -49,35 +47,29 @@ def report(outcome: SessionsOutcome, json_out: bool = False, quiet: bool = False
     return outcome.exit_code
 
 
-def analyze_command(path: Path, output: Path | None = None, *, judge_model: str | None = None,
-                    judge_base_url: str | None = None, judge_api_key: str | None = None, no_judge: bool = False,
-                    json_out: bool = False,
-                    quiet: bool = False, concurrency: int = 4, record: Path | None = None, replay: Path | None = None,
-                    timeout: float | None = None, max_error_rate: float = 0.2,
-                    judge_confirms: bool = True, input_format: str = "auto") -> int:
-    """`evals analyze sessions.jsonl`: default weights, thresholds and gate (mean overall_score >= 0.7). The judge
-    runs when a judge model is given (`judge_model` or EVAL_JUDGE_MODEL) and `no_judge` is not set;
-    `judge_confirms=False` keeps the deterministic turn detections final (the judge cannot overrule them).
-    `input_format`: "sessions", "otlp" (trace files, OTLP/JSON or the Agents SDK's export: their conversations
-    are analysed as sessions) or "auto" (a folder, or a file mostly of trace requests, is read as traces)."""
+def analyze_suite(path: Path, output: Path | None = None, *, judge_model: str | None = None,
+                  judge_base_url: str | None = None, judge_api_key: str | None = None, no_judge: bool = False,
+                  quiet: bool = False, concurrency: int = 4, record: Path | None = None, replay: Path | None = None,
+                  timeout: float | None = None, max_error_rate: float = 0.2, judge_confirms: bool = True,
+                  input_format: str = "auto") -> tuple[SessionsSuiteSpec, SessionsOptions]:
+    """The suite `evals analyze PATH` runs, and its options: default weights, thresholds and gate (mean
+    overall_score >= 0.7); the judge runs when a judge model is given (`judge_model` or EVAL_JUDGE_MODEL) and
+    `no_judge` is not set; `judge_confirms=False` keeps the deterministic turn detections final. `input_format`:
+    "sessions", "otlp" (trace files, OTLP/JSON or the Agents SDK's export: their conversations are analysed as
+    sessions, written into the run folder first) or "auto" (a folder, or a file mostly of trace requests, is read
+    as traces). ConfigError for what cannot be read."""
     path = Path(path)
-    try:
-        sessions_file = path.resolve()
-        if input_format == "otlp" or (input_format == "auto" and is_trace_input(path)):
-            output, sessions_file = traced_sessions(path, output, quiet=quiet)
-        elif input_format not in ("auto", "sessions"):
-            raise ConfigError(f"--format takes auto, sessions or otlp, not {input_format!r}")
-        suite = SessionsSuiteSpec(name=f"analyze-{path.stem}", dataset=str(sessions_file), concurrency=concurrency,
-                                  target=RecordedSessionsTarget(judge_confirms=judge_confirms))
-        options = SessionsOptions(output=output, no_judge=no_judge, judge_model=judge_model,
-                                  judge_base_url=judge_base_url, judge_api_key=judge_api_key, record=record,
-                                  replay=replay, timeout=timeout,
-                                  max_error_rate=max_error_rate)
-        outcome = run_sessions(suite, options)
-    except ConfigError as exc:
-        print_problems(exc.problems)
-        return EXIT_INVALID
-    return report(outcome, json_out=json_out, quiet=quiet)
+    sessions_file = path.resolve()
+    if input_format == "otlp" or (input_format == "auto" and is_trace_input(path)):
+        output, sessions_file = traced_sessions(path, output, quiet=quiet)
+    elif input_format not in ("auto", "sessions"):
+        raise ConfigError(f"--format takes auto, sessions or otlp, not {input_format!r}")
+    suite = SessionsSuiteSpec(name=f"analyze-{path.stem}", dataset=str(sessions_file), concurrency=concurrency,
+                              target=RecordedSessionsTarget(judge_confirms=judge_confirms))
+    options = SessionsOptions(output=output, no_judge=no_judge, judge_model=judge_model, judge_base_url=judge_base_url,
+                              judge_api_key=judge_api_key, record=record, replay=replay, timeout=timeout,
+                              max_error_rate=max_error_rate)
+    return suite, options
 
 
 def is_trace_input(path: Path) -> bool:
@@ -121,20 +113,11 @@ ANALYSIS_QUESTION = ("this analysis asks whether the conversations show multi-ag
                      "a verdict on expectations, grade the traces with a kind: traces suite")
 
 
-def run_sessions_suite(suite: SessionsSuiteSpec | SuiteSpec | str | Path, options: RunOptions | None = None, *,
-                       quiet: bool = False, json_out: bool = False) -> int:
-    """`evals run` on a recorded_sessions suite, printed. `suite`: a SessionsSuiteSpec, the suite file's path, or
-    a SuiteSpec carrying a RecordedSessionsTarget; `options`: the `RunOptions` of the run (agent-only ones are
-    refused, exit 2)."""
-    try:
-        if isinstance(suite, SessionsSuiteSpec):
-            spec = suite
-        elif isinstance(suite, str | Path):
-            spec = load_sessions_suite(suite)
-        else:
-            spec = SessionsSuiteSpec.from_suite(suite)
-        outcome = run_sessions(spec, options)
-    except ConfigError as exc:
-        print_problems(exc.problems)
-        return EXIT_INVALID
-    return report(outcome, json_out=json_out, quiet=quiet)
+def sessions_document(suite: SessionsSuiteSpec | SuiteSpec | str | Path) -> SessionsSuiteSpec:
+    """A sessions document from a SessionsSuiteSpec, the suite file's path, or a SuiteSpec carrying a
+    RecordedSessionsTarget (ConfigError for what does not apply)."""
+    if isinstance(suite, SessionsSuiteSpec):
+        return suite
+    if isinstance(suite, str | Path):
+        return load_sessions_suite(suite)
+    return SessionsSuiteSpec.from_suite(suite)

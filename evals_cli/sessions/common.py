@@ -1,12 +1,13 @@
-"""A recorded-sessions run in the results format of every run: one `SampleResult` per session, a `RunSummary`,
-and the common gate, so `evals report`, the HTML report, JUnit and the history read it like any other run.
+"""A recorded-sessions suite as an ordinary suite: its graders and its gate, in the results format of every run
+(a `SampleResult` per session, a `RunSummary`, the common gate), so `evals report`, the HTML report, JUnit and the
+history read it like any other run.
 
-Each session is the sample of `episode.session_sample`, its trajectory the recording replayed, carrying the
-analysis the run made of it. Its grades are those of the registered session graders (sessions/graders.py): the
-session, turn and agent scores read off that analysis (judged when a judge is configured), the detectors run on
-the recording. The `overall` grade keeps the whole analysis in its metadata (`results.ANALYSIS`), so the
-sessions view of `evals analyze` (`sessions.view`: `--json`, the Rich view, the HTML report) is rebuilt from the
-common results (`analysis_of`).
+Each session is a sample of the `recorded_session` target (`sessions/target.py`: the recording replayed). Its
+grades are those of the registered session graders (sessions/graders.py): the session, turn and agent scores
+read off the session's analysis (made once per session by the run's `SessionAnalyser`, judged when a judge is
+configured), the detectors run on the recording. The `overall` grade keeps the whole analysis in its metadata
+(`results.ANALYSIS`), so the sessions view of `evals analyze` (`sessions.view`: `--json`, the Rich view, the HTML
+report) is rebuilt from the common results (`analysis_of`).
 
 The session gate (`target.gate`) becomes the common gate: each check a `simple` gate on one grader, joined by
 `and`: min_overall_score the mean of `overall`, min_task_completion_rate the mean of `task_completion` (1 or 0,
@@ -16,33 +17,34 @@ the gate's float tolerance, as the session gate did; a session passes when it me
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evals_cli.gate.gate import Gate
-from evals_cli.graders.base import GradeContext, Grader, GraderContext
 from evals_cli.models.grader_specs.base import GraderBase
-from evals_cli.models.results import ErrorInfo, Grade, SampleResult
 from evals_cli.models.specs import AnyGate, GateSpec, LogicalGate, SimpleGate
-from evals_cli.sessions.episode import session_sample, session_trajectory
-from evals_cli.sessions.graders import SessionDetectorGrader, SessionDetectorSpec, SessionScoreGrader, SessionScoreSpec
-from evals_cli.sessions.models import AgentSession
-from evals_cli.sessions.results import ANALYSIS, SessionAnalysis
+from evals_cli.sessions.graders import SessionDetectorSpec, SessionScoreSpec
 from evals_cli.sessions.spec import RecordedSessionsTarget, SessionGateSpec
+from evals_cli.sessions.target import RecordedSessionTarget
+
+if TYPE_CHECKING:
+    from evals_cli.sessions.suite import SessionsSuiteSpec
+    from evals_cli.suite.spec import SuiteSpec
 
 SCORES = ("overall", "conversation", "tool_use", "reasoning", "coordination", "intent_drift", "task_completion")
 DETECTORS = ("ccm", "rdm", "hallucination", "unauthorized_tool", "hallucinated_parameter")
-GRADER_OF: dict[type[GraderBase], type[Grader[Any]]] = {SessionScoreSpec: SessionScoreGrader,
-                                                        SessionDetectorSpec: SessionDetectorGrader}
 
 
-def grader_specs(target: RecordedSessionsTarget) -> dict[str, GraderBase]:
-    """The graders of a recorded-sessions run, by name: the session scores, the turns, the lowest agent, the
-    detectors (tuned by the suite's thresholds)."""
+def grader_specs(target: RecordedSessionsTarget, analyser: Any = None) -> dict[str, GraderBase]:
+    """The graders of a recorded-sessions run, by name: the session scores, the turns, the lowest agent (all
+    reading the analyses of `analyser`, the run's `SessionAnalyser`, handed in by the runner: sessions/analyser.py),
+    the detectors (tuned by the suite's thresholds)."""
     weights = {"interaction_weights": target.interaction_weights, "session_weights": target.session_weights,
                "thresholds": target.thresholds}
-    specs: dict[str, GraderBase] = {name: SessionScoreSpec(metric=name, **weights) for name in SCORES}
-    specs["turns"] = SessionScoreSpec(level="turn", **weights)
-    specs["lowest_agent"] = SessionScoreSpec(level="agent", **weights)
+    scores = {name: SessionScoreSpec(metric=name, **weights) for name in SCORES}
+    scores["turns"] = SessionScoreSpec(level="turn", **weights)
+    scores["lowest_agent"] = SessionScoreSpec(level="agent", **weights)
+    for spec in scores.values():
+        spec._analyser = analyser
+    specs: dict[str, GraderBase] = dict(scores)
     t = target.thresholds
     for name in DETECTORS:
         specs[name] = SessionDetectorSpec(detector=name, ccm_similarity=t.ccm_similarity,
@@ -64,33 +66,17 @@ def gate_spec(spec: SessionGateSpec) -> AnyGate:
     return LogicalGate(operator="and", gates=checks)
 
 
-def session_gate(target: RecordedSessionsTarget) -> Gate:
-    specs = grader_specs(target)
-    return Gate(GateSpec.model_validate(gate_spec(target.gate).model_dump()), specs)
+def common_suite(document: SessionsSuiteSpec, analyser: Any = None) -> SuiteSpec:
+    """The ordinary suite a sessions document is: the `recorded_session` target over the session file (its
+    dataset), the session graders (their scores reading the analyses of `analyser`, the run's `SessionAnalyser`)
+    and the session gate as the common gate."""
+    from evals_cli.suite.spec import SuiteSpec, refresh
 
-
-class SessionGrading:
-    """Grades one analysed session into a `SampleResult` with the run's gate."""
-
-    def __init__(self, target: RecordedSessionsTarget, context: GraderContext) -> None:
-        self.specs = grader_specs(target)
-        self.gate = session_gate(target)
-        self.graders = {name: GRADER_OF[type(spec)](name, spec, context) for name, spec in self.specs.items()}
-
-    async def result(self, session: AgentSession, analysis: SessionAnalysis) -> SampleResult:
-        sample, trajectory = session_sample(session, analysis), session_trajectory(session)
-        result = SampleResult(sample_id=session.id, input=session.task, trajectory=trajectory, cost=session.total_cost,
-                              latency_s=(session.total_latency_ms or 0.0) / 1000)
-        if analysis.error is not None:  # an analysis that failed is an errored sample, never a zero
-            result.error = ErrorInfo(category="internal", message=analysis.error)
-            return result
-        ctx = GradeContext(sample=sample, trajectory=trajectory, view=trajectory, turn=None, ground_truth=None)
-        grades: dict[str, Grade] = {name: await grader.grade(ctx) for name, grader in self.graders.items()}
-        grades["overall"].metadata[ANALYSIS] = analysis.model_dump(mode="json")
-        result.grades = grades
-        verdict = await self.gate.ajudge_sample(grades, trajectory, sample)
-        result.score, result.passed, result.failed_by = verdict.score, verdict.passed, verdict.failed_by
-        result.score_note = verdict.note
-        if verdict.incomplete is not None:
-            result.error = verdict.incomplete
-        return result
+    graders = grader_specs(document.target, analyser)
+    refresh({"target": {"kind": "recorded_session"}, "graders": {n: {"kind": g.kind} for n, g in graders.items()}})
+    suite = SuiteSpec(name=document.name, description=document.description, dataset=document.dataset,
+                      max_samples=document.max_samples, concurrency=document.concurrency,
+                      target=RecordedSessionTarget(path=document.dataset), judge=document.judge, graders=graders,
+                      gate=GateSpec.model_validate(gate_spec(document.target.gate).model_dump()))
+    suite._base_dir = document.base_dir
+    return suite

@@ -5,9 +5,10 @@ message), each agent step a `Step` carrying the agent that took it (`Step.agent`
 the recorded result, and the handoff that ends an interaction (`Step.handoff_to`). The turn's final response is
 its last step's text, so `final_answer` and every trajectory grader read what the user was told. The sample
 keeps the recording itself (`metadata["recorded_session"]`): the session graders (sessions/graders.py)
-need what a trajectory has no place for (the agents' roles and allowed tools, thoughts, handoff contexts). It
-also keeps the session's analysis, made once by the sessions run (`metadata["session_analysis"]`), which the
-session scores read instead of analysing the session again.
+need what a trajectory has no place for (the agents' roles and allowed tools, thoughts, handoff contexts). A
+sample may also carry an analysis made elsewhere (`metadata["session_analysis"]`), which the session scores
+grade as it is; in a run the analysis is the run's analyser's (sessions/analyser.py). The `recorded_session`
+target (sessions/target.py) reads a session file into these samples and replays each recording.
 """
 
 from __future__ import annotations
@@ -65,17 +66,12 @@ def session_trajectory(session: AgentSession) -> Trajectory:
 
 
 def session_sample(session: AgentSession, analysis: SessionAnalysis | None = None) -> Sample:
-    """The sample a recorded session is: its id, its user messages as scripted turns, the recording kept, and
-    the analysis the run made of it (when given)."""
+    """The sample a recorded session is: its id, its user messages as scripted turns, the recording kept, and an
+    analysis made of it (when given)."""
     metadata: dict[str, Any] = {"task": session.task, RECORDING: session.model_dump(mode="json")}
     if analysis is not None:
         metadata[ANALYSIS] = analysis.model_dump(mode="json")
     return Sample(id=session.id, input=[turn.user_message for turn in session.turns], metadata=metadata)
-
-
-def is_recorded(sample: Sample) -> bool:
-    """Does the sample carry a recording (is it a recorded session)?"""
-    return sample.metadata.get(RECORDING) is not None
 
 
 def recorded_session(sample: Sample) -> AgentSession | None:

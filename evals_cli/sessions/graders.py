@@ -11,23 +11,27 @@ thoughts, the contexts handed over. A sample without one is "not applicable", ne
 - `session_score`: a score of the session's analysis at one of its three levels: `session` (overall,
   conversation, tool_use, reasoning, coordination, intent_drift, task_completion), `turn` (the share of turns not
   bad, a turn grade each) or `agent` (one agent's overall, or the lowest agent's when `agent` is not set). The
-  analysis (`sessions/analysis.py`, judged when the run has a judge) is made once per session by the sessions
-  run, which hands it over in the sample (`episode.session_analysis`): the scores read it, none analyses again.
+  analysis (`sessions/analysis.py`, judged when the run has a judge) is made once per session for all the
+  scores of a run by the `SessionAnalyser` its suite hands them in their specs (`sessions/analyser.py`: the
+  builder hands it in, these never analyse); the `overall` score keeps it whole in its grade's metadata
+  (`results.ANALYSIS`). A sample that carries its analysis (`episode.session_analysis`) is graded on that one; a
+  recording with neither is an error, never a score.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
-from evals_cli.graders.base import GRADERS, GradeContext, Grader
+from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade, TurnGrade
 from evals_cli.sessions.spec import InteractionWeights, SessionWeights, Thresholds
 from evals_cli.wording import plural
 
 if TYPE_CHECKING:
+    from evals_cli.endpoints.resolve import Endpoint
     from evals_cli.sessions.models import AgentSession
     from evals_cli.sessions.results import Detection, SessionAnalysis
 
@@ -140,6 +144,9 @@ class SessionScoreSpec(GraderBase):
     interaction_weights: InteractionWeights = Field(default_factory=InteractionWeights)
     session_weights: SessionWeights = Field(default_factory=SessionWeights)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    # the run's analyser (sessions/analyser.py), shared by every score of a recorded-sessions suite: its builder
+    # hands it in (SessionsSuiteSpec.to_suite), so this module never stands on the analysis
+    _analyser: Any = PrivateAttr(default=None)
 
 
 def session_analysis_grade(spec: SessionScoreSpec, a: SessionAnalysis) -> Grade:
@@ -179,11 +186,34 @@ def session_analysis_grade(spec: SessionScoreSpec, a: SessionAnalysis) -> Grade:
 
 @GRADERS.register("session_score", spec=SessionScoreSpec)
 class SessionScoreGrader(Grader[SessionScoreSpec]):
+    def __init__(self, name: str, spec: SessionScoreSpec, ctx: GraderContext) -> None:
+        super().__init__(name, spec, ctx)
+        self.analyser = spec._analyser  # None: built on its own, it grades only samples that carry an analysis
+        if self.analyser is not None:
+            self.analyser.bind(None if ctx.offline else ctx.pool)
+
+    @property
+    def endpoints(self) -> list[Endpoint]:
+        """The judge the analysis asks (its key is masked in every output of the run)."""
+        return list(self.analyser.endpoints) if self.analyser is not None else []
+
+    def incomplete_run(self, max_error_rate: float) -> str | None:
+        return self.analyser.incomplete_run(max_error_rate) if self.analyser is not None else None
+
     async def grade(self, ctx: GradeContext) -> Grade:
-        from evals_cli.sessions.episode import is_recorded, session_analysis
+        from evals_cli.sessions.episode import recorded_session, session_analysis
+        from evals_cli.sessions.results import ANALYSIS
 
         analysis = session_analysis(ctx.sample)
-        if analysis is None:  # a recording nobody analysed cannot be scored: an error, never a score or n/a
-            return Grade.failed(NOT_ANALYSED) if is_recorded(ctx.sample) else \
-                Grade(score=1.0, applicable=False, rationale=NO_RECORDING)
-        return session_analysis_grade(self.spec, analysis)
+        if analysis is None:
+            session = recorded_session(ctx.sample)
+            if session is None:
+                return Grade(score=1.0, applicable=False, rationale=NO_RECORDING)
+            if self.analyser is None:  # a recording nobody analyses cannot be scored: an error, never a score
+                return Grade.failed(NOT_ANALYSED)
+            found: SessionAnalysis = await self.analyser.analysis(session, ctx.trajectory)
+            analysis = found
+        grade = session_analysis_grade(self.spec, analysis)
+        if self.spec.level == "session" and self.spec.metric == "overall":  # the analysis, kept whole once
+            grade.metadata[ANALYSIS] = analysis.model_dump(mode="json")
+        return grade

@@ -1,11 +1,12 @@
-"""A sessions suite with everything checked that can fail before the first judge call: the options, the judge
-endpoint, every session of the file. The run and `evals validate` both go through `PreparedSessions`; validate
-collects the problems instead of stopping at the first, so neither can accept what the other refuses."""
+"""A sessions suite made ready to run as an ordinary suite: everything checked that can fail before the first judge
+call (the options, the judge endpoint, every session of the file), then the suite of the `recorded_session`
+target, the session graders and the common gate (`SessionsSuiteSpec.to_suite`) with the options of its run
+(which the runner prepares like every suite (`runner/sessions.py`). `evals validate` collects the
+same checks' problems (`check_sessions_suite`), so neither can accept what the other refuses."""
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
@@ -36,40 +37,41 @@ def judge_endpoint(suite: SessionsSuiteSpec, options: SessionsOptions) -> Endpoi
     return endpoint
 
 
-class PreparedSessions:
-    """A sessions suite ready to run. Every check appends what it finds to `problems` and the preparation goes
-    on; given a list (`evals validate`), that is all; without, a ConfigError listing them all ends it, so a run
-    never reports fewer problems than validate."""
+@dataclasses.dataclass
+class Checked:
+    """A sessions suite with its options applied and checked: every problem found (none: ready to run)."""
 
-    def __init__(self, suite: SessionsSuiteSpec, options: RunOptions | None = None,
-                 problems: list[str] | None = None) -> None:
-        self.problems: list[str] = problems if problems is not None else []
-        self.options = SessionsOptions.of(options)
-        if self.options.judge_confirms is not None:
-            target = suite.target.model_copy(update={"judge_confirms": self.options.judge_confirms})
-            suite = suite.model_copy(update={"target": target})
-        self.suite = suite
-        self.dataset: Path = suite.resolve(suite.dataset)
-        self.concurrency = self.options.concurrency or suite.concurrency
-        self.max_sessions = self.options.max_samples or suite.max_samples
-        self.endpoint: Endpoint | None = None
+    suite: SessionsSuiteSpec
+    options: SessionsOptions
+    endpoint: Endpoint | None = None
+    sessions: int = 0
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+
+def check(suite: SessionsSuiteSpec, options: RunOptions | None = None, problems: list[str] | None = None) -> Checked:
+    """Every check appends what it finds and the checking goes on, so a run never reports fewer problems than
+    validate: the options (ConfigError at once for those that need a live agent), the EVALS_* settings and the
+    judge endpoint, every session of the file."""
+    checked_options = SessionsOptions.of(options)
+    if checked_options.judge_confirms is not None:
+        target = suite.target.model_copy(update={"judge_confirms": checked_options.judge_confirms})
+        suite = suite.model_copy(update={"target": target})
+    found = Checked(suite, checked_options, problems=problems if problems is not None else [])
+    try:
+        from evals_cli.settings import check as check_settings
+
+        check_settings()  # a bad EVALS_* value: refused before the first judge call
+        found.endpoint = judge_endpoint(suite, checked_options)
+    except ConfigError as exc:
+        found.problems.extend(exc.problems)
+    if checked_options.precheck:
         try:
-            from evals_cli.settings import check
-
-            check()  # a bad EVALS_* value: refused before the first judge call
-            self.endpoint = judge_endpoint(suite, self.options)
-        except ConfigError as exc:
-            self.problems.extend(exc.problems)
-        self.sessions = 0
-        if self.options.precheck:
-            try:
-                self.sessions, found = check_sessions(self.dataset)
-            except ConfigError as exc:  # the file cannot be read at all
-                self.problems.extend(exc.problems)
-            else:
-                self.problems.extend(found)
-        if problems is None and self.problems:
-            raise ConfigError(self.problems)
+            found.sessions, more = check_sessions(suite.resolve(suite.dataset))
+        except ConfigError as exc:  # the file cannot be read at all
+            found.problems.extend(exc.problems)
+        else:
+            found.problems.extend(more)
+    return found
 
 
 def check_sessions_suite(suite: SessionsSuiteSpec | SuiteSpec) -> tuple[int, list[str]]:
@@ -81,5 +83,8 @@ def check_sessions_suite(suite: SessionsSuiteSpec | SuiteSpec) -> tuple[int, lis
             suite, problems = SessionsSuiteSpec.convert(suite)
         except ConfigError as exc:
             return 0, exc.problems
-    prepared = PreparedSessions(suite, problems=problems)
-    return prepared.sessions, prepared.problems
+    checked = check(suite, problems=problems)
+    return checked.sessions, checked.problems
+
+
+__all__ = ["check", "check_sessions_suite", "judge_endpoint"]

@@ -1,7 +1,8 @@
 """A sessions suite: `suites/multi_agent.yaml` with `target: {kind: recorded_sessions, ...}`.
 
 A document kind of its own, loaded by `load_sessions_suite` alone: the live suite's target union does not know
-recorded_sessions, and nothing here depends on it. The session gate lives in `target.gate` (a top-level `gate`
+recorded_sessions. Run, it is the ordinary suite `sessions.common.common_suite` makes of it (the
+`recorded_session` target, the session graders, the common gate). The session gate lives in `target.gate` (a top-level `gate`
 is the live suites' grader gate). `convert` / `from_suite` still turn a SuiteSpec that carries a
 RecordedSessionsTarget (built by hand, or by a loader that accepts one) into a `SessionsSuiteSpec`.
 """

@@ -36,6 +36,7 @@ from evals_cli.registry import Registry, missing_overrides, must_override
 
 if TYPE_CHECKING:
     from evals_cli.mcp.hub import McpHub
+    from evals_cli.models.results import SampleResult
     from evals_cli.models.trajectory import StopReason, ToolCall
 
 
@@ -163,6 +164,18 @@ class Target:
         """The spec's step bound per user turn; the default for a spec that declares none (see `TargetBase`)."""
         bound = getattr(self.spec, "max_steps", None)
         return bound if isinstance(bound, int) and bound >= 1 else DEFAULT_MAX_STEPS
+
+    #: A run of recorded data with no resume (recorded sessions): a reused `-o` folder is a new run of the same
+    #: data, its earlier results dropped by `begin_run`, instead of refused; no run.json is written (nothing to
+    #: resume) and its summary has no coverage (no plan), so its folder reads as such runs always read.
+    replaces_results: ClassVar[bool] = False
+
+    def begin_run(self, folder: Path) -> None:
+        """A run starts writing into `folder`, before its first sample (default: nothing to do)."""
+
+    def recorded_result(self, sample: Sample, result: SampleResult) -> None:
+        """A kind replaying a recording gives the result the recording's own figures (input, cost, latency) once
+        the run has filled it (default: nothing to add)."""
 
     #: The agent takes a whole scripted sample in one call (every user message at once) instead of one turn at a
     #: time: the episode hands it the toolbox over the world and lets `run_whole_sample` run it (the python kind).
