@@ -23,13 +23,15 @@ UserSource = Literal["prefilled", "scripted", "simulated", "replayed"]
 from an earlier run's conversation, `--replay-user`)."""
 
 EndReason = Literal["user_done", "max_turns", "time_limit", "agent_error", "user_error", "agent_max_steps",
-                    "diverged"]
+                    "diverged", "attacker_out_of_character"]
 """Why a simulated-user conversation ended. `user_done`: the user said so (the stop token or the end tool; the
 words before it were sent and answered). `max_turns`: the agent answered the user's last allowed message.
 `time_limit`: the conversation ran past the user's `max_seconds` (the agent had answered every message it got).
 `agent_error`: the agent's endpoint or code failed. `user_error`: the simulator failed (its endpoint, or a reply
 out of character twice). `agent_max_steps`: the agent hit its step bound within a turn. `diverged`:
-`--replay-user` left the recorded path and the sample is marked so rather than continued."""
+`--replay-user` left the recorded path and the sample is marked so rather than continued.
+`attacker_out_of_character`: an attacker that had sent at least one message broke character twice (refused to go
+on, wrote as the assistant): the attack ended there and what it got from the agent is graded."""
 
 
 class Usage(Record):
