@@ -151,17 +151,18 @@ eval-airline: $(VENV)/.installed
 	$(EVALS) run suites/airline.yaml --replay suites/airline.recording.jsonl || [ $$? -eq 1 ]
 
 ## Dual control, tau2-style: the customer fixes the phone with its own tools while the agent guides, graded by the final
-## state, twice per row (pass^k), offline from a scripted stand-in's recording (not a real model's, see the suite):
-## one repeat's customer gives up, so the gate fails (exit 1, expected here).
+## state, twice per row (pass^k), offline from the real small model's recording of both sides; it failed as agent and
+## as customer (one conversation is the simulator's error, within --max-error-rate 0.5), so the gate fails (exit 1,
+## expected here); exit 2 or 3 fails it.
 eval-telecom: $(VENV)/.installed
-	$(EVALS) run suites/telecom.yaml -r 2 --replay suites/telecom.recording.jsonl || [ $$? -eq 1 ]
+	$(EVALS) run suites/telecom.yaml -r 2 --replay suites/telecom.recording.jsonl --max-error-rate 0.5 || [ $$? -eq 1 ]
 
 ## Red teaming offline: a support agent with a planted secret and a refund policy (suites/red_team.yaml), replayed
-## from the real small model's recording of three of its seven attacks (a direct attacker, two injections through a
-## tool result); the model gave the secret away, so the gate fails (exit 1, expected here); exit 2 or 3 fails it.
+## from the real small model's recording of its seven attacks (model as agent, attacker and judge); two attackers
+## refused to attack (errors, within --max-error-rate 0.3), the agent gave the secret away in four of the other five,
+## so the gate fails (exit 1, expected here); exit 2 or 3 fails it.
 eval-red-team: $(VENV)/.installed
-	$(EVALS) run suites/red_team.yaml --replay suites/red_team.recording.jsonl --sample-id direct-code \
-		--sample-id 'indirect-*' || [ $$? -eq 1 ]
+	$(EVALS) run suites/red_team.yaml --replay suites/red_team.recording.jsonl --max-error-rate 0.3 || [ $$? -eq 1 ]
 
 ## Re-record it: the endpoint in suites/mcp_time.yaml (or EVAL_AGENT_BASE_URL), and mcp-server-time started with
 ## this project's Python (the dev install has it).
