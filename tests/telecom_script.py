@@ -4,21 +4,18 @@ asks for one fix at a time, and a customer who acts on the phone with its own to
 offers them) and reports what it sees.
 
 The customer of `no-data-abroad`, repeat 1, cannot find the data-roaming setting and gives up: that repeat fails
-final_state, so the shipped recording shows pass^2 below pass@2. `record(path)` re-records
-suites/telecom.recording.jsonl from this stand-in (`python -m tests.telecom_script`)."""
+final_state, so a run of it shows pass^2 below pass@2. (The shipped suites/telecom.recording.jsonl is the real small
+model's, not this stand-in's.)"""
 
 from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
-from tests.scripted_server import ScriptedServer, call, text
+from tests.scripted_server import call, text
 
 SIM_MARK = "evals-sim:"
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _number(messages: list[dict[str, Any]]) -> str | None:
@@ -89,25 +86,3 @@ def customer(body: dict[str, Any]) -> dict[str, Any]:
 
 def both(path: str, body: dict[str, Any]) -> dict[str, Any]:
     return customer(body) if str(body.get("user", "")).startswith(SIM_MARK) else agent(body)
-
-
-def record(path: Path) -> int:
-    """suites/telecom.yaml recorded from this stand-in into `path` (-r 2); the run's exit code."""
-    import tempfile
-
-    from tests.helpers import run_cli
-
-    server = ScriptedServer(both).start()
-    try:
-        path.unlink(missing_ok=True)
-        with tempfile.TemporaryDirectory() as out:
-            result = run_cli("run", str(ROOT / "suites" / "telecom.yaml"), "-r", "2", "--record", str(path), "-q",
-                             "-o", str(Path(out) / "run"), env={"EVAL_AGENT_BASE_URL": server.url})
-        print(result.stdout + result.stderr)
-        return result.returncode
-    finally:
-        server.stop()
-
-
-if __name__ == "__main__":
-    sys.exit(record(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "suites" / "telecom.recording.jsonl"))

@@ -95,26 +95,32 @@ def test_the_user_acts_with_its_own_tools_and_the_world_is_graded_whoever_acted(
     assert summary["reliability"] == {"repeats": 2, "samples": 2, "pass_at_k": 1.0, "pass_hat_k": 0.5,
                                       "mean_pass_rate": 0.75}
     assert code == 1, output
-
-
-def test_the_shipped_telecom_recording_replays_offline(tmp_path: Path) -> None:
-    """make eval-telecom: the recorded dual-control conversations replayed (no server), pass^2 reported."""
-    out = tmp_path / "out"
-    result = run_cli("run", "suites/telecom.yaml", "-r", "2", "--replay", "suites/telecom.recording.jsonl", "-o",
-                     str(out))
-    assert result.returncode == 1, result.stdout + result.stderr
-    lines = {(r["sample_id"], r["repeat"]): r for r in read_jsonl(out / "results.jsonl")}
-    assert {k: v["passed"] for k, v in lines.items()} == {("no-data-abroad", 0): True, ("no-data-abroad", 1): False,
-                                                          ("no-signal-home", 0): True, ("no-signal-home", 1): True}
-    assert all(r["error"] is None for r in lines.values())
-    assert _user_calls(lines[("no-data-abroad", 0)]) == ["toggle_airplane_mode", "reseat_sim", "toggle_data_roaming"]
-    assert "pass@2 1.00, pass^2 0.50" in result.stdout + result.stderr
     # the report and the HTML page say who changed the phone
-    report = run_cli("report", str(out), "--html", str(tmp_path / "report.html"))
+    report = run_cli("report", str(tmp_path / "out"), "--html", str(tmp_path / "report.html"))
     assert "what the agent and the user changed in 4 sample runs" in report.stdout
     assert "record phone/device changed (by the user)" in report.stdout
     assert "record lines/555-0142 changed\n" in report.stdout
     assert "by the user</span>" in (tmp_path / "report.html").read_text()
+
+
+def test_the_shipped_telecom_recording_replays_offline(tmp_path: Path) -> None:
+    """make eval-telecom: the real small model's dual-control conversations replayed (no server), with its
+    verdicts: every finished conversation fails final_state, the customer that answered as the assistant twice
+    is the simulator's error (never the agent's fail), pass^2 reported."""
+    out = tmp_path / "out"
+    result = run_cli("run", "suites/telecom.yaml", "-r", "2", "--replay", "suites/telecom.recording.jsonl",
+                     "--max-error-rate", "0.5", "-o", str(out))
+    said = result.stdout + result.stderr
+    assert result.returncode == 1, said
+    lines = {(r["sample_id"], r["repeat"]): r for r in read_jsonl(out / "results.jsonl")}
+    assert {k: v["passed"] for k, v in lines.items() if v["error"] is None} == {
+        ("no-data-abroad", 0): False, ("no-signal-home", 0): False, ("no-signal-home", 1): False}
+    broken = lines[("no-data-abroad", 1)]
+    assert broken["error"]["category"] == "user_simulator" and "written as the assistant" in broken["error"]["message"]
+    assert all(r["grades"]["final_state"]["score"] == 0.0 for r in lines.values() if r["error"] is None)
+    assert lines[("no-data-abroad", 0)]["grades"]["agent_loops"]["score"] == 0.0
+    assert all(_user_calls(r) == [] for r in lines.values() if r["error"] is None)  # it never used its tools
+    assert "pass@2 0.00, pass^2 0.00" in said
 
 
 def test_replay_user_runs_the_recorded_users_calls_again(tmp_path: Path, server: ScriptedServer) -> None:
