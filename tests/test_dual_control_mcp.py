@@ -195,6 +195,7 @@ def test_a_user_server_named_like_an_agent_server_is_refused_at_its_line(tmp_pat
     assert f"suite.yaml:{line + 1}:" in said and "Traceback" not in said
 
 
+@pytest.mark.slow  # starts the MCP servers (Python processes importing the SDK): seconds of CPU
 def test_a_user_mcp_tool_named_like_an_agent_tool_is_exit_2_naming_both(tmp_path: Path,
                                                                         server: ScriptedServer) -> None:
     clash = {"phone": {**USER_SERVER["phone"], "prefix": "desk_", "include": ["read_note"]}}
@@ -210,6 +211,7 @@ def test_a_user_mcp_tool_named_like_an_agent_tool_is_exit_2_naming_both(tmp_path
                           "tools.desk_read_note") in said, said
 
 
+@pytest.mark.slow  # starts the MCP servers (Python processes importing the SDK): seconds of CPU
 def test_a_user_server_in_mock_mode_takes_its_results_from_user_tools(tmp_path: Path,
                                                                       server: ScriptedServer) -> None:
     """mode: mock, as for the agent's servers: the server gives the schema (listed, then stopped), the suite's
