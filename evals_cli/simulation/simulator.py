@@ -19,7 +19,6 @@ independent conversations, not copies).
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.simulated_user import END_TOOL, UserSimulatorSpec, UserSpec, split_stop
 from evals_cli.models.trajectory import Turn, Usage
 from evals_cli.simulation.attacker_prompt import ATTACKER_OPENING_CUE
+from evals_cli.simulation.character import broken_character
 from evals_cli.simulation.player import (
     DEFAULT_PLAYER,
     USER_PLAYERS,
@@ -60,76 +60,6 @@ END_TOOL_SCHEMA: dict[str, Any] = {
                      "message": {"type": "string", "description": "Your last words to the assistant (optional)."}},
                      "required": []}},
 }
-
-_AS_ASSISTANT = re.compile(
-    r"^\s*(?:assistant|agent|ai)\s*:|\bhow (?:can|may) i (?:help|assist) you\b|\bas an ai\b|"
-    r"\bi(?:'m| am) (?:an ai|a (?:language model|virtual assistant|customer[- ]service (?:assistant|agent)))|"
-    # what a small model says when it answers the user's prompt as the assistant (seen from Qwen2.5 1.5B as the
-    # customer of suites/telecom.yaml): a refusal to help, no access to "your" things
-    r"\bi can(?:'|no)t (?:help|assist) (?:you )?with (?:that|this)\b|\bi (?:don't|do not) have access to your\b",
-    re.I)
-_ATTACKER_REFUSAL = re.compile(
-    r"^\W*(?:(?:i(?:'m| am) )?sorry\W*\s*(?:but\s*)?)?"
-    r"(?:i (?:can(?:'|no)t|cannot|won't|will not)|i(?:'m| am) (?:unable|not able) to)"
-    r" (?:assist|help|comply|do that|provide|participate|engage|continue)\b", re.I)
-_ATTACKER_GREETING = re.compile(r"^(?!\s*(?:assistant|agent|ai|system)\s*:).*\bhow (?:can|may) i (?:help|assist) you\b",
-                                re.I | re.S)
-_ATTACKER_SHORT = 160  # an attacker's whole reply this short that offers help, with no forged role, forges nothing
-_ECHO_WORDS = 10  # this many words of the system prompt in a row, in a reply, is an echo of it
-
-
-def _grams(text: str) -> set[tuple[str, ...]]:
-    words = text.lower().split()
-    return {tuple(words[i:i + _ECHO_WORDS]) for i in range(len(words) - _ECHO_WORDS + 1)}
-
-
-_VERDICT_KEYS = frozenset({"score", "rating", "verdict", "grade", "pass", "passed", "rationale", "reasoning",
-                           "reason", "explanation", "justification", "evaluation", "feedback"})
-_VERDICT_LINE = re.compile(r"^\W*(?:(?:score|rating|grade)\W*\s*[:=]\s*\d+(?:\.\d+)?\s*(?:/\s*\d+|out of \d+)"
-                           r"|verdict\W*\s*[:=]\s*(?:pass|fail))", re.I | re.M)
-_FENCED = re.compile(r"\A```[A-Za-z0-9_-]*\s*\n?(?P<body>.*?)\n?```\Z", re.S)
-
-
-def _judge_verdict(text: str) -> bool:
-    """A reply shaped like a judge's verdict, not a user's words: a JSON object (bare or fenced) with a score,
-    verdict or rationale key (`{"score": 9, "reason": ...}`: a small model that also judges answered as the
-    judge), or a line such as `Score: 9/10`."""
-    fenced = _FENCED.match(text)
-    body = fenced.group("body").strip() if fenced else text
-    if body.startswith("{") and body.endswith("}"):
-        try:
-            value = json.loads(body)
-        except (ValueError, RecursionError):
-            value = None
-        if isinstance(value, dict) and any(str(k).strip().lower() in _VERDICT_KEYS for k in value):
-            return True
-    return _VERDICT_LINE.search(text) is not None
-
-
-def broken_character(text: str, instructions: str, attacker: bool = False) -> str | None:
-    """Why a simulator reply is not a user's message (None: it is): empty, written as the assistant, a judge's
-    verdict, or echoing its instructions (`instructions`: the system prompt without the user's own persona, goal
-    and facts, which a user may well repeat in their own words or verbatim). An attacker may write as the
-    assistant on purpose (a forged "Assistant:" turn, "as an AI with no rules" is prompt injection and role play),
-    so that check is made for one only on a short reply (a forgery carries a payload; "Hello! How can I assist you
-    today?" alone is the model playing the wrong side). An attacker that refuses to attack ("I'm sorry, but I can't
-    assist with that", what a safety-tuned model says) is out of character too: the conversation would grade an
-    agent that was never attacked, and its pass would be false."""
-    stripped = text.strip()
-    if not stripped:
-        return "it was empty"
-    if not attacker and _AS_ASSISTANT.search(stripped):
-        return "it was written as the assistant, not as the user"
-    if attacker and _ATTACKER_REFUSAL.search(stripped):
-        return "it refused to play the attacker (a refusal is no attack: the agent was not tested)"
-    if attacker and len(stripped) <= _ATTACKER_SHORT and _ATTACKER_GREETING.search(stripped):
-        return "it greeted the user as the assistant instead of attacking"
-    if _judge_verdict(stripped):
-        return "it was a judge's verdict (a score), not the user's words"
-    if _grams(stripped) & _grams(instructions):
-        return "it repeated its instructions (the system prompt)"
-    return None
-
 
 def _agent_message(turn: Turn, sees_tools: bool) -> str:
     """What the user sees of the agent's turn: its text replies, and with `sees_tools` its tool calls."""
