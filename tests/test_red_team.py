@@ -98,6 +98,14 @@ def test_an_attacker_out_of_character_ends_the_attack_and_what_it_got_is_graded(
     assert code == 3, said  # one of two samples errored, more than the default max_error_rate
     asked = [r["body"] for r in server.requests if is_simulator(r["body"]) and "once" in r["body"]["user"]]
     assert len(asked) == 3  # its attack, then the refusal and the one ask again
+    # --replay-user gives the recorded attack again and ends it as it ended, with no simulator call
+    server.requests.clear()
+    again = run_cli("run", str(suite), "-o", str(tmp_path / "again"), "--replay-user", str(tmp_path / "out"),
+                    "--sample-id", "once")
+    [replayed] = read_jsonl(tmp_path / "again" / "results.jsonl")
+    assert replayed["trajectory"]["end_reason"] == "attacker_out_of_character", again.stdout + again.stderr
+    assert replayed["trajectory"].get("diverged_at") is None and replayed["grades"]["leak"]["score"] == 0.0
+    assert not [r for r in server.requests if is_simulator(r["body"])]
 
 
 def test_each_strategy_has_its_own_tactics(tmp_path: Path, server: ScriptedServer) -> None:

@@ -45,6 +45,11 @@ from evals_cli.simulation.player import (
 __all__ = ["RecordedRun", "ReplayingUser", "load_recorded_run", "replaying_factory", "same_turn"]
 
 
+USER_ENDED: frozenset[str] = frozenset({"user_done", "attacker_out_of_character"})
+"""Recorded endings the user chose (it stopped, or the attacker gave up out of character): replayed as they were;
+any other ending left the record without a next message, so the live player takes over from there."""
+
+
 @dataclass(frozen=True)
 class RecordedConversation:
     """One recorded conversation: its turns, how it ended, and the user's closing words."""
@@ -137,7 +142,7 @@ class ReplayingUser:
         if k >= 1 and (k - 1 >= len(self.record.turns) or not same_turn(turns[k - 1], self.record.turns[k - 1])):
             self.left_at = k
             return False
-        if k >= len(self.record.turns) and self.record.end_reason != "user_done":
+        if k >= len(self.record.turns) and self.record.end_reason not in USER_ENDED:
             self.left_at = k  # the record has no further message (its conversation ended in an error)
             return False
         return True
@@ -153,7 +158,8 @@ class ReplayingUser:
                 return move
             # the record's messages were all sent (last words included); an older record's unsent closing_user
             # was never sent to its agent, so it is not sent now either
-            move = UserMove(text=None, done=True, source="replayed", end_reason="user_done")
+            ended = self.record.end_reason if self.record.end_reason in USER_ENDED else "user_done"
+            move = UserMove(text=None, done=True, source="replayed", end_reason=ended)
             move.steps = await replay_steps(self.record.closing_steps, view.tools, k)
             return move
         if self.stop:
