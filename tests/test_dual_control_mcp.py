@@ -195,6 +195,24 @@ def test_a_user_server_named_like_an_agent_server_is_refused_at_its_line(tmp_pat
     assert f"suite.yaml:{line + 1}:" in said and "Traceback" not in said
 
 
+def test_a_suite_built_in_python_with_shared_names_is_refused_before_anything_starts(
+        tmp_path: Path, server: ScriptedServer) -> None:
+    """No loader sees a SuiteSpec built in Python: the shared names are refused when the run is prepared, never
+    a user server silently dropped (the hub keeps one server per name)."""
+    import evals_cli
+    from evals_cli.errors import ConfigError
+    from evals_cli.run_options import RunOptions
+    from evals_cli.suite.loader import load_suite
+
+    loaded = load_suite(suite(tmp_path, server))
+    both_desks = loaded.model_copy(update={"user_mcp_servers": {"desk": loaded.user_mcp_servers["phone"]}})
+    with pytest.raises(ConfigError) as caught:
+        evals_cli.run(both_desks, RunOptions(output=tmp_path / "out"))
+    said = "\n".join(caught.value.problems)
+    assert "user_mcp_servers.desk has the name of the agent's server mcp_servers.desk" in said
+    assert not (tmp_path / "out").exists() and not server.requests
+
+
 @pytest.mark.slow  # starts the MCP servers (Python processes importing the SDK): seconds of CPU
 def test_a_user_mcp_tool_named_like_an_agent_tool_is_exit_2_naming_both(tmp_path: Path,
                                                                         server: ScriptedServer) -> None:

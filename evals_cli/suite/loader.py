@@ -14,6 +14,7 @@ from evals_cli.mcp.spec import McpServerSpec
 from evals_cli.models.base import StrictModel
 from evals_cli.models.specs import JudgeSpec, cross_check_raw
 from evals_cli.models.tools import NO_RESULT, ToolSpec, tool_name_problem
+from evals_cli.suite.actors import shared_names
 from evals_cli.suite.letta import letta_reason, remap_lines, rename_fields, translate
 from evals_cli.suite.problems import Loc, format_validation_error
 from evals_cli.suite.spec import DEFAULT_TARGET, SuiteSpec, current_unions
@@ -167,39 +168,23 @@ def _tool_name_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
         tools = data.get(block)
         if isinstance(tools, dict):
             out += [((block, name), problem) for name in tools if (problem := tool_name_problem(name)) is not None]
-    return out + _user_tool_problems(data) + _user_server_problems(data)
+    return out + _user_tool_problems(data)
 
 
 _ANSWERS = ("returns", "cases", "sequence", "error", "effect", "python")
 
 
 def _user_tool_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
-    """A user tool named like an agent tool: one name would mean two tools over one world (whose call is whose
-    in the trajectory, which one a gold action applies), so it is refused at the user tool's line. A user tool
-    that answers nothing is refused too: no row can bring its own version of it, as a row can of an agent tool."""
-    tools, user_tools = data.get("tools"), data.get("user_tools")
+    """A user tool or MCP server named like the agent's (suite/actors.py), and a user tool that answers nothing:
+    no row can bring its own version of it, as a row can of an agent tool."""
+    user_tools = data.get("user_tools")
+    out: list[tuple[Loc, str]] = [*shared_names(data.get("tools"), user_tools, data.get("mcp_servers"),
+                                                data.get("user_mcp_servers"))]
     if not isinstance(user_tools, dict):
-        return []
-    out: list[tuple[Loc, str]] = [
-        (("user_tools", name), f"user_tools.{name} has the name of the agent's tool tools.{name}; a user tool and "
-                               "an agent tool must have different names: rename one of them")
-        for name in user_tools if isinstance(tools, dict) and name in tools]
+        return out
     return out + [(("user_tools", name), f"user_tools.{name}: the tool {NO_RESULT}")
                   for name, spec in user_tools.items()
                   if isinstance(spec, dict) and not any(key in spec for key in _ANSWERS)]
-
-
-def _user_server_problems(data: dict[str, Any]) -> list[tuple[Loc, str]]:
-    """A user's MCP server named like an agent's: the two share the episode, the recording and the messages
-    (`MCP server 'x'`), so one name would be two servers; refused at the user server's line."""
-    servers, user_servers = data.get("mcp_servers"), data.get("user_mcp_servers")
-    if not isinstance(user_servers, dict) or not isinstance(servers, dict):
-        return []
-    return [(("user_mcp_servers", name), f"user_mcp_servers.{name} has the name of the agent's server "
-                                         f"mcp_servers.{name}; a user server and an agent server must have "
-                                         "different names: rename one of them")
-            for name in user_servers if name in servers]
-
 
 if TYPE_CHECKING:
     from evals_cli.suite.spec import TargetSpec

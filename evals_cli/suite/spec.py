@@ -258,8 +258,12 @@ class SuiteSpec(SuiteFile):
                 for name, spec in self.graders.items() if spec.kind in aliases]
 
     def cross_check(self) -> list[tuple[tuple[str, ...], str]]:
-        """Problems between sections (field path, message); see `cross_check_raw` for the loader."""
-        return cross_check_raw(self.model_dump(include={"gate", "graders"}))
+        """Problems between sections (field path, message); see `cross_check_raw` for the loader. Names the agent
+        and the user share are the loader's to report for a suite file; a suite built in Python gets them here."""
+        from evals_cli.suite.actors import shared_names
+
+        return [*cross_check_raw(self.model_dump(include={"gate", "graders"})),
+                *shared_names(self.tools, self.user_tools, self.mcp_servers, self.user_mcp_servers)]
 
 
 _built_from = (GRADERS.version, TARGETS.version)  # the registries' versions the unions above were built from
