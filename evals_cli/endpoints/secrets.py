@@ -56,7 +56,7 @@ _KEY_SHAPES = re.compile(_START + "(?:" + "|".join((
     r"(?:AKIA|ASIA)[A-Z0-9]{16}\b",  # an AWS access key id
     r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # a JWT: header.payload.signature
 )) + ")")
-_SHAPE_HINTS = ("sk-", "gh", "github_pat_", "xox", "AIza", "AKIA", "ASIA", "eyJ")
+_SHAPE_HINTS = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "AIza", "AKIA", "ASIA", "eyJ")
 # an AWS secret access key: 40 base64 characters, both cases and a digit (a git hash is lower-case hex), looked
 # for only in text that holds an access key id or names the secret
 _AWS_SECRET = re.compile(r"(?:(?<![A-Za-z0-9/+=])|(?<=\\[nrtfb]))(?=[A-Za-z0-9/+]{0,39}[A-Z])"
@@ -100,7 +100,9 @@ def mask_key_shapes(text: str) -> str:
     """Credential-shaped text masked: the key formats of OpenAI, Anthropic, GitHub, Slack, Google and AWS (an
     access key id, and a secret access key beside one), and JWTs. For text evals-cli did not write itself (model
     replies, tool and MCP results, traces): a key pasted there is masked though the run was never told it."""
-    aws = _AWS_HINT.search(text) is not None  # before the key ids are masked
+    low = text.lower()  # _AWS_HINT (case-insensitive) needs one of these: most text skips the search
+    # (and looks before the key ids are masked)
+    aws = ("akia" in low or "asia" in low or "access" in low) and _AWS_HINT.search(text) is not None
     if any(hint in text for hint in _SHAPE_HINTS):
         text = _KEY_SHAPES.sub(_key_repl, text)
     if aws:  # after: a 40-character run inside a longer key is that key's, masked whole above
