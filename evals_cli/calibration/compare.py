@@ -19,6 +19,7 @@ from evals_cli.calibration.stats import Confusion, paired_difference_interval
 from evals_cli.errors import ConfigError
 from evals_cli.labels import Label, read_labels
 from evals_cli.models.calibration import JudgeRecord
+from evals_cli.thresholds import SYMBOLS
 
 
 @dataclass
@@ -69,7 +70,6 @@ class JudgeComparison:
                 "left_out": self.left_out, "verdict": self.verdict}
 
 
-SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
 
 
 def pass_mark(record: JudgeRecord) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evals_cli.calibration.calibrate import calibrated
-from evals_cli.calibration.items import judged_items
+from evals_cli.calibration.items import Unjudged, judged_items
 from evals_cli.calibration.judges import judge_records
 from evals_cli.errors import ConfigError
 from evals_cli.models.calibration import JudgeCalibration
@@ -25,10 +25,10 @@ def calibrate_finished_run(graders: Mapping[str, Any], gate: Any,
     if not wanted:
         return {}, None
     records = judge_records(graders, gate)
-    no_answer: dict[str, int] = {}
+    unjudged = Unjudged()
     try:
-        items = judged_items(read_results(results), records, None, no_answer=no_answer)
+        items = judged_items(read_results(results), records, None, unjudged=unjudged)
     except (OSError, ConfigError) as exc:
         return {}, f"no calibrated pass rate: cannot read back {results} ({exc})"
-    return {name: calibrated(name, records[name], labels, path, items, no_answer.get(name, 0))
+    return {name: calibrated(name, records[name], labels, path, items, unjudged.no_answer.get(name, 0))
             for name, (path, labels) in wanted.items()}, None

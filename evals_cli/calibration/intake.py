@@ -14,7 +14,6 @@ from evals_cli.calibration.judges import fingerprint_of
 from evals_cli.errors import ConfigError
 from evals_cli.labels import LABELS_NAME, Label, append_label, parse_label
 
-MAX_BODY = 64 * 1024  # one label line, with a note
 _WRITING = threading.Lock()  # the viewer answers requests in threads: one append at a time
 
 

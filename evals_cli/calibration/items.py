@@ -188,13 +188,12 @@ class Unjudged:
 
 
 def judged_items(results: Iterable[SampleResult], judges: dict[str, JudgeRecord], fallback: JudgeRecord | None,
-                 errors: dict[str, int] | None = None, no_answer: dict[str, int] | None = None,
                  unjudged: Unjudged | None = None) -> list[JudgedItem]:
     """Every verdict of every judge grader in `results`, read at its pass mark (`judges`, else `fallback`).
 
-    `no_answer` counts, per judge grader, the items failed with no answer to judge: no judge saw them, so they
-    are not items to label, but they are the grader's fails, and a pass rate without them would be too high.
-    `unjudged` collects those and the judge's errors with their keys."""
+    `unjudged` collects, per judge grader, the items failed with no answer to judge (no judge saw them, so they
+    are not items to label, but they are the grader's fails, and a pass rate without them would be too high) and
+    the items whose judge failed, with their keys."""
     items: list[JudgedItem] = []
     tally = unjudged if unjudged is not None else Unjudged()
     for result in results:
@@ -221,10 +220,6 @@ def judged_items(results: Iterable[SampleResult], judges: dict[str, JudgeRecord]
                                         grade.submission or "", result, model))
                 continue
             items += _turn_items(result, name, grade, record, name in judges, tally, model)
-    for source, target in ((tally.errors, errors), (tally.no_answer, no_answer)):
-        if target is not None:
-            for name, count in source.items():
-                target[name] = target.get(name, 0) + count
     return items
 
 

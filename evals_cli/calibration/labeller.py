@@ -32,8 +32,8 @@ from evals_cli.errors import ConfigError
 from evals_cli.invocation import command
 from evals_cli.labels import LABELS_NAME, Label, append_label, read_labels
 from evals_cli.models.trajectory import Turn
+from evals_cli.thresholds import SYMBOLS
 
-SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
 KEYS = "[p]ass  [f]ail  [s]kip  [b]ack  [n]ote  [q]uit"
 ONLY_KINDS = ("disagreements-of",)
 MAX_TEXT = 1500  # characters of one message or tool result shown before "…"

@@ -11,8 +11,7 @@ from rich.text import Text
 from evals_cli.calibration.calibrate import CalibrationReport, GraderReport, leniency
 from evals_cli.calibration.compare import JudgesComparison, pass_mark
 from evals_cli.calibration.figures import corrected, fmt, interval, rates_over
-
-SYMBOLS = {"gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "eq": "="}
+from evals_cli.thresholds import SYMBOLS
 
 
 def _figures(report: CalibrationReport) -> Table:

@@ -100,15 +100,6 @@ def is_trace_file(path: Path) -> bool:
     return traces > others
 
 
-def may_hold_traces(path: Path) -> bool:
-    """A cheap first test for readers of other files: some line of the file names a trace's top-level key."""
-    try:
-        with path.open("rb") as fh:
-            return any(_MARKER.search(raw_line) for raw_line in fh)
-    except OSError:
-        return False
-
-
 def iter_files(paths: list[Path]) -> Iterator[Path]:
     """Trace files named directly, or every *.jsonl / *.json file of a folder (sorted)."""
     for path in paths:
