@@ -184,7 +184,7 @@ class MockToolbox:
     async def call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
         """Run one call and record it; never raises on bad input from the model. Awaited: a tool with logic runs
         in a worker thread and a live call on its server, while the run's loop goes on."""
-        if self.ledger is None or self.world is None:
+        if self.ledger is None or self.world is None or not self._may_change_world(self.tools.get(name)):
             return await self._call(call_id, name, raw_arguments)
         before = self.world.copy()
         try:
@@ -192,6 +192,13 @@ class MockToolbox:
         finally:  # a tool with logic that failed half-way changed the world all the same
             for change in self.world.diff(before):
                 self.ledger[change.target] = self.actor
+
+    def _may_change_world(self, spec: ToolSpec | None) -> bool:
+        """Only a tool's logic or effect acts on the world (`_reach`); a live call's file changes come back
+        through `_changed_by_me`, and canned answers change nothing: no copy of the world for those."""
+        if spec is None or (spec.served_by is not None and self.servers is not None):
+            return False
+        return spec.python is not None or spec.effect is not None
 
     async def _call(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
         record = ToolCall(id=call_id, name=name, raw_arguments=raw_arguments or "")
