@@ -63,6 +63,8 @@ class OtlpReceiver:
     def __init__(self, port: int = 0) -> None:
         self.port = port
         self.requests: list[dict[str, Any]] = []
+        # each request's resources with their spans, parsed once on arrival: every episode looks through them all
+        self._resources: list[list[tuple[dict[str, Any], list[Span]]]] = []
         self.problems: list[str] = []
         self.changed = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
@@ -92,8 +94,11 @@ class OtlpReceiver:
             self._server = None
 
     def accept(self, request: dict[str, Any]) -> None:
+        resources = [(rs, _spans({"resourceSpans": [rs]})) for rs in request.get("resourceSpans") or []
+                     if isinstance(rs, dict)]
         with self.changed:
             self.requests.append(request)
+            self._resources.append(resources)
             self.changed.notify_all()
 
     def problem(self, text: str) -> None:
@@ -105,13 +110,14 @@ class OtlpReceiver:
         """The export requests that hold spans of episode `tag` (or of the traces evals-cli started for it, by the
         traceparent it sent), each cut down to those spans' resources."""
         with self.changed:
-            held = list(self.requests)
-        traces = {span.trace_id for request in held for span in _spans(request) if _names_session(span, tag)}
+            held = list(self._resources)
+        traces = {span.trace_id for resources in held for _, spans in resources for span in spans
+                  if _names_session(span, tag)}
         traces |= trace_ids
         out = []
-        for request in held:
-            kept = [rs for rs in request.get("resourceSpans") or [] if isinstance(rs, dict) and any(
-                _resource_tag(span) == tag or span.trace_id in traces for span in _spans({"resourceSpans": [rs]}))]
+        for resources in held:
+            kept = [rs for rs, spans in resources
+                    if any(_resource_tag(span) == tag or span.trace_id in traces for span in spans)]
             if kept:
                 out.append({"resourceSpans": kept})
         return out
@@ -131,7 +137,8 @@ class OtlpReceiver:
                     return
 
     def _has(self, tag: str, trace_ids: frozenset[str]) -> bool:
-        return any(_names_session(s, tag) or s.trace_id in trace_ids for r in self.requests for s in _spans(r))
+        return any(_names_session(s, tag) or s.trace_id in trace_ids
+                   for resources in self._resources for _, spans in resources for s in spans)
 
 
 def _spans(request: dict[str, Any]) -> list[Span]:
