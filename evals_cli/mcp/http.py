@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from evals_cli.endpoints.httpx_compat import httpx
+from evals_cli.endpoints.tls import shared_context
 from evals_cli.mcp.stdio import Bound
 
 
@@ -35,7 +36,7 @@ class _Counted(httpx.AsyncByteStream):  # type: ignore[misc, unused-ignore]
 
 class BoundedTransport(httpx.AsyncBaseTransport):  # type: ignore[misc, unused-ignore]
     def __init__(self, bound: Bound) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
+        self.inner = httpx.AsyncHTTPTransport(verify=shared_context())  # the run's one CA bundle load
         self.bound = bound
 
     async def handle_async_request(self, request: Any) -> Any:
@@ -57,4 +58,5 @@ def bounded_client(headers: dict[str, str], bound: Bound) -> Any:
     from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
     return httpx.AsyncClient(headers={**headers, "Accept-Encoding": "identity"}, transport=BoundedTransport(bound),
+                             verify=shared_context(),
                              timeout=httpx.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT))
