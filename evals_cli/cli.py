@@ -625,11 +625,9 @@ def schema(
 ) -> None:
     """Print the JSON Schema of suite.yaml (the installed plug-ins' kinds included), for editors: a suite whose first
     line is `# yaml-language-server: $schema=suite.schema.json` gets every key completed and checked as you type."""
-    import json
+    from evals_cli.suite_schema import schema_text
 
-    from evals_cli.suite_schema import suite_schema
-
-    text = json.dumps(suite_schema(), indent=2, ensure_ascii=False) + "\n"
+    text = schema_text()
     if output is None:
         _write_out(text)
         return

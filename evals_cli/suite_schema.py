@@ -19,6 +19,7 @@ cross-field rules such as a per-turn row's list lengths are beyond what a schema
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 SCHEMA_FILE = "suite.schema.json"
@@ -108,3 +109,8 @@ def _renamed_refs(value: Any, prefix: str) -> Any:
     if isinstance(value, list):
         return [_renamed_refs(v, prefix) for v in value]
     return value
+
+
+def schema_text() -> str:
+    """The schema as `evals schema` prints it and `evals init` writes it (suite.schema.json)."""
+    return json.dumps(suite_schema(), indent=2, ensure_ascii=False) + "\n"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from evals_cli.errors import ConfigError
 from evals_cli.invocation import program
-from evals_cli.suite_schema import SCHEMA_FILE
+from evals_cli.suite_schema import SCHEMA_FILE, schema_text
 
 __all__ = ["FILES", "ScaffoldResult", "next_commands", "scaffold", "schema_text", "template_text"]
 
@@ -78,15 +78,6 @@ def scaffold(folder: Path, *, force: bool = False) -> ScaffoldResult:
     except OSError as exc:
         raise ConfigError(f"{folder}: cannot write the suite there: {exc.strerror or exc}") from None
     return ScaffoldResult(folder=folder, written=targets, created_folder=created)
-
-
-def schema_text() -> str:
-    """The JSON Schema of suite.yaml as `evals schema` prints it (evals_cli/suite_schema.py)."""
-    import json
-
-    from evals_cli.suite_schema import suite_schema
-
-    return json.dumps(suite_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 def _with_program(makefile: str, folder: Path) -> str:
