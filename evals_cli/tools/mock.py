@@ -157,6 +157,11 @@ def needs_world(tools: Mapping[str, ToolSpec], environment: EnvironmentSpec | No
                                           for spec in tools.values())
 
 
+def _matches(when: dict[str, Any], arguments: dict[str, Any]) -> bool:
+    """A `when:` (of a case or an injection) holds for these arguments: each named argument given, same value."""
+    return all(k in arguments and same_value(arguments[k], v) for k, v in when.items())
+
+
 class MockToolbox:
     """One actor's tools over an episode's world: answers calls from the specs (canned results, `sequence`s
     counted per tool), from the world (effects and tools with logic act on `world`, which the Episode built and
@@ -248,7 +253,7 @@ class MockToolbox:
         count = self.reached[record.name] = self.reached.get(record.name, 0) + 1
         if inject.on_call is not None and count != inject.on_call:
             return
-        if not all(k in arguments and same_value(arguments[k], v) for k, v in inject.when.items()):
+        if not _matches(inject.when, arguments):
             return
         if inject.position == "replace":
             record.result = inject.text
@@ -273,8 +278,7 @@ class MockToolbox:
     @staticmethod
     def _case_matches(spec: ToolSpec, arguments: dict[str, Any]) -> bool:
         """A stateful tool's cases still answer first: an injected error for one path, say."""
-        return any(all(k in arguments and same_value(arguments[k], v) for k, v in case.when.items())
-                   for case in spec.cases)
+        return any(_matches(case.when, arguments) for case in spec.cases)
 
     @staticmethod
     def _parse(record: ToolCall) -> bool:
@@ -301,7 +305,7 @@ class MockToolbox:
 
     def _answer(self, name: str, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]:
         for case in spec.cases:
-            if all(k in arguments and same_value(arguments[k], v) for k, v in case.when.items()):
+            if _matches(case.when, arguments):
                 if case.error is not None:
                     return f"Error: {case.error}", True
                 return _as_text(case.returns), False
