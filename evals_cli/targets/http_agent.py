@@ -128,6 +128,10 @@ class HttpAgent(Target):
     def __init__(self, spec: HttpTarget, ctx: TargetContext) -> None:
         super().__init__(spec, ctx)
         check_telemetry(spec, ctx.pool)
+        self.endpoint = type(self).resolve_endpoint(spec)  # the spec's alone: made once, not per turn
+        pool: Any = ctx.pool
+        if hasattr(pool, "redactor"):  # the headers' secrets are masked from the start of the run
+            pool.redactor.add(header_secrets(spec.headers))
 
     @classmethod
     def resolve_endpoint(cls, spec: HttpTarget, overrides: dict[str, Any] | None = None) -> Endpoint:
@@ -155,15 +159,12 @@ class HttpAgent(Target):
         if self.ctx.pool is None:
             raise InvalidResponse("an http agent needs the run's client pool (run it through a suite)")
         pool: Any = self.ctx.pool
-        endpoint = type(self).resolve_endpoint(self.spec)
-        if hasattr(pool, "redactor"):
-            pool.redactor.add(header_secrets(self.spec.headers))
         trace_id = secrets.token_hex(16)
         episode.trace_ids.add(trace_id)
         headers = {"traceparent": f"00-{trace_id}-{secrets.token_hex(8)}-01",
                    "baggage": f"evals.episode={episode.tag}", **self.spec.headers}
         body = fill(self.spec.body, {"session_id": episode.tag, "message": message})
-        data = await pool.client(endpoint).post(self.spec.url.rsplit("/", 1)[1], cast_to=object, body=body,
+        data = await pool.client(self.endpoint).post(self.spec.url.rsplit("/", 1)[1], cast_to=object, body=body,
                                                 options={"headers": headers})
         reply = at_path(data, self.spec.reply_path)
         if not isinstance(reply, str):
