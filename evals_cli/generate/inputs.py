@@ -36,20 +36,13 @@ def load_tools_suite(path: Path) -> Any:
     custom-code policy of a run)."""
     from evals_cli import custom_code
     from evals_cli.suite.loader import load_suite
-    from evals_cli.tools.logic import load_tool_function
+    from evals_cli.tools.logic import load_logic
 
     suite = load_suite(path)
-    problems = []
     with custom_code.policy(suite.code_roots(), run=True):
-        for block, tools in (("tools", suite.tools), ("user_tools", suite.user_tools)):
-            for name, spec in tools.items():
-                if spec.python is not None:
-                    try:
-                        spec._logic = load_tool_function(spec.python, suite.base_dir)
-                    except (ValueError, ConfigError, custom_code.CustomCodeError) as exc:
-                        problems.append(f"{path}: {block}.{name}.python: {exc}")
+        problems = load_logic({"tools": suite.tools, "user_tools": suite.user_tools}, suite.base_dir)
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError([f"{path}: {problem}" for problem in problems])
     return suite
 
 

@@ -237,16 +237,9 @@ class PreparedRun:
         """Tools with logic (`python:`) and the environment's setup function: each loaded once, from the suite's
         folders, under the custom-code policy (evals validate only reads the file unless --import-code); a problem
         names the tool or the setup."""
-        from evals_cli.tools.logic import load_tool_function
+        from evals_cli.tools.logic import load_logic
 
-        problems = []
-        blocks = {"tools": self.suite.tools, "user_tools": self.suite.user_tools}
-        for block, name, spec in [(b, n, s) for b, tools in blocks.items() for n, s in tools.items()]:
-            if spec.python is not None:
-                try:
-                    spec._logic = load_tool_function(spec.python, self.suite.base_dir)
-                except (ValueError, ConfigError, custom_code.CustomCodeError) as exc:
-                    problems.append(f"{block}.{name}.python: {exc}")
+        problems = load_logic({"tools": self.suite.tools, "user_tools": self.suite.user_tools}, self.suite.base_dir)
         setup = self.suite.environment.setup if self.suite.environment is not None else None
         if setup is not None and setup.python is not None:  # a row's own setup function is loaded when it runs
             from evals_cli.tools.setup import load_setup_function

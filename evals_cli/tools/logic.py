@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,22 @@ def load_tool_function(ref: str, base_dir: Path) -> ToolFunction:
     if not callable(found):
         raise ValueError(f"python: '{ref}' is not a function")
     return found
+
+
+def load_logic(blocks: Mapping[str, Mapping[str, Any]], base_dir: Path) -> list[str]:
+    """Load every tool with logic (`python:`) of the suite's tool blocks (`tools`, `user_tools`) into its spec;
+    the problems, each naming `block.tool.python`."""
+    from evals_cli.errors import ConfigError
+
+    problems = []
+    for block, tools in blocks.items():
+        for name, spec in tools.items():
+            if spec.python is not None:
+                try:
+                    spec._logic = load_tool_function(spec.python, base_dir)
+                except (ValueError, ConfigError, custom_code.CustomCodeError) as exc:
+                    problems.append(f"{block}.{name}.python: {exc}")
+    return problems
 
 
 def _not_imported(arguments: dict[str, Any], world: Any) -> Any:
