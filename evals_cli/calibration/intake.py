@@ -9,8 +9,7 @@ import json
 import threading
 from pathlib import Path
 
-from evals_cli.calibration.items import ItemKey, load_judged_run
-from evals_cli.calibration.judges import fingerprint_of
+from evals_cli.calibration.items import ItemKey, label_for, load_judged_run
 from evals_cli.errors import ConfigError
 from evals_cli.labels import LABELS_NAME, Label, append_label, parse_label
 
@@ -36,9 +35,7 @@ def save_posted_label(folder: Path, body: bytes) -> Label:
     if posted.item is not None and posted.item != item.digest:
         raise ConfigError(f"{key.describe()}: the label was given to another answer than this run's (the page is "
                           "older than the run); reload the report")
-    label = Label(sample_id=posted.sample_id, grader=posted.grader, label=posted.label, repeat=posted.repeat,
-                  turn=posted.turn, note=posted.note, judge="pass" if item.passed else "fail", score=item.score,
-                  fingerprint=fingerprint_of(run.judges.get(posted.grader)), item=item.digest)
+    label = label_for(run, item, posted.label == "pass", posted.note)
     with _WRITING:
         append_label(run.path / LABELS_NAME, label)
     return label

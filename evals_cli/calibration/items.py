@@ -18,7 +18,9 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from evals_cli.calibration.judges import fingerprint_of
 from evals_cli.errors import ConfigError
+from evals_cli.labels import Label
 from evals_cli.models.calibration import JudgeRecord
 from evals_cli.models.results import NO_ANSWER, Grade, SampleResult, TurnGrade
 from evals_cli.models.trajectory import Trajectory
@@ -284,3 +286,12 @@ def load_judged_run(run: Path) -> JudgedRun:
                         "left out: a judge error is not a failed item")
     return JudgedRun(folder, items, {n: judges[n] for n in names if n in judges}, errors, no_answer, tally.keys,
                      samples, warnings)
+
+
+def label_for(run: JudgedRun, item: JudgedItem, passed: bool, note: str, review: bool = False) -> Label:
+    """The label a person gave `item` (the keyboard labeller's or a page's), with the judge's verdict and
+    fingerprint beside it."""
+    return Label(sample_id=item.key.sample_id, grader=item.key.grader, label="pass" if passed else "fail",
+                 repeat=item.key.repeat, turn=item.key.turn, note=note, judge="pass" if item.passed else "fail",
+                 score=item.score, fingerprint=fingerprint_of(run.judges.get(item.key.grader)),
+                 item=item.digest, review=review)

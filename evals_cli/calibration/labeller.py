@@ -26,8 +26,7 @@ from rich.console import Console
 from rich.text import Text
 
 from evals_cli.calibration.calibrate import match
-from evals_cli.calibration.items import JudgedItem, JudgedRun, load_judged_run, run_folder
-from evals_cli.calibration.judges import fingerprint_of
+from evals_cli.calibration.items import JudgedItem, JudgedRun, label_for, load_judged_run, run_folder
 from evals_cli.errors import ConfigError
 from evals_cli.invocation import command
 from evals_cli.labels import LABELS_NAME, Label, append_label, read_labels
@@ -294,14 +293,6 @@ def run_labeller(run_path: Path, *, labels_path: Path | None = None, grader: str
     return session
 
 
-def _labelled(run: JudgedRun, item: JudgedItem, passed: bool, note: str, review: bool) -> Label:
-    """The label a key gave `item`, with the judge's verdict and fingerprint beside it."""
-    return Label(sample_id=item.key.sample_id, grader=item.key.grader, label="pass" if passed else "fail",
-                 repeat=item.key.repeat, turn=item.key.turn, note=note, judge="pass" if item.passed else "fail",
-                 score=item.score, fingerprint=fingerprint_of(run.judges.get(item.key.grader)),
-                 item=item.digest, review=review)
-
-
 def _count(session: Session, label: Label, before: Label | None) -> None:
     """A label counted in the session; a relabel (after going back) replaces the earlier one's count, as its line
     replaces the earlier line."""
@@ -338,7 +329,7 @@ def _label(session: Session, run: JudgedRun, items: list[JudgedItem], todo: list
             session.quit = True
             break
         if answer in ("p", "f"):
-            label = _labelled(run, item, answer == "p", note, review)
+            label = label_for(run, item, answer == "p", note, review)
             append_label(out_path, label)
             _count(session, label, given.get(index))
             given[index] = label
