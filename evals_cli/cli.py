@@ -433,15 +433,10 @@ def calibrate(
         else:
             make_console().print(render_judges(comparison))
         return
-    from evals_cli.calibration.calibrate import calibrate_run
+    from evals_cli.calibration.pooling import calibrate_run
     from evals_cli.calibration.render import render_calibration
 
-    if pool:
-        from evals_cli.calibration.pooling import calibrate_pooled
-
-        report = calibrate_pooled(runs[0], labels, pool, grader, pool_other_judges)
-    else:
-        report = calibrate_run(runs[0], labels, grader)
+    report = calibrate_run(runs[0], labels, grader, pool or [], pool_other_judges)
     if as_json:
         print(json.dumps(report.as_json(), indent=2))
     else:

@@ -22,7 +22,6 @@ from evals_cli.calibration.items import (
     ItemKey,
     JudgedItem,
     JudgedRun,
-    load_judged_run,
     run_folder,
 )
 from evals_cli.calibration.judges import fingerprint_of
@@ -37,7 +36,7 @@ from evals_cli.calibration.stats import (
 )
 from evals_cli.errors import ConfigError
 from evals_cli.invocation import command
-from evals_cli.labels import LABELS_NAME, Label, LabelFile, read_labels
+from evals_cli.labels import LABELS_NAME, Label, LabelFile
 from evals_cli.models.calibration import JudgeCalibration, JudgeRecord
 
 FEW = 20  # fewer labels than this of either class: tpr or tnr rests on too few items to trust
@@ -254,19 +253,6 @@ def run_labels(run_path: Path) -> Path:
                           f"with `{command('label', run_path)}` (or the buttons of `evals view`), or give --labels "
                           "FILE")
     return path
-
-
-def calibrate_run(run_path: Path, labels_path: Path, grader: str | None = None) -> CalibrationReport:
-    """`evals calibrate RUN --labels FILE`: every judge grader the labels name, measured on the run."""
-    run = load_judged_run(run_path)
-    labels = read_labels(labels_path)
-    check_grader(run, grader)
-    pairs, notes = match(run, labels)
-    reports = grader_reports(run, pairs, {name: [labels_path] for name in run.graders}, grader)
-    if not reports:
-        raise ConfigError(f"{labels_path}: no label for {'the grader ' + grader if grader else 'any judge grader'} of "
-                          f"{run_path}")
-    return CalibrationReport(run_path, labels_path, reports, labels.notes + notes + run.warnings)
 
 
 def check_grader(run: JudgedRun, grader: str | None) -> None:

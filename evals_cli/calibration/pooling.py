@@ -1,6 +1,6 @@
-"""Several runs of one judge measured together: `evals calibrate RUN --pool OTHER_RUN ...`. The labels of each
-pooled run (its own labels.jsonl), matched to that run's judged items, join RUN's labels in the confusion counts, so
-tpr and tnr rest on more items; the pass rate corrected is RUN's alone.
+"""A run's judges measured on labels (`evals calibrate RUN`), and several runs of one judge measured together
+(`--pool OTHER_RUN ...`). The labels of each pooled run (its own labels.jsonl), matched to that run's judged items,
+join RUN's labels in the confusion counts, so tpr and tnr rest on more items; the pass rate corrected is RUN's alone.
 
 Pooling is only sound over the same judge: a pooled run whose judge grader differs from RUN's in its rubric, its
 model, its scale or its pass mark (run.json's record of each judge, the labels' fingerprint) measured another
@@ -24,9 +24,10 @@ from evals_cli.errors import ConfigError
 from evals_cli.labels import Label, read_labels
 
 
-def calibrate_pooled(run_path: Path, labels_path: Path, pool: list[Path], grader: str | None = None,
-                     other_judges: bool = False) -> CalibrationReport:
-    """RUN's judges measured on RUN's labels and every pooled run's, RUN's pass rate corrected."""
+def calibrate_run(run_path: Path, labels_path: Path, grader: str | None = None, pool: list[Path] | None = None,
+                  other_judges: bool = False) -> CalibrationReport:
+    """`evals calibrate RUN --labels FILE [--pool OTHER_RUN ...]`: every judge grader the labels name, measured on
+    RUN's labels and every pooled run's, RUN's pass rate corrected."""
     run = load_judged_run(run_path)
     labels = read_labels(labels_path)
     check_grader(run, grader)
@@ -34,7 +35,7 @@ def calibrate_pooled(run_path: Path, labels_path: Path, pool: list[Path], grader
     sources: dict[str, list[Path]] = {name: [labels_path] for name in run.graders}
     problems: list[str] = []
     warnings: list[str] = []
-    for path in pool:
+    for path in pool or []:
         other = load_judged_run(path)
         own = run_labels(path)
         found, more = match(other, read_labels(own))
@@ -49,7 +50,7 @@ def calibrate_pooled(run_path: Path, labels_path: Path, pool: list[Path], grader
     reports = grader_reports(run, pairs, sources, grader)
     if not reports:
         raise ConfigError(f"{labels_path}: no label for {'the grader ' + grader if grader else 'any judge grader'} of "
-                          f"{run_path} or the pooled runs")
+                          f"{run_path}" + (" or the pooled runs" if pool else ""))
     for name, report in reports.items():
         report.calibration.warnings += [w for w in warnings if w.startswith(f"{name}: ")]
     return CalibrationReport(run_path, labels_path, reports, labels.notes + notes + run.warnings)
