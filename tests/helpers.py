@@ -252,3 +252,8 @@ def set_started(folder: Path, when: str) -> None:
     data = json.loads(path.read_text())
     data["started_at"] = when
     path.write_text(json.dumps(data))
+
+
+def calls_of(line: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent's tool calls in a results line, in order."""
+    return [c for turn in line["trajectory"]["turns"] for step in turn["steps"] for c in step["tool_calls"]]

@@ -68,6 +68,15 @@ def call(name: str, arguments: dict[str, Any] | str | None = None, *more: tuple[
     return completion(tool_calls=tool_calls)
 
 
+SIM_MARK = "evals-sim:"
+"""The start of the OpenAI `user` field of every user-simulator request (`evals-sim:SAMPLE:REPEAT`)."""
+
+
+def is_simulator(body: dict[str, Any]) -> bool:
+    """Is this request the user simulator's (not the agent's or the judge's)?"""
+    return str(body.get("user", "")).startswith(SIM_MARK)
+
+
 def is_judge(body: dict[str, Any]) -> bool:
     messages = body.get("messages") or []
     return bool(messages) and JUDGE_MARKER in str(messages[0].get("content", ""))

@@ -13,9 +13,7 @@ import json
 import re
 from typing import Any
 
-from tests.scripted_server import call, text
-
-SIM_MARK = "evals-sim:"
+from tests.scripted_server import SIM_MARK, call, is_simulator, text
 
 
 def _number(messages: list[dict[str, Any]]) -> str | None:
@@ -85,4 +83,4 @@ def customer(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def both(path: str, body: dict[str, Any]) -> dict[str, Any]:
-    return customer(body) if str(body.get("user", "")).startswith(SIM_MARK) else agent(body)
+    return customer(body) if is_simulator(body) else agent(body)

@@ -28,8 +28,8 @@ from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Step, ToolCall, Trajectory, Turn
 from evals_cli.tools.gold import GoldActionError, gold_world
 from tests.helpers import read_jsonl, run_cli
-from tests.scripted_server import Reply, ScriptedServer
-from tests.telecom_script import SIM_MARK, both
+from tests.scripted_server import Reply, ScriptedServer, is_simulator
+from tests.telecom_script import both
 
 ROOT = Path(__file__).resolve().parent.parent
 USER_TOOLS = {"check_status", "toggle_airplane_mode", "reseat_sim", "toggle_data_roaming"}
@@ -85,8 +85,8 @@ def test_the_user_acts_with_its_own_tools_and_the_world_is_graded_whoever_acted(
     assert flaky["grades"]["final_state"]["score"] == 0.0 and flaky["passed"] is False
     assert "phone/device: data_roaming is false, expected true" in flaky["grades"]["final_state"]["rationale"]
     # the simulator was offered the user's tools (and only those), the agent only its own
-    sim = [r["body"] for r in server.requests if str(r["body"].get("user", "")).startswith(SIM_MARK)]
-    agent = [r["body"] for r in server.requests if not str(r["body"].get("user", "")).startswith(SIM_MARK)]
+    sim = [r["body"] for r in server.requests if is_simulator(r["body"])]
+    agent = [r["body"] for r in server.requests if not is_simulator(r["body"])]
     assert all({t["function"]["name"] for t in body["tools"]} == USER_TOOLS for body in sim)
     assert all({t["function"]["name"] for t in body["tools"]} == AGENT_TOOLS for body in agent)
     # a user tool's result went back to the simulator as a tool message, before it wrote to the agent
@@ -130,7 +130,7 @@ def test_replay_user_runs_the_recorded_users_calls_again(tmp_path: Path, server:
     _run(ROOT / "suites" / "telecom.yaml", tmp_path / "first", server)
 
     def agent_only(path: str, body: dict[str, Any]) -> Any:
-        if str(body.get("user", "")).startswith(SIM_MARK):
+        if is_simulator(body):
             return Reply({"error": {"message": "the simulator must not be asked"}}, status=400)
         return both(path, body)
 
@@ -145,7 +145,7 @@ def test_replay_user_runs_the_recorded_users_calls_again(tmp_path: Path, server:
     assert [t["user"] for t in home["trajectory"]["turns"]] == [t["user"] for t in recorded]
     assert _user_calls(home) == ["toggle_airplane_mode", "reseat_sim"]
     assert home["grades"]["final_state"]["score"] == 1.0 and home["error"] is None
-    assert not any(str(r["body"].get("user", "")).startswith(SIM_MARK) for r in server.requests)
+    assert not any(is_simulator(r["body"]) for r in server.requests)
     assert code == 0, output
 
 
@@ -276,7 +276,7 @@ def test_a_user_who_only_calls_its_tools_is_stopped_and_errors_as_the_user(tmp_p
     from tests.scripted_server import call
 
     def restless(path: str, body: dict[str, Any]) -> Any:
-        if str(body.get("user", "")).startswith(SIM_MARK) and body["messages"][-1]["role"] == "tool":
+        if is_simulator(body) and body["messages"][-1]["role"] == "tool":
             return call("check_status", {})  # looks at the phone again, and again, never writes to the agent
         return both(path, body)
 
@@ -285,5 +285,5 @@ def test_a_user_who_only_calls_its_tools_is_stopped_and_errors_as_the_user(tmp_p
     home = lines[("no-signal-home", 0)]
     assert home["error"]["category"] == "user_simulator" and home["score"] is None
     assert "called its tools 8 times in a row at turn 3 without writing to the assistant" in home["error"]["message"]
-    sim = [r for r in server.requests if str(r["body"].get("user", "")).startswith(SIM_MARK)]
+    sim = [r for r in server.requests if is_simulator(r["body"])]
     assert len(sim) == 1 + 9  # the phone-number turn, then 9 calls in the bounded turn (8 rounds of tools)

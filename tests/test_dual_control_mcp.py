@@ -16,10 +16,9 @@ import pytest
 import yaml
 
 from tests.helpers import TOOLS, read_jsonl, run_cli, write_suite
-from tests.scripted_server import Reply, ScriptedServer, call, text
+from tests.scripted_server import Reply, ScriptedServer, call, is_simulator, text
 from tests.test_mcp import demo
 
-SIM = "evals-sim:"
 AGENT_MOCKED = set(TOOLS)  # write_suite's mocked tools, the agent's beside its server's
 ROW = {"id": "phone", "user": {"persona": "Dana, does what she is asked", "goal": "get airplane mode off",
                                "first_message": "My phone is stuck in airplane mode.", "max_turns": 4},
@@ -27,10 +26,6 @@ ROW = {"id": "phone", "user": {"persona": "Dana, does what she is asked", "goal"
 USER_SERVER = {"phone": demo("--root", "{workspace}", include=["write_note", "read_note", "fail", "crash"],
                              prefix="phone_")}
 AGENT_SERVER = {"desk": demo("--root", "{workspace}", include=["read_note", "write_note"], prefix="desk_")}
-
-
-def is_sim(body: dict[str, Any]) -> bool:
-    return str(body.get("user", "")).startswith(SIM)
 
 
 def agent(body: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +59,7 @@ def both(user: Any = None) -> Any:
     user = user or customer()
 
     def script(path: str, body: dict[str, Any]) -> Any:
-        return user(body) if is_sim(body) else agent(body)
+        return user(body) if is_simulator(body) else agent(body)
     return script
 
 
@@ -115,8 +110,8 @@ def test_the_users_mcp_tools_act_in_the_agents_workspace_and_the_diff_says_who(t
     assert actors(line) == {"settings.txt": "user", "ticket.txt": "agent"}
     assert line["grades"]["state"]["score"] == 1.0 and line["passed"] is True
     # the simulator was offered the user's server tools only, the agent only its own
-    sim = [r["body"] for r in server.requests if is_sim(r["body"])]
-    agent_bodies = [r["body"] for r in server.requests if not is_sim(r["body"])]
+    sim = [r["body"] for r in server.requests if is_simulator(r["body"])]
+    agent_bodies = [r["body"] for r in server.requests if not is_simulator(r["body"])]
     assert all({t["function"]["name"] for t in b.get("tools") or []}
                == {"phone_write_note", "phone_read_note", "phone_fail", "phone_crash"} for b in sim)
     assert all({t["function"]["name"] for t in b["tools"]} == {"desk_read_note", "desk_write_note", *AGENT_MOCKED}
@@ -151,7 +146,7 @@ def test_replay_user_runs_the_recorded_users_mcp_calls_again_on_its_server(tmp_p
     assert code == 0, said
 
     def no_simulator(route: str, body: dict[str, Any]) -> Any:
-        if is_sim(body):
+        if is_simulator(body):
             return Reply({"error": {"message": "the simulator must not be asked"}}, status=400)
         return agent(body)
 
@@ -253,7 +248,7 @@ def test_a_user_server_in_mock_mode_takes_its_results_from_user_tools(tmp_path: 
     code, [line], said = run(tmp_path, path, out="mocked")
     write = user_calls(line)[0]
     assert write["result"] == "noted", said
-    sim = next(r["body"] for r in server.requests if is_sim(r["body"]))
+    sim = next(r["body"] for r in server.requests if is_simulator(r["body"]))
     [offered] = sim["tools"]
     assert offered["function"]["description"] == "Write a note into the working folder."  # the server's schema
     assert offered["function"]["parameters"]["required"] == ["name", "text"]

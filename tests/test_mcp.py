@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.helpers import ROOT, read_jsonl, run_cli, write_suite
+from tests.helpers import ROOT, calls_of, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 DEMO = str(ROOT / "tests" / "mcp_servers" / "demo_server.py")
@@ -32,10 +32,6 @@ def mcp_suite(tmp: Path, server: ScriptedServer, rows: list[dict[str, Any]], ser
     return write_suite(tmp, rows, base_url=server.url, mcp_servers=servers,
                        gate={"kind": "weighted_average", "aggregation": "avg_score", "op": "gte", "value": 1.0},
                        **overrides)
-
-
-def calls_of(line: dict[str, Any]) -> list[dict[str, Any]]:
-    return [c for turn in line["trajectory"]["turns"] for step in turn["steps"] for c in step["tool_calls"]]
 
 
 def run(tmp: Path, suite: Path, *extra: str, out: str = "out") -> tuple[int, list[dict[str, Any]], str]:

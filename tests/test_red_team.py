@@ -11,16 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers import read_jsonl, run_cli, write_suite
-from tests.scripted_server import ScriptedServer, call, is_judge, text
+from tests.scripted_server import ScriptedServer, call, is_judge, is_simulator, text
 
 SECRET = "CANARY-7f3a9c"
-SIM_MARK = "evals-sim:"
-
-
-def is_simulator(body: dict[str, Any]) -> bool:
-    return str(body.get("user", "")).startswith(SIM_MARK)
-
-
 def run(suite: Path, out: Path) -> tuple[int, list[dict[str, Any]], str]:
     result = run_cli("run", str(suite), "-o", str(out))
     assert "Traceback" not in result.stderr, result.stderr

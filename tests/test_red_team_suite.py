@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import read_jsonl, run_cli
+from tests.helpers import calls_of, read_jsonl, run_cli
 from tests.scripted_server import ScriptedServer, call, is_judge, text
 
 SUITE = "suites/red_team.yaml"
@@ -71,10 +71,6 @@ def test_an_agent_that_follows_notes_in_tool_results_fails_those_rows(tmp_path: 
     failed = {i: sorted(f["grader"] for f in r["failed_by"] if f["grader"]) for i, r in lines.items() if not r["passed"]}
     assert failed == {"indirect-email": ["forbidden", "held", "leak"], "indirect-refund": ["forbidden", "held"]}
     assert "call send_email" in lines["indirect-email"]["grades"]["leak"]["rationale"]
-
-
-def calls_of(line: dict[str, Any]) -> list[dict[str, Any]]:
-    return [c for turn in line["trajectory"]["turns"] for step in turn["steps"] for c in step["tool_calls"]]
 
 
 def test_the_real_model_recording_replays_offline_with_its_verdicts(tmp_path: Path) -> None:

@@ -13,15 +13,11 @@ from typing import Any
 import pytest
 
 from tests.helpers import read_jsonl, run_cli, write_suite
-from tests.scripted_server import ScriptedServer, call, is_judge, text
+from tests.scripted_server import ScriptedServer, call, is_judge, is_simulator, text
 
 REFUND_TOOL = {"description": "Issue a refund", "parameters": {"order_id": "Order id"}, "returns": "refund ok"}
 ROW = {"id": "refund", "ground_truth": "refund",
        "user": {"persona": "Sam", "goal": "a refund for order 12345", "first_message": "my kettle broke"}}
-
-
-def is_simulator(body: dict[str, Any]) -> bool:
-    return str(body.get("user", "")).startswith("evals-sim:")
 
 
 class Desk:

@@ -17,14 +17,18 @@ import pytest
 import yaml
 
 from tests.helpers import read_jsonl, run_cli, write_suite
-from tests.scripted_server import Reply, ScriptedServer, call, completion, is_judge, judge_score, text
+from tests.scripted_server import (
+    Reply,
+    ScriptedServer,
+    call,
+    completion,
+    is_judge,
+    is_simulator,
+    judge_score,
+    text,
+)
 
-SIM_MARK = "evals-sim:"
 NOTE = "[That reply was not a user's message"
-
-
-def is_simulator(body: dict[str, Any]) -> bool:
-    return str(body.get("user", "")).startswith(SIM_MARK)
 
 
 def scripted_user(body: dict[str, Any]) -> Any:

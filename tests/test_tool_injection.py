@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import read_jsonl, run_cli, write_suite
+from tests.helpers import calls_of, read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, agent_script, call, text
 
 SECRET = "STAFF-7Q4K-CANARY"
@@ -31,10 +31,6 @@ def run(suite: Path, out: Path) -> tuple[int, list[dict[str, Any]], str]:
     assert "Traceback" not in result.stderr, result.stderr
     lines = read_jsonl(out / "results.jsonl") if (out / "results.jsonl").exists() else []
     return result.returncode, lines, result.stdout + result.stderr
-
-
-def calls_of(line: dict[str, Any]) -> list[dict[str, Any]]:
-    return [c for turn in line["trajectory"]["turns"] for step in turn["steps"] for c in step["tool_calls"]]
 
 
 def agent(obeys: bool) -> Any:
