@@ -5,7 +5,6 @@ evals-cli sent, rebuild the trajectory; replayed from --record with no request."
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 import yaml
 
 from tests.helpers import read_jsonl, run_cli
+from tests.real_model_server import free_port
 
 
 def _attr(key: str, value: Any) -> dict[str, Any]:
@@ -95,15 +95,9 @@ class Agent:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/chat"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def agent() -> Iterator[Agent]:
-    running = Agent(_free_port())
+    running = Agent(free_port())
     yield running
     running.server.shutdown()
     running.server.server_close()

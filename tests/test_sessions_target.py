@@ -5,21 +5,15 @@ common `Execution` (its aborts: a judge that cannot be reached stops the run, ex
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 from evals_cli.runner.dispatch import prepare
 from evals_cli.runner.prepare import PreparedRun
 from evals_cli.sessions.target import RecordedSession
 from tests.helpers import ROOT, read_jsonl, run_cli
+from tests.real_model_server import closed_port
 
 DATASET = ROOT / "datasets" / "multi_agent_sessions.jsonl"
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_a_recorded_sessions_document_is_prepared_as_an_ordinary_suite(tmp_path: Path) -> None:
@@ -46,7 +40,7 @@ def test_a_suite_of_the_target_kind_runs_like_any_suite(tmp_path: Path) -> None:
 
 
 def test_a_judge_that_cannot_be_reached_stops_the_run(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
     done = run_cli("analyze", str(DATASET), "-o", str(tmp_path / "out"), "--json", "--judge-model", "m",
                    "--judge-base-url", url, "--judge-api-key", "sk-unreachable-key")
     assert done.returncode == 3, done.stderr
