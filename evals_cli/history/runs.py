@@ -20,7 +20,7 @@ from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED
 from evals_cli.history.entries import GateWord, ModelLine, RunEntry, Status
 from evals_cli.models.results import CacheUse, Coverage
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME
-from evals_cli.output.manifest import MANIFEST_NAME, MATRIX_NAME, read_manifest, read_matrix
+from evals_cli.output.manifest import MANIFEST_NAME, MATRIX_NAME, StartedWith, read_manifest, read_matrix
 
 RUNNING_WINDOW_S = 30 * 60
 """A run without summary.json whose files changed this recently is taken to be in flight (a results line is
@@ -134,12 +134,12 @@ def _gate_word(exit_code: int | None, status: str) -> GateWord:
     return "not evaluated"
 
 
-def run_marks(folder: Path, cache: CacheUse | None) -> list[str]:
-    """How a run got its answers when not from live models, as its files record it: 'replayed' (--replay: every
-    model answer from a recording), 'cached' (--cache answered some requests: N of M), 'no judge' (--no-judge:
-    judge graders skipped). A run marked so is not comparable with a live one without saying it."""
+def run_marks(started: StartedWith | None, cache: CacheUse | None) -> list[str]:
+    """How a run got its answers when not from live models, as its files record it (run.json's `started_with`,
+    the summary's cache use): 'replayed' (--replay: every model answer from a recording), 'cached' (--cache
+    answered some requests: N of M), 'no judge' (--no-judge: judge graders skipped). A run marked so is not
+    comparable with a live one without saying it."""
     marks = []
-    started = read_manifest(folder).started_with if (folder / MANIFEST_NAME).is_file() else None
     if started is not None and started.replay:
         marks.append(f"replayed from {Path(started.replay).name}")
     if cache is not None and cache.hits:
@@ -150,21 +150,14 @@ def run_marks(folder: Path, cache: CacheUse | None) -> list[str]:
 
 
 def _live_run(folder: Path, rel: str) -> RunEntry:
-    entry = _live_entry(folder, rel)
-    from evals_cli.output.files import read_summary
-
-    summary = read_summary(folder) if (folder / SUMMARY_NAME).is_file() else None
-    entry.marks = run_marks(folder, summary.cache if summary is not None else None)
-    return entry
-
-
-def _live_entry(folder: Path, rel: str) -> RunEntry:
+    """A run's entry, from its run.json and summary.json read once each."""
     from evals_cli.output.files import SUMMARY_NAME, read_summary
 
-    model = None
-    if (folder / MANIFEST_NAME).is_file():
-        model = read_manifest(folder).model
+    manifest = read_manifest(folder) if (folder / MANIFEST_NAME).is_file() else None
+    model = manifest.model if manifest is not None else None
     summary = read_summary(folder)
+    marks = run_marks(manifest.started_with if manifest is not None else None,
+                      summary.cache if summary is not None else None)
     if summary is not None:
         status: Status = summary.status
         code = summary.exit_code
@@ -174,10 +167,10 @@ def _live_entry(folder: Path, rel: str) -> RunEntry:
         return RunEntry(folder, rel, "run", summary.suite, started, status, _gate_word(code, status),
                         models=[model] if model else [], passed=summary.passed, failed=summary.failed,
                         errored=summary.errored, total=summary.total, cost=summary.cost, exit_code=code,
-                        detail=summary.abort_reason or "", subset=_subset(summary.coverage))
-    suite = read_manifest(folder).suite if (folder / MANIFEST_NAME).is_file() else folder.name
+                        detail=summary.abort_reason or "", subset=_subset(summary.coverage), marks=marks)
+    suite = manifest.suite if manifest is not None else folder.name
     entry = RunEntry(folder, rel, "run", suite, _file_time(folder, _MARKERS), _unfinished(_last_write(folder)),
-                     "running", models=[model] if model else [])
+                     "running", models=[model] if model else [], marks=marks)
     _count_results(entry, folder)
     if (folder / SUMMARY_NAME).is_file():  # there, but not a summary: no verdict, and not "in flight" either
         entry.status = "stopped"
