@@ -536,14 +536,20 @@ class McpSession:
                 raise failed
         if self.folder is None:
             return None
+        return self._snapshot("workspace_start", "starting workspace", recorded_only=False)
+
+    def _snapshot(self, op: str, label: str, recorded_only: bool) -> dict[str, str]:
+        """The workspace's files: under --replay, the recorded ones (`recorded_only` False: the folder's when the
+        recording has none, as one made before they were recorded); else the folder's, recorded with --record."""
+        assert self.folder is not None
         key = {"sample": self.sample_id, "repeat": self.repeat}
-        if self.hub.replay is not None and self.hub.replay.has("workspace", "workspace_start", key):
-            found = self.hub.replay.next("workspace", "workspace_start", key, f"sample {self.sample_id}",
-                                         f"starting workspace of repeat {self.repeat}")
+        replay = self.hub.replay
+        if replay is not None and (recorded_only or replay.has("workspace", op, key)):
+            found = replay.next("workspace", op, key, f"sample {self.sample_id}", f"{label} of repeat {self.repeat}")
             return {str(k): self._unmasked(str(v)) for k, v in dict(found).items()}
         files = workspace.read_back(self.folder)
         if self.hub.tape is not None:
-            self.hub.tape.write("workspace", "workspace_start", key, self._masked(files), f"sample {self.sample_id}")
+            self.hub.tape.write("workspace", op, key, self._masked(files), f"sample {self.sample_id}")
         return files
 
     def _masked(self, value: Any) -> Any:
@@ -613,15 +619,7 @@ class McpSession:
         await asyncio.shield(asyncio.gather(*(self.hub._astop(c) for c in own)))
         if self.folder is None:
             return None
-        key = {"sample": self.sample_id, "repeat": self.repeat}
-        if self.hub.replay is not None:
-            found = self.hub.replay.next("workspace", "workspace", key, f"sample {self.sample_id}",
-                                         f"workspace of repeat {self.repeat}")
-            self._files = {str(k): self._unmasked(str(v)) for k, v in dict(found).items()}
-        else:
-            self._files = workspace.read_back(self.folder)
-            if self.hub.tape is not None:
-                self.hub.tape.write("workspace", "workspace", key, self._masked(self._files), f"sample {self.sample_id}")
+        self._files = self._snapshot("workspace", "workspace", recorded_only=True)
         workspace.remove(self.folder)
         return self._files
 
