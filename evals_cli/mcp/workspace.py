@@ -10,6 +10,7 @@ import re
 import shutil
 import socket
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from evals_cli.environment.unread import note
@@ -46,23 +47,17 @@ def read_back(folder: Path) -> dict[str, str]:
     make every file after the cut look deleted, and a `deleted:` expectation pass on a file nobody touched."""
     found: dict[str, str] = {}
     declared = _DECLARED.get(folder.resolve(), {})
-    for current, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        for name in sorted(names):
-            path = Path(current) / name
-            if not path.is_file() or path.is_symlink():
-                continue
-            relative = path.relative_to(folder).as_posix()
-            size = path.stat().st_size
-            if size > MAX_FILE_BYTES:
-                found[relative] = _unchanged(path, declared.get(relative), size) or note(size, MAX_FILE_BYTES)
-            else:
-                found[relative] = path.read_bytes().decode("utf-8", errors="replace")
-            if len(found) > MAX_FILES:
-                raise WorkspaceTooLarge(f"the workspace holds more than {MAX_FILES} files (the most evals-cli "
-                                        "reads back), so its final state cannot be graded; keep the task's files "
-                                        f"under {MAX_FILES}, or have the tools write the bulk outside the workspace "
-                                        f"(it skips {', '.join(sorted(SKIPPED_DIRS))})")
+    for relative, path in _files(folder):
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            found[relative] = _unchanged(path, declared.get(relative), size) or note(size, MAX_FILE_BYTES)
+        else:
+            found[relative] = path.read_bytes().decode("utf-8", errors="replace")
+        if len(found) > MAX_FILES:
+            raise WorkspaceTooLarge(f"the workspace holds more than {MAX_FILES} files (the most evals-cli reads "
+                                    "back), so its final state cannot be graded; keep the task's files under "
+                                    f"{MAX_FILES}, or have the tools write the bulk outside the workspace (it skips "
+                                    f"{', '.join(sorted(SKIPPED_DIRS))})")
     return found
 
 
@@ -71,20 +66,27 @@ def fingerprint(folder: Path) -> dict[str, tuple[int, int]] | None:
     file system's metadata only: what one call changed, for who-changed-what (dual control), without reading the
     files. None past MAX_FILES files (nothing is attributed; the read-back at the end says what is wrong)."""
     found: dict[str, tuple[int, int]] = {}
+    for relative, path in _files(folder):
+        try:
+            stat = path.stat()
+        except OSError:  # removed while walked
+            continue
+        found[relative] = (stat.st_size, stat.st_mtime_ns)
+        if len(found) > MAX_FILES:
+            return None
+    return found
+
+
+def _files(folder: Path) -> Iterator[tuple[str, Path]]:
+    """The regular files under the folder (no symlink, no tool machinery: SKIPPED_DIRS), in a stable order, each
+    with its relative path written with '/'."""
     for current, dirs, names in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        for name in names:
+        for name in sorted(names):
             path = Path(current) / name
-            try:
-                if path.is_symlink() or not path.is_file():
-                    continue
-                stat = path.stat()
-            except OSError:  # removed while walked
+            if path.is_symlink() or not path.is_file():
                 continue
-            found[path.relative_to(folder).as_posix()] = (stat.st_size, stat.st_mtime_ns)
-            if len(found) > MAX_FILES:
-                return None
-    return found
+            yield path.relative_to(folder).as_posix(), path
 
 
 def changed_between(before: dict[str, tuple[int, int]] | None, after: dict[str, tuple[int, int]] | None) -> list[str]:
