@@ -248,14 +248,15 @@ def validate(
         raise typer.Exit(EXIT_INVALID)
 
 
-def _notes(notes: list[str]) -> None:
-    """Deprecated names a suite or its rows use: said on stderr, never a problem (exit 0 stays 0)."""
+def _notes(notes: list[str], prefix: str = "note: ") -> None:
+    """Lines for stderr, as they are (not Rich markup): deprecated names a suite or its rows use, never a problem
+    (exit 0 stays 0); with `prefix` "", what evals generate says of each row it dropped."""
     if notes:
         from evals_cli.display.console import make_console
 
         err = make_console(stderr=True)
         for note in notes:
-            err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+            err.print(f"{prefix}{note}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _validated(path: Path, samples: int, graders: list[str]) -> str:
@@ -703,19 +704,10 @@ def generate(
         policy=policy, tools=tools, count=count, output=output, kind=kind, seed=seed, template=template, model=model,
         base_url=base_url, api_key=api_key, max_requests=max_requests, batch=batch, temperature=temperature,
         record=record, replay=replay))
-    _notes_as_said(done.notes())
+    _notes(done.notes(), prefix="")
     if done.summary() is not None:
         print(done.summary())
     raise typer.Exit(done.exit_code)
-
-
-def _notes_as_said(lines: list[str]) -> None:
-    """Lines for stderr, printed as they are (a dropped row's reason is not Rich markup)."""
-    from evals_cli.display.console import make_console
-
-    err = make_console(stderr=True)
-    for line in lines:
-        err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("list")
