@@ -132,9 +132,6 @@ class InteractionView:
         return [n for n in notes if n.split(" ", 1)[0] not in KINDS]
 
 
-FindingView = Finding  # the name the report used before findings moved to sessions/findings.py
-
-
 @dataclass
 class TurnView:
     number: int  # from 1
@@ -143,7 +140,7 @@ class TurnView:
     final_response: str | None
     verdict: TurnResult | None
     chips: list[Chip]
-    findings: list[FindingView]
+    findings: list[Finding]
 
     @property
     def flagged(self) -> bool:
