@@ -27,6 +27,7 @@ deals with the world or the servers, and the kind only gives the tools' schemas 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -72,12 +73,12 @@ class Episode:
             raise ValueError(f"sample {self.sample.id} has a user: block, but the run has no user simulator")
         return self.players(self.sample, self.repeat)
 
-    @property
+    @functools.cached_property
     def tools(self) -> dict[str, ToolSpec]:
-        """The tools of this sample: the suite's (with the servers'), a row's own on top."""
+        """The tools of this sample: the suite's (with the servers'), a row's own on top (merged once)."""
         return merge_tools(self.target.tools, self.sample.tools, self.sample.inject)
 
-    @property
+    @functools.cached_property
     def user_tools(self) -> dict[str, ToolSpec]:
         """The simulated user's own tools (dual control): the suite's `user_tools`, for a row with a `user:`."""
         own = getattr(self.target.ctx, "user_tools", None) or {}
