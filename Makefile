@@ -55,8 +55,13 @@ test-latest:
 
 ## The main job, offline: the demo suite replayed from a recording of a real model. The small model fails the
 ## gate (exit 1), which is the demo's point; exit 2 or 3 (the demo itself broken) still fails the target.
+DEMO_NOTE := note: this Gate FAILED is the demo's intended outcome. The recorded small model answers the two \
+questions about the project's files without reading them and skips the multi-step task; the required tool_order \
+grader catches it, so a CI job running this suite fails (exit 1). make demo counts that exit 1 as success.
 demo: $(VENV)/.installed
-	$(EVALS) run suites/demo.yaml --replay suites/demo.recording.jsonl || [ $$? -eq 1 ]
+	@echo "$(EVALS) run suites/demo.yaml --replay suites/demo.recording.jsonl"
+	@$(EVALS) run suites/demo.yaml --replay suites/demo.recording.jsonl $(if $(DEMO_OUT),-o $(DEMO_OUT)); code=$$?; \
+	if [ $$code -eq 1 ]; then printf '\n%s\n' "$(DEMO_NOTE)"; else exit $$code; fi
 
 ## The tests (offline; a scripted OpenAI-compatible server on 127.0.0.1), spread over the machine's cores.
 test: $(VENV)/.installed-dev
