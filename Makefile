@@ -8,7 +8,7 @@ LOCK     := requirements.lock
 DEV_LOCK := requirements-dev.lock
 UV_VERSION := 0.13.9
 
-.PHONY: help demo test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline eval-telecom validate lint record-demo bench clean eval-traces record-demo-traces eval-external record-external eval-red-team
+.PHONY: help demo generate-offline test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline eval-telecom validate lint record-demo bench clean eval-traces record-demo-traces eval-external record-external eval-red-team
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -96,6 +96,15 @@ eval-multi-fast: $(VENV)/.installed
 ## The per-turn suite (each turn graded on its own) against EVAL_AGENT_* / EVAL_JUDGE_*. Exit code = gate.
 eval-per-turn: $(VENV)/.installed
 	$(EVALS) run suites/per_turn.yaml
+
+## evals generate offline: rows for the airline suite written from examples/generate/airline_policy.md, replayed from
+## a recording of the real small model (one reply malformed, one row dropped by the suite's own tools, 3 kept).
+GENERATED ?= results/generated-rows.jsonl
+generate-offline: $(VENV)/.installed
+	@mkdir -p $(dir $(GENERATED))
+	$(EVALS) generate --from examples/generate/airline_policy.md --tools suites/airline.yaml -n 3 --batch 3 \
+		--max-requests 3 --seed 1 --model qwen2.5-coder-1.5b-instruct -o $(GENERATED) \
+		--replay examples/generate/airline.recording.jsonl
 
 ## Check every shipped suite (suites/*.yaml) without calling a model: exit 2 names the file, line and field.
 validate: $(VENV)/.installed

@@ -315,3 +315,34 @@ def test_rows_with_user_gold_actions_are_checked_by_the_users_tools_and_kept(tmp
     suite.write_text(yaml.safe_dump(data, sort_keys=False))
     checked = run_cli("validate", str(suite))
     assert checked.returncode == 0 and "ok: 2 samples" in checked.stdout, checked.stdout + checked.stderr
+
+
+def test_an_unreachable_generator_is_named_as_the_cause_with_advice_that_fits_it(tmp_path: Path,
+                                                                                 server: ScriptedServer) -> None:
+    from tests.real_model_server import closed_port
+
+    policy, suite = inputs(tmp_path, server)
+    down = f"http://127.0.0.1:{closed_port()}/v1"
+    code, rows, _, err = generate(tmp_path, policy, "--tools", str(suite), "-n", "2", "--model", f"m@{down}")
+    assert code == 3 and rows == []
+    assert "cannot reach" in err and down in err
+    assert "--seed" not in err and "--max-requests" not in err  # another seed asks the same dead server
+    last = err.strip().splitlines()[-1]
+    assert "failed at request 1" in last and last.count("(") == last.count(")")
+
+
+def test_make_generate_offline_replays_the_shipped_recording_of_a_real_model(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.real_model_server import closed_port
+
+    out = tmp_path / "rows.jsonl"
+    env = {**os.environ, "EVAL_AGENT_BASE_URL": f"http://127.0.0.1:{closed_port()}/v1"}  # nothing to reach
+    done = subprocess.run(["make", "-s", "--no-print-directory", "-o", ".venv/.installed", "generate-offline",
+                           f"EVALS={sys.executable} -m evals_cli", f"GENERATED={out}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "wrote 3 rows" in done.stdout + done.stderr and "malformed reply: request 1" in done.stderr
+    assert [r["id"] for r in read_jsonl(out)] == ["gen-001", "gen-002", "gen-003"]

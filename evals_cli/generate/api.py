@@ -68,11 +68,17 @@ class Generated:
         if outcome.error is not None:
             lines.append(f"error: the generator failed: {outcome.error}")
         if not self.complete:
-            why = "the generator failed" if outcome.error else \
-                f"the bound of {self.request.request_bound} requests was reached"
-            lines.append(f"error: {self._written()}, {self.request.count} asked for: {why} ({self._cost()}; try "
-                         "another --seed, raise --max-requests, or read the reasons above")
+            lines.append(f"error: {self._written()}, {self.request.count} asked for: {self._why()} ({self._cost()})")
         return lines
+
+    def _why(self) -> str:
+        """The cause of an incomplete generation and what to do about it: an endpoint that failed is fixed at the
+        endpoint (another seed asks the same server); rows the model would not give, by asking again."""
+        if self.outcome.error is not None:
+            return (f"the generator failed at request {self.outcome.requests} (the error above); fix the endpoint "
+                    "(--model NAME@URL, --base-url) and run the command again")
+        return (f"the bound of {self.request.request_bound} requests was reached; try another --seed, raise "
+                "--max-requests, or read the reasons above")
 
     def summary(self) -> str | None:
         """The closing line of a complete generation (None: the notes said what happened)."""
