@@ -30,3 +30,47 @@ def test_make_eval_external_replays_the_recording() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     recipe = makefile.split("\neval-external:", 1)[1].split("\n\n", 1)[0]
     assert "--replay suites/external_agent.recording.jsonl" in recipe and "suites/external_agent.yaml" in recipe
+
+
+def test_the_examples_imports_install_with_the_otel_extra() -> None:
+    """`pip install 'evals-cli[otel]'` (the command the docs give) brings every package the agent imports: each
+    module it imports comes from a distribution in the install closure of evals-cli's own and the otel extra's
+    requirements (the example must not need a package the documented command leaves out)."""
+    import ast
+    import importlib.util
+    import sys
+    import tomllib
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+    def needed(requirements: list[str]) -> list[str]:
+        """The names of the requirements that apply here (markers evaluated, no extra asked for)."""
+        parsed = [Requirement(r) for r in requirements]
+        return [r.name.lower().replace("_", "-") for r in parsed if r.marker is None or r.marker.evaluate({"extra": ""})]
+
+    wanted = needed(project["dependencies"] + project["optional-dependencies"]["otel"])
+    closure: set[str] = set()
+    while wanted:
+        dist = wanted.pop()
+        if dist not in closure:
+            closure.add(dist)
+            wanted += needed(metadata.requires(dist) or [])
+    tree = ast.parse((ROOT / "examples" / "external_agent" / "agent.py").read_text(encoding="utf-8"))
+    modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    for node in ast.walk(tree):  # `from opentelemetry import trace` imports the module opentelemetry.trace
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module != "__future__":
+            modules |= {f"{node.module}.{a.name}" if importlib.util.find_spec(node.module).submodule_search_locations
+                        and importlib.util.find_spec(f"{node.module}.{a.name}") else node.module for a in node.names}
+    by_top = metadata.packages_distributions()
+    owners = {}
+    for module in sorted(m for m in modules if m.split(".")[0] not in sys.stdlib_module_names):
+        origin = Path(importlib.util.find_spec(module).origin or "").resolve()  # type: ignore[union-attr]
+        candidates = {metadata.distribution(d) for d in by_top.get(module.split(".")[0], [])}
+        owners[module] = {d.metadata["Name"].lower().replace("_", "-") for d in candidates
+                          if any(Path(d.locate_file(f)).resolve() == origin for f in d.files or [])}
+    assert "opentelemetry.sdk.trace" in owners  # the SDK is what the quick start's plain install lacks
+    for module, dists in owners.items():
+        assert dists & closure, f"{module} (from {dists}) is not installed by pip install 'evals-cli[otel]'"

@@ -3,7 +3,8 @@
 It reads {"type": "user", "content": ...} lines on stdin, answers each with one {"type": "assistant", ...}
 line on stdout, and reports what it did as OpenTelemetry spans in the GenAI semantic conventions (invoke_agent,
 chat, execute_tool) through the OTLP/HTTP endpoint the usual variables name (evals-cli sets them). Its model:
-OPENAI_BASE_URL / OPENAI_API_KEY / AGENT_MODEL. Its tools read a tiny made-up project."""
+OPENAI_BASE_URL / OPENAI_API_KEY / AGENT_MODEL. Its tools read a tiny made-up project. What it imports installs
+with `pip install 'evals-cli[otel]'`."""
 
 from __future__ import annotations
 
