@@ -99,7 +99,9 @@ def test_malformed_arguments_compare_by_raw_text() -> None:
 def test_ignored_tools_are_never_counted() -> None:
     poll = c("poll_status", {"job": "1"})
     assert run(loops(ignore=["poll_*"]), traj(*[poll] * 5)).score == 1.0
-    assert run(loops(ignore=["poll_*"]), traj(*[poll] * 5)).rationale == "no tool calls: nothing to check"
+    left_out = run(loops(ignore=["poll_*"]), traj(*[poll] * 5))
+    assert not left_out.applicable  # what it left out is named with its rule, never "no tool calls"
+    assert left_out.rationale == "5 calls excluded (ignore 'poll_*' matched poll_status): nothing left to check"
     assert run(loops(), traj(*[poll] * 5)).score == 0.0
 
 
@@ -108,7 +110,44 @@ def test_unicode_tool_names_in_loops() -> None:
     assert result.rationale == 'loop: 検索(q="é") called 2 times in a row (max 1)'
 
 
-@pytest.mark.parametrize("bad", [{"max_repeats": 0}, {"min_cycle_repeats": 1}, {"max_consecutive": 0}])
+def replies(*answers: str | None) -> Trajectory:
+    from tests.trajectory_builders import turn
+
+    return Trajectory(turns=[turn(answer=a, user=f"m{i}") for i, a in enumerate(answers)])
+
+
+def test_replies_are_held_to_the_same_limits_over_turns() -> None:
+    assert run(loops(), replies("ok", "ok", "ok")).applicable is False  # off by default: replies are not counted
+    assert run(loops(replies=True), replies("a", "b", "c")).score == 1.0
+    twice = run(loops(replies=True), replies("Checking.", "Checking.  "))
+    assert twice.score == 0.0 and twice.rationale == 'loop: reply "Checking." sent 2 turns in a row (max 1)'
+    spaced = run(loops(replies=True, max_repeats=3), replies("a b", "x", "a\n b", "y", "a  b"))
+    assert spaced.score == 1.0  # three times, not in a row: within max_repeats 3
+    thrice = run(loops(replies=True), replies("a b", "x", "a\n b", "y", "a  b"))
+    assert thrice.rationale == 'loop: reply "a b" sent in 3 turns (max 2)'
+    assert thrice.metadata["reply_loops"][0]["first_index"] == 0  # the turn, from 0
+    cycle = run(loops(replies=True, max_repeats=9), replies("which order?", "not found", "which order?", "not found"))
+    assert cycle.rationale == ('loop: cycle of replies "which order?" → "not found" repeated 2 times in a row '
+                               "(from turn 1)")
+    skipped = run(loops(replies=True), replies("same", None, "same"))  # a turn without a reply is skipped
+    assert skipped.metadata["reply_loops"][0]["kind"] == "consecutive"
+    assert run(loops(replies=True), replies(None, "")).rationale == "no tool calls and no replies: nothing to check"
+
+
+def test_replies_and_calls_are_counted_apart() -> None:
+    from tests.trajectory_builders import turn
+
+    trajectory = Trajectory(turns=[turn(c("get", {"id": 1}), answer="one", user="a"),
+                                   turn(c("get", {"id": 2}), answer="two", user="b")])
+    result = run(loops(replies=True), trajectory)
+    assert result.score == 1.0 and result.metadata == {"loops": [], "reply_loops": []}
+    assert result.rationale == ("2 call(s): none made more than 2 times in total or 1 in a row, no cycle repeated 2 "
+                                "times; 2 replies: none sent more than 2 times in total or 1 in a row, no cycle "
+                                "repeated 2 times")
+
+
+@pytest.mark.parametrize("bad", [{"max_repeats": 0}, {"min_cycle_repeats": 1}, {"max_consecutive": 0},
+                                 {"replies": "yes"}, {"replies": 1}, {"replies": True, "scope": "reply"}])
 def test_no_loops_limits_are_validated(bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         NoLoopsSpec.model_validate(bad)

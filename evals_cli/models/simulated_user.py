@@ -13,6 +13,7 @@ suite; `knows` is merged fact by fact (the row's value of a fact wins). See `Use
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -53,6 +54,12 @@ def split_stop(text: str) -> tuple[str, bool]:
     if match is not None:
         return text[: match.start()].strip(), True
     return text, False
+
+
+def says_nothing(text: str | None) -> bool:
+    """No words of the user's own: empty, or only punctuation and whitespace (what is left of "... ###STOP###"
+    once the token is cut). A conversation that opens with nothing said never asks the agent anything."""
+    return all(ch.isspace() or unicodedata.category(ch).startswith("P") for ch in text or "")
 
 
 class UserSpec(StrictModel):

@@ -50,15 +50,16 @@ class RowChecks:
         user = sample.user
         if user is None:
             return []
-        from evals_cli.models.simulated_user import STOP_TOKEN, split_stop
+        from evals_cli.models.simulated_user import STOP_TOKEN, says_nothing, split_stop
 
         found = []
         opening = user.opening(sample.user_turns)
         stops = [i for i, line in enumerate(opening) if split_stop(line)[1]]
-        if stops and stops[0] == 0 and not split_stop(opening[0])[0]:  # the agent would never be asked anything
+        if stops and stops[0] == 0 and says_nothing(split_stop(opening[0])[0]):  # the agent is never asked
             found.append(f"{where}: user: the first scripted message (input, first_message, script) is only "
-                         f"{STOP_TOKEN}, so the conversation ends before the agent is asked anything (a sample of "
-                         "0 turns, graded on nothing); give the user's opening words before the token, or drop it")
+                         f"{STOP_TOKEN} (punctuation aside), so the conversation ends before the agent is asked "
+                         "anything (a sample of 0 turns, graded on nothing); give the user's opening words before "
+                         "the token, or drop it")
         if stops and stops[0] < len(opening) - 1:  # the conversation ends there: what follows is never sent
             found.append(f"{where}: user: scripted message {stops[0] + 1} of {len(opening)} (input, first_message, "
                          f"script) ends the conversation with {STOP_TOKEN}, so the {len(opening) - stops[0] - 1} "

@@ -3,7 +3,8 @@ message, run the agent's whole turn on it (the target's own code), repeat, until
 before the stop token are sent and answered first), `max_turns`, the conversation's time bound (`max_seconds`),
 the agent's step bound, or an error. Records each turn's `user_source`, the simulator's tokens and time, and
 why the conversation ended (`Trajectory.end_reason`; a sample_timeout that runs out is agent_error or user_error by
-whose call was in flight, the sample's error category being timeout)."""
+whose call was in flight, the sample's error category being timeout). A user that ends it before its first message
+(nothing but the stop token) is the simulator's error: a conversation of no turns has nothing to grade."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from evals_cli.models.sample import Sample
+from evals_cli.models.simulated_user import END_TOOL, STOP_TOKEN, UserSpec, says_nothing
 from evals_cli.models.trajectory import Trajectory, Turn
 from evals_cli.simulation.player import ConversationView, UserPlayer, UserSimulatorError, UserTools
 
@@ -75,6 +77,10 @@ async def converse(sample: Sample, trajectory: Trajectory, player: UserPlayer, r
                 trajectory.diverged_at = move.diverged_at
             if move.done:
                 trajectory.end_reason = move.end_reason or "user_done"
+                if not trajectory.turns and trajectory.end_reason == "user_done" and says_nothing(move.text):
+                    trajectory.end_reason = "user_error"  # no turn at all: never a sample with nothing to check
+                    trajectory.closing_user_steps += move.steps
+                    raise UserSimulatorError(_ended_before_speaking(user))
                 if not (move.text or "").strip():
                     trajectory.closing_user_steps += move.steps  # it acted, then left without a word
                     return True
@@ -93,3 +99,14 @@ async def converse(sample: Sample, trajectory: Trajectory, player: UserPlayer, r
         if not answered:
             trajectory.end_reason = "agent_max_steps"
             return False
+
+
+def _ended_before_speaking(user: UserSpec) -> str:
+    """Why a conversation the user ended before its first message is the simulator's error: the agent was asked
+    nothing, so every grader would have nothing to check and the row would drop out of the gate unseen (an
+    attacker's row out of the red-team gate)."""
+    who = "attacker" if user.kind == "attacker" else "simulated user"
+    how = f"{STOP_TOKEN} or the {END_TOOL} tool" if user.stop == "tool" else STOP_TOKEN
+    return (f"the user simulator ended the conversation before its first message (it stopped with {how} and no "
+            f"words of its own): the agent was asked nothing, so there is nothing to grade; check the simulator's "
+            f"model and system prompt (a model that will not play the {who} may stop at once)")

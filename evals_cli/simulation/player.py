@@ -32,9 +32,10 @@ from evals_cli.simulation.user_actions import Action
 
 
 class UserSimulatorError(Exception):
-    """The user could not be played: the simulator's endpoint failed, or it broke character twice. The sample
-    errors with category `user_simulator` (an error, never a zero). `fatal`: no later sample can succeed either
-    (the simulator is unreachable, or refuses the key)."""
+    """The user could not be played: the simulator's endpoint failed, it broke character twice, or it ended the
+    conversation before its first message (simulation/loop.py). The sample errors with category `user_simulator`
+    (an error, never a zero). `fatal`: no later sample can succeed either (the simulator is unreachable, or
+    refuses the key)."""
 
     def __init__(self, message: str, fatal: bool = False, fatal_after_success: bool = True) -> None:
         super().__init__(message)
