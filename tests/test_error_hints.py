@@ -85,3 +85,33 @@ def test_timeout_against_a_remote_server_keeps_the_plain_hint() -> None:
     local = Endpoint(role="agent", base_url="http://localhost:8080/v1", api_key="k", model="m", timeout=5)
     assert "queue" in classify(openai.APITimeoutError(request=httpx.Request("POST", "http://localhost:8080/v1")),
                                local).message
+
+
+def test_a_suites_default_endpoint_with_nothing_there_is_no_endpoint_configured(tmp_path: Path,
+                                                                                server: ScriptedServer) -> None:
+    """`${VAR:-http://127.0.0.1:PORT/v1}` with VAR unset and nothing listening: said before any sample (exit 2,
+    naming the variable and the flag), not found out by every sample in flight."""
+    suite = write_suite(tmp_path, ROWS, base_url="${EVALS_TEST_AGENT_URL:-" + UNREACHABLE + "}")
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "EVALS_TEST_AGENT_URL is not set" in result.stderr and "--base-url" in result.stderr
+    assert "no sample was run" in result.stderr and not (tmp_path / "out" / "results.jsonl").exists()
+    # the variable set to the same dead URL is an endpoint configured: every sample's error, exit 3, as before
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "set"), env={"EVALS_TEST_AGENT_URL": UNREACHABLE})
+    assert result.returncode == 3 and "cannot reach agent endpoint" in result.stderr
+    # a default with a server behind it runs
+    server.script = lambda path, body: text("x")
+    default_up = write_suite(tmp_path, ROWS, base_url="${EVALS_TEST_AGENT_URL:-" + server.url + "}")
+    assert run_cli("run", str(default_up), "-o", str(tmp_path / "up")).returncode in (0, 1)
+
+
+def test_no_endpoint_and_no_key_anywhere_is_said_before_any_sample(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, ROWS)
+    data = yaml.safe_load(suite.read_text())
+    del data["target"]["base_url"], data["target"]["api_key"]
+    suite.write_text(yaml.safe_dump(data))
+    result = run_cli("run", str(suite), "-o", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "no agent endpoint is configured" in result.stderr
+    assert "EVAL_AGENT_BASE_URL" in result.stderr and "--base-url" in result.stderr
+    assert not (tmp_path / "out" / "results.jsonl").exists()

@@ -95,6 +95,7 @@ class Execution:
 
     async def run(self) -> RunOutcome:
         self.p.dataset_unchanged()  # rows read back from the file must be the rows the precheck checked
+        await self._check_agent()
         await self._check_simulator()
         started = time.time()
         started_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -143,6 +144,20 @@ class Execution:
             elif isinstance(failed, Exception):  # an interrupted match (a BaseException) is the interrupt's doing
                 self._abort(self.redact(f"internal error in a worker: {type(failed).__name__}: {failed}"))
         return self._finish(started, started_at)
+
+    async def _check_agent(self) -> None:
+        """A live run pointed at no agent endpoint stops before its first sample (exit 2): none set anywhere, or
+        only a suite's `${VAR:-default}` with the variable unset and nothing listening at the default."""
+        options = self.p.options
+        if options.replay is not None or options.cache is not None \
+                or not type(self.p.target).agent_is_model(self.p.suite.target):
+            return
+        from evals_cli.simulation.endpoint import unconfigured
+
+        why = await unconfigured(self.p.agent, self.p.suite.defaulted("target", "base_url"))
+        if why is not None:
+            await self.p.pool.aclose()
+            raise ConfigError(why)
 
     async def _check_simulator(self) -> None:
         """With simulated-user samples to run, something must listen at the simulator's endpoint: otherwise the

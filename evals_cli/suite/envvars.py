@@ -24,8 +24,9 @@ class MissingVariable(Exception):
         self.name = name
 
 
-def expand_string(text: str, env: Mapping[str, str] | None = None) -> str:
-    """Expand every `${VAR}` / `${VAR:-default}`; `$${` stays a literal `${`."""
+def expand_string(text: str, env: Mapping[str, str] | None = None, defaulted: list[str] | None = None) -> str:
+    """Expand every `${VAR}` / `${VAR:-default}`; `$${` stays a literal `${`. The names whose default was used
+    are added to `defaulted` when given (a value the environment did not set, so a message can say so)."""
     env = os.environ if env is None else env
 
     def replace(match: re.Match[str]) -> str:
@@ -34,6 +35,8 @@ def expand_string(text: str, env: Mapping[str, str] | None = None) -> str:
         if value is None or (value == "" and default is not None):
             if default is None:
                 raise MissingVariable(name)
+            if defaulted is not None:
+                defaulted.append(name)
             return default
         return value
 
@@ -46,11 +49,16 @@ def expand_string(text: str, env: Mapping[str, str] | None = None) -> str:
 
 
 def expand(value: Any, path: tuple[str | int, ...], problems: list[tuple[tuple[str | int, ...], str]],
-           env: Mapping[str, str] | None = None) -> Any:
-    """Expand variables in every string of a parsed YAML tree; collect missing ones with their key path."""
+           env: Mapping[str, str] | None = None, defaults: dict[tuple[str | int, ...], str] | None = None) -> Any:
+    """Expand variables in every string of a parsed YAML tree; collect missing ones with their key path, and in
+    `defaults` (when given) the key paths whose value is a `${VAR:-default}` default, with the variable."""
     if isinstance(value, str):
         try:
-            return expand_string(value, env)
+            used: list[str] = []
+            expanded = expand_string(value, env, used)
+            if used and defaults is not None:
+                defaults[path] = used[0]
+            return expanded
         except MissingVariable as exc:
             problems.append((path, f"environment variable {exc.name} is not set; export it or write "
                                    f"${{{exc.name}:-default}}"))
@@ -60,7 +68,7 @@ def expand(value: Any, path: tuple[str | int, ...], problems: list[tuple[tuple[s
                                    "${NAME:-default} (a name of letters, digits and _), or $${ for a literal ${"))
             return value
     if isinstance(value, dict):
-        return {k: expand(v, (*path, k), problems, env) for k, v in value.items()}
+        return {k: expand(v, (*path, k), problems, env, defaults) for k, v in value.items()}
     if isinstance(value, list):
-        return [expand(v, (*path, i), problems, env) for i, v in enumerate(value)]
+        return [expand(v, (*path, i), problems, env, defaults) for i, v in enumerate(value)]
     return value

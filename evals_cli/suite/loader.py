@@ -46,8 +46,10 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
     caller that has one (`evals run`, `evals validate`, `evals_cli.run`)."""
     path = Path(path)
     where = str(path)
+    defaults: dict[Loc, str] = {}
     data, lines, problems, env_problems = read_yaml_mapping_at_paths(path, "suite file",
-                                                        "a mapping of suite keys (name, dataset, target, graders, ...)")
+                                                        "a mapping of suite keys (name, dataset, target, graders, ...)",
+                                                        defaults)
     written_line_of = line_finder(lines)
     written = len(problems)
     moves: list[tuple[Loc, Loc]] = []
@@ -76,6 +78,7 @@ def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteS
         raise ConfigError(problems)
     spec._base_dir = path.resolve().parent
     spec._letta_format = letta_file
+    spec._defaults = {p: name for p, name in defaults.items() if not (p and p[0] in replaced)}
     if target is not None and target.file is not None:  # its python agent lives beside it: may be loaded
         spec._target_dir = target.file.resolve().parent
     return spec

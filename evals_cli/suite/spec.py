@@ -214,6 +214,13 @@ class SuiteSpec(SuiteFile):
         return self._letta_format
     # the folder of the --target file, set by the loader: a python agent that file names is relative to it
     _target_dir: Path | None = PrivateAttr(default=None)
+    # the key paths whose value is a `${VAR:-default}` default (the variable unset), with the variable: a run
+    # whose endpoint is such a default, with nothing listening there, was pointed at no endpoint at all
+    _defaults: dict[tuple[str | int, ...], str] = PrivateAttr(default_factory=dict)
+
+    def defaulted(self, *path: str | int) -> str | None:
+        """The variable whose `${VAR:-default}` default gave the value at `path` (None: written or set)."""
+        return self._defaults.get(path)
 
     def code_roots(self, target: bool = False) -> list[Path]:
         """The folders custom files may be loaded from: the suite's and its `code_dirs`; for the target (`target`),

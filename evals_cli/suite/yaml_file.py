@@ -212,16 +212,17 @@ def read_yaml_mapping(path: Path, what: str, expected: str) -> tuple[dict[str, A
     return data, lines, duplicates + [problem_at(str(path), line_of, p, msg) for p, msg in env_problems]
 
 
-def read_yaml_mapping_at_paths(path: Path, what: str, expected: str) -> tuple[dict[str, Any], dict[Loc, int], list[str],
-                                                                 list[tuple[Loc, str]]]:
+def read_yaml_mapping_at_paths(path: Path, what: str, expected: str, defaults: dict[Loc, str] | None = None,
+                               ) -> tuple[dict[str, Any], dict[Loc, int], list[str], list[tuple[Loc, str]]]:
     """read_yaml_mapping with the variable and non-finite problems still at their key paths, so that a caller
-    replacing a block (the suite's target, by --target FILE) can drop the problems of what it replaced."""
+    replacing a block (the suite's target, by --target FILE) can drop the problems of what it replaced; the key
+    paths whose value is a `${VAR:-default}` default go into `defaults` when given."""
     where = str(path)
     duplicates: list[str] = []
     data, lines = parse_yaml(read_text(path, what), where, duplicates)
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected {expected}, got {type(data).__name__}")
     env_problems: list[tuple[Loc, str]] = []
-    data = expand(data, (), env_problems)
+    data = expand(data, (), env_problems, defaults=defaults)
     env_problems += [(p, NOT_FINITE) for p in non_finite_paths(data)]
     return data, lines, duplicates, env_problems
