@@ -86,15 +86,13 @@ class PartRows:
     def problems(self) -> list[str]:
         """Why the part's rows are not its plan's (the exit 3 problems), each naming the part and a few rows."""
         out = []
-        if self.repeated:
+        if len(self.repeated) == 1:
+            (sample, repeat), extra = next(iter(self.repeated.items()))
+            out.append(f"{self.part.label}: the row `{sample}` repeat {repeat} appears {_times(extra + 1)} in its "
+                       "results.jsonl")
+        elif self.repeated:
             rows = [f"`{s}` repeat {r} ({_times(n + 1)})" for (s, r), n in self.repeated.items()]
-            if len(rows) == 1:
-                (sample, repeat), extra = next(iter(self.repeated.items()))
-                out.append(f"{self.part.label}: the row `{sample}` repeat {repeat} appears {_times(extra + 1)} in its "
-                           "results.jsonl")
-            else:
-                out.append(f"{self.part.label}: {len(rows)} rows appear more than once in its results.jsonl: "
-                           f"{_few(rows)}")
+            out.append(f"{self.part.label}: {len(rows)} rows appear more than once in its results.jsonl: {_few(rows)}")
         if self.foreign:
             out.append(f"{self.part.label}: its results.jsonl holds {_count(len(self.foreign), 'row')} its plan "
                        f"does not: {_few(self.foreign)}")
