@@ -546,7 +546,8 @@ def merge(
     export: Annotated[list[str] | None, typer.Option("--export", metavar="FORMAT=PATH", help="Also write the run as FORMAT to PATH (repeatable): junit=out/junit.xml, task_results=out/tasks.jsonl, html=out/report.html.")] = None,
 ) -> None:
     """Join the result folders of `evals run --shard K/N` (or `--shard auto`) jobs into one run, one summary, one
-    gate verdict: every part once (a missing or repeated part is refused by name)."""
+    gate verdict: every part once, all cut from one plan, each holding the rows it planned and agreeing with its own
+    summary (a part that does not is refused by name, with no verdict)."""
     from evals_cli.display.console import make_console
     from evals_cli.display.table import render_run
     from evals_cli.environment.excerpts import store_changes

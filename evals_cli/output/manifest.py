@@ -55,6 +55,10 @@ class StartedWith(BaseModel):
     endpoints: dict[str, str] = Field(default_factory=dict)
     planned_samples: int | None = None  # samples selected to run (after filters, -n and shard)
     planned_results: int | None = None  # planned_samples x repeats
+    # the whole run's plan a shard was cut from, and the shard's own ids, which `evals merge` checks each part
+    # against (its rows, the other parts); None in the run.json of older versions, and the ids without --shard
+    unsharded_samples: int | None = None  # samples the filters and -n kept, before the split
+    planned_ids: list[str] | None = None  # a shard's samples, in dataset order
 
 
 class Manifest(BaseModel):

@@ -1,6 +1,8 @@
 """Join the result folders of sharded runs into one run: one results file, one summary, one gate verdict.
-Refuses folders of different suites or datasets (their fingerprints differ) and samples seen twice. Shards of
-a run over several models are merged model by model (`merge_model_runs`).
+Refuses folders of different suites or datasets (their fingerprints differ), parts not cut from one plan
+(merge_plan.py) and parts whose rows are not their plan's or not their summary's (merge_rows.py): a verdict is
+given only over parts that make one whole. Shards of a run over several models are merged model by model
+(`merge_model_runs`).
 
 Each result is written as a run writes it: its final state changes are stored as what changed by the function
 the caller hands in (`store_changes`, environment/excerpts.py's), so that the shards of an older evals, which
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError
+from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConfigError, EvalsError
 from evals_cli.gate.gate import Gate
 from evals_cli.models.results import Coverage, MatrixSummary, ModelRun, RunSummary
 from evals_cli.models.specs import GateSpec
@@ -30,6 +32,8 @@ from evals_cli.output.manifest import (
     write_manifest,
     write_matrix,
 )
+from evals_cli.output.merge_plan import Part, plan_differences, plan_facts, split_differences
+from evals_cli.output.merge_rows import PartMismatch, PartRows
 from evals_cli.output.summary import Accumulator, combined_exit, combined_verdict
 from evals_cli.sharding import parse_shard
 
@@ -49,15 +53,23 @@ def merge_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2, *,
     if (out / RESULTS_NAME).exists():
         raise ConfigError(f"{out}: already holds results; merge into a new folder")
     saved = [read_summary(d) for d in dirs]
+    parts = [Part(d, parse_shard(m.shard) if m.shard else None) for d, m in zip(dirs, manifests, strict=True)]
+    _check_plan(parts, manifests, saved)
     unfinished = [_unfinished(d, s) for d, s in zip(dirs, saved, strict=True)]
-    gate_spec = GateSpec.model_validate(first.gate)
-    acc = Accumulator(Gate(gate_spec, first.graders), first.suite, first.graders, first.repeats, dict(first.pricing))
+    acc = _accumulator(first)
+    created = not out.exists()
     make_run_folder(out, "-o")  # a file, under a file, unwritable: said before anything is written
     try:
         writer = ResultsWriter(out)
     except OSError as exc:
         raise folder_error(out, exc, "-o") from None
-    samples = _join_results(dirs, out, writer, acc, store_changes, warnings)
+    rows = [_part_rows(p, m, s, u is None) for p, m, s, u in zip(parts, manifests, saved, unfinished, strict=True)]
+    try:
+        samples = _join_results(rows, writer, acc, store_changes, warnings)
+    except EvalsError:  # nothing of a refused merge is left behind (a folder given by -o is kept)
+        writer.close()
+        _discard(out, created)
+        raise
     summary = acc.summary()
     summary.coverage = _coverage(saved, acc.total, len(samples))
     _times(summary, saved)
@@ -82,6 +94,17 @@ def _check_one_run(dirs: list[Path], manifests: list[Manifest]) -> None:
         if m.model != first.model:  # one model's grades under another's name would be a false verdict
             raise ConfigError(f"{d}: a run of the model {m.model}, not {first.model} like {dirs[0]}; merge only shards "
                               "of one model (a run over several models merges model by model: give the top folders)")
+
+
+def _check_plan(parts: list[Part], manifests: list[Manifest], saved: list[RunSummary | None]) -> None:
+    """The parts of one split were cut from one plan (merge_plan.py), checked before anything is written. Folders
+    run without --shard are no parts of one plan: they are joined as given, with a warning."""
+    if any(p.shard is None for p in parts):
+        return
+    problems = plan_differences(parts, [plan_facts(m, s) for m, s in zip(manifests, saved, strict=True)])
+    problems = problems or split_differences(parts, manifests)
+    if problems:
+        raise ConfigError(problems)
 
 
 def _check_split(dirs: list[Path], shards: list[str | None]) -> list[str]:
@@ -114,30 +137,63 @@ def _check_split(dirs: list[Path], shards: list[str | None]) -> list[str]:
     return []
 
 
-def _join_results(dirs: list[Path], out: Path, writer: ResultsWriter, acc: Accumulator, store_changes: StoreChanges,
+def _accumulator(manifest: Manifest) -> Accumulator:
+    """What a run with this run.json folds its results into."""
+    gate = Gate(GateSpec.model_validate(manifest.gate), manifest.graders)
+    return Accumulator(gate, manifest.suite, manifest.graders, manifest.repeats, dict(manifest.pricing))
+
+
+def _part_rows(part: Part, manifest: Manifest, summary: RunSummary | None, finished: bool) -> PartRows:
+    """The part's plan as its run.json keeps it (an older one: its planned count, else its summary's)."""
+    started = manifest.started_with
+    planned = started.planned_results if started is not None else None
+    if planned is None and summary is not None and summary.coverage is not None:
+        planned = summary.coverage.expected_results
+    return PartRows(part, manifest.repeats, started.planned_ids if started is not None else None, planned,
+                    finished, _accumulator(manifest), summary)
+
+
+_NO_VERDICT = ("evals merge: no verdict: those parts do not hold the rows they planned (a results.jsonl changed or "
+               "damaged after its run); run each again into a new folder (evals run SUITE --shard K/N -o NEW_DIR), "
+               "then merge again")
+
+
+def _join_results(rows: list[PartRows], writer: ResultsWriter, acc: Accumulator, store_changes: StoreChanges,
                   warnings: list[str]) -> set[str]:
-    """Every shard's results written to `out` and counted; the sample ids seen. A (sample, repeat) seen twice
-    removes `out` and is refused."""
+    """Every part's planned rows written and counted; the sample ids seen. Rows that are not the part's plan's
+    are PartMismatch (exit 3), rows unlike the part's summary or in two folders a ConfigError (exit 2)."""
     seen: dict[tuple[str, int], Path] = {}
     samples: set[str] = set()
-    try:
-        for d in dirs:
-            for result in read_results(d, warnings):
-                key = (result.sample_id, result.repeat)
-                if key in seen:
-                    raise ConfigError(f"sample {result.sample_id!r} (repeat {result.repeat}) is in both {seen[key]} "
-                                      f"and {d}: the same shard given twice?")
-                seen[key] = d
-                samples.add(result.sample_id)
-                store_changes(result.trajectory.state_changes)
-                store_changes(result.trajectory.setup_changes)
-                writer.write(result)
-                acc.add(result)
-    except ConfigError:
-        writer.close()
-        shutil.rmtree(out, ignore_errors=True)
-        raise
+    for part in rows:
+        directory = part.part.directory
+        for result in read_results(directory, warnings):
+            if not part.add(result):  # a duplicate, or a row the part did not plan: said below, not joined
+                continue
+            key = (result.sample_id, result.repeat)
+            if key in seen:  # folders run without --shard that overlap
+                raise ConfigError(f"sample {result.sample_id!r} (repeat {result.repeat}) is in both {seen[key]} "
+                                  f"and {directory}: merge folders that hold different samples")
+            seen[key] = directory
+            samples.add(result.sample_id)
+            store_changes(result.trajectory.state_changes)
+            store_changes(result.trajectory.setup_changes)
+            writer.write(result)
+            acc.add(result)
+    mismatched = [problem for part in rows for problem in part.problems()]
+    if mismatched:
+        raise PartMismatch([*mismatched, _NO_VERDICT])
+    changed = [problem for part in rows for problem in part.disagreements()]
+    if changed:
+        raise ConfigError(changed)
     return samples
+
+
+def _discard(out: Path, created: bool) -> None:
+    """What a refused merge wrote removed: the folder when the merge made it, else the results file it began."""
+    if created:
+        shutil.rmtree(out, ignore_errors=True)
+    else:
+        (out / RESULTS_NAME).unlink(missing_ok=True)
 
 
 def _times(summary: RunSummary, saved: list[RunSummary | None]) -> None:
@@ -165,7 +221,8 @@ def _merged_manifest(manifests: list[Manifest]) -> Manifest:
         plans = [m.started_with for m in manifests]
         samples = [p.planned_samples if p is not None else None for p in plans]
         results = [p.planned_results if p is not None else None for p in plans]
-        started = started.model_copy(update={"planned_samples": _sum(samples), "planned_results": _sum(results)})
+        started = started.model_copy(update={"planned_samples": _sum(samples), "planned_results": _sum(results),
+                                             "planned_ids": None})  # one unsharded run: no part's ids
     return first.model_copy(update={"shard": None, "started_with": started})
 
 
@@ -221,6 +278,7 @@ def merge_model_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2
         if [r.model for r in matrix.models] != models:
             raise ConfigError(f"{folder}: a run of the models {', '.join(r.model for r in matrix.models)}, not "
                               f"{', '.join(models)} as {folders[0]}; merge only shards of one run")
+    _check_models_alike(folders[0], first)
     if (out / MATRIX_NAME).exists() or (out / RESULTS_NAME).exists():
         raise ConfigError(f"{out}: already holds results; merge into a new folder")
     created = not out.exists()
@@ -236,7 +294,7 @@ def merge_model_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2
             merged.append(ModelRun(model=model, folder=target, status=summary.status, exit_code=summary.exit_code,
                                    gate=summary.gate, base_url=first.models[index].base_url,
                                    base_url_from=first.models[index].base_url_from))
-    except ConfigError:  # one model's shards do not fit: leave no half-merged run behind
+    except EvalsError:  # one model's shards do not fit: leave no half-merged run behind
         if created:
             shutil.rmtree(out, ignore_errors=True)
         raise
@@ -248,3 +306,14 @@ def merge_model_runs(folders: list[Path], out: Path, max_error_rate: float = 0.2
     matrix.status = "aborted" if statuses != {"completed"} else "completed"
     write_matrix(out, matrix)
     return matrix, warnings
+
+
+def _check_models_alike(folder: Path, matrix: MatrixSummary) -> None:
+    """The models of a run side by side ran one plan (the same suite, dataset and options, the model aside):
+    checked in the first folder given, whose models' shards `merge_runs` then checks against each other."""
+    parts = [Part(folder / run.folder, None, run.model) for run in matrix.models]
+    facts = [plan_facts(read_manifest(p.directory), read_summary(p.directory)) for p in parts]
+    problems = plan_differences(parts, facts, "merge the shards of one run over several models (every model run "
+                                "with the same suite, dataset and options)")
+    if problems:
+        raise ConfigError(problems)

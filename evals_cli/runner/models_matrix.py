@@ -142,6 +142,7 @@ class PreparedModels:
                 prepared.rows, prepared.row_notes = first.rows, first.row_notes
                 prepared.selected = first.selected  # the rows the first one's precheck kept: read once for all
                 prepared.expected = first.expected
+                prepared.shard_ids = first.shard_ids
                 prepared.coverage = first.coverage.model_copy(deep=True) if first.coverage else None
             self.runs[model] = prepared
         assert first is not None

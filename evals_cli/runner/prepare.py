@@ -203,6 +203,7 @@ class PreparedRun:
         self.row_notes = RowNotes()  # deprecated row spellings seen by the precheck (evals validate says them)
         self.expected: int | None = None
         self.coverage: Coverage | None = None  # rows, tag filter, -n, shard: counted by the precheck
+        self.shard_ids: list[str] = []  # under --shard, the ids of the part's samples (run.json, for evals merge)
         # the rows the run will run, kept by the precheck (it reads the dataset; the run then reads it no more)
         self.selected: SelectedRows | None = None
         if options.precheck:
@@ -361,8 +362,10 @@ class PreparedRun:
 
     def started_with(self) -> StartedWith:
         """What run.json keeps of the options this run starts with, for --resume (see `StartedWith`)."""
-        return record_options(self.options, self.endpoints(), self.rerun,
-                              self.coverage.selected if self.coverage is not None else None, self.expected)
+        cov = self.coverage
+        return record_options(self.options, self.endpoints(), self.rerun, cov.selected if cov is not None else None,
+                              self.expected, unsharded_samples=cov.limited if cov is not None else None,
+                              planned_ids=list(self.shard_ids) if cov is not None and self.shard else None)
 
     def _unreplayable(self) -> list[str]:
         """Under --replay-user: the selected simulated samples RUN holds no conversation of, as one problem (they
@@ -419,6 +422,8 @@ class PreparedRun:
                     limited += 1
                     if self.shard is None or in_shard(str(sample.id), self.shard):
                         selected += 1
+                        if self.shard is not None:
+                            self.shard_ids.append(str(sample.id))
                         self.simulated += sample.user is not None
                         if self.replayed is not None and sample.user is not None and self._running:
                             self._simulated_ids.append(str(sample.id))

@@ -82,7 +82,8 @@ class FailedSamples:
 
 
 def record_options(options: RunOptions, endpoints: dict[str, str], rerun: FailedSamples | None,
-                   planned_samples: int | None, planned_results: int | None) -> StartedWith:
+                   planned_samples: int | None, planned_results: int | None, *, unsharded_samples: int | None = None,
+                   planned_ids: list[str] | None = None) -> StartedWith:
     """What run.json keeps of the options a run starts with (see `StartedWith`); a key is kept only as 'it was
     given', a URL holding credentials only masked, and both go to `needs_again`."""
     data: dict[str, Any] = {name: _kept(name, getattr(options, name)) for name, _ in _TAKEN}
@@ -92,7 +93,7 @@ def record_options(options: RunOptions, endpoints: dict[str, str], rerun: Failed
     if options.judge_api_key:
         again.insert(0, "--judge-api-key")
     return StartedWith(**data, needs_again=again, endpoints=endpoints, planned_samples=planned_samples,
-                       planned_results=planned_results,
+                       planned_results=planned_results, unsharded_samples=unsharded_samples, planned_ids=planned_ids,
                        rerun_failed=str(rerun.path) if rerun is not None else None,
                        rerun_ids=list(rerun.ids) if rerun is not None else None)
 
