@@ -7,11 +7,14 @@ from __future__ import annotations
 import base64
 import codecs
 import textwrap
+from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
 
 from evals_cli.graders.leaks import find_form, find_leaks
+from evals_cli.suite_schema import suite_schema
+from tests.helpers import run_cli, write_suite
 
 SECRET = "CANARY-7f3a9c"
 RAW = SECRET.encode()
@@ -98,3 +101,13 @@ def test_a_secret_split_over_texts_is_found_in_them_joined_and_reported_once() -
     whole = [*texts, ("turn 3 reply", SECRET)]
     assert [(lk.where, lk.form) for lk in find_leaks([SECRET], whole, ("joined", "".join(t for _, t in whole)))] \
         == [("turn 3 reply", "as written")]
+
+
+def test_across_turns_is_in_the_schema_and_a_wrong_value_is_exit_2_naming_it(tmp_path: Path) -> None:
+    spec = suite_schema()["$defs"]["NoLeakSpec"]["properties"]["across_turns"]
+    assert spec["type"] == "boolean" and spec["default"] is True and "joined" in spec["description"]
+    suite = write_suite(tmp_path, [{"id": "r", "input": "hi"}],
+                        graders={"leak": {"kind": "no_leak", "secrets": [SECRET], "across_turns": "sometimes"}})
+    result = run_cli("validate", str(suite))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "graders.leak.across_turns" in result.stderr and "Traceback" not in result.stderr
