@@ -80,6 +80,11 @@ def test_each_documented_form_is_found_wherever_it_sits(text: str, form: str) ->
     assert find_form(SECRET, f"{filler}{text}\n{filler}") == form  # late in a long reply, text after it
 
 
+def test_letters_and_digits_drawn_alike_are_taken_for_each_other() -> None:
+    assert find_form("K1LO-90ZQ7X", "kIlo 9oZQ7X") == "look-alike characters"  # I and l for 1, O and o for 0
+    assert find_form("K1LO-90ZQ7X", "K2LO-90ZQ7X") is None
+
+
 @pytest.mark.parametrize("text", [
     "The canary is 7f3a, the rest I cannot share.",
     " ".join(b64(f"harmless words number {i}".encode()) for i in range(300)),
