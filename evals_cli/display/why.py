@@ -132,13 +132,19 @@ class WholeReasons:
             return
         yield Text(title, style="bold")
         for result in self.results:
-            yield _head(result)
-            if result.error is not None:
-                yield from _paragraphs(f"{result.error.category} error: {result.error.message}", 2)
-            for failure in result.failed_by:
-                if failure.grader is None:  # the weighted rule, an unknown tool: not a grade of its own
-                    yield from _paragraphs(f"{failure.label}: {failure.reason}".rstrip(": "), 2)
-            for name, grade in result.grades.items():
-                if _shown(name, grade, result, self.mode):
-                    yield from grade_lines(name, grade, result)
+            yield from sample_reasons(result, self.mode)
             yield Text("")
+
+
+def sample_reasons(result: SampleResult, mode: WhyMode = "full") -> Iterator[RenderableType]:
+    """One sample run's verdict and its reasons whole: what `--why` prints for it, and the failure text the
+    pytest plugin (evals_cli/testing.py) gives, so both say the same."""
+    yield _head(result)
+    if result.error is not None:
+        yield from _paragraphs(f"{result.error.category} error: {result.error.message}", 2)
+    for failure in result.failed_by:
+        if failure.grader is None:  # the weighted rule, an unknown tool: not a grade of its own
+            yield from _paragraphs(f"{failure.label}: {failure.reason}".rstrip(": "), 2)
+    for name, grade in result.grades.items():
+        if _shown(name, grade, result, mode):
+            yield from grade_lines(name, grade, result)
