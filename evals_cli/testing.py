@@ -94,7 +94,7 @@ class SuiteRun:
         summary = self.outcome.summary
         if self.exit_code not in (EXIT_PASSED, EXIT_GATE_FAILED):
             why = summary.abort_reason or f"status {summary.status}"
-            return f"the run is incomplete ({why}): no verdict; results in {self.output_dir}"
+            return f"the run is incomplete ({why}): no verdict"
         return summary.gate.message if summary.gate is not None else "no gate"
 
     def failure_text(self) -> str:
