@@ -16,6 +16,7 @@ and no process is started, no request sent.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +71,7 @@ class ExternalEpisode(EpisodeState):
         self.sample_id = sample_id
         self.replies: list[str] = []
         self.replayed: Observed | None = None
+        self.opened = time.monotonic()  # a request the receiver refused after this may have held its spans
 
     def reply(self, turn: Turn, text: str) -> None:
         """The agent's answer to this turn, as the user saw it (a step of its own until spans say more)."""
@@ -160,7 +162,7 @@ def check_telemetry(spec: ExternalSpec, pool: Any) -> None:
     """Exit 2 naming the install command before any agent runs when the receiver could not read protobuf (a replay
     receives nothing: it needs no package)."""
     if spec.telemetry and getattr(pool, "replay", None) is None:
-        from evals_cli.traces.receiver import protobuf_decoder
+        from evals_cli.traces.otlp_body import protobuf_decoder
 
         protobuf_decoder()
 
@@ -171,7 +173,8 @@ def receiver_for(target: Any) -> OtlpReceiver:
     if found is None:
         import weakref
 
-        from evals_cli.traces.receiver import OtlpReceiver, protobuf_decoder
+        from evals_cli.traces.otlp_body import protobuf_decoder
+        from evals_cli.traces.receiver import OtlpReceiver
 
         protobuf_decoder()  # the otel extra, or exit 2 naming it, before any agent runs
         port = getattr(target.spec, "otlp_port", None)
