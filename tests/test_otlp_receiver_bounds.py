@@ -135,6 +135,11 @@ def test_an_unknown_encoding_is_415_and_a_corrupt_one_400(receiver: OtlpReceiver
     assert receiver.accepted == 1 and receiver.refused == 2
 
 
+def test_an_empty_export_is_answered_and_nothing_kept(receiver: OtlpReceiver) -> None:
+    assert _post(receiver, b"", {"Content-Type": "application/x-protobuf"}) == 200  # protobuf's empty request
+    assert (receiver.accepted, receiver.refused, receiver.held_bytes) == (1, 0, 0)
+
+
 def gzip_of(data: bytes) -> bytes:
     packer = zlib.compressobj(6, zlib.DEFLATED, 31)
     return packer.compress(data) + packer.flush()

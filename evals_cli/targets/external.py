@@ -6,7 +6,9 @@ its replies and, for a command agent, its process). At the episode's end (`close
 to the run's loopback receiver under the episode's tag are read by the traces reader into the episode's turns:
 tool calls, their arguments and results, model calls. Without spans, or spans that do not rebuild these turns,
 each turn holds the reply alone and `Trajectory.not_observed` says why: trajectory graders are then n/a with that
-reason (graders/grading.py), never a pass.
+reason (graders/grading.py), never a pass. When the receiver refused a request the episode's spans may have been
+in (too big, its bound reached, a body it could not read), the episode is an error naming why instead: a
+trajectory rebuilt from part of its spans could pass on what the receiver dropped (receiver.py `requests_for`).
 
 Record and replay: with `--record`, each episode's replies and spans are one line of the recording file (key
 `agent-episode:<sample id>:<repeat>`, masked like every recording line); with `--replay` the line is served back

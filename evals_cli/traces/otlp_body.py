@@ -186,7 +186,9 @@ def decode(raw: bytes | bytearray, content_type: str, take: Take) -> dict[str, A
     except DecodeError as exc:
         raise Refused(400, f"an OTLP export request could not be read: {str(exc)[:200]}") from None
     take(TEXT_FACTOR * len(raw) + OBJECT_COST * _objects(message))
-    return dict(MessageToDict(message))
+    data = dict(MessageToDict(message))
+    data.setdefault("resourceSpans", [])  # protobuf's JSON leaves an empty list out: an empty export is one
+    return data
 
 
 def _objects(message: Any) -> int:

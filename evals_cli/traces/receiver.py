@@ -166,11 +166,12 @@ class OtlpReceiver:
         with self.changed:
             self.reserved -= ticket.size
             ticket.size = 0
-            if self.held_bytes + self.reserved + held.size > self.max_held:
-                raise Refused(507, self._full(held.size))
-            self.held_bytes += held.size
-            self.peak_bytes = max(self.peak_bytes, self.held_bytes + self.reserved)
-            self._held.append(held)
+            if held.resources:  # an empty export is answered, and nothing of it kept
+                if self.held_bytes + self.reserved + held.size > self.max_held:
+                    raise Refused(507, self._full(held.size))
+                self.held_bytes += held.size
+                self.peak_bytes = max(self.peak_bytes, self.held_bytes + self.reserved)
+                self._held.append(held)
             self.accepted += 1
             self.changed.notify_all()
 
