@@ -12,8 +12,9 @@ The agent is a program evals-cli does not control, so what it can make the run h
 (otlp_body.py: its length known, MAX_BODY as sent and inflated) and everything held at once, MAX_HELD bytes of
 requests kept and being read. An episode takes its spans out when it ends, so the bound is on what the episodes
 running hold, not on the run's length. A request refused for any reason (too big, the bound reached, a body that
-does not read) may have held an episode's spans: every episode open when one was refused ends as an error naming
-why (`requests_for`), never a verdict on spans the receiver dropped. Nothing of a broken client reaches the run's
+does not read) may have held an episode's spans: every episode open when one was refused (when its start is not
+given, every episode ending after it) is an error naming why (`requests_for`), never a verdict on spans the
+receiver dropped. Nothing of a broken client reaches the run's
 output: the receiver answers or closes the connection, and counts the problem.
 """
 
