@@ -6,7 +6,9 @@ its replies and, for a command agent, its process). At the episode's end (`close
 to the run's loopback receiver under the episode's tag are read by the traces reader into the episode's turns:
 tool calls, their arguments and results, model calls. Without spans, or spans that do not rebuild these turns,
 each turn holds the reply alone and `Trajectory.not_observed` says why: trajectory graders are then n/a with that
-reason (graders/grading.py), never a pass.
+reason (graders/grading.py), never a pass. When the receiver refused a request the episode's spans may have been
+in (too big, its bound reached, a body it could not read), the episode is an error naming why instead: a
+trajectory rebuilt from part of its spans could pass on what the receiver dropped (receiver.py `requests_for`).
 
 Record and replay: with `--record`, each episode's replies and spans are one line of the recording file (key
 `agent-episode:<sample id>:<repeat>`, masked like every recording line); with `--replay` the line is served back
@@ -16,6 +18,7 @@ and no process is started, no request sent.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +73,7 @@ class ExternalEpisode(EpisodeState):
         self.sample_id = sample_id
         self.replies: list[str] = []
         self.replayed: Observed | None = None
+        self.opened = time.monotonic()  # a request the receiver refused after this may have held its spans
 
     def reply(self, turn: Turn, text: str) -> None:
         """The agent's answer to this turn, as the user saw it (a step of its own until spans say more)."""
@@ -160,7 +164,7 @@ def check_telemetry(spec: ExternalSpec, pool: Any) -> None:
     """Exit 2 naming the install command before any agent runs when the receiver could not read protobuf (a replay
     receives nothing: it needs no package)."""
     if spec.telemetry and getattr(pool, "replay", None) is None:
-        from evals_cli.traces.receiver import protobuf_decoder
+        from evals_cli.traces.otlp_body import protobuf_decoder
 
         protobuf_decoder()
 
@@ -171,7 +175,8 @@ def receiver_for(target: Any) -> OtlpReceiver:
     if found is None:
         import weakref
 
-        from evals_cli.traces.receiver import OtlpReceiver, protobuf_decoder
+        from evals_cli.traces.otlp_body import protobuf_decoder
+        from evals_cli.traces.receiver import OtlpReceiver
 
         protobuf_decoder()  # the otel extra, or exit 2 naming it, before any agent runs
         port = getattr(target.spec, "otlp_port", None)
