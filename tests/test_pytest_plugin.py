@@ -20,8 +20,17 @@ DEMO_REPLAY = ROOT / "suites" / "demo.recording.jsonl"
 ANSWER_ONLY = {"answer": {"kind": "tool", "function": "contains"}}
 
 
+def _installed() -> bool:
+    """The package is installed with its `pytest11` entry point (pip install, make test): pytest loads the plugin
+    itself, and naming it again with -p would register it twice."""
+    from importlib.metadata import entry_points
+
+    return any(e.value == "evals_cli.pytest_plugin" for e in entry_points(group="pytest11"))
+
+
 def _inner(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_inprocess("-p", "evals_cli.pytest_plugin", "-p", "no:cacheprovider", "-rA", *args)
+    load = [] if _installed() else ["-p", "evals_cli.pytest_plugin"]
+    return pytester.runpytest_inprocess(*load, "-p", "no:cacheprovider", "-rA", *args)
 
 
 def _three_ways(server: ScriptedServer, tmp: Path) -> Path:
