@@ -169,7 +169,8 @@ class PreparedRun:
             try:
                 self.graders = build_graders(self.suite, self.pool if self._running else None, fallback,
                                              no_judge=options.no_judge, judge_overrides=options.judge_overrides,
-                                             bind=bind_extractor)
+                                             bind=bind_extractor,
+                                             agent_model=self._agent.model if self._agent is not None else None)
             except ConfigError as exc:
                 self._problem(exc.problems, located=True)
             self.gate = self._gate(suite)
