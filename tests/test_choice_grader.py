@@ -92,7 +92,7 @@ def test_shuffled_options_change_per_repeat_and_the_ground_truth_follows(tmp_pat
     ({"ground_truth": "E"}, "ground_truth: 'E' is not the letter of an option (A to D)"),
     ({"ground_truth": ["A", "B"]}, "ground_truth: give the letter of the one correct option"),
     ({"choices": ["Paris", "paris."]}, "choices: options A, B read the same"),
-    ({"choices": ["only one"]}, "choices"),
+    ({"choices": ["only one"]}, "data.jsonl:1: sample 'r': choices: list should have at least 2 items"),
 ])
 def test_a_row_the_grader_cannot_read_is_refused_naming_the_field(tmp_path: Path, server: ScriptedServer,
                                                                   row: dict[str, Any], named: str) -> None:

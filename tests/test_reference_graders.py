@@ -66,6 +66,7 @@ def test_a_ground_truth_list_that_is_neither_per_turn_nor_references_is_refused(
     result = run_cli("validate", str(suite))
     said = result.stdout + result.stderr
     assert result.returncode == 2 and "ground_truth" in said and "data.jsonl:1" in said, said
+    assert "unknown kind" not in said  # the row is the one problem: both kinds are graders of the suite
     assert "Traceback" not in said and not server.requests
 
 
