@@ -50,7 +50,7 @@ def _model_options(model: Any, skip: Iterable[str] = ("kind",)) -> list[Option]:
             except TypeError:  # a factory that needs the other fields
                 default = None
             shape = f"{_type_name(info.annotation)} = {_value_text(default)}"
-        out.append((name, shape, info.description or ""))
+        out.append((info.alias or name, shape, info.description or ""))  # the name a suite writes
     return out
 
 

@@ -73,16 +73,17 @@ def strict_schema(schema: Any, *, in_all_of: bool = False) -> Any:
     return out
 
 
-def _validator(schema: dict[str, Any]) -> Validator:
-    """The validator of the strict form of `schema`, of the draft its `$schema` names (2020-12 by default)."""
-    key = json.dumps(schema, sort_keys=True, default=str)
+def _validator(schema: dict[str, Any], strict: bool = True) -> Validator:
+    """The validator of the strict form of `schema` (with `strict` False: of `schema` as written), of the draft
+    its `$schema` names (2020-12 by default)."""
+    key = json.dumps([schema, strict], sort_keys=True, default=str)
     found = _VALIDATORS.get(key)
     if found is None:
         from jsonschema import Draft202012Validator
         from jsonschema.validators import validator_for
 
-        strict = strict_schema(schema)
-        found = _bounded(validator_for(strict, default=Draft202012Validator))(strict)
+        checked = strict_schema(schema) if strict else schema
+        found = _bounded(validator_for(checked, default=Draft202012Validator))(checked)
         if len(_VALIDATORS) >= _MAX_CACHED:
             _VALIDATORS.pop(next(iter(_VALIDATORS)))
         _VALIDATORS[key] = found
@@ -110,17 +111,18 @@ def _bounded(cls: Any) -> Any:
 # --- arguments against a schema ------------------------------------------------------------------------------
 
 
-def check_value(value: Any, schema: Any, path: str = "") -> list[Problem]:
+def check_value(value: Any, schema: Any, path: str = "", *, strict: bool = True) -> list[Problem]:
     """Every problem of `value` against `schema`, each naming the parameter path (`filters.tags[0]`) under
     `path`, in the order of the arguments (an object's missing keys first). SchemaUnusable when the schema
-    cannot be evaluated."""
+    cannot be evaluated. `strict` False checks against the schema as written, without the hallucinated-parameter
+    rule (a value that is no tool's arguments: an agent's answer against the suite's output schema)."""
     if not isinstance(schema, dict) or not schema:
         return []
     from jsonschema.exceptions import UnknownType
     from referencing.exceptions import Unresolvable
 
     try:
-        errors = list(_validator(schema).iter_errors(value))
+        errors = list(_validator(schema, strict).iter_errors(value))
     except UnknownType as exc:
         raise SchemaUnusable(f"the schema names the type {exc.type!r}, which JSON Schema does not have") from None
     except Unresolvable as exc:

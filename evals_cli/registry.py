@@ -64,13 +64,19 @@ ELSEWHERE: dict[str, tuple[str, ...]] = {"evals_cli.graders.kinds": ("evals_cli.
 # tests/test_registry_builtin_table.py checks it against full discovery, so a new kind module cannot be missed.
 BUILTIN_KINDS: dict[str, dict[str, str]] = {
     "evals_cli.graders.kinds": {
+        "choice": "evals_cli.graders.kinds.choice",
+        "cost": "evals_cli.graders.kinds.cost",
+        "exact_match": "evals_cli.graders.kinds.references",
+        "f1": "evals_cli.graders.kinds.references",
         "final_state": "evals_cli.graders.kinds.final_state",
         "forbidden_tools": "evals_cli.graders.kinds.trajectory",
         "grounding": "evals_cli.graders.kinds.grounding",
+        "latency": "evals_cli.graders.kinds.latency",
         "match": "evals_cli.graders.kinds.tool",
         "model_judge": "evals_cli.graders.kinds.model_judge",
         "no_leak": "evals_cli.graders.kinds.no_leak",
         "no_loops": "evals_cli.graders.kinds.no_loops",
+        "output_type": "evals_cli.graders.kinds.output_type",
         "session_detector": "evals_cli.sessions.graders",
         "session_score": "evals_cli.sessions.graders",
         "stop_behavior": "evals_cli.graders.kinds.stop_behavior",

@@ -322,16 +322,16 @@ def test_missing_env_variable_inside_a_list_names_the_index(tmp_path: Path,
 def test_unknown_grader_kind_has_hint_and_lists_kinds(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("kind: tool\n", "kind: toll\n"))
     (problem,) = problems_of(path)
-    assert problem == (f"{path}:8: graders.answer.kind: unknown kind 'toll'; kinds: final_state, forbidden_tools, "
-                       "grounding, match, model_judge, no_leak, no_loops, session_detector, session_score, stop_behavior, "
-                       "tool_args, tool_order, tool_schema")
+    assert problem == (f"{path}:8: graders.answer.kind: unknown kind 'toll'; kinds: choice, cost, exact_match, f1, "
+                       "final_state, forbidden_tools, grounding, latency, match, model_judge, no_leak, no_loops, "
+                       "output_type, session_detector, session_score, stop_behavior, tool_args, tool_order, tool_schema")
 
 
 def test_unknown_grader_kind_without_close_match(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace("kind: tool\n", "kind: banana\n"))
     (problem,) = problems_of(path)
-    assert ("unknown kind 'banana'; kinds: final_state, forbidden_tools, grounding, match, model_judge, no_leak, "
-            "no_loops,") in problem
+    assert ("unknown kind 'banana'; kinds: choice, cost, exact_match, f1, final_state, forbidden_tools, grounding, "
+            "latency, match, model_judge, no_leak, no_loops, output_type,") in problem
     assert "did you mean" not in problem
 
 

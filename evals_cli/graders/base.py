@@ -13,6 +13,7 @@ module), so no other file lists the kinds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -29,7 +30,7 @@ from evals_cli.registry import Registry, must_override
 if TYPE_CHECKING:
     from evals_cli.endpoints.clients import ModelClients
     from evals_cli.endpoints.resolve import Endpoint, JudgeOverrides
-    from evals_cli.models.specs import JudgeSpec
+    from evals_cli.models.specs import JudgeSpec, Price
 
 SpecT = TypeVar("SpecT", bound=GraderBase)
 
@@ -74,6 +75,8 @@ class GraderContext:
     agent: Endpoint | None = None  # the judge's last fallback: the agent's own endpoint
     offline: bool = False
     judge_overrides: JudgeOverrides | None = None  # --judge-model/--judge-base-url/--judge-api-key: win over all
+    pricing: Mapping[str, Price] = field(default_factory=dict)  # the suite's pricing: table (what tokens cost)
+    agent_model: str | None = None  # the model the agent under test asks (its price; a row's agent_model wins)
 
 
 class Grader(Generic[SpecT]):

@@ -68,6 +68,9 @@ class Sample(StrictModel):
     messages: list[Message] | None = Field(
         default=None, description="A pre-filled conversation the agent continues (mid-conversation case)."
     )
+    choices: list[str] | None = Field(
+        default=None, min_length=2, max_length=26, description="A multiple-choice row's options (read by choice, "
+        "whose suite shows them after the input as A) ... B) ...; ground_truth is the correct one's letter).")
     expected_tool_order: list[str] | None = Field(
         default=None, description="Tools expected, in order (read by tool_order, and stop_behavior's required tools).")
     forbidden_tools: list[str] | None = Field(

@@ -28,12 +28,13 @@ BindExtractor = Callable[[GraderBase, Path], GraderBase]
 
 def build_graders(suite: SuiteSpec, pool: ClientPool | None, agent: Endpoint | None,
                   no_judge: bool = False, judge_overrides: JudgeOverrides | None = None, *,
-                  bind: BindExtractor) -> dict[str, Grader[Any]]:
+                  bind: BindExtractor, agent_model: str | None = None) -> dict[str, Grader[Any]]:
     """`agent` is the judges' last fallback endpoint; `no_judge` leaves out the kinds that call a model;
     `judge_overrides` (--judge-model, --judge-base-url, --judge-api-key) win over every judge setting; `bind`
-    loads a grader's custom extractor (see the module's docstring)."""
+    loads a grader's custom extractor (see the module's docstring); `agent_model`: the model the agent under
+    test asks, priced by the suite's `pricing:` (the cost grader)."""
     ctx = GraderContext(base_dir=suite.base_dir, pool=pool, judge=suite.judge, agent=agent,
-                        judge_overrides=judge_overrides or None)
+                        judge_overrides=judge_overrides or None, pricing=suite.pricing, agent_model=agent_model)
     graders: dict[str, Grader[Any]] = {}
     problems: list[str] = []
     for name, spec in suite.graders.items():

@@ -26,6 +26,7 @@ from evals_cli.environment.excerpts import store_changes
 from evals_cli.errors import ConfigError, DatasetChanged, RunAborted, WorkspaceTooLarge
 from evals_cli.graders.grading import grade_sample
 from evals_cli.models.calibration import JudgeCalibration
+from evals_cli.models.pricing import price_of
 from evals_cli.models.results import CacheCount, CacheUse, Coverage, ErrorInfo, Grade, RoleUse, SampleResult
 from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import sample_limit
@@ -368,10 +369,7 @@ class Execution:
         trajectory = result.trajectory
 
         def priced(model: object, usage: Usage) -> float | None:
-            price = pricing.get(str(model))
-            if price is None:
-                return None
-            return (usage.prompt_tokens * price.input + usage.completion_tokens * price.output) / 1e6
+            return price_of(pricing, model, usage)
 
         steps = [step for turn in trajectory.turns for step in turn.steps]
         roles = {"agent": RoleUse(usage=result.usage, latency_s=sum(s.latency_s for s in steps), calls=len(steps),

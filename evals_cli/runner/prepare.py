@@ -17,6 +17,7 @@ from evals_cli.endpoints.resolve import NO_KEY, Endpoint
 from evals_cli.errors import ConfigError, DatasetChanged
 from evals_cli.gate.gate import Gate
 from evals_cli.graders.base import Grader
+from evals_cli.graders.choices import ChoicePrompt
 from evals_cli.graders.functions import bind_extractor, load_reward
 from evals_cli.graders.rubric_check import SampleChecker
 from evals_cli.models.results import Coverage
@@ -169,10 +170,16 @@ class PreparedRun:
             try:
                 self.graders = build_graders(self.suite, self.pool if self._running else None, fallback,
                                              no_judge=options.no_judge, judge_overrides=options.judge_overrides,
-                                             bind=bind_extractor)
+                                             bind=bind_extractor,
+                                             agent_model=self._agent.model if self._agent is not None else None)
             except ConfigError as exc:
                 self._problem(exc.problems, located=True)
             self.gate = self._gate(suite)
+        try:  # a choice grader shows each row's options to the agent (graders/choices.py)
+            self.choice_prompt = ChoicePrompt(self.graders)
+        except ConfigError as exc:
+            self._problem(exc.problems, located=True)
+            self.choice_prompt = ChoicePrompt({})
         # simulated users: the simulator's endpoint and prompt; a problem with them matters only once a row has a
         # `user:` block (the precheck counts them), so it is kept until then
         self.simulated = 0  # rows with a user: block among those selected (counted by the precheck)
@@ -529,5 +536,5 @@ class PreparedRun:
             sample = sample.with_user_defaults(self.suite.user)  # and the user: block with the suite's defaults
             if self.options.matrix and sample.agent_model is not None:  # each column asks its own model
                 sample = sample.model_copy(update={"agent_model": None})
-            for repeat in range(self.repeats):
-                yield sample, repeat
+            for repeat in range(self.repeats):  # a multiple-choice row shows its options, in this repeat's order
+                yield self.choice_prompt.shown(sample, repeat), repeat
