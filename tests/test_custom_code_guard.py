@@ -236,6 +236,7 @@ def test_exiting_at_import_is_exit_2_naming_the_field_and_file(server: ScriptedS
 
 # --- time and signals ------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # over a CPU-second of subprocesses: make test-slow (CI runs it)
 def test_a_hanging_extractor_errors_its_sample_at_the_sample_timeout(server: ScriptedServer, tmp_path: Path) -> None:
     suite = _suite(tmp_path, server, ["fine", "hang", *(f"fine {i}" for i in range(4))])
     started = time.monotonic()

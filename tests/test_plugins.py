@@ -109,6 +109,7 @@ def _plugin_suite(tmp_path: Path, base_url: str) -> Path:
         gate={"kind": "weighted_average", "aggregation": "avg_score", "op": "gte", "value": 1.0})
 
 
+@pytest.mark.slow  # over a CPU-second of subprocesses: make test-slow (CI runs it)
 def test_an_installed_plugin_adds_each_kind_and_a_suite_uses_them_end_to_end(
         plugin_site: Path, server: ScriptedServer, tmp_path: Path) -> None:
     server.script = agent_script({"count apples": [call("bump", {"name": "apples"}), text("COUNTED APPLES")],
@@ -200,6 +201,7 @@ def answer(trajectory, config):
 '''
 
 
+@pytest.mark.slow  # over a CPU-second of subprocesses: make test-slow (CI runs it)
 def test_validate_finds_an_installed_module_without_importing_it_unless_asked(
         server: ScriptedServer, tmp_path: Path) -> None:
     site = tmp_path / "site"
@@ -351,6 +353,7 @@ def _dist(site: Path, dist: str, entry: str, module: str, code: str) -> None:
     (site / f"{module}.py").write_text(textwrap.dedent(code))
 
 
+@pytest.mark.slow  # over a CPU-second of subprocesses: make test-slow (CI runs it)
 def test_evals_plugins_switches_an_installed_plugin_off_and_names_the_ones_to_load(
         plugin_site: Path, tmp_path: Path) -> None:
     listed = run_cli_process("list", "graders", env=_with(plugin_site, ""))  # empty: none loads

@@ -50,6 +50,7 @@ def test_the_full_report_line_runs_when_pasted(typed: str, tmp_path: Path) -> No
     assert (tmp_path / "report.html").is_file()
 
 
+@pytest.mark.slow  # over a CPU-second of subprocesses: make test-slow (CI runs it)
 def test_init_next_steps_and_its_makefile_run_when_pasted(typed: str, tmp_path: Path) -> None:
     done = _sh(f"{typed} init starter", tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -51,6 +51,7 @@ def test_safe_regex_times_out_naming_the_pattern(monkeypatch: pytest.MonkeyPatch
     assert safe_regex.timeout_s() == 1.0
 
 
+@pytest.mark.slow  # over a CPU-second of subprocesses: make test-slow (CI runs it)
 def test_hostile_patterns_become_grade_errors_and_the_run_finishes(server: ScriptedServer, tmp_path: Path) -> None:
     server.script = agent_script({"evil": [call("read_file", {"path": EVIL_TEXT}), text(EVIL_TEXT)],
                                   "fine": [text("the answer is 4")]})

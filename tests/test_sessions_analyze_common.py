@@ -135,6 +135,7 @@ def test_folders_written_before_the_common_format_are_still_read(tmp_path: Path)
     assert (entry.kind, entry.gate, entry.total) == ("sessions", "PASSED", 8)
 
 
+@pytest.mark.slow  # over a CPU-second of subprocesses: make test-slow (CI runs it)
 def test_more_sessions_than_the_view_keeps_are_all_in_the_json_document(tmp_path: Path) -> None:
     """Past MAX_KEPT analyses the view keeps the first ones; `--json` still lists every session, read back from
     the results in the order written, and the summary counts them all."""

@@ -195,6 +195,7 @@ def test_an_empty_shard_finishes_and_merges_into_the_single_run(server: Scripted
 
 # --- N processes of an indexed Job, merged, against one run --------------------------------------------------------
 
+@pytest.mark.slow  # over a CPU-second of subprocesses: make test-slow (CI runs it)
 def test_indexed_job_processes_merge_into_what_one_run_gives(server: ScriptedServer, tmp_path: Path) -> None:
     """Three real `evals run --shard auto` processes, each with the variables a Kubernetes indexed Job gives its
     pods (and the same -o pattern as docs/scaling.md's manifest), side by side; merged, they are the single run."""
