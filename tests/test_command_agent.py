@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.helpers import ROOT, read_jsonl, run_cli
@@ -154,3 +155,21 @@ def test_a_key_in_the_agents_env_is_masked_in_its_stderr_tail(tmp_path: Path) ->
     assert "its stderr ended with" in message and key not in message
     assert key not in result.stdout + result.stderr + (tmp_path / "out" / "results.jsonl").read_text()
 
+
+@pytest.mark.parametrize(("reply", "said"), [({"type": "assistant"}, "no content"),
+                                              ({"type": "assistant", "content": None}, "no content"),
+                                              ({"type": "assistant", "content": [{"text": "hi"}]},
+                                               "content that is an array")])
+def test_a_reply_without_text_is_the_samples_error_naming_the_line(tmp_path: Path, reply: dict[str, Any],
+                                                                   said: str) -> None:
+    line = json.dumps(reply)
+    program = f"import sys; sys.stdin.readline(); print({line!r}, flush=True); sys.stdin.read()"
+    target = {"kind": "command", "command": [sys.executable, "-c", program], "telemetry": False}
+    rows = [{"id": "empty", "input": "hello", "ground_truth": "null"}]
+    graders = {"answer": {"kind": "match", "function": "contains", "extractor": "last_assistant"}}
+    result = run_cli("run", str(command_suite(tmp_path, target, rows, graders)), "-o", str(tmp_path / "out"))
+    row = _rows(tmp_path / "out")["empty"]
+    assert row["error"]["category"] == "invalid_response" and row["passed"] is not True
+    assert f"replied with {said} to turn 1: {line}" in row["error"]["message"]
+    assert "answer" not in row["grades"] or row["grades"]["answer"].get("score") is None  # never graded as "null"
+    assert result.returncode == 3, result.stdout

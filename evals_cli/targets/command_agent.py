@@ -40,6 +40,9 @@ from evals_cli.targets.external import (
     replayed,
 )
 
+QUOTED = 300  # characters of a stdout line quoted in an error
+JSON_KINDS = {list: "an array", dict: "an object", bool: "a boolean", int: "a number", float: "a number"}
+
 
 class CommandTarget(ExternalSpec):
     """An agent program run once per episode, talking JSON lines on stdin/stdout."""
@@ -122,9 +125,28 @@ class CommandEpisode(ExternalEpisode):
                 await agent.wait(1.0)
                 raise self.failure(f"exited (code {process.returncode}) without replying to turn "
                                    f"{len(self.replies) + 1}")
-            reply = _assistant_line(raw)
+            reply = self._assistant_line(raw)
             if reply is not None:
                 return reply
+
+    def _assistant_line(self, raw: bytes) -> str | None:
+        """The reply a stdout line carries, None for any other line (logs, progress). A reply without text (its
+        content missing, null, or a JSON value that is not a string) is the sample's error naming the line:
+        graded, it would be a zero for something the program never said."""
+        try:
+            data = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            return None
+        if not (isinstance(data, dict) and data.get("type") == "assistant"):
+            return None
+        content = data.get("content")
+        if isinstance(content, str):
+            return content
+        line = raw.decode("utf-8", "replace").strip()
+        quoted = line if len(line) <= QUOTED else f"{line[:QUOTED]}… [{len(line) - QUOTED:,} more characters]"
+        what = "no content" if content is None else f"content that is {JSON_KINDS.get(type(content), 'not text')}"
+        raise self.failure(f"replied with {what} to turn {len(self.replies) + 1}: {quoted}; reply with "
+                           '{"type": "assistant", "content": "<the answer as text>"}')
 
     async def close(self, trajectory: Trajectory, failed: bool) -> None:
         if self.replayed is not None:
@@ -141,18 +163,6 @@ class CommandEpisode(ExternalEpisode):
         if not exited:
             raise self.failure(f"did not exit within exit_timeout ({self.target.spec.exit_timeout:g}s) after its "
                                "stdin was closed, and was killed; exit on end of input")
-
-
-def _assistant_line(raw: bytes) -> str | None:
-    """The reply a stdout line carries, None for any other line (logs, progress)."""
-    try:
-        data = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
-        return None
-    if isinstance(data, dict) and data.get("type") == "assistant":
-        content = data.get("content")
-        return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-    return None
 
 
 @TARGETS.register("command", spec=CommandTarget)
