@@ -2,8 +2,10 @@
 
 evals-cli writes `{"type": "user", "content": TEXT}` per user turn (scripted, per-turn or simulated users alike)
 and reads the reply to that turn as the next stdout line `{"type": "assistant", "content": TEXT}` (other stdout
-lines are ignored; stderr is kept, its tail shown when the episode fails). At the episode's end stdin is closed
-and the program gets `exit_timeout` seconds to exit (and flush its telemetry); then its process group is killed.
+lines are ignored; stderr is kept as a bounded tail, shown when the episode fails). At the episode's end stdin is
+closed and the program gets `exit_timeout` seconds to exit (and flush its telemetry), then it is stopped. Whatever
+the program started is killed when it exits or is stopped, and the episode ends once all of it is gone
+(targets/agent_process.py, targets/reaper.py).
 The program is pointed at the run's OTLP receiver the usual way (OTEL_EXPORTER_OTLP_* variables) and tagged
 with `evals.episode=<id>` in OTEL_RESOURCE_ATTRIBUTES, so an agent instrumented as usual needs no change; its
 spans rebuild the episode's trajectory (targets/external.py). The sample's timeout bounds it all.
@@ -11,14 +13,9 @@ spans rebuild the episode's trajectory (targets/external.py). The sample's timeo
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import os
 import shutil
-import signal
 import uuid
-from collections import deque
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +26,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import StopReason, Trajectory, Turn
 from evals_cli.settings import child_environment
+from evals_cli.targets.agent_process import LINE_LIMIT, AgentProcess
 from evals_cli.targets.base import TARGETS, Target, TargetContext, Toolbox
 from evals_cli.targets.external import (
     ExternalEpisode,
@@ -42,8 +40,8 @@ from evals_cli.targets.external import (
     replayed,
 )
 
-LINE_LIMIT = 4 * 1024 * 1024  # one stdout line; a longer one fails the episode instead of filling memory
-STDERR_TAIL = 40  # lines of stderr kept for the error message
+QUOTED = 300  # characters of a stdout line quoted in an error
+JSON_KINDS = {list: "an array", dict: "an object", bool: "a boolean", int: "a number", float: "a number"}
 
 
 class CommandTarget(ExternalSpec):
@@ -73,9 +71,7 @@ class CommandEpisode(ExternalEpisode):
     def __init__(self, target: CommandAgent, sample: Sample) -> None:
         super().__init__(f"{sample.id}-{uuid.uuid4().hex[:12]}", str(sample.id))
         self.target = target
-        self.process: asyncio.subprocess.Process | None = None
-        self.stderr: deque[str] = deque(maxlen=STDERR_TAIL)
-        self._stderr_task: asyncio.Task[None] | None = None
+        self.agent: AgentProcess | None = None
 
     def environment(self) -> dict[str, str]:
         spec, env = self.target.spec, {**child_environment(), **self.target.spec.env}
@@ -96,74 +92,69 @@ class CommandEpisode(ExternalEpisode):
         if "/" in program and not Path(program).is_absolute():
             program = str((base / program).resolve())
         try:
-            self.process = await asyncio.create_subprocess_exec(
-                program, *spec.command[1:], stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=str(cwd), env=self.environment(), limit=LINE_LIMIT,
-                start_new_session=True)
+            self.agent = await AgentProcess.start(program, spec.command[1:], str(cwd), self.environment())
         except OSError as exc:
             raise InvalidResponse(f"command agent: cannot start {spec.command[0]!r} in {cwd}: {exc.strerror or exc}; "
                                   "check target.command and target.cwd") from None
-        self._stderr_task = asyncio.create_task(self._keep_stderr())
-
-    async def _keep_stderr(self) -> None:
-        assert self.process is not None and self.process.stderr is not None
-        with contextlib.suppress(ValueError, OSError):
-            async for raw in self.process.stderr:
-                self.stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
 
     def failure(self, what: str) -> InvalidResponse:
-        tail = "\n".join(self.stderr)
+        tail = self.agent.stderr.text() if self.agent is not None else ""
         return InvalidResponse(f"{Path(self.target.spec.command[-1]).name}: {what}"
                                + (f"; its stderr ended with:\n{tail}" if tail else " (nothing on stderr)"))
 
     async def ask(self, text: str) -> str:
         """Send one user message, read lines until the reply to it."""
-        if self.process is None:
+        if self.agent is None:
             await self.begin()
-        process = self.process
-        assert process is not None and process.stdin is not None and process.stdout is not None
+        assert self.agent is not None
+        agent, process = self.agent, self.agent.process
+        assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.write((json.dumps({"type": "user", "content": text}, ensure_ascii=False) + "\n").encode())
             await process.stdin.drain()
         except (BrokenPipeError, ConnectionResetError):
-            await self._wait_exit(1.0)
+            await agent.wait(1.0)
             raise self.failure(f"exited (code {process.returncode}) before reading the user message") from None
         while True:
             try:
                 raw = await process.stdout.readline()
             except ValueError:
-                raise self.failure(f"wrote a stdout line over {LINE_LIMIT} bytes") from None
+                raise self.failure(f"wrote a stdout line over {LINE_LIMIT // 2**20} MiB; stdout carries one JSON "
+                                   "line per reply: write long logs to stderr") from None
             if not raw:
-                await self._wait_exit(1.0)
+                await agent.wait(1.0)
                 raise self.failure(f"exited (code {process.returncode}) without replying to turn "
                                    f"{len(self.replies) + 1}")
-            reply = _assistant_line(raw)
+            reply = self._assistant_line(raw)
             if reply is not None:
                 return reply
 
-    async def _wait_exit(self, bound: float) -> bool:
-        if self.process is None:
-            return True
+    def _assistant_line(self, raw: bytes) -> str | None:
+        """The reply a stdout line carries, None for any other line (logs, progress). A reply without text (its
+        content missing, null, or a JSON value that is not a string) is the sample's error naming the line:
+        graded, it would be a zero for something the program never said."""
         try:
-            await asyncio.wait_for(self.process.wait(), bound)
-            return True
-        except TimeoutError:
-            return False
+            data = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            return None
+        if not (isinstance(data, dict) and data.get("type") == "assistant"):
+            return None
+        content = data.get("content")
+        if isinstance(content, str):
+            return content
+        line = raw.decode("utf-8", "replace").strip()
+        quoted = line if len(line) <= QUOTED else f"{line[:QUOTED]}… [{len(line) - QUOTED:,} more characters]"
+        what = "no content" if content is None else f"content that is {JSON_KINDS.get(type(content), 'not text')}"
+        raise self.failure(f"replied with {what} to turn {len(self.replies) + 1}: {quoted}; reply with "
+                           '{"type": "assistant", "content": "<the answer as text>"}')
 
     async def close(self, trajectory: Trajectory, failed: bool) -> None:
         if self.replayed is not None:
             observe(trajectory, self.replayed.requests, self.tag)
             return
-        process, exited = self.process, True
-        if process is not None:
-            if process.stdin is not None and not process.stdin.is_closing():
-                process.stdin.close()
-            exited = (not failed) and await self._wait_exit(self.target.spec.exit_timeout)
-            if not exited:
-                await _kill_group(process)
-            if self._stderr_task is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self._stderr_task, 1.0)
+        exited = True
+        if self.agent is not None:  # the episode ends once the program and all it started are gone
+            exited = await self.agent.end(None if failed else self.target.spec.exit_timeout)
         if failed:
             return
         requests = receiver_for(self.target).requests_for(self.tag) if self.target.spec.telemetry else []
@@ -172,30 +163,6 @@ class CommandEpisode(ExternalEpisode):
         if not exited:
             raise self.failure(f"did not exit within exit_timeout ({self.target.spec.exit_timeout:g}s) after its "
                                "stdin was closed, and was killed; exit on end of input")
-
-
-def _assistant_line(raw: bytes) -> str | None:
-    """The reply a stdout line carries, None for any other line (logs, progress)."""
-    try:
-        data = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
-        return None
-    if isinstance(data, dict) and data.get("type") == "assistant":
-        content = data.get("content")
-        return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-    return None
-
-
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """The program and whatever it started: SIGTERM to its group, SIGKILL if it is still there after 2 s."""
-    for sig, bound in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
-        try:
-            await asyncio.wait_for(process.wait(), bound)
-            return
-        except TimeoutError:
-            continue
 
 
 @TARGETS.register("command", spec=CommandTarget)
@@ -230,7 +197,7 @@ class CommandAgent(Target):
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, conversation: list[dict[str, Any]],
                        toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
         assert isinstance(conversation, CommandEpisode)
-        if not conversation.replies and conversation.process is None and conversation.replayed is None:
+        if not conversation.replies and conversation.agent is None and conversation.replayed is None:
             conversation.replayed = replayed(self.ctx.pool, str(sample.id), conversation.repeat)  # type: ignore[arg-type]
         if conversation.replayed is not None:
             replay_turn(conversation, turn)
