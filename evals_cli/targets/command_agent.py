@@ -157,7 +157,7 @@ class CommandEpisode(ExternalEpisode):
             exited = await self.agent.end(None if failed else self.target.spec.exit_timeout)
         if failed:
             return
-        requests = receiver_for(self.target).requests_for(self.tag) if self.target.spec.telemetry else []
+        requests = receiver_for(self.target).requests_for(self.tag, opened=self.opened) if self.target.spec.telemetry else []
         observe(trajectory, requests, self.tag)
         record(self.target.ctx.pool, self.sample_id, self.repeat, Observed(self.replies, requests))  # type: ignore[arg-type]
         if not exited:
