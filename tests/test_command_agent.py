@@ -169,7 +169,7 @@ def test_a_reply_without_text_is_the_samples_error_naming_the_line(tmp_path: Pat
     graders = {"answer": {"kind": "match", "function": "contains", "extractor": "last_assistant"}}
     result = run_cli("run", str(command_suite(tmp_path, target, rows, graders)), "-o", str(tmp_path / "out"))
     row = _rows(tmp_path / "out")["empty"]
-    assert row["error"]["category"] == "invalid_response" and row["passed"] is not True
+    assert row["error"]["category"] == "agent" and row["passed"] is not True
     assert f"replied with {said} to turn 1: {line}" in row["error"]["message"]
     assert "answer" not in row["grades"] or row["grades"]["answer"].get("score") is None  # never graded as "null"
     assert result.returncode == 3, result.stdout

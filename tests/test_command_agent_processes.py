@@ -122,7 +122,7 @@ def test_a_5_mb_stderr_line_then_ordinary_logs_does_not_block_a_correct_agent(tm
 def test_a_stdout_line_over_the_limit_fails_the_episode_saying_so(tmp_path: Path) -> None:
     row = _run(tmp_path, {"STDOUT_LINE": str(5 * 2**20)})
     message = row["error"]["message"]
-    assert row["error"]["category"] == "invalid_response" and row["passed"] is not True
+    assert row["error"]["category"] == "agent" and row["passed"] is not True
     assert "wrote a stdout line over 4 MiB" in message and "write long logs to stderr" in message
 
 

@@ -21,6 +21,11 @@ class InvalidResponse(Exception):
     """The endpoint answered, but not with something usable (no choices, no message)."""
 
 
+class AgentFailed(InvalidResponse):
+    """An agent program evals-cli runs (`kind: command`) failed its protocol: exited, replied without text, hung at
+    its end. Its own category (`agent`): the program is what to fix, not an endpoint."""
+
+
 def _cause(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
     seen = 0
     while exc is not None and seen < 10:
@@ -61,6 +66,8 @@ def _classify(exc: BaseException, endpoint: Endpoint) -> Classified:
     miss = _cause(exc, ReplayMiss)
     if miss is not None:
         return Classified("replay", f"replay miss: {miss}", False)
+    if isinstance(exc, AgentFailed):
+        return Classified("agent", str(exc), False)
     if isinstance(exc, InvalidResponse):
         return Classified("invalid_response", f"{where}: {exc}", False)
     if isinstance(exc, openai.APITimeoutError):

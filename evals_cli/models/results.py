@@ -21,8 +21,11 @@ ErrorCategory = Literal[
     "custom_code",
     "tool_server",
     "setup",
+    "agent",
 ]
 """`tool_server`: an MCP server the agent's tools live on crashed, hung or broke the protocol (evals_cli/mcp).
+`agent`: an agent program evals-cli runs (`kind: command`) broke its protocol: exited before replying, replied
+without text, or did not exit at the episode's end.
 `user_simulator`: the simulated user could not be played (its endpoint failed, or it broke character twice).
 `diverged`: under `--replay-user ... --on-divergence stop`, the conversation left the recorded user's path and was
 stopped there, so it has no whole-conversation verdict (not the agent's failure, nor a judge's).

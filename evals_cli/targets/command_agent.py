@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from evals_cli.endpoints.errors import InvalidResponse
+from evals_cli.endpoints.errors import AgentFailed
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import StopReason, Trajectory, Turn
@@ -94,12 +94,12 @@ class CommandEpisode(ExternalEpisode):
         try:
             self.agent = await AgentProcess.start(program, spec.command[1:], str(cwd), self.environment())
         except OSError as exc:
-            raise InvalidResponse(f"command agent: cannot start {spec.command[0]!r} in {cwd}: {exc.strerror or exc}; "
+            raise AgentFailed(f"command agent: cannot start {spec.command[0]!r} in {cwd}: {exc.strerror or exc}; "
                                   "check target.command and target.cwd") from None
 
-    def failure(self, what: str) -> InvalidResponse:
+    def failure(self, what: str) -> AgentFailed:
         tail = self.agent.stderr.text() if self.agent is not None else ""
-        return InvalidResponse(f"{Path(self.target.spec.command[-1]).name}: {what}"
+        return AgentFailed(f"{Path(self.target.spec.command[-1]).name}: {what}"
                                + (f"; its stderr ended with:\n{tail}" if tail else " (nothing on stderr)"))
 
     async def ask(self, text: str) -> str:
