@@ -114,6 +114,13 @@ def sample_limit(value: float | None) -> float | None:
 DEFAULT_MAX_STEPS = 20
 
 
+DRIVEN_LOOP_ONLY = {
+    name: (f"{name} applies only to the agent loops evals-cli drives (openai_chat and openai_responses targets); "
+           "this kind's agent runs its own loop, whose model calls the harness neither makes nor can stop (bound it "
+           "with max_steps and sample_timeout)") for name in ("max_tokens_per_sample", "max_messages")}
+"""The sample limits a kind that does not drive its agent's loop refuses (command, http, python agents), with why."""
+
+
 class SampleLimits(StrictModel):
     """A sample's token and message limits, for the kinds whose agent loop the harness drives (inspect_ai's
     token_limit and message_limit; targets/limits.py counts them). Hitting one stops the sample, stop reason

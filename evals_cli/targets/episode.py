@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from evals_cli.environment.world import World
 from evals_cli.models.environment import Actor
 from evals_cli.models.sample import Sample
+from evals_cli.models.target_specs import DRIVEN_LOOP_ONLY
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory, Turn
 from evals_cli.simulation.loop import AgentFailed, converse
@@ -136,6 +137,11 @@ class Episode:
 
     async def run(self) -> Trajectory:
         target, sample, trajectory = self.target, self.sample, self.trajectory
+        try:
+            budget = self.budget()
+        except ValueError as exc:
+            trajectory.stop_reason = "error"
+            raise SampleFailed(exc, trajectory) from exc
         if type(target).run_turn is Target.run_turn:  # a kind that runs its whole episode (its own `run`, as
             return await target.run(sample, trajectory)  # every kind did before episodes)
         try:
@@ -162,7 +168,6 @@ class Episode:
             conversation.repeat = self.repeat
             conversation.workspace = self.servers.folder if self.servers is not None else None
         max_steps = sample.max_steps or target.max_steps
-        budget = self.budget()
         failed = True
         try:
             answered = await self._drive_within(budget, player, conversation, toolbox, schemas, max_steps)
@@ -185,8 +190,13 @@ class Episode:
         return trajectory
 
     def budget(self) -> SampleBudget:
-        """This sample's token and message limits: the row's own, else the target's (None: no limit)."""
+        """This sample's token and message limits: the row's own, else the target's (None: no limit). A row's
+        limit on a kind whose spec has none (its agent runs its own loop) cannot apply: the sample errors, never
+        a limit silently dropped."""
         sample, spec = self.sample, self.target.spec
+        for name in DRIVEN_LOOP_ONLY:
+            if getattr(sample, name) is not None and name not in type(spec).model_fields:
+                raise ValueError(f"sample {sample.id}: {name}: {DRIVEN_LOOP_ONLY[name]}; drop it from the row")
         tokens = sample.max_tokens_per_sample or getattr(spec, "max_tokens_per_sample", None)
         messages = sample.max_messages or getattr(spec, "max_messages", None)
         return SampleBudget(self.trajectory, tokens=tokens, messages=messages)
