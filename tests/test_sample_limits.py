@@ -94,15 +94,17 @@ def test_a_rows_own_limit_overrides_the_targets(server: ScriptedServer, tmp_path
 def test_a_bad_limit_is_refused_naming_the_field(tmp_path: Path, field: str, value: Any) -> None:
     suite = write_suite(tmp_path, [{"id": "s", "input": "hi"}], target={field: value})
     result = run_cli("validate", str(suite))
+    why = "a valid integer" if isinstance(value, str) else "greater than or equal to 1"
     assert result.returncode == 2
-    assert f"target.{field}" in result.stdout + result.stderr
+    assert f"target.{field}: input should be {why}" in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("field", ["max_tokens_per_sample", "max_messages"])
 def test_a_bad_row_limit_is_refused_naming_the_field(tmp_path: Path, field: str) -> None:
     suite = write_suite(tmp_path, [{"id": "s", "input": "hi", field: 0}])
     result = run_cli("validate", str(suite))
-    assert result.returncode == 2 and field in result.stdout + result.stderr
+    assert result.returncode == 2
+    assert f"sample 's': {field}: input should be greater than or equal to 1" in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("kind,spec", [("command", {"command": ["true"]}), ("http", {"url": "http://127.0.0.1:9/"})])
