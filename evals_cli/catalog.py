@@ -188,7 +188,7 @@ def _user_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
             f"the user ends it ({STOP_TOKEN} or the end_conversation tool; their last words are sent and "
             "answered first), max_turns, max_seconds, the agent's step bound or an error; the trajectory's "
             "end_reason says which (user_done, max_turns, time_limit, agent_error, user_error, agent_max_steps, "
-            "diverged, attacker_out_of_character)."), kinds
+            "agent_token_limit, agent_message_limit, diverged, attacker_out_of_character)."), kinds
 
 
 def _settings_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:

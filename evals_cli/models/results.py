@@ -61,6 +61,9 @@ NO_ANSWER = "no answer to judge"
 counted as such, never as a judged item, by calibration."""
 
 NO_ANSWER_ENDINGS = {"max_steps": "it was cut off at the step limit (max_steps) before answering",
+                     "token_limit": "it was cut off at the sample's token limit (max_tokens_per_sample) before "
+                                    "answering",
+                     "message_limit": "it was cut off at the sample's message limit (max_messages) before answering",
                      "cut_off": "the recorded conversation was cut off mid-call before an answer (cut_off)",
                      "empty_answer": "its final reply was empty (empty_answer)",
                      "unparsed_tool_call": "its last reply was a tool call written as text (unparsed_tool_call)"}

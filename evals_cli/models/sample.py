@@ -113,6 +113,10 @@ class Sample(StrictModel):
         "relative to the suite (ends in .j2, .jinja, .txt or .md)."
     )
     max_steps: int | None = Field(default=None, ge=1, description="Override of the target's loop bound.")
+    max_tokens_per_sample: int | None = Field(default=None, ge=1, description="Override of the target's token "
+                                              "limit for this sample (openai_chat, openai_responses targets).")
+    max_messages: int | None = Field(default=None, ge=1, description="Override of the target's message limit "
+                                     "for this sample (openai_chat, openai_responses targets).")
     agent_model: str | None = Field(
         default=None, min_length=1, description="This row's agent model (a tutorial item's data.config.model), asked "
         "for this row instead of the run's (--model, target.model, EVAL_AGENT_MODEL); a run over several models asks "

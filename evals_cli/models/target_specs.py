@@ -114,6 +114,29 @@ def sample_limit(value: float | None) -> float | None:
 DEFAULT_MAX_STEPS = 20
 
 
+DRIVEN_LOOP_ONLY = {
+    name: (f"{name} applies only to the agent loops evals-cli drives (openai_chat and openai_responses targets); "
+           "this kind's agent runs its own loop, whose model calls the harness neither makes nor can stop (bound it "
+           "with max_steps and sample_timeout)") for name in ("max_tokens_per_sample", "max_messages")}
+"""The sample limits a kind that does not drive its agent's loop refuses (command, http, python agents), with why."""
+
+
+class SampleLimits(StrictModel):
+    """A sample's token and message limits, for the kinds whose agent loop the harness drives (inspect_ai's
+    token_limit and message_limit; targets/limits.py counts them). Hitting one stops the sample, stop reason
+    `token_limit` or `message_limit`, graded as cut off; a row may set its own."""
+
+    max_tokens_per_sample: int | None = Field(
+        default=None, ge=1, description="Tokens (prompt plus completion, as each model call reports them) the agent "
+        "may use over the whole sample, all turns; checked after each model call, so the call that crosses it "
+        "counts whole; no further call is made and its tool calls are not run (stop reason token_limit). "
+        "Default: no limit.")
+    max_messages: int | None = Field(
+        default=None, ge=1, description="Messages the conversation may hold over the whole sample (system, user, "
+        "assistant and tool messages, pre-filled ones included); no model call is made once it holds this many "
+        "(stop reason message_limit). Default: no limit.")
+
+
 class TargetBase(StrictModel):
     """The base of a target kind's spec (public: `evals_cli.plugin.TargetBase`): every kind's spec has `kind`
     (its own `Literal`), a step bound and a time bound with defaults, so a plug-in's spec that names neither still

@@ -8,14 +8,22 @@ from pydantic import Field, PrivateAttr, SerializerFunctionWrapHandler, model_se
 
 from evals_cli.models.base import Record
 
-StopReason = Literal["completed", "empty_answer", "unparsed_tool_call", "max_steps", "cut_off", "error"]
+StopReason = Literal["completed", "empty_answer", "unparsed_tool_call", "max_steps", "token_limit", "message_limit",
+                     "cut_off", "error"]
 """Why the loop stopped. `completed`: the agent answered in text. `empty_answer`: it stopped without calling a
 tool and without a word. `unparsed_tool_call`: its final answer is a tool call written as text (JSON, fenced, or
 in <tool_call> tags) that the endpoint did not parse into a call, so no tool ran. `max_steps`: cut off at the
-bound. `cut_off`: a recorded conversation (a trace) ends mid-call: its last model reply asked for tools and no
-model call followed, or its last model call never ended (the agent was stopped by its own step cap, a crash or a
+step bound of a turn. `token_limit` / `message_limit`: cut off at the sample's `max_tokens_per_sample` (the
+agent's prompt plus completion tokens, over every turn) or `max_messages` (the conversation's messages); see
+targets/limits.py. `cut_off`: a recorded conversation (a trace) ends mid-call: its last model reply asked for
+tools and no model call followed, or its last model call never ended (the agent was stopped by its own step cap, a crash or a
 timeout: the recording cannot say which), so there is no final answer. `error`: the sample failed. Anything but
 `completed` is shown in the table and given to graders."""
+LIMIT_OPTIONS: dict[str, str] = {"max_steps": "max_steps", "token_limit": "max_tokens_per_sample",
+                                 "message_limit": "max_messages"}
+"""The stop reasons of a loop cut off at one of its bounds (no final answer of the agent's own), each with the
+option that set the bound."""
+LIMIT_STOPS: frozenset[str] = frozenset(LIMIT_OPTIONS)
 
 UserSource = Literal["prefilled", "scripted", "simulated", "replayed"]
 """Where a user message came from: `prefilled` (the row's pre-filled messages end with it), `scripted` (the row's
@@ -23,12 +31,14 @@ UserSource = Literal["prefilled", "scripted", "simulated", "replayed"]
 from an earlier run's conversation, `--replay-user`)."""
 
 EndReason = Literal["user_done", "max_turns", "time_limit", "agent_error", "user_error", "agent_max_steps",
-                    "diverged", "attacker_out_of_character"]
+                    "agent_token_limit", "agent_message_limit", "diverged", "attacker_out_of_character"]
 """Why a simulated-user conversation ended. `user_done`: the user said so (the stop token or the end tool; the
 words before it were sent and answered). `max_turns`: the agent answered the user's last allowed message.
 `time_limit`: the conversation ran past the user's `max_seconds` (the agent had answered every message it got).
 `agent_error`: the agent's endpoint or code failed. `user_error`: the simulator failed (its endpoint, or a reply
-out of character twice). `agent_max_steps`: the agent hit its step bound within a turn. `diverged`:
+out of character twice). `agent_max_steps`: the agent hit its step bound within a turn. `agent_token_limit` /
+`agent_message_limit`: the sample's token or message limit stopped the agent (stop reason `token_limit` /
+`message_limit`). `diverged`:
 `--replay-user` left the recorded path and the sample is marked so rather than continued.
 `attacker_out_of_character`: an attacker that had sent at least one message broke character twice (refused to go
 on, wrote as the assistant): the attack ended there and what it got from the agent is graded."""

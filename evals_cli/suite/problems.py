@@ -12,6 +12,8 @@ from typing import Any
 from pydantic import BaseModel, Discriminator, ValidationError
 from pydantic_core import ErrorDetails
 
+from evals_cli.models.target_specs import DRIVEN_LOOP_ONLY
+
 Loc = tuple[str | int, ...]
 
 def clip(text: str, limit: int = 120) -> str:
@@ -116,6 +118,8 @@ def _message(err: ErrorDetails, valid_keys: list[str], key: str | int | None) ->
     and tests must not pin it); pydantic's message, lower-cased, for the rest."""
     kind = err["type"]
     if kind == "extra_forbidden":
+        if str(key) in DRIVEN_LOOP_ONLY:  # a known option that this kind cannot apply
+            return DRIVEN_LOOP_ONLY[str(key)]
         hint = difflib.get_close_matches(str(key), valid_keys, n=1, cutoff=0.6)
         suggestion = f"did you mean '{hint[0]}'?" if hint else f"valid keys: {', '.join(valid_keys)}"
         return f"unknown key '{clip(str(key), 80)}'; {suggestion}"

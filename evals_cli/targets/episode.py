@@ -34,10 +34,12 @@ from typing import TYPE_CHECKING, Any
 from evals_cli.environment.world import World
 from evals_cli.models.environment import Actor
 from evals_cli.models.sample import Sample
+from evals_cli.models.target_specs import DRIVEN_LOOP_ONLY
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory, Turn
 from evals_cli.simulation.loop import AgentFailed, converse
 from evals_cli.targets.base import EpisodeState, SampleFailed, Target
+from evals_cli.targets.limits import SAMPLE_BUDGET, SampleBudget
 from evals_cli.tools.mock import MockToolbox, merge_tools, needs_world
 from evals_cli.tools.setup import run_setup_commands, run_setup_function
 
@@ -135,6 +137,11 @@ class Episode:
 
     async def run(self) -> Trajectory:
         target, sample, trajectory = self.target, self.sample, self.trajectory
+        try:
+            budget = self.budget()
+        except ValueError as exc:
+            trajectory.stop_reason = "error"
+            raise SampleFailed(exc, trajectory) from exc
         if type(target).run_turn is Target.run_turn:  # a kind that runs its whole episode (its own `run`, as
             return await target.run(sample, trajectory)  # every kind did before episodes)
         try:
@@ -163,7 +170,7 @@ class Episode:
         max_steps = sample.max_steps or target.max_steps
         failed = True
         try:
-            answered = await self._drive(player, conversation, toolbox, schemas, max_steps)
+            answered = await self._drive_within(budget, player, conversation, toolbox, schemas, max_steps)
             failed = False
         except Exception as exc:
             trajectory.stop_reason = "error"
@@ -174,8 +181,26 @@ class Episode:
                     await self._close(conversation, failed)
             finally:
                 await self.record_world()
-        trajectory.stop_reason = target.stop_reason(trajectory, toolbox) if answered else "max_steps"
+        if answered:
+            trajectory.stop_reason = target.stop_reason(trajectory, toolbox)
+        else:
+            trajectory.stop_reason = budget.hit or "max_steps"
+            if budget.hit is not None and trajectory.end_reason == "agent_max_steps":  # a simulated user's
+                trajectory.end_reason = "agent_token_limit" if budget.hit == "token_limit" else "agent_message_limit"
         return trajectory
+
+    def budget(self) -> SampleBudget:
+        """This sample's token and message limits: the row's own, else the target's (None: no limit). A row's
+        limit on a kind whose spec has none (its agent runs its own loop) cannot apply: the sample errors, never
+        a limit silently dropped."""
+        sample, spec = self.sample, self.target.spec
+        for name in DRIVEN_LOOP_ONLY:
+            if getattr(sample, name) is not None and name not in type(spec).model_fields:
+                raise ValueError(f"sample {sample.id}: {name}: {DRIVEN_LOOP_ONLY[name]}; drop it from the row")
+        tokens = sample.max_tokens_per_sample or getattr(spec, "max_tokens_per_sample", None)
+        messages = sample.max_messages or getattr(spec, "max_messages", None)
+        return SampleBudget(self.trajectory, tokens=tokens, messages=messages)
+
     async def _close(self, state: EpisodeState, failed: bool) -> None:
         """The kind's per-episode resources released; an error doing so fails an episode that had not failed."""
         try:
@@ -185,6 +210,15 @@ class Episode:
                 return
             self.trajectory.stop_reason = "error"
             raise SampleFailed(exc, self.trajectory) from exc
+
+    async def _drive_within(self, budget: SampleBudget, *args: Any) -> bool:
+        """`_drive` with this sample's budget in force for its task (the loops read it before each model call);
+        a context variable, as one target serves many samples at once."""
+        token = SAMPLE_BUDGET.set(budget)
+        try:
+            return await self._drive(*args)
+        finally:
+            SAMPLE_BUDGET.reset(token)
 
     async def _drive(self, player: UserPlayer | None, conversation: list[dict[str, Any]], toolbox: MockToolbox,
                      schemas: list[dict[str, Any]], max_steps: int) -> bool:

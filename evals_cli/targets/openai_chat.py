@@ -8,14 +8,15 @@ from pydantic import Field, model_validator
 
 from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.models.sample import Sample
-from evals_cli.models.target_specs import DEFAULT_SAMPLE_TIMEOUT, SAMPLE_TIMEOUT_HELP, EndpointSpec
+from evals_cli.models.target_specs import DEFAULT_SAMPLE_TIMEOUT, SAMPLE_TIMEOUT_HELP, EndpointSpec, SampleLimits
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
 from evals_cli.targets.base import TARGETS, Toolbox
 from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options, take_step
+from evals_cli.targets.limits import limit_reached, tokens_exceeded
 from evals_cli.text_caps import cap, clean_text
 
 
-class OpenAIChatTarget(EndpointSpec):
+class OpenAIChatTarget(SampleLimits, EndpointSpec):
     """The agent loop over Chat Completions with mocked tools."""
 
     kind: Literal["openai_chat"] = "openai_chat"
@@ -49,16 +50,20 @@ class OpenAIChat(ToolLoopTarget):
 
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, messages: list[dict[str, Any]],
                        toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
-        """Loop until a reply without tool calls (True) or the step bound (False)."""
+        """Loop until a reply without tool calls (True), the step bound or the sample's limits (False)."""
         client = self.pool.client(self.endpoint)
         kwargs = self._request_options(schemas, sample.agent_model)
         for step_index in range(max_steps):
+            if limit_reached():
+                return False
             step, calls = await take_step(sample, turn, turn_index, step_index,
                                           lambda: client.chat.completions.create(messages=messages, **kwargs),
                                           _read_response)
             if not calls:
                 messages.append({"role": "assistant", "content": step.content or ""})
                 return True
+            if tokens_exceeded():  # the reply that crossed the token limit: its calls are not run
+                return False
             triples = []
             for call in calls:
                 function = getattr(call, "function", None)

@@ -12,14 +12,15 @@ from pydantic import Field
 
 from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.models.sample import Sample
-from evals_cli.models.target_specs import AgentPrompt, EndpointSpec
+from evals_cli.models.target_specs import AgentPrompt, EndpointSpec, SampleLimits
 from evals_cli.models.trajectory import Step, Trajectory, Turn, Usage
 from evals_cli.targets.base import TARGETS, Toolbox
 from evals_cli.targets.common import ToolLoopTarget, answer_calls, initial_messages, request_options, take_step
+from evals_cli.targets.limits import limit_reached, tokens_exceeded
 from evals_cli.text_caps import cap, clean_text
 
 
-class OpenAIResponsesTarget(AgentPrompt, EndpointSpec):
+class OpenAIResponsesTarget(SampleLimits, AgentPrompt, EndpointSpec):
     """The agent loop over the Responses API (POST /v1/responses) with mocked tools: the system prompt goes in
     `instructions`, the conversation in `input` items, tool results back as function_call_output items."""
 
@@ -67,15 +68,19 @@ class OpenAIResponses(ToolLoopTarget):
 
     async def run_turn(self, sample: Sample, turn_index: int, turn: Turn, items: list[dict[str, Any]],
                        toolbox: Toolbox, schemas: list[dict[str, Any]], max_steps: int) -> bool:
-        """Loop until a reply without function calls (True) or the step bound (False)."""
+        """Loop until a reply without function calls (True), the step bound or the sample's limits (False)."""
         client = self.pool.client(self.endpoint)
         kwargs = self._request_options(schemas, instructions(sample, self.system_prompt), sample.agent_model)
         for step_index in range(max_steps):
+            if limit_reached():
+                return False
             step, calls = await take_step(sample, turn, turn_index, step_index,
                                           lambda: client.responses.create(input=items, **kwargs), _read_response)
             if not calls:
                 items.append({"role": "assistant", "content": step.content or ""})
                 return True
+            if tokens_exceeded():  # the reply that crossed the token limit: its calls are not run
+                return False
             await answer_calls(toolbox, step, calls, turn_index, step_index)
             if step.content:
                 items.append({"role": "assistant", "content": step.content})

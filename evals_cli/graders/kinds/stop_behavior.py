@@ -2,8 +2,8 @@
 
 - premature_stop: it stopped by itself before the required tools were called;
 - no_stop: it kept calling tools (or called a mutating tool) after the required calls were complete;
-- max_steps: the loop cut it off at the step limit (stop_reason max_steps), or a traced conversation ends mid-call
-  (stop_reason cut_off).
+- max_steps: the loop cut it off at the step limit (stop_reason max_steps) or at the sample's token or message
+  limit (token_limit, message_limit), or a traced conversation ends mid-call (stop_reason cut_off).
 
 "Complete" is the first model step after which every required tool (globs, as a multiset, any order) has been
 called by a call that reached a tool; unknown tools and unparseable arguments do not count, so a retry of a
@@ -29,7 +29,7 @@ from evals_cli.graders.expectations import state_reached
 from evals_cli.models.environment import EFFECTS, ExpectedState
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade
-from evals_cli.models.trajectory import ToolCall
+from evals_cli.models.trajectory import LIMIT_OPTIONS, LIMIT_STOPS, ToolCall
 
 StopCheck = Literal["premature_stop", "no_stop", "max_steps"]
 STOP_CHECKS: tuple[StopCheck, ...] = ("premature_stop", "no_stop", "max_steps")
@@ -140,7 +140,8 @@ class _Checks:
     def premature_stop(self) -> Check:
         if self.required is None:
             return Check(1.0, "no required tools: nothing to check", applicable=False)
-        if self.stop_reason in ("max_steps", "cut_off", "error"):  # empty_answer, unparsed_tool_call: it stopped itself
+        # a bound, a recording cut off or an error; empty_answer and unparsed_tool_call: it stopped itself
+        if self.stop_reason in LIMIT_STOPS or self.stop_reason in ("cut_off", "error"):
             return Check(1.0, f"not applicable: the agent did not stop by itself ({self.stop_reason}; see max_steps)",
                          applicable=False)
         if self.done is not None:
@@ -184,6 +185,9 @@ class _Checks:
     def max_steps(self) -> Check:
         if self.stop_reason == "max_steps":
             return Check(0.0, "cut off at the step limit (stop_reason max_steps): no final answer of its own")
+        if self.stop_reason in LIMIT_STOPS:  # the sample's token or message limit: a bound, as max_steps is
+            return Check(0.0, f"cut off at the sample's limit {LIMIT_OPTIONS[self.stop_reason]} (stop_reason "
+                              f"{self.stop_reason}): no final answer of its own")
         if self.stop_reason == "cut_off":  # a recording that ends mid-call: stopped from outside, as at a bound
             return Check(0.0, "the recorded conversation was cut off mid-call (stop_reason cut_off): no final "
                               "answer of its own")
