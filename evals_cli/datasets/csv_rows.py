@@ -13,7 +13,8 @@ The column mapping, in the spirit of both tools:
   `expected_tool_order`, `forbidden_tools`, `tags`, `secrets`,
   `must_cite`, `must_not_say` take a JSON list or, for `tags`, `secrets` and the tool lists, comma-separated values
   (a secret holding a comma is written as a JSON list).
-- `max_steps` (an integer), `category`, `rubric`, `rubric_path`, `success`, `agent_model`: text.
+- `max_steps`, `max_tokens_per_sample`, `max_messages`: integers; `category`, `rubric`, `rubric_path`, `success`,
+  `agent_model`: text.
 - Every field a JSONL row can have is one of these (a test keeps it so): a row field read as a rubric variable
   would be silently ignored, and a grader with nothing to check is n/a, never a failure.
 - promptfoo's `__metadata:NAME` columns go into `metadata.NAME`, `__description` into `metadata.description`;
@@ -45,7 +46,8 @@ JSON_FIELDS = ("rubric_vars", "metadata", "agent_args", "extra_vars", "tools", "
 LIST_FIELDS = ("expected_tool_order", "forbidden_tools", "tags", "secrets")  # JSON list, or comma-separated names
 TEXT_OR_LIST = ("input", "ground_truth", "must_cite", "must_not_say")  # text, or a JSON list
 TEXT_FIELDS = ("id", "sample_id", "category", "rubric", "rubric_path", "success", "agent_model")
-KNOWN = frozenset((*JSON_FIELDS, *LIST_FIELDS, *TEXT_OR_LIST, *TEXT_FIELDS, "max_steps"))
+WHOLE_NUMBERS = ("max_steps", "max_tokens_per_sample", "max_messages")  # a row's own bounds
+KNOWN = frozenset((*JSON_FIELDS, *LIST_FIELDS, *TEXT_OR_LIST, *TEXT_FIELDS, *WHOLE_NUMBERS))
 PROMPTFOO_META = "__metadata:"
 _BAD_BYTES = range(0xDC80, 0xDD00)  # surrogateescape's stand-ins for bytes that are not UTF-8
 
@@ -123,11 +125,11 @@ def _cell(column: str, cell: str, where: str) -> tuple[Any, str | None]:
         if text.startswith("["):
             return _json(text, column, where)
         return [part.strip() for part in text.split(",") if part.strip()], None
-    if column == "max_steps":
+    if column in WHOLE_NUMBERS:
         try:
             return int(text), None
         except ValueError:
-            return None, f"{where}: column max_steps: {clip(text)!r} is not a whole number"
+            return None, f"{where}: column {column}: {clip(text)!r} is not a whole number"
     return cell, None
 
 
