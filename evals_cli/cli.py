@@ -135,7 +135,7 @@ def run(
     judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="Judge endpoint (over the graders' own base_url, the judge block and EVAL_JUDGE_BASE_URL).")] = None,
     judge_api_key: Annotated[str | None, typer.Option("--judge-api-key", help="Judge API key (over the graders' own, the judge block and EVAL_JUDGE_API_KEY).")] = None,
     max_error_rate: Annotated[float | None, typer.Option("--max-error-rate", min=0, max=1, show_default=False, help="Exit 3 past this share of errored samples (default 0.2; a resume keeps the run's).")] = None,
-    repeats: Annotated[int | None, typer.Option("--repeats", "-r", min=1, help="Run every sample N times (pass@k, pass^k).")] = None,
+    repeats: Annotated[int | None, typer.Option("--repeats", "-r", min=1, help="Run every sample N times (pass@k, pass^k); gate.reducer makes a sample's N runs one sample before the gate.")] = None,
     keyword: Annotated[str | None, typer.Option("-k", hidden=True)] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Per-request timeout in seconds.")] = None,
     sample_timeout: Annotated[float | None, typer.Option("--sample-timeout", min=0, help="Seconds one sample may take in all (default 600; 0: no limit).")] = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evals_cli.models.results import Grade, SampleResult
+from evals_cli.models.results import Grade, ReducedSample, SampleResult
 from evals_cli.models.trajectory import StateChange, diverged_turn
 
 MAX_ROWS = 200
@@ -134,6 +134,8 @@ class Row:
     reasons: list[str] = field(default_factory=list)  # why it failed or errored (see reasons_for)
     # distinct reasons past MAX_REASONS: counted under the table, shown whole by `evals report RUN --why full`
     more_reasons: set[str] = field(default_factory=set)
+    reduced: ReducedSample | None = None  # gate.reducer: what the gate counted for the sample (display/reduced.py)
+    reducer: str = ""
 
     @property
     def failing(self) -> bool:

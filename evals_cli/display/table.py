@@ -17,6 +17,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from evals_cli.display import reduced
 from evals_cli.display.state import Cell, Row, RunState
 from evals_cli.display.state_diff import describe_changes
 from evals_cli.display.why import WholeReasons
@@ -66,6 +67,8 @@ def _mark(row: Row) -> Text:
             mark.append(f" ({row.error})", style="yellow")
         if row.failed_by:
             mark.append(f" {', '.join(row.failed_by)}", style="red")
+        if row.reduced is not None:  # gate.reducer: what the gate counted for the sample
+            mark.append_text(reduced.mark(row.reduced, row.reducer))
         return mark
     if row.error:
         return Text(f"{'incomplete' if row.incomplete else 'error'}: {row.error}", style="yellow")
@@ -428,6 +431,8 @@ def footer(summary: RunSummary, said: Iterable[str] = ()) -> Text:
     if rel is not None:
         lines.append(f"reliability over {rel.repeats} repeats: pass@{rel.repeats} {_fmt(rel.pass_at_k)}, "
                      f"pass^{rel.repeats} {_fmt(rel.pass_hat_k)}, mean pass rate {_fmt(rel.mean_pass_rate)}\n")
+    if (line := reduced.counts_line(summary)) is not None:
+        lines.append(line + "\n")
     lines.append(_tokens_line(summary) + f"   time: {summary.duration_s:.1f}s\n")
     if summary.cache is not None:
         lines.append(cache_line(summary.cache) + "\n")
@@ -502,6 +507,7 @@ def render_run(state: RunState, summary: RunSummary, run_dir: Path | str | None 
     """The samples, why the failing ones failed, the graders, the footer. `run_dir` names the run in the
     command that opens the full report (`evals report RUN --html report.html`); `why` (`evals report --why
     full|all`) prints every reason whole in place of the lines cut to fit."""
+    reduced.attach(state, summary)
     reasons: Reasons | WholeReasons = why if why is not None else Reasons(state, run_dir)
     said = reasons.said()
     if summary.made_no_call():  # no model answered: a row per sample with nothing in it says nothing

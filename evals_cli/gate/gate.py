@@ -34,6 +34,7 @@ from evals_cli.gate.kinds import (
     _reward_nodes,
     effective_weights,
 )
+from evals_cli.gate.reducers import Reducer
 from evals_cli.gate.run_rule import run_verdict
 from evals_cli.gate.turns import settle_replies, settle_turns
 from evals_cli.models.results import ErrorInfo, FailedBy, GateResult, Grade, GraderAggregate, Reliability, TurnScores
@@ -119,6 +120,8 @@ class Gate:
         self.unknown_tools: str = getattr(spec, "unknown_tools", "fail")
         self.not_applicable: str = getattr(spec, "not_applicable", "exclude")
         self.turn_pass = turn_pass
+        reducer = getattr(spec, "reducer", None)
+        self.reducer = Reducer.parse(reducer) if reducer else None  # gate/reducers.py; read with repeats > 1
 
     @property
     def na_pass(self) -> bool:
@@ -320,9 +323,14 @@ class Gate:
         return self.root.thresholds()
 
     def decide(self, aggregates: dict[str, GraderAggregate], reliability: Reliability | None = None,
-               counts: tuple[int, int] | None = None) -> GateResult:
+               counts: tuple[int, int] | None = None, reduced: bool = False) -> GateResult:
         """The run's verdict (run_rule.py); `counts` (samples passed, samples with a verdict) feed
-        `aggregation: pass_rate`."""
+        `aggregation: pass_rate`. `reduced`: the aggregates and counts are of samples made one by the reducer
+        (output/summary.py), which the message says."""
         verdict = self.root.decide(aggregates, reliability, counts)
         subgates = len(self.root.children) if isinstance(self.root, _Logical) else 0
-        return run_verdict(self.spec, verdict, self.weights, self.not_applicable, subgates, reliability, counts)
+        per_sample = None
+        if reduced and self.reducer is not None and reliability is not None:
+            per_sample = self.reducer.describe(reliability.repeats)
+        return run_verdict(self.spec, verdict, self.weights, self.not_applicable, subgates, reliability, counts,
+                           per_sample)

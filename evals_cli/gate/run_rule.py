@@ -24,9 +24,10 @@ class Verdict:
 
 def run_verdict(spec: AnyGate, verdict: Verdict, weights: dict[str, float], not_applicable: str,
                 subgates: int, reliability: Reliability | None = None,
-                counts: tuple[int, int] | None = None) -> GateResult:
+                counts: tuple[int, int] | None = None, per_sample: str | None = None) -> GateResult:
     """The run's verdict from the root's decision; the message says in words what was compared with what.
-    `subgates`: the sub-gates a logical gate kept (those whose graders run)."""
+    `subgates`: the sub-gates a logical gate kept (those whose graders run). `per_sample`: how each sample was
+    made of its repeats (gate.reducer), when the gate read reduced samples rather than runs."""
     op: str
     if isinstance(spec, LogicalGate):
         # metric: the share of sub-gates that passed; `and` needs all of them, `or` one
@@ -38,11 +39,13 @@ def run_verdict(spec: AnyGate, verdict: Verdict, weights: dict[str, float], not_
     if verdict.passed is None:
         message = UNDECIDED + _why_undecided(spec, verdict, weights, subgates)
     elif verdict.passed:
-        warning = _few_passed(counts, "sample runs" if reliability is not None and reliability.repeats > 1
-                              else "samples")
+        runs = reliability is not None and reliability.repeats > 1 and per_sample is None
+        warning = _few_passed(counts, "sample runs" if runs else "samples")
         message = f"Gate PASSED{f' (but {warning})' if warning else ''}: {verdict.text}"
     else:
         message = f"Gate FAILED: {verdict.text}"
+    if per_sample is not None:
+        message += f" (each sample: {per_sample})"
     return GateResult(passed=verdict.passed, metric=verdict.metric if verdict.passed is not None else None,
                       op=op, value=value, aggregation=aggregation, weights=weights, message=message,
                       not_applicable=not_applicable, warning=warning)

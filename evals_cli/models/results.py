@@ -199,10 +199,11 @@ class FailedBy(Record):
     """One reason a sample failed: a required grader under its threshold, the gate's own sample rule, or a
     call to a tool that was never offered."""
 
-    rule: Literal["required", "threshold", "weighted", "unknown_tool"] = Field(
+    rule: Literal["required", "threshold", "weighted", "unknown_tool", "at_least"] = Field(
         description="required: a required grader under its threshold; threshold: a grader under its threshold "
         "with gate.sample_pass all; weighted: the gate's per-sample rule on the weighted score; unknown_tool: "
-        "the agent called a tool it was never offered.")
+        "the agent called a tool it was never offered; at_least: fewer of a sample's repeats passed than "
+        "gate.reducer at_least_N needs (summary.json's reduced samples only).")
     grader: str | None = Field(default=None, description="The grader to blame (None for weighted/unknown_tool).")
     score: float | None = None
     threshold: float | None = None
@@ -283,6 +284,41 @@ class Reliability(Record):
     pass_at_k: float | None = None
     pass_hat_k: float | None = None
     mean_pass_rate: float | None = None
+
+
+class ReducedSample(Record):
+    """One sample's repeats made one by `gate.reducer`: what the gate counted for it (each repeat's own line in
+    results.jsonl is unchanged)."""
+
+    sample_id: str
+    repeats: int = Field(description="Its results (repeats run), errored ones included.")
+    graded: int = Field(description="Of those, the repeats that did not error: the reduction reads these.")
+    passes: int = Field(description="Of those, the repeats whose own verdict passed.")
+    score: float | None = Field(default=None, description="The reduced score: the weighted score of the reduced "
+                                "grades (mean/median/mode/max), 1.0 or 0.0 (at_least_N); None with no verdict.")
+    passed: bool | None = None
+    grades: dict[str, float | None] = Field(default_factory=dict, description="Each grader's reduced score (None: "
+                                            "no score, or n/a in every graded repeat).")
+    failed_by: list[FailedBy] = Field(default_factory=list)
+    error: ErrorInfo | None = Field(default=None, description="Why it has no verdict: every repeat errored, or "
+                                    "(max, at_least_N) an errored repeat could still have made it pass.")
+    note: str | None = Field(default=None, description="Why it has no verdict though nothing errored.")
+
+
+class Reduction(Record):
+    """`gate.reducer` over a run with repeats: the samples the gate counted, each one sample whatever its
+    repeats; the run's own counts (total, passed, failed) still count repeats."""
+
+    reducer: str
+    repeats: int
+    samples: int = 0
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    unchecked: int = 0
+    graders: dict[str, GraderAggregate] = Field(
+        default_factory=dict, description="Each grader's aggregates over the reduced samples: what the gate read.")
+    per_sample: list[ReducedSample] = Field(default_factory=list)
 
 
 class JudgeAgreement(Record):
@@ -399,6 +435,9 @@ class RunSummary(SummaryBase):
     roles: dict[str, RoleUse] = Field(
         default_factory=dict, description="Per role (agent, judge, user), over the run: tokens, seconds, calls, cost.")
     reliability: Reliability | None = None
+    reduced: Reduction | None = Field(
+        default=None, description="gate.reducer with repeats > 1: each sample's repeats made one sample, which is "
+        "what the gate read (its aggregates and pass_rate); None without a reducer.")
     judge_agreement: dict[str, JudgeAgreement] = Field(default_factory=dict)
     calibration: dict[str, JudgeCalibration] = Field(
         default_factory=dict, description="Judges with `calibration:` labels: the pass rate corrected for their errors.")

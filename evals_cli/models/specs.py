@@ -16,6 +16,7 @@ from pydantic import (
     Tag,
     TypeAdapter,
     field_validator,
+    model_validator,
 )
 
 from evals_cli.custom_code import is_module_ref
@@ -56,6 +57,47 @@ class _SampleRule(StrictModel):
         description="exclude: a grade with nothing to check (n/a) is left out of every average, accuracy and "
         "percentile, and of the sample's weighted score (its weights renormalise over the graders that applied); "
         "pass: n/a counts as 1.0 everywhere (the first-principles harness's convention).")
+    reducer: str | None = Field(
+        default=None, json_schema_extra={"examples": ["mean", "median", "mode", "max", "at_least_2"]},
+        description="With repeats > 1, how a sample's repeats become one sample before the gate (inspect_ai's "
+        "epoch reducers): mean, median, mode or max of each grader's scores over the sample's graded repeats, "
+        "the sample then judged once on those; at_least_N: the sample passes when at least N of its repeats "
+        "passed. An errored repeat is never a zero. Default (unset): every repeat counts as a sample run of "
+        "its own in the aggregates and pass_rate.")
+
+    @field_validator("reducer")
+    @classmethod
+    def _known_reducer(cls, value: str | None) -> str | None:
+        if value is not None and not is_reducer(value):
+            raise ValueError(f"unknown reducer '{value}'; use mean, median, mode, max or at_least_N (N >= 1, e.g. "
+                             "at_least_2: the sample passes when at least 2 of its repeats passed)")
+        return value
+
+    @model_validator(mode="after")
+    def _reducer_has_scores(self) -> _SampleRule:
+        """A custom reward scores each repeat with the suite's function, on that repeat's trajectory: there are no
+        grader scores to reduce it from, and calling the function again on reduced grades would score a run that
+        never happened."""
+        if self.reducer is not None and _holds_custom(self):
+            raise ValueError(f"reducer: '{self.reducer}' cannot reduce a custom reward gate (kind: custom, also "
+                             "inside a logical gate): its reward is a function of one repeat's trajectory; leave "
+                             "reducer out, or gate on pass_at_k / pass_hat_k")
+        return self
+
+
+def _holds_custom(gate: Any) -> bool:
+    if isinstance(gate, CustomRewardGate):
+        return True
+    return isinstance(gate, LogicalGate) and any(_holds_custom(sub) for sub in gate.gates)
+
+
+def is_reducer(value: str) -> bool:
+    """mean, median, mode, max, or at_least_N with N >= 1."""
+    n = value.removeprefix("at_least_")
+    return value in REDUCERS or (n != value and n.isdigit() and n.isascii() and int(n) >= 1 and n[0] != "0")
+
+
+REDUCERS = ("mean", "median", "mode", "max")
 
 
 class _Thresholds(_SampleRule):
@@ -217,7 +259,7 @@ def _check_gate_names(gate: dict[str, Any], path: tuple[Any, ...], graders: list
             if isinstance(sub, dict):
                 problems.extend(_check_gate_names(sub, (*path, "gates", i), graders))
                 for key, default in (("sample_pass", "weighted"), ("unknown_tools", "fail"),
-                                     ("not_applicable", "exclude")):
+                                     ("not_applicable", "exclude"), ("reducer", None)):
                     if sub.get(key, default) != default:
                         problems.append(((*path, "gates", i, key), f"{key} is read from the top-level gate only; "
                                                                    "set it there"))

@@ -8,12 +8,14 @@ from typing import Literal
 
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_PASSED
 from evals_cli.gate.gate import Gate
+from evals_cli.gate.reducers import Repeat, reduce_sample
 from evals_cli.gate.scores import aggregate, counted, threshold_key
 from evals_cli.models.results import (
     Grade,
     GraderAggregate,
     JudgeAgreement,
     ModelRun,
+    Reduction,
     Reliability,
     RoleUse,
     RunSummary,
@@ -29,7 +31,8 @@ class Accumulator:
     """Folds results into a summary as they arrive (no need to keep every result in memory)."""
 
     def __init__(self, gate: Gate, suite: str, grader_names: Iterable[str], repeats: int = 1,
-                 pricing: dict[str, tuple[float, float]] | None = None) -> None:
+                 pricing: dict[str, tuple[float, float]] | None = None, reduce: bool = True) -> None:
+        """`reduce` False: fold results as they are, whatever the gate's reducer (the reduced samples' own fold)."""
         self.gate = gate
         self.suite = suite
         self.repeats = repeats
@@ -38,6 +41,9 @@ class Accumulator:
         self.latencies = LatencyHistogram()
         # per sample: (passes, graded runs); only kept when samples repeat
         self.per_sample: dict[str, list[int]] = {}
+        # gate.reducer: what each repeat gives the reduction, per sample in order of first result (the number of
+        # repeats is known only at the end: `evals report` learns it from the results)
+        self.repeat_log: dict[str, list[Repeat]] | None = {} if reduce and gate.reducer is not None else None
         self.scores: dict[str, ScoreCounts] = {g: ScoreCounts() for g in grader_names}  # the scores counted
         self.scored: dict[str, int] = {}  # per grader: samples it gave a score (n/a included)
         self.grade_errors: Counter[str] = Counter()
@@ -67,6 +73,8 @@ class Accumulator:
         bad_args = sum(1 for call in result.trajectory.tool_calls if call.arguments_error)
         if bad_args:
             self.errors_by_category["tool_args"] += bad_args
+        if self.repeat_log is not None:
+            self.repeat_log.setdefault(result.sample_id, []).append(Repeat.of(result))
         if self.repeats > 1:  # per sample: [passed runs, runs with a verdict, runs]
             counts = self.per_sample.setdefault(result.sample_id, [0, 0, 0])
             counts[2] += 1
@@ -154,6 +162,22 @@ class Accumulator:
             mean_pass_rate=sum(p / n for p, n, _ in graded) / len(graded),
         )
 
+    def reduction(self) -> Reduction | None:
+        """gate.reducer over a run with repeats: each sample's repeats made one (gate/reducers.py), folded as a
+        run of one repeat is, so its aggregates and counts are what the gate reads."""
+        reducer = self.gate.reducer
+        if reducer is None or self.repeat_log is None or self.repeats <= 1:
+            return None
+        fold = Accumulator(self.gate, self.suite, list(self.scores), reduce=False)
+        per_sample = []
+        for sample_id, repeats in self.repeat_log.items():
+            record, result = reduce_sample(self.gate, reducer, sample_id, repeats)
+            per_sample.append(record)
+            fold.add(result)
+        return Reduction(reducer=reducer.name, repeats=self.repeats, samples=fold.total, passed=fold.passed,
+                         failed=fold.failed, errored=fold.errored, unchecked=fold.unchecked,
+                         graders=fold.aggregates(), per_sample=per_sample)
+
     def judge_agreement(self) -> dict[str, JudgeAgreement]:
         out = {}
         for name in sorted(set(self.panel_units) | set(self.unreliable)):
@@ -169,13 +193,19 @@ class Accumulator:
     def summary(self) -> RunSummary:
         aggregates = self.aggregates()
         reliability = self.reliability()
+        reduced = self.reduction()
+        if reduced is not None:  # the gate reads the samples the reducer made, not the runs
+            gate = self.gate.decide(reduced.graders, reliability, (reduced.passed, reduced.passed + reduced.failed),
+                                    reduced=True)
+        else:
+            gate = self.gate.decide(aggregates, reliability, (self.passed, self.passed + self.failed))
         return RunSummary(
             suite=self.suite, total=self.total, graded=self.total - self.errored, errored=self.errored,
             passed=self.passed, failed=self.failed, unchecked=self.unchecked,
             errors_by_category=dict(self.errors_by_category),
             graders=aggregates, usage=self.usage,
-            gate=self.gate.decide(aggregates, reliability, (self.passed, self.passed + self.failed)),
-            judge_usage=self.judge_usage, user_usage=self.user_usage, roles=self.roles, reliability=reliability,
+            gate=gate, judge_usage=self.judge_usage, user_usage=self.user_usage, roles=self.roles,
+            reliability=reliability, reduced=reduced,
             judge_agreement=self.judge_agreement(),
             grades_total=self.grades_total, grades_missing=self.missing_grades,
             cost=self.cost if self.pricing else None,

@@ -194,6 +194,12 @@ class PreparedRun:
         self.tags = options.tags if options.tags is not None else suite.sample_tags
         self.max_samples = options.max_samples or suite.max_samples
         self.repeats = options.repeats or suite.repeats
+        reducer = self.gate.reducer
+        if reducer is not None and reducer.kind == "at_least" and reducer.n > self.repeats:
+            given = f"--repeats {options.repeats}" if options.repeats else f"repeats: {suite.repeats}"
+            self._problem([f"gate.reducer: {reducer.name} needs {reducer.n} repeats of every sample, and {given} "
+                           f"runs each sample {self.repeats} time(s); set repeats (or -r) to {reducer.n} or more, or "
+                           "lower N"], located=True)
         self.shard = parse_shard(options.shard) if options.shard else None
         # --sample-id and --rerun-failed: a run keeps the samples they name; validate checks every row
         self.rerun: FailedSamples | None = None

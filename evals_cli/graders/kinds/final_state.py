@@ -13,8 +13,9 @@ from pydantic import Field
 
 from evals_cli.environment.unread import is_unread
 from evals_cli.environment.world import World
-from evals_cli.graders.base import GRADERS, GradeContext, Grader
+from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.graders.expectations import Outcome, evaluate
+from evals_cli.graders.state_assertions import NoVerdict, StateAssertion, load_assertions, run_assertion
 from evals_cli.models.environment import ExpectedState, normal_target
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.fields import ScoreMode
@@ -30,6 +31,11 @@ class FinalStateSpec(GraderBase):
     expected_state: ExpectedState | None = Field(
         default=None, description="Expected state for every sample; default the row's expected_state.")
     score: ScoreMode = Field(default="binary", description="binary: every expectation met; fraction: met/total.")
+    assertions: list[StateAssertion] = Field(
+        default_factory=list, description="Functions over the world (tau2-bench's env_assertions), each an "
+        "expectation beside the expected state's: {python: checks.py:fn, arguments, message}, fn(final, initial, "
+        "sample, **arguments) -> bool | (bool, reason). One that raises or returns anything else leaves the grade "
+        "without a score (an error, never a fail).")
 
 
 def expected_for(sample: Sample, own: ExpectedState | None) -> ExpectedState | None:
@@ -40,21 +46,26 @@ def expected_for(sample: Sample, own: ExpectedState | None) -> ExpectedState | N
 class FinalStateGrader(Grader[FinalStateSpec]):
     """One outcome per expectation; the rationale names each unmet one."""
 
+    def __init__(self, name: str, spec: FinalStateSpec, ctx: GraderContext) -> None:
+        super().__init__(name, spec, ctx)
+        self.assertions = load_assertions(spec.assertions, ctx.base_dir)  # under the suite's custom-code policy
+
     async def grade(self, ctx: GradeContext) -> Grade:
         changes = ctx.trajectory.state_changes
         if changes is None and ctx.sample.environment is None:
             return Grade.not_applicable("the sample has no environment: no state to grade")
         expected = expected_for(ctx.sample, self.spec.expected_state)
         gold = ctx.sample.expected_actions
-        if expected is None and gold is None:
-            return Grade.not_applicable("no expected_state (the row's or the grader's) and no expected_actions: "
-                                        "nothing to check")
+        if expected is None and gold is None and not self.assertions:
+            return Grade.not_applicable("no expected_state (the row's or the grader's), no expected_actions and no "
+                                        "assertions: nothing to check")
         if changes is None:
             return Grade.failed("the trajectory records no final state (state_changes is missing), so the "
                                 "environment cannot be graded")
         initial = World(ctx.sample.environment).apply(ctx.trajectory.starting_changes())  # after setup
         final = initial.apply(changes)
-        unknown = unread_targets(expected, gold is not None, initial, final)
+        # an assertion reads what it likes: like the gold calls, the whole world must be known
+        unknown = unread_targets(expected, gold is not None or bool(self.assertions), initial, final)
         if unknown:  # a live workspace's file over the read-back bound: its final text was never read
             shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
             return Grade.not_applicable(f"{shown}: over the workspace read-back bound (1 MiB), so its final text "
@@ -65,6 +76,11 @@ class FinalStateGrader(Grader[FinalStateSpec]):
             try:
                 outcomes += gold_outcomes(await gold_world(ctx.sample, ctx.tools, initial, ctx.user_tools), final)
             except GoldActionError as exc:  # the row is wrong, not the agent: no score
+                return Grade.failed(str(exc))
+        for item in self.assertions:  # an exit or running out of time raises: the grade's custom_code error
+            try:
+                outcomes.append(await run_assertion(item, final, initial, ctx.sample))
+            except NoVerdict as exc:  # the suite's function gave no verdict: no score, never a fail
                 return Grade.failed(str(exc))
         if not outcomes:  # nothing was checked: a pass here would be a verdict about nothing
             return Grade.not_applicable("the expected state names nothing to check")
