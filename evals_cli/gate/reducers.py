@@ -22,14 +22,25 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from evals_cli.models.results import ErrorInfo, FailedBy, Grade, ReducedSample, SampleResult
 from evals_cli.models.specs import REDUCERS, is_reducer
 from evals_cli.thresholds import EPS
 
-if TYPE_CHECKING:
-    from evals_cli.gate.gate import Gate
+
+class Gate(Protocol):
+    """What a reducer reads of the run's gate (gate/gate.py's `Gate`, which holds the reducer: named here by its
+    shape, so the two modules do not import each other)."""
+
+    @property
+    def na_pass(self) -> bool: ...
+
+    def judge_sample(self, grades: dict[str, Grade]) -> Any: ...
+
+    def grader_passes(self, grader: str, score: float) -> bool: ...
+
+    def threshold(self, grader: str) -> float: ...
 
 
 @dataclass(frozen=True)
