@@ -13,6 +13,7 @@ spans rebuild the episode's trajectory (targets/external.py). The sample's timeo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import uuid
@@ -157,7 +158,9 @@ class CommandEpisode(ExternalEpisode):
             exited = await self.agent.end(None if failed else self.target.spec.exit_timeout)
         if failed:
             return
-        requests = receiver_for(self.target).requests_for(self.tag, opened=self.opened) if self.target.spec.telemetry else []
+        requests = []
+        if self.target.spec.telemetry:  # its settle wait (up to SETTLE_S) blocks a thread, not every episode's loop
+            requests = await asyncio.to_thread(receiver_for(self.target).requests_for, self.tag, opened=self.opened)
         observe(trajectory, requests, self.tag)
         record(self.target.ctx.pool, self.sample_id, self.repeat, Observed(self.replies, requests))  # type: ignore[arg-type]
         if not exited:

@@ -110,7 +110,7 @@ class HttpEpisode(ExternalEpisode):
             receiver = receiver_for(self.target)
             ids = frozenset(self.trace_ids)
             await asyncio.to_thread(receiver.wait_quiet, self.tag, 0.3, spec.telemetry_wait, ids)
-            requests = receiver.requests_for(self.tag, ids, self.opened)
+            requests = await asyncio.to_thread(receiver.requests_for, self.tag, ids, self.opened)
         observe(trajectory, requests, self.tag)
         record(self.target.ctx.pool, self.sample_id, self.repeat, Observed(self.replies, requests))  # type: ignore[arg-type]
 
