@@ -1,0 +1,58 @@
+"""What every sandbox kind gives an episode: a host folder that is `/workspace` inside, commands run in it with
+bounded time and output, and the argument vector that starts a long-lived process inside (a command agent, a
+stdio MCP server) for callers that keep their own process handling. Consumers (setup commands, computer tools,
+`sandbox_check`) name this protocol, never a kind."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+WORKSPACE = "/workspace"  # the working directory inside every kind
+MAX_OUTPUT = 64 * 1024  # bytes of stdout and of stderr one exec keeps; the rest is cut, and the cut said
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """One finished command: `exit_code` None when it was killed at its timeout."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    cut: bool = False  # stdout or stderr went past the bound: the text holds its head and says the cut
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+class SandboxUnavailable(Exception):
+    """The sandbox could not be made or used (program missing, image absent, engine failed): the episode is an
+    error in category `sandbox`, never a pass or a fail."""
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """One episode's machine. `workspace` is on the host, so the world is filled into it and read back from it
+    as MCP workspaces are (mcp/workspace.py), whatever the kind."""
+
+    kind: str
+    workspace: Path
+
+    async def exec(self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
+                   env: Mapping[str, str] | None = None, cwd: str = WORKSPACE,
+                   max_output: int = MAX_OUTPUT) -> ExecResult:
+        """Run `argv` (no shell) inside, to its end or its timeout (then the whole tree it started is killed)."""
+        ...
+
+    def wrap(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str = WORKSPACE) -> list[str]:
+        """The host argument vector that runs `argv` inside, for a process the caller starts and ends itself."""
+        ...
+
+    async def close(self) -> None:
+        """Kill everything still running inside and free what the sandbox holds (idempotent)."""
+        ...
