@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from evals_cli.models.results import RunSummary, SampleResult
     from evals_cli.run_options import ModelsOutcome, RunOptions, RunOutcome
     from evals_cli.runner import run_suite
-    from evals_cli.runner.dispatch import arun, run
+    from evals_cli.runner.run import arun, run
     from evals_cli.simulation.player import UserPlayer
     from evals_cli.suite.loader import load_suite
     from evals_cli.suite.spec import SuiteSpec
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _WHERE = {
-    "run": "evals_cli.runner.dispatch", "arun": "evals_cli.runner.dispatch",
+    "run": "evals_cli.runner.run", "arun": "evals_cli.runner.run",
     "RunOptions": "evals_cli.run_options", "RunOutcome": "evals_cli.run_options",
     "ModelsOutcome": "evals_cli.run_options",
     "SuiteSpec": "evals_cli.suite.spec", "SampleResult": "evals_cli.models.results",

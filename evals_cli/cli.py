@@ -157,7 +157,8 @@ def run(
 ) -> None:
     """Run a suite: drive the agent, grade every trajectory, print the table, exit with the gate's code."""
     from evals_cli.run_options import NothingToRun, RunOptions
-    from evals_cli.runner.dispatch import default_suite, prepare
+    from evals_cli.runner.plan import default_suite
+    from evals_cli.runner.run import prepare
 
     if keyword is not None:  # pytest's -k is a keyword filter; here it was once --repeats: say which is which
         raise ConfigError(f"-k {keyword}: evals run has no -k; to run every sample N times use --repeats N (-r N), "
@@ -210,8 +211,7 @@ def validate(
 ) -> None:
     """Check suites, every dataset row and every rubric without calling any model; exit 2 on problems."""
     from evals_cli.run_options import RunOptions
-    from evals_cli.runner.dispatch import default_suite
-    from evals_cli.runner.validate import validate_suite
+    from evals_cli.runner.plan import default_suite, validate_suite
     from evals_cli.suite.loader import TargetOverride
 
     override = TargetOverride(file=target, base_url=base_url, model=model)
@@ -506,7 +506,7 @@ def analyze_command(path: Path, output: Path | None = None, *, json_out: bool = 
     judge_base_url, judge_api_key, no_judge, concurrency, record, replay, timeout, max_error_rate,
     judge_confirms, input_format), run and printed (`--json`, `-q` or the Rich view)."""
     from evals_cli.display.problems import print_problems
-    from evals_cli.runner.dispatch import run_sessions
+    from evals_cli.runner.run import run_sessions
     from evals_cli.sessions.cli import analyze_suite, report
 
     try:
@@ -524,7 +524,7 @@ def run_sessions_suite(suite: SessionsSuiteSpec | SuiteSpec | str | Path, option
     SessionsSuiteSpec, the suite file's path, or a SuiteSpec carrying a RecordedSessionsTarget; `options`: the
     `RunOptions` of the run (agent-only ones are refused, exit 2)."""
     from evals_cli.display.problems import print_problems
-    from evals_cli.runner.dispatch import run_sessions
+    from evals_cli.runner.run import run_sessions
     from evals_cli.sessions.cli import report, sessions_document
 
     try:

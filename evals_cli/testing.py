@@ -120,7 +120,7 @@ def run_suite(path: str | Path, **options: Any) -> SuiteRun:
     """Run a suite file to the end with `RunOptions(**options)` (output=, replay=, repeats=, ...: what `evals run`
     takes); ConfigError (exit 2 on the command line) when the suite or the options are wrong."""
     from evals_cli.run_options import ModelsOutcome, RunOptions
-    from evals_cli.runner.dispatch import run
+    from evals_cli.runner.run import run
 
     outcome = run(Path(path), RunOptions(**options))
     if isinstance(outcome, ModelsOutcome):

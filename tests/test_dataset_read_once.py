@@ -21,8 +21,8 @@ from evals_cli.datasets.selected import SelectedRows
 from evals_cli.errors import ConfigError
 from evals_cli.output.fingerprint import file_digest
 from evals_cli.runner import RunOptions, execute
-from evals_cli.runner.dispatch import prepare
 from evals_cli.runner.prepare import PreparedRun
+from evals_cli.runner.run import prepare
 from tests.helpers import read_jsonl, run_cli, write_suite
 from tests.scripted_server import ScriptedServer, text
 

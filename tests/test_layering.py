@@ -180,7 +180,7 @@ FORBIDDEN = [
     ("evals_cli.endpoints.replay", "evals_cli.endpoints.recording"),  # both read endpoints/keys.py
     ("evals_cli.traces.conversations", "evals_cli.traces.masking"),  # the reader hands in its cleaner
     ("evals_cli.runner.models_matrix", "evals_cli.runner.execution"),  # the caller hands the matrix its runs
-    ("evals_cli.runner.models_matrix", "evals_cli.runner.validate"),
+    ("evals_cli.runner.models_matrix", "evals_cli.runner.plan"),
     ("evals_cli.runner.row_checks", "evals_cli.graders.rubric_check"),
     ("evals_cli.matrix_report", "evals_cli.exporters.html"),  # each model's report writer is handed in
     ("evals_cli.history.server", "evals_cli.history.pages"),  # the command hands the server its pages

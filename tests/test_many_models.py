@@ -345,8 +345,8 @@ def test_a_judge_that_is_each_model_itself_is_said(tmp_path: Path, models_server
     own = run_cli("run", str(suite), "-o", str(tmp_path / "own"), *_models("good", "half"), "--no-judge")
     assert "judge differs" not in own.stderr
     from evals_cli.run_options import RunOptions
-    from evals_cli.runner.dispatch import prepare
     from evals_cli.runner.models_matrix import PreparedModels
+    from evals_cli.runner.run import prepare
 
     prepared = prepare(suite, RunOptions(models=["good", "half"]))
     assert isinstance(prepared, PreparedModels) and "each model judges itself" in prepared.warnings[0]

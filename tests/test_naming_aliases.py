@@ -29,7 +29,7 @@ from evals_cli.graders.kinds.trajectory import (
     ToolsAvoidedSpec,
 )
 from evals_cli.models.sample import METADATA_ALIASES, RowNotes, Sample, row_field_note
-from evals_cli.runner.validate import ValidationReport, validate_suite
+from evals_cli.runner.plan import ValidationReport, validate_suite
 from evals_cli.suite.letta import translate
 from evals_cli.suite.loader import TargetOverride, load_suite
 from evals_cli.suite.spec import GraderSpec, deprecation_note, kind_aliases

@@ -331,7 +331,7 @@ def test_a_target_kind_with_no_model_needs_no_endpoint_and_no_max_steps(tmp_path
         (tmp_path / "data.jsonl").write_text('{"id": "s1", "input": "hi", "ground_truth": "ok"}\n')
         suite.write_text(yaml.safe_dump({"name": "quiet", "dataset": "data.jsonl", "target": {"kind": "zz_quiet"},
                                          "graders": {"ok": {"kind": "match", "function": "contains"}}}))
-        from evals_cli.runner.validate import validate_suite
+        from evals_cli.runner.plan import validate_suite
 
         assert validate_suite(suite).problems == []
         outcome = evals_cli.run(suite, evals_cli.RunOptions(output=tmp_path / "out"))

@@ -103,8 +103,8 @@ def test_eta_ignores_results_kept_from_a_resumed_run() -> None:
 def test_in_flight_reports_sample_turn_and_step(server: ScriptedServer, tmp_path: Path) -> None:
     """The runner's hook: while samples run, Execution.in_flight() names each with the step its target is on."""
     from evals_cli.run_options import RunOptions
-    from evals_cli.runner.dispatch import prepare
     from evals_cli.runner.execution import Execution
+    from evals_cli.runner.run import prepare
 
     def slow(path: str, body: dict[str, Any]) -> Reply:
         step = steps_since_user(body)

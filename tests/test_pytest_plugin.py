@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import evals_cli.runner.dispatch  # noqa: F401  (imported here, it outlives each in-process inner run: see _inner)
+import evals_cli.runner.run  # noqa: F401  (imported here, it outlives each in-process inner run: see _inner)
 from evals_cli.testing import SuiteIncomplete, assert_passed, run_suite
 from tests.helpers import ROOT, write_suite
 from tests.scripted_server import Reply, ScriptedServer, agent_script, text

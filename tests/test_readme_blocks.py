@@ -26,7 +26,7 @@ from evals_cli.models.calibration import JudgeCalibration
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.specs import JudgeSpec
-from evals_cli.runner.validate import validate_suite
+from evals_cli.runner.plan import validate_suite
 from evals_cli.suite.loader import TargetOverride
 from evals_cli.suite.spec import SuiteSpec
 from tests.ci_manifests import check_kubernetes, check_workflow, is_kubernetes, is_workflow

@@ -16,7 +16,7 @@ import evals_cli.sessions.analyser as sessions_analyser
 from evals_cli.history import scan_runs
 from evals_cli.models.results import RunSummary, SampleResult
 from evals_cli.report import load_sessions, run_kind
-from evals_cli.runner.dispatch import run_sessions
+from evals_cli.runner.run import run_sessions
 from evals_cli.sessions.options import SessionsOptions
 from evals_cli.sessions.results import analysis_of
 from evals_cli.sessions.spec import RecordedSessionsTarget

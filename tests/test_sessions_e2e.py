@@ -197,7 +197,7 @@ def test_spec_is_a_leaf_module() -> None:
 
 
 def validate_with_routing(path: Path) -> tuple[int, list[str]]:
-    """The routing the integration steps add at the top of evals_cli/runner/validate.py:validate_suite."""
+    """The routing the integration steps add at the top of evals_cli/runner/plan.py:validate_suite."""
     from evals_cli.errors import ConfigError
     from evals_cli.sessions.prepare import check_sessions_suite
     from evals_cli.sessions.suite import is_sessions_suite

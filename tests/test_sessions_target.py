@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evals_cli.runner.dispatch import prepare
 from evals_cli.runner.prepare import PreparedRun
+from evals_cli.runner.run import prepare
 from evals_cli.sessions.target import RecordedSession
 from tests.helpers import ROOT, read_jsonl, run_cli
 from tests.real_model_server import closed_port

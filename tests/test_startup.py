@@ -44,18 +44,18 @@ def test_a_run_start_with_no_evals_variable_set_reads_its_knobs_without_the_sett
     modules = loaded_after("import os\nfor k in [k for k in os.environ if k.startswith(('EVALS_', 'EVAL_'))]:\n"
                            "    del os.environ[k]\nos.environ['OPENAI_API_KEY'] = 'sk-x'\n"
                            "os.environ['EVAL_JUDGE_MODEL'] = 'judge'\n"
-                           "from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
+                           "from pathlib import Path\nfrom evals_cli.runner.plan import validate_suite\n"
                            "from evals_cli.settings import check, knob\ncheck()\n"
                            "assert knob('max_field_chars') == 256 * 1024 and knob('debug') is False\n"
                            "assert knob('openai_api_key') == 'sk-x' and knob('agent_model') is None\n"
                            "assert not validate_suite(Path('suites/multi_turn.yaml')).problems")
-    assert "evals_cli.runner.validate" in modules and "pydantic_settings" not in modules
+    assert "evals_cli.runner.plan" in modules and "pydantic_settings" not in modules
 
 
 def test_validate_imports_nothing_heavy() -> None:
-    modules = loaded_after("from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
+    modules = loaded_after("from pathlib import Path\nfrom evals_cli.runner.plan import validate_suite\n"
                            "assert not validate_suite(Path('suites/multi_turn.yaml')).problems")
-    assert "evals_cli.runner.validate" in modules and "jinja2" in modules
+    assert "evals_cli.runner.plan" in modules and "jinja2" in modules
     assert not [m for m in modules if m.split(".")[0] in HEAVY or m == "rich.live"]
 
 
@@ -67,9 +67,9 @@ def test_tools_in_the_shorthand_need_no_json_schema_engine(tmp_path: Path) -> No
     suite.write_text("name: s\ndataset: data.jsonl\ntarget: {kind: openai_chat, model: m, base_url: 'http://127.0.0.1:9/v1'}\n"
                      "tools:\n  lookup: {description: Look up., parameters: {key: The key, type: what kind}, "
                      "returns: 42}\ngraders:\n  answer: {kind: tool, function: contains}\n")
-    modules = loaded_after(f"from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
+    modules = loaded_after(f"from pathlib import Path\nfrom evals_cli.runner.plan import validate_suite\n"
                            f"assert not validate_suite(Path({str(suite)!r})).problems")
-    assert "evals_cli.runner.validate" in modules
+    assert "evals_cli.runner.plan" in modules
     assert not [m for m in modules if m.split(".")[0] in ("jsonschema", "referencing", "rpds")]
 
 
@@ -77,9 +77,9 @@ def test_a_suite_of_live_agents_imports_no_sessions_analysis() -> None:
     """A suite naming no recorded-session grader kind imports none of their modules (the suite's unions hold the
     kinds it names: registry.BUILTIN_KINDS); their analysis, detectors and episode reader are imported only when
     one grades."""
-    modules = loaded_after("from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
+    modules = loaded_after("from pathlib import Path\nfrom evals_cli.runner.plan import validate_suite\n"
                            "assert not validate_suite(Path('suites/multi_turn.yaml')).problems")
-    assert "evals_cli.runner.validate" in modules and "evals_cli.sessions.graders" not in modules
+    assert "evals_cli.runner.plan" in modules and "evals_cli.sessions.graders" not in modules
     assert not [m for m in modules if m.startswith("evals_cli.sessions.")
                 and m not in ("evals_cli.sessions.spec", "evals_cli.sessions.suite")]
 
@@ -92,7 +92,7 @@ def test_a_suite_imports_only_the_grader_and_target_kinds_it_names(tmp_path: Pat
     suite = tmp_path / "suite.yaml"
     suite.write_text("name: s\ndataset: data.jsonl\ntarget: {model: m, base_url: 'http://127.0.0.1:9/v1'}\n"
                      "graders:\n  answer: {kind: tool, function: contains}\n")
-    modules = loaded_after(f"from pathlib import Path\nfrom evals_cli.runner.validate import validate_suite\n"
+    modules = loaded_after(f"from pathlib import Path\nfrom evals_cli.runner.plan import validate_suite\n"
                            f"assert not validate_suite(Path({str(suite)!r})).problems")
     kinds = {m for m in modules if m.startswith(("evals_cli.graders.kinds.", "evals_cli.targets.",
                                                   "evals_cli.sessions.graders"))}

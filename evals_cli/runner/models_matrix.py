@@ -8,7 +8,7 @@ and spend cap, the gate, the exit code, the summary) then holds per model unchan
 of samples in flight across all models (the suite's or -c concurrency), one signal handler (Ctrl-C stops every
 model), and one `--record` file (requests carry their model's name, so the models' calls never share a key).
 
-The matrix does not build a model's run itself: whoever starts it (`dispatch.execute_prepared`, cli_run.py's
+The matrix does not build a model's run itself: whoever starts it (`Run.execute` in runner/run.py, cli_run.py's
 progress view) hands it the maker of one run (`Execution`), and it asks of each run only what `OneModelRun`
 names. How one model's samples are run (targets, graders, episodes) stays out of this module, which knows only
 what the models' runs share, where each one's folder is, and how their verdicts combine.
@@ -55,59 +55,11 @@ ModelResultCallback = Callable[[str, SampleResult], None]
 __all__ = ["MATRIX_NAME", "GateMode", "ModelsExecution", "PreparedModels", "combined_exit", "folder_names"]
 
 
-# --- which models ------------------------------------------------------------------------------------------
-
-
-def models_for_file(path: Path, options: RunOptions) -> list[str] | None:
-    """The models a run of this suite file covers: --model (repeated), else those of the run being resumed, else
-    the suite's `target.models`; None for a run of one model as before (--model once, or target.model)."""
-    matrix = read_matrix(options.resume) if options.resume is not None else None
-    if matrix is not None:
-        return _resumed_models(matrix, options)
-    if options.model is not None:
-        return None
-    if options.models is not None:
-        return list(options.models)
-    from evals_cli.suite.loader import TargetOverride, load_suite
-
-    try:  # only to read target.models: a suite with problems is reported in full by the usual path
-        spec = load_suite(path, TargetOverride(file=options.target_file, base_url=options.base_url))
-    except ConfigError:
-        return None
-    return models_of_target(spec)
-
-
-def models_for_spec(suite: SuiteSpec, options: RunOptions) -> list[str] | None:
-    """As `models_for_file`, for a suite loaded already (the Python API)."""
-    matrix = read_matrix(options.resume) if options.resume is not None else None
-    if matrix is not None:
-        return _resumed_models(matrix, options)
-    if options.model is not None:
-        return None
-    return list(options.models) if options.models is not None else models_of_target(suite)
-
-
-def models_of_target(suite: SuiteSpec) -> list[str] | None:
-    names = getattr(suite.target, "model_names", None)
-    models: list[str] | None = names() if names is not None else None
-    return list(models) if models else None
-
-
-def _resumed_models(matrix: MatrixSummary, options: RunOptions) -> list[str]:
-    recorded = [run.model for run in matrix.models]
-    asked = options.models or ([options.model] if options.model else None)
-    if asked is not None and list(asked) != recorded:
-        raise ConfigError(f"--resume {options.resume}: a run of the models {', '.join(recorded)}; --resume continues "
-                          "every one of them: drop --model (to continue one model alone, give its folder: --resume "
-                          f"{options.resume}/FOLDER --model NAME)")
-    return recorded
-
-
 # --- preparation -------------------------------------------------------------------------------------------
 
 
 class PreparedModels:
-    """A suite checked once (by the caller, as `evals validate` would with the first model: `dispatch.prepare`),
+    """A suite checked once (by the caller, as `evals validate` would with the first model: runner/plan.py),
     and a `PreparedRun` per model (its agent endpoint resolved with that model): nothing left to fail but the
     endpoints. Only the first model's preparation reads the whole dataset; the others take its counts and the
     rows it kept (the rows, filters and shard are the same for every model)."""

@@ -27,7 +27,7 @@ from evals_cli.run_options import NothingToRun, RunOptions
 from evals_cli.runner.build_graders import build_graders
 from evals_cli.runner.resume import failed_samples, resumed_rerun, unfinished_run
 from evals_cli.runner.row_checks import RowChecks, SampleSelection
-from evals_cli.runner.started_with import FailedSamples, record_options, resume_command, resumed_options
+from evals_cli.runner.started_with import FailedSamples, record_options, resume_command
 from evals_cli.runner.target_factory import build_target as build_target_for
 from evals_cli.runner.target_factory import judge_fallback, resolve_target_endpoint
 from evals_cli.sharding import in_shard, parse_shard, resolve_shard
@@ -108,7 +108,6 @@ class PreparedRun:
         self.problems: list[str] = problems if problems is not None else []
         self._collecting = problems is not None
         self._running = not self._collecting or for_run  # prepares what the run needs (pool, rows, filters)
-        options = resumed_options(with_shard(options))  # a resumed run continues with the options it started with
         self._where = where
         try:  # EVALS_* bounds and the EVAL_* endpoints: a bad value stops the run before it starts
             from evals_cli.settings import check

@@ -1,7 +1,7 @@
 """A recorded-sessions document prepared as the ordinary suite it is: checked (`sessions.prepare`: exit 2 lists
 every problem, nothing written), then a `PreparedRun` of the `recorded_session` target, the session graders and
 the common gate, which `Execution` runs like any (one results line, a `SampleResult`, per session as it finishes;
-summary.json, a `RunSummary`, with the common gate's verdict). `dispatch.arun_sessions` runs it for
+summary.json, a `RunSummary`, with the common gate's verdict). `run.arun_sessions` runs it for
 `evals analyze` and derives the sessions view from what was written (`sessions.outcome`, `sessions.view`)."""
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from evals_cli.models.specs import JudgeSpec
 from evals_cli.sessions.spec import RecordedSessionsTarget
 from evals_cli.suite.kind import suite_kind
 from evals_cli.suite.problems import format_validation_error
+from evals_cli.suite.source import SuiteSource
 from evals_cli.suite.yaml_file import line_finder, read_yaml_mapping
 
 if TYPE_CHECKING:  # annotations only
@@ -67,11 +68,14 @@ class SessionsSuiteSpec(SuiteFile):
         return spec
 
 
-def load_sessions_suite(path: str | Path) -> SessionsSuiteSpec:
-    """Load and validate a sessions suite file the way `load_suite` loads others (env expansion, file:line)."""
-    path = Path(path)
+def load_sessions_suite(path: str | Path | SuiteSource) -> SessionsSuiteSpec:
+    """Load and validate a sessions suite file the way `load_suite` loads others (env expansion, file:line); a
+    `SuiteSource` is the file as read already by the start of a run."""
+    text = path.text() if isinstance(path, SuiteSource) else None
+    path = path.path if isinstance(path, SuiteSource) else Path(path)
     where = str(path)
-    data, lines, problems = read_yaml_mapping(path, "suite file", "a mapping of suite keys (name, dataset, target, ...)")
+    data, lines, problems = read_yaml_mapping(path, "suite file", "a mapping of suite keys (name, dataset, target, ...)",
+                                              text=text)
     line_of = line_finder(lines)
     problems += [f"{where}:{line_of((k,))}: {k}: does not apply to recorded_sessions; {why}"
                  for k, why in NOT_FOR_SESSIONS.items() if k in data]

@@ -8,16 +8,18 @@ from pathlib import Path
 from typing import Literal
 
 from evals_cli.errors import ConfigError
-from evals_cli.suite.yaml_file import parse_yaml, read_text
+from evals_cli.suite.source import SuiteSource
+from evals_cli.suite.yaml_file import parse_yaml
 
 SuiteKind = Literal["live", "recorded_sessions"]
 
 
-def suite_kind(path: str | Path) -> SuiteKind:
+def suite_kind(path: str | Path | SuiteSource) -> SuiteKind:
     """A cheap look at the file: does its target say recorded_sessions? ("live" when the file cannot be read;
     the live loader then reports why, at its line.)"""
     try:
-        data, _ = parse_yaml(read_text(Path(path), "suite file"), str(path))
+        source = path if isinstance(path, SuiteSource) else SuiteSource.read(path)
+        data, _ = parse_yaml(source.text(), str(source.path))
     except ConfigError:
         return "live"
     target = data.get("target") if isinstance(data, dict) else None

@@ -17,6 +17,7 @@ from evals_cli.models.tools import NO_RESULT, ToolSpec, tool_name_problem
 from evals_cli.suite.actors import shared_names
 from evals_cli.suite.letta import letta_reason, remap_lines, rename_fields, translate
 from evals_cli.suite.problems import Loc, format_validation_error
+from evals_cli.suite.source import SuiteSource
 from evals_cli.suite.spec import DEFAULT_TARGET, SuiteSpec, current_unions
 from evals_cli.suite.yaml_file import (
     line_finder,
@@ -40,16 +41,18 @@ class TargetOverride:
     model: str | None = None
 
 
-def load_suite(path: str | Path, target: TargetOverride | None = None) -> SuiteSpec:
+def load_suite(path: str | Path | SuiteSource, target: TargetOverride | None = None) -> SuiteSpec:
     """Load and validate a suite file (this project's format or letta-evals'); raises ConfigError listing every
     problem, each at the line the user wrote. `target` is the command line's agent, passed explicitly by every
-    caller that has one (`evals run`, `evals validate`, `evals_cli.run`)."""
-    path = Path(path)
+    caller that has one (`evals run`, `evals validate`, `evals_cli.run`). A `SuiteSource` is the file as read
+    already by the start of a run."""
+    text = path.text() if isinstance(path, SuiteSource) else None
+    path = path.path if isinstance(path, SuiteSource) else Path(path)
     where = str(path)
     defaults: dict[Loc, str] = {}
     data, lines, problems, env_problems = read_yaml_mapping_at_paths(path, "suite file",
                                                         "a mapping of suite keys (name, dataset, target, graders, ...)",
-                                                        defaults)
+                                                        defaults, text=text)
     written_line_of = line_finder(lines)
     written = len(problems)
     moves: list[tuple[Loc, Loc]] = []

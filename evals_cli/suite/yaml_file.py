@@ -204,22 +204,25 @@ def problem_at(where: str, line_of: Callable[[Loc], int | None], path: Loc, mess
     return f"{where}:{line}: {field}: {message}" if line else f"{where}: {field}: {message}"
 
 
-def read_yaml_mapping(path: Path, what: str, expected: str) -> tuple[dict[str, Any], dict[Loc, int], list[str]]:
+def read_yaml_mapping(path: Path, what: str, expected: str, text: str | None = None,
+                      ) -> tuple[dict[str, Any], dict[Loc, int], list[str]]:
     """A YAML file that must be a mapping, with `${VAR}` expanded: (data, key lines, problems of missing
-    variables, each at its line). Every file kind the CLI reads goes through here."""
-    data, lines, duplicates, env_problems = read_yaml_mapping_at_paths(path, what, expected)
+    variables, each at its line). Every file kind the CLI reads goes through here; `text`: the file as read
+    already (suite/source.py), so it is not opened again."""
+    data, lines, duplicates, env_problems = read_yaml_mapping_at_paths(path, what, expected, text=text)
     line_of = line_finder(lines)
     return data, lines, duplicates + [problem_at(str(path), line_of, p, msg) for p, msg in env_problems]
 
 
 def read_yaml_mapping_at_paths(path: Path, what: str, expected: str, defaults: dict[Loc, str] | None = None,
+                               text: str | None = None,
                                ) -> tuple[dict[str, Any], dict[Loc, int], list[str], list[tuple[Loc, str]]]:
     """read_yaml_mapping with the variable and non-finite problems still at their key paths, so that a caller
     replacing a block (the suite's target, by --target FILE) can drop the problems of what it replaced; the key
     paths whose value is a `${VAR:-default}` default go into `defaults` when given."""
     where = str(path)
     duplicates: list[str] = []
-    data, lines = parse_yaml(read_text(path, what), where, duplicates)
+    data, lines = parse_yaml(read_text(path, what) if text is None else text, where, duplicates)
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected {expected}, got {type(data).__name__}")
     env_problems: list[tuple[Loc, str]] = []
