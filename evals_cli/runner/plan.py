@@ -20,7 +20,8 @@ from evals_cli.errors import ConfigError
 from evals_cli.models.results import MatrixSummary
 from evals_cli.output.manifest import read_matrix
 from evals_cli.run_options import RunOptions
-from evals_cli.runner.prepare import PreparedRun, with_shard
+from evals_cli.runner.overrides import with_shard
+from evals_cli.runner.prepare import PreparedRun
 from evals_cli.runner.started_with import resumed_options
 from evals_cli.suite.kind import suite_kind
 from evals_cli.suite.loader import TargetOverride, load_suite

@@ -25,12 +25,13 @@ from evals_cli.models.sample import RowNotes, Sample
 from evals_cli.registry import plugin_code
 from evals_cli.run_options import NothingToRun, RunOptions
 from evals_cli.runner.build_graders import build_graders
-from evals_cli.runner.resume import failed_samples, resumed_rerun, unfinished_run
+from evals_cli.runner.overrides import read_system_prompt, with_overrides
+from evals_cli.runner.resume import failed_samples, resumed_rerun, unreplayable
 from evals_cli.runner.row_checks import RowChecks, SampleSelection
-from evals_cli.runner.started_with import FailedSamples, record_options, resume_command
+from evals_cli.runner.started_with import FailedSamples, record_options
 from evals_cli.runner.target_factory import build_target as build_target_for
 from evals_cli.runner.target_factory import judge_fallback, resolve_target_endpoint
-from evals_cli.sharding import in_shard, parse_shard, resolve_shard
+from evals_cli.sharding import in_shard, parse_shard
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
 
@@ -39,55 +40,6 @@ if TYPE_CHECKING:
     from evals_cli.output.manifest import StartedWith
     from evals_cli.simulation.player import UserPlayerFactory
     from evals_cli.simulation.replay_user import RecordedRun
-
-
-def with_shard(options: RunOptions) -> RunOptions:
-    """`--shard auto` read from the environment before anything else sees the options (a resume's check, the
-    split, run.json): the folder keeps the part this job ran ("2/3"), which `evals merge` counts. A K/N, or a part
-    already read, passes through unchanged."""
-    shard = resolve_shard(options.shard)
-    return options if shard == options.shard else options.model_copy(update={"shard": shard})
-
-
-def read_system_prompt(suite: SuiteSpec) -> str | None:
-    """The agent's system prompt, from the suite or its file (a kind without one has none)."""
-    target = suite.target
-    prompt_file: str | None = getattr(target, "system_prompt_file", None)
-    if prompt_file is None:
-        return getattr(target, "system_prompt", None)
-    path = suite.resolve(prompt_file)
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"target.system_prompt_file: {prompt_file} not found "
-                          "(the path is relative to the suite file)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"target.system_prompt_file: cannot read {path}: {type(exc).__name__}") from None
-
-
-def _with_overrides(suite: SuiteSpec, options: RunOptions) -> SuiteSpec:
-    """CLI overrides of target settings, validated like the YAML (a bad value is a ConfigError)."""
-    update = {k: v for k, v in (("timeout", options.timeout), ("sample_timeout", options.sample_timeout),
-                                ("max_retries", options.max_retries), ("since", options.since),
-                                ("until", options.until))
-              if v is not None and k in type(suite.target).model_fields}  # only settings this kind has
-    for flag, value in (("since", options.since), ("until", options.until)):
-        if value is not None and flag not in type(suite.target).model_fields:
-            raise ConfigError(f"--{flag}: a time window over recorded conversations; this suite's target "
-                              f"(kind {getattr(suite.target, 'kind', '?')}) runs its samples live. Use -n, --tag "
-                              "or --sample-id to pick samples")
-    if not update:
-        return suite
-    try:
-        target = suite.target.model_validate({**suite.target.model_dump(), **update})
-    except ValueError as exc:  # pydantic's ValidationError: the flag's value, named as the flag
-        flags = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in update.items())
-        errors = getattr(exc, "errors", None)
-        reason = "; ".join(str(e.get("msg")) for e in errors()) if callable(errors) else str(exc)
-        raise ConfigError(f"{flags}: {reason}") from None
-    copy = suite.model_copy(update={"target": target})
-    copy._base_dir = suite.base_dir
-    return copy
 
 
 class PreparedRun:
@@ -119,7 +71,7 @@ class PreparedRun:
         if crossed:
             self._problem([f"{'.'.join(map(str, path))}: {message}" for path, message in crossed])
         try:
-            self.suite = _with_overrides(suite, options)
+            self.suite = with_overrides(suite, options)
         except ConfigError as exc:  # only a run has these flags (for_run collects it with validate's problems)
             self._problem(exc.problems)
             self.suite = suite
@@ -133,6 +85,25 @@ class PreparedRun:
 
     def _init(self, suite: SuiteSpec, options: RunOptions, problems: list[str] | None, build_target: bool,
               import_code: bool) -> None:
+        """The run's parts in the order each needs the one before: the pool, the agent and its target (MCP
+        servers first, for a run), the graders and the gate, the simulated users, then which samples run."""
+        fallback = self._build_parts(suite, options, build_target, import_code)
+        self.simulated = 0  # rows with a user: block among those selected (counted by the precheck)
+        self.user_endpoint: Endpoint | None = None
+        self._user_problem: ConfigError | None = None
+        self.user_players: UserPlayerFactory | None = None
+        self._user_template: str | None = None
+        self.replayed: RecordedRun | None = None  # --replay-user RUN's conversations
+        self._simulated_ids: list[str] = []  # the selected samples with a user: block, under --replay-user
+        self._setup_users(fallback)
+        self.pool.redactor.add(self.secrets())  # recordings mask what the outputs mask
+        self._choose_samples(suite, options)
+        if options.precheck:
+            self._precheck()
+
+    def _build_parts(self, suite: SuiteSpec, options: RunOptions, build_target: bool,
+                     import_code: bool) -> Endpoint | None:
+        """Pool, agent endpoint, target, graders, gate and choice prompt; the judge fallback they settled on."""
         self.dataset: Path = suite.resolve(suite.dataset)
         self.concurrency = options.concurrency or suite.concurrency
         # one limit per server for every model call (agent and judges alike): the run's concurrency
@@ -179,17 +150,10 @@ class PreparedRun:
         except ConfigError as exc:
             self._problem(exc.problems, located=True)
             self.choice_prompt = ChoicePrompt({})
-        # simulated users: the simulator's endpoint and prompt; a problem with them matters only once a row has a
-        # `user:` block (the precheck counts them), so it is kept until then
-        self.simulated = 0  # rows with a user: block among those selected (counted by the precheck)
-        self.user_endpoint: Endpoint | None = None
-        self._user_problem: ConfigError | None = None
-        self.user_players: UserPlayerFactory | None = None
-        self._user_template: str | None = None
-        self.replayed: RecordedRun | None = None  # --replay-user RUN's conversations
-        self._simulated_ids: list[str] = []  # the selected samples with a user: block, under --replay-user
-        self._setup_users(fallback)
-        self.pool.redactor.add(self.secrets())  # recordings mask what the outputs mask
+        return fallback
+
+    def _choose_samples(self, suite: SuiteSpec, options: RunOptions) -> None:
+        """Which samples run, how often, and what the precheck will count of them."""
         self.tags = options.tags if options.tags is not None else suite.sample_tags
         self.max_samples = options.max_samples or suite.max_samples
         self.repeats = options.repeats or suite.repeats
@@ -218,8 +182,6 @@ class PreparedRun:
         self.shard_ids: list[str] = []  # under --shard, the ids of the part's samples (run.json, for evals merge)
         # the rows the run will run, kept by the precheck (it reads the dataset; the run then reads it no more)
         self.selected: SelectedRows | None = None
-        if options.precheck:
-            self._precheck()
 
     def _gate(self, suite: SuiteSpec) -> Gate:
         """The gate over the graders built; a letta-evals suite counts a turn passed at 1.0, as letta-evals does."""
@@ -270,7 +232,8 @@ class PreparedRun:
             self.mcp.close()
 
     def _setup_users(self, agent_fallback: Endpoint | None) -> None:
-        """Resolve the simulator's endpoint and template and hand the target its player factory."""
+        """Resolve the simulator's endpoint and template and hand the target its player factory. A problem with
+        them matters only once a row has a `user:` block (the precheck counts them), so it is kept until then."""
         from evals_cli.endpoints.resolve import resolve_user
         from evals_cli.simulation.player import DEFAULT_PLAYER, USER_PLAYERS
         from evals_cli.simulation.prompt import load_template
@@ -379,31 +342,6 @@ class PreparedRun:
                               self.expected, unsharded_samples=cov.limited if cov is not None else None,
                               planned_ids=list(self.shard_ids) if cov is not None and self.shard else None)
 
-    def _unreplayable(self) -> list[str]:
-        """Under --replay-user: the selected simulated samples RUN holds no conversation of, as one problem (they
-        would be played by the simulator afresh, next to replayed ones, with nothing said)."""
-        run = self.replayed
-        if run is None or not self._simulated_ids:
-            return []
-        missing = [i for i in self._simulated_ids if i not in run.replayable]
-        if not missing:
-            return []
-        never = [i for i in missing if i not in run.samples]
-        shown = ", ".join(missing[:10]) + (f" (+{len(missing) - 10} more)" if len(missing) > 10 else "")
-        why, fix = [], "run only the samples it holds (--sample-id)"
-        if never:
-            unfinished = unfinished_run(run.path.parent, run.results, len(run.samples))
-            why.append(f"{len(never)} never ran there" + (f": that run never finished ({unfinished.describe()})"
-                                                         if unfinished is not None else ""))
-            if unfinished is not None:
-                finish = resume_command("SUITE", run.path.parent, comment=False)
-                fix = f"finish that run first ({finish}), or {fix}"
-        if len(never) < len(missing):
-            why.append(f"{len(missing) - len(never)} have a result there but no recorded conversation")
-        return [f"--replay-user {run.path}: {len(missing)} of the {len(self._simulated_ids)} simulated "
-                f"conversations this run would play have no recorded user to replay ({'; '.join(why)}): {shown}; "
-                f"{fix}"]
-
     def _precheck(self) -> None:
         checker = RowChecks(self.suite, self.graders, SampleChecker(self.graders), self._where or "suite",
                             self._user_template)
@@ -454,20 +392,7 @@ class PreparedRun:
             return
         self.rows = rows
         problems.extend(checker.problems())
-        if self._user_problem is not None and (self.simulated or (self._collecting and unfiltered[1])):
-            problems.extend(self._user_problem.problems)
-        problems.extend(self._unreplayable())
-        replay_user = getattr(self.options, "replay_user", None)
-        if replay_user is not None and self._running and selected and not self.simulated:  # a flag doing nothing
-            problems.append(f"--replay-user {replay_user}: none of the {selected} samples this run would play has a "
-                            "simulated user (a user: block), so there is no user to replay; drop --replay-user, or "
-                            "select the simulated samples")
-        problems += [f"--sample-id {p}: matches no sample id in {self.dataset}" for p in self.selection.unmatched()]
-        missing = self.selection.missing()
-        if missing and self.rerun is not None:
-            shown = ", ".join(missing[:10]) + (f" (+{len(missing) - 10} more)" if len(missing) > 10 else "")
-            problems.append(f"--rerun-failed {self.rerun.path}: {len(missing)} of the samples that failed there are "
-                            f"not in {self.dataset}: {shown}; was the run made with another dataset?")
+        problems.extend(self._selection_problems(selected, simulated_rows=unfiltered[1]))
         if problems:
             self._problem(problems)
             return
@@ -482,6 +407,26 @@ class PreparedRun:
                                  expected_results=self.expected, tags=sorted(wanted),
                                  id_filter=self.selection.describe() if self.selection else None,
                                  max_samples=self.max_samples, shard=self.options.shard)
+
+    def _selection_problems(self, selected: int, simulated_rows: int) -> list[str]:
+        """What the rows read say of the options and the users: a simulator that cannot play (once a row needs
+        it), --replay-user, --sample-id or --rerun-failed naming what the dataset does not hold."""
+        problems: list[str] = []
+        if self._user_problem is not None and (self.simulated or (self._collecting and simulated_rows)):
+            problems.extend(self._user_problem.problems)
+        problems.extend(unreplayable(self.replayed, self._simulated_ids))
+        replay_user = getattr(self.options, "replay_user", None)
+        if replay_user is not None and self._running and selected and not self.simulated:  # a flag doing nothing
+            problems.append(f"--replay-user {replay_user}: none of the {selected} samples this run would play has a "
+                            "simulated user (a user: block), so there is no user to replay; drop --replay-user, or "
+                            "select the simulated samples")
+        problems += [f"--sample-id {p}: matches no sample id in {self.dataset}" for p in self.selection.unmatched()]
+        missing = self.selection.missing()
+        if missing and self.rerun is not None:
+            shown = ", ".join(missing[:10]) + (f" (+{len(missing) - 10} more)" if len(missing) > 10 else "")
+            problems.append(f"--rerun-failed {self.rerun.path}: {len(missing)} of the samples that failed there are "
+                            f"not in {self.dataset}: {shown}; was the run made with another dataset?")
+        return problems
 
     @property
     def _fill(self) -> RowFill | None:

@@ -9,6 +9,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import ValidationError
 
@@ -18,6 +19,22 @@ from evals_cli.output.files import RESULTS_NAME, results_path
 from evals_cli.output.fingerprint import Fingerprint
 from evals_cli.output.manifest import MANIFEST_NAME, Manifest, StartedWith, folder_error, read_manifest
 from evals_cli.runner.started_with import FailedSamples, resume_command, started_manifest
+
+
+class RecordedUsers(Protocol):
+    """What `unreplayable` reads of a --replay-user run (simulation/replay_user.py: RecordedRun)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def results(self) -> int: ...
+
+    @property
+    def samples(self) -> frozenset[str]: ...
+
+    @property
+    def replayable(self) -> frozenset[str]: ...
 
 
 @dataclass
@@ -229,3 +246,28 @@ def resumed_rerun(target: Path) -> FailedSamples | None:
         return None
     return FailedSamples(path=Path(started.rerun_failed or target), ids=list(started.rerun_ids),
                          samples=len(started.rerun_ids))
+
+
+def unreplayable(run: RecordedUsers | None, simulated_ids: list[str]) -> list[str]:
+    """Under --replay-user: the selected simulated samples RUN holds no conversation of, as one problem (they
+    would be played by the simulator afresh, next to replayed ones, with nothing said)."""
+    if run is None or not simulated_ids:
+        return []
+    missing = [i for i in simulated_ids if i not in run.replayable]
+    if not missing:
+        return []
+    never = [i for i in missing if i not in run.samples]
+    shown = ", ".join(missing[:10]) + (f" (+{len(missing) - 10} more)" if len(missing) > 10 else "")
+    why, fix = [], "run only the samples it holds (--sample-id)"
+    if never:
+        unfinished = unfinished_run(run.path.parent, run.results, len(run.samples))
+        why.append(f"{len(never)} never ran there" + (f": that run never finished ({unfinished.describe()})"
+                                                     if unfinished is not None else ""))
+        if unfinished is not None:
+            finish = resume_command("SUITE", run.path.parent, comment=False)
+            fix = f"finish that run first ({finish}), or {fix}"
+    if len(never) < len(missing):
+        why.append(f"{len(missing) - len(never)} have a result there but no recorded conversation")
+    return [f"--replay-user {run.path}: {len(missing)} of the {len(simulated_ids)} simulated "
+            f"conversations this run would play have no recorded user to replay ({'; '.join(why)}): {shown}; "
+            f"{fix}"]
