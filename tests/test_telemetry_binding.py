@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from evals_cli.endpoints.errors import InvalidResponse
+from evals_cli.traces.receiver import OtlpReceiver
+from tests.agents.span_agent import export_request
 from tests.helpers import ROOT, read_jsonl, run_cli
 
 FORGER = ROOT / "tests" / "agents" / "forging_agent.py"
@@ -51,3 +59,124 @@ def test_spans_forged_for_another_episode_feed_nobody_and_error_the_forger(tmp_p
     assert "named another episode" in message and "refused 1 export request" in message, message
     assert forger["passed"] is not True
     assert "Traceback" not in result.stdout + result.stderr
+
+
+POSTER = """
+import subprocess, sys, urllib.error, urllib.request
+url, body, depth = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if depth:  # a grandchild does the posting: the episode's whole tree is its
+    sys.exit(subprocess.run([sys.executable, "-c", sys.argv[4], url, body, str(depth - 1), sys.argv[4]]).returncode)
+with open(body, "rb") as fh:
+    request = urllib.request.Request(url, fh.read(), {"Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(request, timeout=30) as response:
+        print(response.status)
+except urllib.error.HTTPError as exc:
+    print(exc.code, exc.read().decode())
+"""
+
+
+def _poster(receiver: OtlpReceiver, body: Path, depth: int = 0) -> subprocess.Popen[str]:
+    """A real process posting the export request in `body` (from its grandchild when depth is 1)."""
+    return subprocess.Popen([sys.executable, "-c", POSTER, f"{receiver.endpoint}/v1/traces", str(body), str(depth),
+                             POSTER], stdout=subprocess.PIPE, text=True)
+
+
+def _episode_posts(receiver: OtlpReceiver, tag: str, body: bytes, tmp: Path, depth: int = 0) -> str:
+    """Episode `tag` started as a real process tree that posts `body`: what it was answered."""
+    (tmp / f"{tag}.json").write_bytes(body)
+    receiver.expect(tag)
+    poster = _poster(receiver, tmp / f"{tag}.json", depth)
+    receiver.started(tag, poster.pid)
+    return poster.communicate(timeout=60)[0].strip()
+
+
+def _session_request(session: str) -> bytes:
+    """An export with no episode tag whose span names `session` as its session."""
+    request = json.loads(export_request("x", 1, 64))
+    request["resourceSpans"][0]["resource"]["attributes"] = []
+    span = request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    span["attributes"].append({"key": "session.id", "value": {"stringValue": session}})
+    return json.dumps(request).encode()
+
+
+def _post_here(receiver: OtlpReceiver, tag: str) -> tuple[int, str]:
+    request = urllib.request.Request(f"{receiver.endpoint}/v1/traces", export_request(tag, 1, 64),
+                                     {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status), ""
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.fixture
+def bound() -> Iterator[tuple[OtlpReceiver, list[str]]]:
+    said: list[str] = []
+    running = OtlpReceiver(bind=True, on_foreign=said.append).start()
+    yield running, said
+    running.stop()
+
+
+@LINUX
+def test_an_episodes_processes_feed_it_and_an_outsider_is_refused_and_counted(
+        bound: tuple[OtlpReceiver, list[str]], tmp_path: Path) -> None:
+    receiver, said = bound
+    assert receiver.bound
+    opened = time.monotonic()
+    assert _episode_posts(receiver, "b", export_request("b", 1, 64), tmp_path, depth=1) == "200"  # its grandchild
+    assert _episode_posts(receiver, "c", _session_request("own-id"), tmp_path) == "200"  # untagged: its sender's
+    status, reason = _post_here(receiver, "b")  # this process is in no episode's tree
+    assert status == 403 and "no process of an open episode" in reason
+    assert receiver.foreign == 1 and len(said) == 1 and f"pid {os.getpid()} " in said[0]
+    for tag in ("b", "c"):
+        receiver.ended(tag)
+        assert len(receiver.requests_for(tag, opened=opened)) == 1  # its own, and no error for the outsider's
+    assert receiver.held_bytes == 0
+
+
+@LINUX
+@pytest.mark.parametrize("body", [export_request("not-mine", 1, 64), _session_request("victim")],
+                         ids=["another-tag", "another-episodes-session"])
+def test_spans_naming_another_episode_are_refused_and_error_their_sender(
+        bound: tuple[OtlpReceiver, list[str]], tmp_path: Path, body: bytes) -> None:
+    receiver, _ = bound
+    opened = time.monotonic()
+    receiver.expect("victim")
+    answer = _episode_posts(receiver, "forger", body, tmp_path)
+    assert answer.startswith("403") and "names episode" in answer and "'forger'" in answer
+    assert receiver.requests_for("victim", opened=opened) == []  # not fed, not errored
+    with pytest.raises(InvalidResponse, match=r"named another episode: .* refused 1 export request"):
+        receiver.requests_for("forger", opened=opened)
+    assert receiver.foreign == 0
+
+
+@LINUX
+def test_a_refused_request_errors_its_own_episode_alone(tmp_path: Path) -> None:
+    receiver = OtlpReceiver(bind=True, max_body=16 * 1024).start()
+    try:
+        opened = time.monotonic()
+        receiver.expect("other")
+        assert _episode_posts(receiver, "big", export_request("big", 1, 64 * 1024), tmp_path).startswith("413")
+        assert _episode_posts(receiver, "other", export_request("other", 1, 64), tmp_path) == "200"
+        assert len(receiver.requests_for("other", opened=opened)) == 1  # open meanwhile, and complete
+        with pytest.raises(InvalidResponse, match=r"incomplete: .* refused 1 export request\(s\) of this episode"):
+            receiver.requests_for("big", opened=opened)
+    finally:
+        receiver.stop()
+
+
+@LINUX
+def test_a_connection_before_its_episode_has_a_pid_waits_for_it(bound: tuple[OtlpReceiver, list[str]],
+                                                                  tmp_path: Path) -> None:
+    receiver, _ = bound
+    (tmp_path / "early.json").write_bytes(export_request("early", 1, 64))
+    receiver.expect("early")
+    poster = _poster(receiver, tmp_path / "early.json")
+    episodes = receiver.episodes
+    assert episodes is not None
+    with episodes.changed:  # its request is in, placed nowhere yet: it waits for the episode still starting
+        assert episodes.changed.wait_for(lambda: episodes.waiting == 1, 30)
+    receiver.started("early", poster.pid)
+    assert poster.communicate(timeout=60)[0].strip() == "200"
+    assert len(receiver.requests_for("early")) == 1 and receiver.foreign == 0

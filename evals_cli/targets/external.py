@@ -181,7 +181,8 @@ def receiver_for(target: Any) -> OtlpReceiver:
         protobuf_decoder()  # the otel extra, or exit 2 naming it, before any agent runs
         port = getattr(target.spec, "otlp_port", None)
         port = int(port if port is not None else getattr(target, "default_otlp_port", 0))
-        found = target._receiver = OtlpReceiver(port).start()
+        found = target._receiver = OtlpReceiver(port, bind=getattr(target, "binds_telemetry", False),
+                                                on_foreign=_say_foreign).start()
         weakref.finalize(target, found.stop)
         if getattr(target, "announces_receiver", False):  # an agent already running must be pointed at it
             from evals_cli.display.console import make_console
@@ -190,3 +191,12 @@ def receiver_for(target: Any) -> OtlpReceiver:
                                             f"(its OTEL_EXPORTER_OTLP_ENDPOINT: {found.endpoint})", markup=False,
                                             highlight=False, soft_wrap=True)
     return found
+
+
+def _say_foreign(problem: str) -> None:
+    """The first export request refused for coming from outside every episode, said on stderr as it happens: it
+    is no sample's error (a process outside the run must not be able to fail one), so this is where it shows."""
+    from evals_cli.display.console import make_console
+
+    make_console(stderr=True).print(f"OTLP receiver: {problem}; its spans are nobody's (later ones are counted, not "
+                                    "shown)", markup=False, highlight=False, soft_wrap=True)
