@@ -86,7 +86,8 @@ def lookups(others: list[subprocess.Popen[bytes]], reps: int) -> tuple[float, fl
         assert holder.stdout is not None
         port = int(holder.stdout.readline())
         link = f"socket:[{peers.client_inode(('127.0.0.1', port), server.getsockname())}]"
-        cold, warm = [], []
+        cold: list[float] = []
+        warm: list[float] = []
         for _ in range(reps):
             roots = peers.EpisodeRoots()
             for n, tree in enumerate(others):

@@ -180,3 +180,27 @@ def test_a_connection_before_its_episode_has_a_pid_waits_for_it(bound: tuple[Otl
     receiver.started("early", poster.pid)
     assert poster.communicate(timeout=60)[0].strip() == "200"
     assert len(receiver.requests_for("early")) == 1 and receiver.foreign == 0
+
+
+class _CommandLike:
+    """What receiver_for reads of a target: a kind that binds its telemetry, no fixed port."""
+
+    binds_telemetry = True
+    default_otlp_port = 0
+    spec = None
+
+
+@LINUX
+def test_the_first_outsider_is_said_on_stderr_naming_it(capfd: pytest.CaptureFixture[str]) -> None:
+    from evals_cli.targets.external import receiver_for
+
+    target = _CommandLike()
+    receiver = receiver_for(target)
+    try:
+        assert receiver.bound
+        assert [_post_here(receiver, "x")[0] for _ in range(2)] == [403, 403]
+        err = capfd.readouterr().err
+        assert err.count("OTLP receiver:") == 1 and f"held by pid {os.getpid()} (" in err and "outside every" in err
+        assert receiver.foreign == 2 and receiver.refused == 2 and receiver.accepted == 0
+    finally:
+        receiver.stop()

@@ -8,7 +8,10 @@ the program started is killed when it exits or is stopped, and the episode ends 
 (targets/agent_process.py, targets/reaper.py).
 The program is pointed at the run's OTLP receiver the usual way (OTEL_EXPORTER_OTLP_* variables) and tagged
 with `evals.episode=<id>` in OTEL_RESOURCE_ATTRIBUTES, so an agent instrumented as usual needs no change; its
-spans rebuild the episode's trajectory (targets/external.py). The sample's timeout bounds it all.
+spans rebuild the episode's trajectory (targets/external.py). On Linux the tag is a label only: the receiver takes
+as the episode's the spans sent by its processes (its reaper and all below it, traces/peers.py), told of them here
+before the process starts and once it is gone, so that another episode's agent, which can read the tag in
+/proc/<pid>/environ, cannot feed this one. The sample's timeout bounds it all.
 """
 
 from __future__ import annotations

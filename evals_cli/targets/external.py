@@ -3,7 +3,8 @@ own OpenTelemetry spans.
 
 Each episode is an `ExternalEpisode` (the conversation the Episode hands every turn, holding the episode's tag,
 its replies and, for a command agent, its process). At the episode's end (`close`) the spans the agent exported
-to the run's loopback receiver under the episode's tag are read by the traces reader into the episode's turns:
+to the run's loopback receiver for the episode (a command agent's: sent by its processes, on Linux; else tagged
+with its id or session) are read by the traces reader into the episode's turns:
 tool calls, their arguments and results, model calls. Without spans, or spans that do not rebuild these turns,
 each turn holds the reply alone and `Trajectory.not_observed` says why: trajectory graders are then n/a with that
 reason (graders/grading.py), never a pass. When the receiver refused a request the episode's spans may have been
@@ -170,7 +171,9 @@ def check_telemetry(spec: ExternalSpec, pool: Any) -> None:
 
 
 def receiver_for(target: Any) -> OtlpReceiver:
-    """The target's receiver, started on first use (one per target: its episodes tell their spans apart by tag)."""
+    """The target's receiver, started on first use (one per target). A kind that `binds_telemetry` (command: its
+    episodes' processes are evals-cli's) gets a receiver that binds connections to episodes; others' episodes tell
+    their spans apart by tag."""
     found = getattr(target, "_receiver", None)
     if found is None:
         import weakref
