@@ -20,6 +20,7 @@ whose holder is not found while an episode is still starting waits (PENDING_S at
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import struct
@@ -40,9 +41,21 @@ KNOWN_PER_EPISODE = 8  # processes remembered per episode as its senders
 MAX_DEPTH = 4096  # ancestors walked at most (a cycle cannot happen; a bound all the same)
 
 
+@functools.cache
 def available() -> bool:
-    """Whether connections can be bound to episodes here: Linux, with this process's /proc readable."""
-    return sys.platform.startswith("linux") and os.access("/proc/self/fd", os.R_OK) and os.path.exists("/proc/self/stat")
+    """Whether connections can be bound to episodes here: Linux, where a loopback connection of this process's own
+    is found by its ports and its socket among this process's file descriptors (a kernel or container that hides
+    either leaves the receiver telling spans apart by tag)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as server, \
+                socket.create_connection(server.getsockname()[:2], timeout=1.0) as client:
+            inode = client_inode(client.getsockname()[:2], server.getsockname()[:2])
+            return inode == os.fstat(client.fileno()).st_ino and holds(os.getpid(), f"socket:[{inode}]") \
+                and _parent(os.getpid()) == os.getppid()
+    except OSError:
+        return False
 
 
 def client_inode(client: tuple[str, int], server: tuple[str, int]) -> int | None:
