@@ -1,21 +1,22 @@
 """A loopback OTLP/HTTP trace receiver: an external agent (a command or an HTTP agent) exports its spans here while
-it runs, and each episode takes back the spans tagged with its id, so its trajectory is rebuilt from what the
+it runs, and each episode takes back its spans, so its trajectory is rebuilt from what the
 agent itself reported (the same reader as trace files: conversations.py).
 
 It listens on 127.0.0.1 only, takes `POST /v1/traces` as OTLP/JSON or OTLP/protobuf (the OpenTelemetry SDK's
 default, `http/protobuf`, decoded with the `opentelemetry-proto` package of the `otel` extra), and keeps each
-request as OTLP/JSON (what a recording stores and replays). An episode's spans are those whose resource carries
-`evals.episode=<id>` (a command agent: evals-cli sets OTEL_RESOURCE_ATTRIBUTES) or whose trace holds a span
-naming the id as its session (`session.id`, `gen_ai.conversation.id`: an HTTP agent given the id).
+request as OTLP/JSON (what a recording stores and replays). An episode's spans are those its processes sent (a
+bound receiver, below), else those whose resource carries `evals.episode=<id>` (evals-cli sets
+OTEL_RESOURCE_ATTRIBUTES) or whose trace holds a span naming the id as its session (`session.id`,
+`gen_ai.conversation.id`: an HTTP agent given the id).
 
 The agent is a program evals-cli does not control, so what it can make the run hold is bounded: each body
 (otlp_body.py: its length known, MAX_BODY as sent and inflated) and everything held at once, MAX_HELD bytes of
 requests kept and being read. An episode takes its spans out when it ends, so the bound is on what the episodes
 running hold, not on the run's length. A request refused for any reason (too big, the bound reached, a body that
-does not read) may have held an episode's spans: every episode open when one was refused (when its start is not
-given, every episode ending after it) is an error naming why (`requests_for`), never a verdict on spans the
-receiver dropped. Nothing of a broken client reaches the run's
-output: the receiver answers or closes the connection, and counts the problem.
+does not read) may have held an episode's spans: the episode that sent it (a bound receiver) or, where nobody can
+say whose it was, every episode open when one was refused (when its start is not given, every episode ending
+after it) is an error naming why (`requests_for`), never a verdict on spans the receiver dropped. Nothing of a
+broken client reaches the run's output: the receiver answers or closes the connection, and counts the problem.
 
 A receiver made with `bind=True` (a command agent's, on Linux: peers.py) binds each connection to the open episode
 whose process tree holds its client socket, asked of the kernel when its request is read; what the spans are
@@ -257,9 +258,8 @@ class OtlpReceiver:
         for _, spans in resources:
             for span in spans:
                 tag = _resource_tag(span)
-                named = tag if tag is not None and tag != episode else next(
-                    (str(span.attributes[k]) for k in SESSION_ATTRIBUTES if str(span.attributes.get(k)) in others),
-                    None)
+                sessions = (str(span.attributes[k]) for k in SESSION_ATTRIBUTES if span.attributes.get(k) is not None)
+                named = tag if tag is not None and tag != episode else next((s for s in sessions if s in others), None)
                 if named is not None:
                     raise _Forged(403, f"span {span.name!r} names episode {named!r}, but the connection it came on "
                                        f"is held by a process of episode {episode!r}")

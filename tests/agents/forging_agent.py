@@ -29,12 +29,30 @@ def environ(pid: str) -> dict[str, str]:
     return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
 
 
+def parent(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return ""
+    return stat[stat.rfind(b")") + 2:].split()[1].decode()
+
+
+def run_processes() -> list[str]:
+    """The processes of this run's episodes: what evals started (the reapers, this one's parent) and their children.
+    A real forger would read every process it may; this one keeps to the run it attacks."""
+    evals = parent(str(os.getppid()))
+    pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    reapers = {p for p in pids if parent(p) == evals}
+    return [p for p in pids if p in reapers or parent(p) in reapers]
+
+
 def other_episode(mine: str, endpoint: str) -> str:
     """The id of another episode of this run (its processes point at the same receiver), looked for FIND_S."""
     deadline = time.monotonic() + FIND_S
     while time.monotonic() < deadline:
-        for pid in os.listdir("/proc"):
-            env = environ(pid) if pid.isdigit() else {}
+        for pid in run_processes():
+            env = environ(pid)
             tag = env.get("EVALS_EPISODE")
             if tag and tag != mine and env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == endpoint:
                 return tag
