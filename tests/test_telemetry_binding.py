@@ -166,6 +166,25 @@ def test_a_refused_request_errors_its_own_episode_alone(tmp_path: Path) -> None:
         receiver.stop()
 
 
+GATED = "import subprocess, sys; sys.stdin.readline(); sys.exit(subprocess.run(sys.argv[1:]).returncode)"
+
+
+@LINUX
+def test_an_episode_with_a_second_root_takes_what_is_below_either(bound: tuple[OtlpReceiver, list[str]],
+                                                                  tmp_path: Path) -> None:
+    receiver, _ = bound
+    (tmp_path / "two.json").write_bytes(export_request("two", 1, 64))
+    url = f"{receiver.endpoint}/v1/traces"
+    roots = [subprocess.Popen([sys.executable, "-c", GATED, sys.executable, "-c", POSTER, url,
+                               str(tmp_path / "two.json"), "0", POSTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    receiver.expect("two")
+    for root in roots:  # say, the process evals started and a sandbox's own monitor
+        receiver.started("two", root.pid)
+    assert [root.communicate("go\n", timeout=60)[0].strip() for root in roots] == ["200", "200"]
+    assert len(receiver.requests_for("two")) == 2
+
+
 @LINUX
 def test_a_connection_before_its_episode_has_a_pid_waits_for_it(bound: tuple[OtlpReceiver, list[str]],
                                                                   tmp_path: Path) -> None:

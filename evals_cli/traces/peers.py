@@ -197,18 +197,23 @@ class EpisodeRoots:
 
     def __init__(self) -> None:
         self.changed = threading.Condition()
-        self._roots: dict[str, int | None] = {}
+        self._roots: dict[str, list[int]] = {}  # each open episode's roots (none yet: still starting)
         self._senders: dict[str, list[int]] = {}  # the processes that sent each episode's connections so far
         self.waiting = 0  # connections not placed yet, waiting for episodes still starting
 
     def expect(self, tag: str) -> None:
         """An episode about to start its process: connections not yet placed wait for it (`owner`)."""
         with self.changed:
-            self._roots[tag] = None
+            self._roots[tag] = []
 
     def started(self, tag: str, pid: int) -> None:
+        """A root of the episode's processes: it and all below it are the episode's. An episode may have several
+        (a sandbox whose processes run below a monitor of their own, not below the process evals started, adds
+        that one's pid)."""
         with self.changed:
-            self._roots[tag] = pid
+            roots = self._roots.setdefault(tag, [])
+            if pid not in roots:
+                roots.append(pid)
             self.changed.notify_all()
 
     def ended(self, tag: str) -> None:
@@ -228,8 +233,8 @@ class EpisodeRoots:
         deadline = time.monotonic() + wait_s
         while True:
             with self.changed:
-                roots = {pid: tag for tag, pid in self._roots.items() if pid is not None}
-                pending = {tag for tag, pid in self._roots.items() if pid is None}
+                roots = {pid: tag for tag, pids in self._roots.items() for pid in pids}
+                pending = {tag for tag, pids in self._roots.items() if not pids}
                 senders = {tag: list(pids) for tag, pids in self._senders.items()}
             found = self._find(link, roots, senders)
             if found is not None or not pending or not self._started(pending, deadline):
@@ -241,7 +246,7 @@ class EpisodeRoots:
             self.waiting += 1
             self.changed.notify_all()
             try:
-                return self.changed.wait_for(lambda: not any(self._roots.get(t, 0) is None for t in pending),
+                return self.changed.wait_for(lambda: all(self._roots.get(t, [0]) for t in pending),
                                              deadline - time.monotonic())
             finally:
                 self.waiting -= 1

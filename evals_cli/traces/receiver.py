@@ -186,7 +186,8 @@ class OtlpReceiver:
             self.episodes.expect(tag)
 
     def started(self, tag: str, pid: int) -> None:
-        """The episode's root process: its connections are those held by it or any process below it."""
+        """A root process of the episode: its connections are those held by a root or any process below one (a
+        command agent's is its reaper; a sandbox whose processes run below a monitor of their own adds that)."""
         if self.episodes is not None:
             self.episodes.started(tag, pid)
 
