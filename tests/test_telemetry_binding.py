@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ import pytest
 import yaml
 
 from evals_cli.endpoints.errors import InvalidResponse
+from evals_cli.traces import receiver as receiver_module
 from evals_cli.traces.receiver import OtlpReceiver
 from tests.agents.span_agent import export_request
 from tests.helpers import ROOT, read_jsonl, run_cli
@@ -223,3 +225,19 @@ def test_the_first_outsider_is_said_on_stderr_naming_it(capfd: pytest.CaptureFix
         assert receiver.foreign == 2 and receiver.refused == 2 and receiver.accepted == 0
     finally:
         receiver.stop()
+
+
+@LINUX
+def test_a_connection_held_open_elsewhere_does_not_hold_up_an_episodes_end(
+        bound: tuple[OtlpReceiver, list[str]], tmp_path: Path) -> None:
+    receiver, _ = bound
+    port = int(receiver.endpoint.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as slow:  # headers never finished
+        slow.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        with receiver.changed:
+            assert receiver.changed.wait_for(lambda: receiver.in_flight == 1, 30)
+        assert _episode_posts(receiver, "quick", export_request("quick", 1, 64), tmp_path) == "200"
+        receiver.ended("quick")
+        started = time.monotonic()
+        assert len(receiver.requests_for("quick")) == 1  # not "still arriving": that connection is not its
+        assert time.monotonic() - started < receiver_module.SETTLE_S

@@ -104,6 +104,7 @@ class OtlpReceiver:
         self._held: list[_Held] = []
         self._refusals: deque[tuple[float, str]] = deque(maxlen=100)  # (when, why), the latest; unbound only
         self._lost: dict[str, _Lost] = {}  # bound: each episode's refused requests
+        self._busy: dict[str, int] = {}  # bound: each episode's requests placed and not yet done with
         self._in_flight: set[int] = set()
         self._arrivals = 0
         self._decoding = threading.Lock()  # one decode at a time: its memory comes once, not once per connection
@@ -160,6 +161,11 @@ class OtlpReceiver:
         finally:
             with self.changed:
                 self.reserved -= ticket.size
+                if episode is not None:
+                    left = self._busy.pop(episode, 1) - 1
+                    if left:
+                        self._busy[episode] = left
+                    self.changed.notify_all()
 
     @property
     def in_flight(self) -> int:
@@ -206,13 +212,18 @@ class OtlpReceiver:
 
     def place(self, client: tuple[str, int]) -> tuple[str | None, str]:
         """The open episode whose process holds the client end of this connection, or None; and that socket's
-        `socket:[inode]` link (empty: the socket is gone, its client did not wait for the answer)."""
+        `socket:[inode]` link (empty: the socket is gone, its client did not wait for the answer). A request placed
+        is handed to `receive` with its episode, which is done with it."""
         assert self.episodes is not None and self._server is not None
         inode = peers.client_inode(client, ("127.0.0.1", self._server.server_port))
         if inode is None:
             return None, ""
         link = f"socket:[{inode}]"
-        return self.episodes.owner(link), link
+        owner = self.episodes.owner(link)
+        if owner is not None:  # its episode's end waits for it from now on (until `receive` is done with it)
+            with self.changed:
+                self._busy[owner] = self._busy.get(owner, 0) + 1
+        return owner, link
 
     def refuse_foreign(self, link: str) -> str:
         """A connection no open episode's process holds: refused and counted, no episode's verdict touched. Who
@@ -309,13 +320,15 @@ class OtlpReceiver:
                      opened: float | None = None) -> list[dict[str, Any]]:
         """The export requests that hold spans of episode `tag` (or of the traces evals-cli started for it, by the
         traceparent it sent), each cut down to those spans' resources, taken out of the receiver: an episode
-        reads its spans once, when it ends. First the requests still arriving are waited for (SETTLE_S at most).
+        reads its spans once, when it ends. First the requests still arriving are waited for (SETTLE_S at most): a
+        bound receiver's, those placed to this episode alone (its processes are gone: no other can become its).
         InvalidResponse when a request was refused since the episode was `opened` (time.monotonic(); None: in
         the whole run) or one is still arriving: a refused request's spans are nobody's to know, and a trajectory
         graded without them could pass on what the agent did not report."""
         with self.changed:
             before = self._arrivals
-            settled = self.changed.wait_for(lambda: all(a > before for a in self._in_flight), SETTLE_S)
+            settled = self.changed.wait_for(lambda: not self._busy.get(tag) if self.episodes is not None else
+                                            all(a > before for a in self._in_flight), SETTLE_S)
             requests = self._take_out(tag, trace_ids)
             refusals = [why for when, why in self._refusals if opened is None or when >= opened]
             count = self.refused if opened is None else len(refusals)
