@@ -165,7 +165,11 @@ def holds(pid: int, link: str) -> bool:
 def below(roots: Iterable[int]) -> list[int]:
     """Every live process at or below the roots, from one pass over /proc/*/stat."""
     children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # /proc gone from under a running receiver: the roots alone
+        names = []
+    for name in names:
         if name.isdigit():
             parent = _parent(int(name))
             if parent is not None:
@@ -182,7 +186,11 @@ def below(roots: Iterable[int]) -> list[int]:
 def holder(link: str) -> str:
     """Who holds `link` on this machine, for a message: `pid N (name)` or that none is found (a scan of every
     process: used only for the few refusals kept as text)."""
-    for name in os.listdir("/proc"):
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        names = []
+    for name in names:
         if name.isdigit() and holds(int(name), link):
             try:
                 with open(f"/proc/{name}/comm", encoding="utf-8", errors="replace") as fh:
