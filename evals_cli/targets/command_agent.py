@@ -8,7 +8,10 @@ the program started is killed when it exits or is stopped, and the episode ends 
 (targets/agent_process.py, targets/reaper.py).
 The program is pointed at the run's OTLP receiver the usual way (OTEL_EXPORTER_OTLP_* variables) and tagged
 with `evals.episode=<id>` in OTEL_RESOURCE_ATTRIBUTES, so an agent instrumented as usual needs no change; its
-spans rebuild the episode's trajectory (targets/external.py). The sample's timeout bounds it all.
+spans rebuild the episode's trajectory (targets/external.py). On Linux the tag is a label only: the receiver takes
+as the episode's the spans sent by its processes (its reaper and all below it, traces/peers.py), told of them here
+before the process starts and once it is gone, so that another episode's agent, which can read the tag in
+/proc/<pid>/environ, cannot feed this one. The sample's timeout bounds it all.
 """
 
 from __future__ import annotations
@@ -92,11 +95,19 @@ class CommandEpisode(ExternalEpisode):
         program = spec.command[0]
         if "/" in program and not Path(program).is_absolute():
             program = str((base / program).resolve())
+        receiver = receiver_for(self.target) if spec.telemetry else None
+        if receiver is not None:  # its connections wait for the root's pid rather than be refused meanwhile
+            receiver.expect(self.tag)
         try:
             self.agent = await AgentProcess.start(program, spec.command[1:], str(cwd), self.environment())
         except OSError as exc:
             raise AgentFailed(f"command agent: cannot start {spec.command[0]!r} in {cwd}: {exc.strerror or exc}; "
                                   "check target.command and target.cwd") from None
+        finally:
+            if receiver is not None and self.agent is None:
+                receiver.forget(self.tag)
+        if receiver is not None:
+            receiver.started(self.tag, self.agent.process.pid)
 
     def failure(self, what: str) -> AgentFailed:
         tail = self.agent.stderr.text() if self.agent is not None else ""
@@ -153,13 +164,20 @@ class CommandEpisode(ExternalEpisode):
         if self.replayed is not None:
             observe(trajectory, self.replayed.requests, self.tag)
             return
-        exited = True
-        if self.agent is not None:  # the episode ends once the program and all it started are gone
-            exited = await self.agent.end(None if failed else self.target.spec.exit_timeout)
+        exited, telemetry = True, self.target.spec.telemetry
+        bound = telemetry and self.agent is not None  # begin told the receiver of it
+        try:
+            if self.agent is not None:  # the episode ends once the program and all it started are gone
+                exited = await self.agent.end(None if failed else self.target.spec.exit_timeout)
+        finally:
+            if bound:
+                receiver_for(self.target).ended(self.tag)
         if failed:
+            if bound:
+                receiver_for(self.target).forget(self.tag)
             return
         requests = []
-        if self.target.spec.telemetry:  # its settle wait (up to SETTLE_S) blocks a thread, not every episode's loop
+        if telemetry:  # its settle wait (up to SETTLE_S) blocks a thread, not every episode's loop
             requests = await asyncio.to_thread(receiver_for(self.target).requests_for, self.tag, opened=self.opened)
         observe(trajectory, requests, self.tag)
         record(self.target.ctx.pool, self.sample_id, self.repeat, Observed(self.replies, requests))  # type: ignore[arg-type]
@@ -173,6 +191,7 @@ class CommandAgent(Target):
     """An agent program run per episode (see the module's docstring)."""
 
     calls_model = False  # the program calls its own model: model_judge graders need a judge of their own
+    binds_telemetry = True  # its receiver takes each episode's spans from that episode's processes alone
     checked_by_building = True  # building finds the program: `evals validate` reports a missing one
     spec: CommandTarget
 

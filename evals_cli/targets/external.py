@@ -3,7 +3,8 @@ own OpenTelemetry spans.
 
 Each episode is an `ExternalEpisode` (the conversation the Episode hands every turn, holding the episode's tag,
 its replies and, for a command agent, its process). At the episode's end (`close`) the spans the agent exported
-to the run's loopback receiver under the episode's tag are read by the traces reader into the episode's turns:
+to the run's loopback receiver for the episode (a command agent's: sent by its processes, on Linux; else tagged
+with its id or session) are read by the traces reader into the episode's turns:
 tool calls, their arguments and results, model calls. Without spans, or spans that do not rebuild these turns,
 each turn holds the reply alone and `Trajectory.not_observed` says why: trajectory graders are then n/a with that
 reason (graders/grading.py), never a pass. When the receiver refused a request the episode's spans may have been
@@ -170,7 +171,9 @@ def check_telemetry(spec: ExternalSpec, pool: Any) -> None:
 
 
 def receiver_for(target: Any) -> OtlpReceiver:
-    """The target's receiver, started on first use (one per target: its episodes tell their spans apart by tag)."""
+    """The target's receiver, started on first use (one per target). A kind that `binds_telemetry` (command: its
+    episodes' processes are evals-cli's) gets a receiver that binds connections to episodes; others' episodes tell
+    their spans apart by tag."""
     found = getattr(target, "_receiver", None)
     if found is None:
         import weakref
@@ -181,7 +184,8 @@ def receiver_for(target: Any) -> OtlpReceiver:
         protobuf_decoder()  # the otel extra, or exit 2 naming it, before any agent runs
         port = getattr(target.spec, "otlp_port", None)
         port = int(port if port is not None else getattr(target, "default_otlp_port", 0))
-        found = target._receiver = OtlpReceiver(port).start()
+        found = target._receiver = OtlpReceiver(port, bind=getattr(target, "binds_telemetry", False),
+                                                on_foreign=_say_foreign).start()
         weakref.finalize(target, found.stop)
         if getattr(target, "announces_receiver", False):  # an agent already running must be pointed at it
             from evals_cli.display.console import make_console
@@ -190,3 +194,12 @@ def receiver_for(target: Any) -> OtlpReceiver:
                                             f"(its OTEL_EXPORTER_OTLP_ENDPOINT: {found.endpoint})", markup=False,
                                             highlight=False, soft_wrap=True)
     return found
+
+
+def _say_foreign(problem: str) -> None:
+    """The first export request refused for coming from outside every episode, said on stderr as it happens: it
+    is no sample's error (a process outside the run must not be able to fail one), so this is where it shows."""
+    from evals_cli.display.console import make_console
+
+    make_console(stderr=True).print(f"OTLP receiver: {problem}; its spans are nobody's (later ones are counted, not "
+                                    "shown)", markup=False, highlight=False, soft_wrap=True)

@@ -1,48 +1,55 @@
 """A loopback OTLP/HTTP trace receiver: an external agent (a command or an HTTP agent) exports its spans here while
-it runs, and each episode takes back the spans tagged with its id, so its trajectory is rebuilt from what the
+it runs, and each episode takes back its spans, so its trajectory is rebuilt from what the
 agent itself reported (the same reader as trace files: conversations.py).
 
 It listens on 127.0.0.1 only, takes `POST /v1/traces` as OTLP/JSON or OTLP/protobuf (the OpenTelemetry SDK's
 default, `http/protobuf`, decoded with the `opentelemetry-proto` package of the `otel` extra), and keeps each
-request as OTLP/JSON (what a recording stores and replays). An episode's spans are those whose resource carries
-`evals.episode=<id>` (a command agent: evals-cli sets OTEL_RESOURCE_ATTRIBUTES) or whose trace holds a span
-naming the id as its session (`session.id`, `gen_ai.conversation.id`: an HTTP agent given the id).
+request as OTLP/JSON (what a recording stores and replays). An episode's spans are those its processes sent (a
+bound receiver, below), else those whose resource carries `evals.episode=<id>` (evals-cli sets
+OTEL_RESOURCE_ATTRIBUTES) or whose trace holds a span naming the id as its session (`session.id`,
+`gen_ai.conversation.id`: an HTTP agent given the id).
 
 The agent is a program evals-cli does not control, so what it can make the run hold is bounded: each body
 (otlp_body.py: its length known, MAX_BODY as sent and inflated) and everything held at once, MAX_HELD bytes of
 requests kept and being read. An episode takes its spans out when it ends, so the bound is on what the episodes
 running hold, not on the run's length. A request refused for any reason (too big, the bound reached, a body that
-does not read) may have held an episode's spans: every episode open when one was refused (when its start is not
-given, every episode ending after it) is an error naming why (`requests_for`), never a verdict on spans the
-receiver dropped. Nothing of a broken client reaches the run's
-output: the receiver answers or closes the connection, and counts the problem.
+does not read) may have held an episode's spans: the episode that sent it (a bound receiver) or, where nobody can
+say whose it was, every episode open when one was refused (when its start is not given, every episode ending
+after it) is an error naming why (`requests_for`), never a verdict on spans the receiver dropped. Nothing of a
+broken client reaches the run's output: the receiver answers or closes the connection, and counts the problem.
+
+A receiver made with `bind=True` (a command agent's, on Linux: peers.py) binds each connection to the open episode
+whose process tree holds its client socket, asked of the kernel when its request is read; what the spans are
+tagged with decides nothing. Spans on it are that episode's; a request whose spans name another episode (another
+`evals.episode`, or another open episode's id as their session) is refused (403) and makes the sender's own episode
+an error; a connection no open episode's process holds is refused (403) and counted (`foreign`), and errors no
+episode: a process outside the run can neither feed nor invalidate a sample. A refusal of a bound request for any
+other reason errors its own episode alone. Elsewhere (no /proc) `bind` is ignored: spans are told apart by tag.
 """
 
 from __future__ import annotations
 
-import socket
-import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import Message
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from io import BufferedIOBase
 from typing import Any
 
 from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.errors import ConfigError
+from evals_cli.traces import peers
 from evals_cli.traces.otlp import BadLine, Span, spans_of_request
 from evals_cli.traces.otlp_body import MAX_BODY, Refused, body_length, decode, footprint, inflate, read_body
+from evals_cli.traces.receiver_http import serve
 
 EPISODE_ATTRIBUTE = "evals.episode"
 SESSION_ATTRIBUTES = ("session.id", "gen_ai.conversation.id")
 MAX_HELD = 256 * 1024 * 1024  # bytes held at once: the requests kept (their decoded form) and those being read
 SETTLE_S = 5.0  # an episode's end waits this long, at most, for the requests still being received
-READ_TIMEOUT_S = 10.0  # a client silent this long mid-request is dropped (408)
-DRAIN_BYTES = 1024 * 1024  # an unread body is read and dropped up to this much before the connection is closed
-DRAIN_S = 0.2
 MAX_PROBLEMS = 20  # problems kept as text; all are counted
 POLL_S = 0.1  # how soon the server's loop sees `stop`
 
@@ -55,14 +62,36 @@ class _Held:
 
     resources: Resources
     size: int
+    episode: str | None = None  # a bound receiver: the episode whose process sent it
+
+
+@dataclass
+class _Lost:
+    """What a bound receiver refused of one episode's requests: lost spans (too big, unreadable, the bound reached)
+    and requests whose spans named another episode, each counted with the last reason."""
+
+    lost: int = 0
+    last_lost: str = ""
+    forged: int = 0
+    last_forged: str = ""
+
+
+class _Forged(Refused):
+    """A bound request whose spans name another episode than the one that sent it."""
 
 
 class OtlpReceiver:
     """The run's receiver (one per target, started on first use); thread-safe, its server in a daemon thread.
-    `max_held` and `max_body` default to the module's bounds (read when the receiver is made)."""
+    `max_held` and `max_body` default to the module's bounds (read when the receiver is made); `bind`: connections
+    are bound to the episodes `expect`ed and `started` (module docstring), where the kernel can say who sent them;
+    `on_foreign` is told the first connection refused for coming from outside every episode."""
 
-    def __init__(self, port: int = 0, max_held: int | None = None, max_body: int | None = None) -> None:
+    def __init__(self, port: int = 0, max_held: int | None = None, max_body: int | None = None, bind: bool = False,
+                 on_foreign: Callable[[str], None] | None = None) -> None:
         self.port = port
+        self.episodes = peers.EpisodeRoots() if bind and peers.available() else None
+        self.on_foreign = on_foreign
+        self.foreign = 0  # bound: connections refused for coming from no open episode's process
         self.max_held = MAX_HELD if max_held is None else max_held
         self.max_body = MAX_BODY if max_body is None else max_body
         self.accepted = 0  # requests kept, in the run
@@ -73,12 +102,19 @@ class OtlpReceiver:
         self.problems: list[str] = []  # the first MAX_PROBLEMS, as text
         self.problem_count = 0
         self._held: list[_Held] = []
-        self._refusals: deque[tuple[float, str]] = deque(maxlen=100)  # (when, why), the latest
+        self._refusals: deque[tuple[float, str]] = deque(maxlen=100)  # (when, why), the latest; unbound only
+        self._lost: dict[str, _Lost] = {}  # bound: each episode's refused requests
+        self._busy: dict[str, int] = {}  # bound: each episode's requests placed and not yet done with
         self._in_flight: set[int] = set()
         self._arrivals = 0
         self._decoding = threading.Lock()  # one decode at a time: its memory comes once, not once per connection
         self.changed = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def bound(self) -> bool:
+        """Connections are bound to the episodes whose processes hold them (`bind`, where /proc says so)."""
+        return self.episodes is not None
 
     @property
     def endpoint(self) -> str:
@@ -90,7 +126,7 @@ class OtlpReceiver:
     def start(self) -> OtlpReceiver:
         if self._server is None:
             try:
-                self._server = _Server(("127.0.0.1", self.port), _handler(self), self)
+                self._server = serve(("127.0.0.1", self.port), self)
             except OSError as exc:
                 raise ConfigError(f"target.otlp_port: cannot listen on 127.0.0.1:{self.port} for the agent's spans "
                                   f"({exc.strerror or exc}); free the port or choose another otlp_port") from None
@@ -111,19 +147,25 @@ class OtlpReceiver:
                 self.problems.append(text)
             self.changed.notify_all()
 
-    def receive(self, headers: Message, rfile: BufferedIOBase) -> tuple[int, str]:
-        """One POST /v1/traces read, decoded and kept: the status to answer and, for a refusal, why. The refusal
-        is on record before the exporter is answered (an episode ending after that answer sees it)."""
+    def receive(self, headers: Message, rfile: BufferedIOBase, episode: str | None = None) -> tuple[int, str]:
+        """One POST /v1/traces read, decoded and kept (`episode`: the one its connection is bound to): the status
+        to answer and, for a refusal, why. The refusal is on record before the exporter is answered (an episode
+        ending after that answer sees it)."""
         ticket = _Ticket(self)
         try:
-            self._keep(self._read(headers, rfile, ticket), ticket)
+            self._keep(self._read(headers, rfile, ticket, episode), ticket)
             return 200, ""
         except Refused as refusal:
-            self._refuse(refusal)
+            self._refuse(refusal, episode)
             return refusal.status, refusal.reason
         finally:
             with self.changed:
                 self.reserved -= ticket.size
+                if episode is not None:
+                    left = self._busy.pop(episode, 1) - 1
+                    if left:
+                        self._busy[episode] = left
+                    self.changed.notify_all()
 
     @property
     def in_flight(self) -> int:
@@ -144,11 +186,67 @@ class OtlpReceiver:
             self._in_flight.discard(arrival)
             self.changed.notify_all()
 
-    def _read(self, headers: Message, rfile: BufferedIOBase, ticket: _Ticket) -> _Held:
+    def expect(self, tag: str) -> None:
+        """An episode is about to start its process (a bound receiver; elsewhere nothing to do)."""
+        if self.episodes is not None:
+            self.episodes.expect(tag)
+
+    def started(self, tag: str, pid: int) -> None:
+        """A root process of the episode: its connections are those held by a root or any process below one (a
+        command agent's is its reaper; a sandbox whose processes run below a monitor of their own adds that)."""
+        if self.episodes is not None:
+            self.episodes.started(tag, pid)
+
+    def ended(self, tag: str) -> None:
+        """The episode's processes are gone: no connection is its from now on (its spans wait for `requests_for`)."""
+        if self.episodes is not None:
+            self.episodes.ended(tag)
+
+    def forget(self, tag: str) -> None:
+        """An episode that reads no spans (it failed): what the receiver holds of it is let go."""
+        self.ended(tag)
+        if self.episodes is not None:
+            with self.changed:
+                self._take_out(tag, frozenset())
+                self._lost.pop(tag, None)
+
+    def place(self, client: tuple[str, int]) -> tuple[str | None, str]:
+        """The open episode whose process holds the client end of this connection, or None; and that socket's
+        `socket:[inode]` link (empty: the socket is gone, its client did not wait for the answer). A request placed
+        is handed to `receive` with its episode, which is done with it."""
+        assert self.episodes is not None and self._server is not None
+        inode = peers.client_inode(client, ("127.0.0.1", self._server.server_port))
+        if inode is None:
+            return None, ""
+        link = f"socket:[{inode}]"
+        owner = self.episodes.owner(link)
+        if owner is not None:  # its episode's end waits for it from now on (until `receive` is done with it)
+            with self.changed:
+                self._busy[owner] = self._busy.get(owner, 0) + 1
+        return owner, link
+
+    def refuse_foreign(self, link: str) -> str:
+        """A connection no open episode's process holds: refused and counted, no episode's verdict touched. Who
+        holds it is looked for only while its problem is kept as text (a scan of every process)."""
+        reason = ("the connection comes from no process of an open episode of this run (the receiver takes a "
+                  "command agent's spans from the processes of its episode only)")
+        with self.changed:
+            self.foreign += 1
+            self.refused += 1
+            first, keep = self.foreign == 1, len(self.problems) < MAX_PROBLEMS
+        if keep:
+            who = peers.holder(link) if link else "a client that closed its socket before the answer"
+            text = f"an OTLP export request was refused (403): its connection was held by {who}, outside every episode"
+            self.problem(text)
+            if first and self.on_foreign is not None:
+                self.on_foreign(text)
+        return reason
+
+    def _read(self, headers: Message, rfile: BufferedIOBase, ticket: _Ticket, episode: str | None) -> _Held:
         length = body_length(headers)
         try:
             raw = read_body(rfile, length, self.max_body, ticket.take)
-        except OSError as exc:  # the client went silent (READ_TIMEOUT_S) or away mid-body
+        except OSError as exc:  # the client went silent (receiver_http.READ_TIMEOUT_S) or away mid-body
             raise Refused(408, f"the body stopped arriving ({type(exc).__name__})") from None
         body = inflate(raw, headers.get("Content-Encoding", ""), self.max_body, ticket.take)
         if body is not raw:
@@ -161,7 +259,22 @@ class OtlpReceiver:
                 resources = _resources(request)
             except (BadLine, TypeError, AttributeError) as exc:
                 raise Refused(400, f"an OTLP export request could not be read: {str(exc)[:200]}") from None
-            return _Held(resources, footprint(request, resources))
+            if episode is not None:
+                self._check_names(resources, episode)
+            return _Held(resources, footprint(request, resources), episode)
+
+    def _check_names(self, resources: Resources, episode: str) -> None:
+        """_Forged when a span of a request bound to `episode` names another episode: its resource's
+        evals.episode, or another open episode's id as its session."""
+        others = (self.episodes.open_tags() if self.episodes is not None else set()) - {episode}
+        for _, spans in resources:
+            for span in spans:
+                tag = _resource_tag(span)
+                sessions = (str(span.attributes[k]) for k in SESSION_ATTRIBUTES if span.attributes.get(k) is not None)
+                named = tag if tag is not None and tag != episode else next((s for s in sessions if s in others), None)
+                if named is not None:
+                    raise _Forged(403, f"span {span.name!r} names episode {named!r}, but the connection it came on "
+                                       f"is held by a process of episode {episode!r}")
 
     def _keep(self, held: _Held, ticket: _Ticket) -> None:
         with self.changed:
@@ -188,27 +301,40 @@ class OtlpReceiver:
                 f"{_size(self.max_held)} (MAX_HELD); this request's {_size(size)} more is refused (the episodes "
                 "running export more spans than that at once)")
 
-    def _refuse(self, refusal: Refused) -> None:
+    def _refuse(self, refusal: Refused, episode: str | None) -> None:
         self.problem(f"an OTLP export request was refused ({refusal.status}): {refusal.reason}")
+        why = f"{refusal.status}: {refusal.reason}"
         with self.changed:
             self.refused += 1
-            self._refusals.append((time.monotonic(), f"{refusal.status}: {refusal.reason}"))
+            if episode is None:  # nobody's to know whose spans it held: every episode open then
+                self._refusals.append((time.monotonic(), why))
+            else:
+                lost = self._lost.setdefault(episode, _Lost())
+                if isinstance(refusal, _Forged):
+                    lost.forged, lost.last_forged = lost.forged + 1, why
+                else:
+                    lost.lost, lost.last_lost = lost.lost + 1, why
             self.changed.notify_all()
 
     def requests_for(self, tag: str, trace_ids: frozenset[str] = frozenset(),
                      opened: float | None = None) -> list[dict[str, Any]]:
         """The export requests that hold spans of episode `tag` (or of the traces evals-cli started for it, by the
         traceparent it sent), each cut down to those spans' resources, taken out of the receiver: an episode
-        reads its spans once, when it ends. First the requests still arriving are waited for (SETTLE_S at most).
+        reads its spans once, when it ends. First the requests still arriving are waited for (SETTLE_S at most): a
+        bound receiver's, those placed to this episode alone (its processes are gone: no other can become its).
         InvalidResponse when a request was refused since the episode was `opened` (time.monotonic(); None: in
         the whole run) or one is still arriving: a refused request's spans are nobody's to know, and a trajectory
         graded without them could pass on what the agent did not report."""
         with self.changed:
             before = self._arrivals
-            settled = self.changed.wait_for(lambda: all(a > before for a in self._in_flight), SETTLE_S)
+            settled = self.changed.wait_for(lambda: not self._busy.get(tag) if self.episodes is not None else
+                                            all(a > before for a in self._in_flight), SETTLE_S)
             requests = self._take_out(tag, trace_ids)
             refusals = [why for when, why in self._refusals if opened is None or when >= opened]
             count = self.refused if opened is None else len(refusals)
+            lost = self._lost.pop(tag, None) if self.episodes is not None else None
+        if lost is not None:
+            _raise_lost(lost)
         if refusals:
             since = "during the run" if opened is None else "while this episode ran"
             raise InvalidResponse(f"the agent's telemetry is incomplete: the run's OTLP receiver refused {count} "
@@ -222,12 +348,13 @@ class OtlpReceiver:
     def _take_out(self, tag: str, trace_ids: frozenset[str]) -> list[dict[str, Any]]:
         """The episode's resources out of the requests held (under the lock); a request left empty is let go."""
         traces = {span.trace_id for held in self._held for _, spans in held.resources for span in spans
-                  if _names_session(span, tag)}
+                  if held.episode is None and _names_session(span, tag)}
         traces |= trace_ids
         out, kept = [], []
         for held in self._held:
             mine = [rs for rs, spans in held.resources
-                    if any(_resource_tag(span) == tag or span.trace_id in traces for span in spans)]
+                    if (held.episode == tag if held.episode is not None else
+                        any(_resource_tag(span) == tag or span.trace_id in traces for span in spans))]
             if mine:
                 out.append({"resourceSpans": mine})
                 held.resources = [(rs, spans) for rs, spans in held.resources if all(rs is not m for m in mine)]
@@ -277,6 +404,18 @@ class _Ticket:
             self.size -= size
 
 
+def _raise_lost(lost: _Lost) -> None:
+    """InvalidResponse naming what a bound receiver refused of one episode's own requests (nothing: no error)."""
+    if lost.forged:
+        raise InvalidResponse(f"the agent's telemetry named another episode: the run's OTLP receiver refused "
+                              f"{lost.forged} export request(s) of this episode's processes (the last: "
+                              f"{lost.last_forged}); an agent that reports spans as another sample's is not graded")
+    if lost.lost:
+        raise InvalidResponse(f"the agent's telemetry is incomplete: the run's OTLP receiver refused {lost.lost} "
+                              f"export request(s) of this episode's processes (the last: {lost.last_lost}), so its "
+                              "trajectory is not graded")
+
+
 def _resources(request: dict[str, Any]) -> Resources:
     """Each resource of the request with its spans; BadLine for a request that is not OTLP/JSON."""
     if "resourceSpans" not in request:
@@ -300,75 +439,3 @@ def _resource_tag(span: Span) -> str | None:
 def _names_session(span: Span, tag: str) -> bool:
     return _resource_tag(span) == tag or any(str(span.attributes.get(key)) == tag for key in SESSION_ATTRIBUTES
                                              if span.attributes.get(key) is not None)
-
-
-class _Server(ThreadingHTTPServer):
-    """The receiver's server: a connection that fails is counted as the receiver's problem, never printed."""
-
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
-                 receiver: OtlpReceiver) -> None:
-        self.receiver = receiver
-        self._arrivals: dict[Any, int] = {}  # each connection open, by its socket: its number at the receiver
-        super().__init__(address, handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self._arrivals[request] = self.receiver.arrive()
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        arrival = self._arrivals.pop(request, None)
-        super().shutdown_request(request)
-        if arrival is not None:
-            self.receiver.leave(arrival)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        error = sys.exc_info()[1]
-        self.receiver.problem(f"a connection to the OTLP receiver failed: {type(error).__name__}: {str(error)[:200]}")
-
-
-def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        timeout = READ_TIMEOUT_S  # each read of the socket (a silent client is dropped)
-
-        def log_message(self, *args: Any) -> None:  # the run's output is the report, not an access log
-            return
-
-        def do_POST(self) -> None:
-            if self.path.rstrip("/") != "/v1/traces":
-                self._answer(404, "the receiver takes spans at /v1/traces only")
-                return
-            status, reason = receiver.receive(self.headers, self.rfile)
-            self._answer(status, reason)
-
-        def _answer(self, status: int, reason: str) -> None:
-            """The reply; after a refusal the connection is closed, what is left of the body read and dropped
-            (bounded) first so that the client reads the reply rather than a reset."""
-            json_reply = "json" in self.headers.get("Content-Type", "")
-            body = (b"{}" if json_reply else b"") if status == 200 else reason.encode("utf-8", "replace")
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", ("application/json" if json_reply else "application/x-protobuf")
-                                 if status == 200 else "text/plain; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                if status != 200:
-                    self.send_header("Connection", "close")
-                self.end_headers()
-                self.wfile.write(body)
-                if status != 200:
-                    self._drain()
-            except OSError:  # the client is gone: nothing to answer
-                self.close_connection = True
-
-        def _drain(self) -> None:
-            self.connection.shutdown(socket.SHUT_WR)
-            self.connection.settimeout(DRAIN_S)
-            left = DRAIN_BYTES
-            while left > 0:
-                data = self.rfile.read1(min(64 * 1024, left))
-                if not data:
-                    return
-                left -= len(data)
-
-    return Handler
