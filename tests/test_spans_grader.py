@@ -128,6 +128,12 @@ def test_spans_not_kept_leave_what_they_could_change_unknown() -> None:
                        {"name_contains": "tool", "count": {"max": 4}},  # the 3 left out may match
                        {"name": "c", "absent": True}, {"name": "c"})}
     assert list(holds.values()) == [True, False, None, None, None]
+    # a parent among the spans left out: whether an ancestor is named so cannot be said
+    chain = SpanTree(spans=[_span("agent", "1"), _span("tool", "2", parent="1"), _span("orphan", "3", parent="9")],
+                     left_out=1)
+    under = [check(SpanAssertion.model_validate({"name": n, "under": "agent"}), chain).holds
+             for n in ("tool", "orphan")]
+    assert under == [True, None]
 
 
 def test_kept_spans_are_masked_and_bounded() -> None:

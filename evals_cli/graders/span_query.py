@@ -155,16 +155,38 @@ def _attribute(span: SpanRecord, key: str, want: Any, presence: bool) -> Known:
     return None if _has_capped(value) else False
 
 
-def _under(tree: SpanTree, span: SpanRecord, name: str) -> Known:
-    chain = tree.ancestors(span)
-    if any(a.name == name for a in chain):
-        return True
-    top = chain[-1] if chain else span
-    return None if top.parent_id is not None and tree.left_out else False  # the chain went on among spans not kept
+def _under_all(tree: SpanTree, name: str) -> dict[tuple[str, str], Known]:
+    """For every span, whether an ancestor is named `name`: each chain walked once (memoised), so a deep tree
+    costs its size, not its size squared; a cycle in a hostile file ends the walk."""
+    by_key = {(s.trace_id, s.span_id): s for s in tree.spans}
+    known: dict[tuple[str, str], Known] = {}
+    for span in tree.spans:
+        path: list[tuple[str, str]] = []
+        current: SpanRecord | None = span
+        answer: Known = False
+        while current is not None:
+            key = (current.trace_id, current.span_id)
+            if key in known:
+                answer = known[key]
+                break
+            if key in path:  # a cycle: no ancestor found on it
+                break
+            path.append(key)
+            parent = by_key.get((current.trace_id, current.parent_id or "")) if current.parent_id else None
+            if parent is not None and parent.name == name:
+                answer = True
+                break
+            if parent is None and current.parent_id is not None and tree.left_out:
+                answer = None  # the chain goes on among the spans not kept
+            current = parent
+        for key in path:
+            known[key] = answer
+    return known
 
 
-def matches(query: SpanAssertion, tree: SpanTree, span: SpanRecord) -> Known:
-    """Whether one span is among the spans the assertion is about."""
+def matches(query: SpanAssertion, tree: SpanTree, span: SpanRecord,
+            under: dict[tuple[str, str], Known] | None = None) -> Known:
+    """Whether one span is among the spans the assertion is about (`under`: `_under_all` of the query's name)."""
     tests: list[Known] = []
     if query.name is not None:
         tests.append(_text_test(span.name, span.name == query.name))
@@ -179,7 +201,8 @@ def matches(query: SpanAssertion, tree: SpanTree, span: SpanRecord) -> Known:
     if query.error is not None:
         tests.append((span.error is not None) == query.error)
     if query.under is not None:
-        tests.append(_under(tree, span, query.under))
+        under = under if under is not None else _under_all(tree, query.under)
+        tests.append(under.get((span.trace_id, span.span_id), False))
     return _all(tests)
 
 
@@ -230,7 +253,8 @@ def _durations(query: SpanAssertion, found: list[SpanRecord], unknown: int) -> t
 
 def check(query: SpanAssertion, tree: SpanTree) -> Outcome:
     """The assertion over the episode's spans."""
-    results = [(span, matches(query, tree, span)) for span in tree.spans]
+    under = _under_all(tree, query.under) if query.under is not None else None
+    results = [(span, matches(query, tree, span, under)) for span in tree.spans]
     found = [span for span, hit in results if hit is True]
     unknown = sum(hit is None for _, hit in results) + tree.left_out
     holds, said = _count(query, found, unknown)

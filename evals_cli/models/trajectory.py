@@ -277,18 +277,6 @@ class SpanTree(Record):
     spans: list[SpanRecord] = Field(default_factory=list)
     left_out: int = Field(default=0, description="Spans over the bound (MAX_SPANS), not kept.")
 
-    def ancestors(self, span: SpanRecord) -> list[SpanRecord]:
-        """The span's parent, its parent's, ... (a cycle in a hostile file stops the walk)."""
-        by_key = {(s.trace_id, s.span_id): s for s in self.spans}
-        out: list[SpanRecord] = []
-        seen = {(span.trace_id, span.span_id)}
-        current = by_key.get((span.trace_id, span.parent_id or ""))
-        while current is not None and (current.trace_id, current.span_id) not in seen:
-            seen.add((current.trace_id, current.span_id))
-            out.append(current)
-            current = by_key.get((current.trace_id, current.parent_id or ""))
-        return out
-
 
 class Trajectory(Record):
     """The whole conversation as run."""
