@@ -105,7 +105,8 @@ def test_a_model_target_has_no_spans_and_the_grader_is_na(tmp_path: Path, server
 
 
 def test_bad_assertions_exit_2_naming_the_field(tmp_path: Path) -> None:
-    cases = [({"nme": "x"}, "nme"), ({"name_matches": "(unclosed"}, "not a valid regular expression"),
+    cases = [({"nme": "x"}, "assert.0.nme: unknown key 'nme'; did you mean 'name'?"),
+             ({"name_matches": "(unclosed"}, "not a valid regular expression"),
              ({"error": False}, "{error: true, absent: true}"), ({"name": "x", "absent": True, "count": 2},
                                                                  "takes no count")]
     for assertion, said in cases:
