@@ -269,9 +269,12 @@ def report(
     run_path: Annotated[Path, typer.Argument(metavar="RUN", help="A results.jsonl or a run folder.")],
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")] = None,
     why: Annotated[str, typer.Option("--why", metavar="short|full|all", help="Reasons under the table: short (cut to fit, the default), full (every reason of every failed sample whole: judge reasoning, goal judgements), all (every sample, passing ones too, every grade's reason).")] = "short",
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help="table (the default): the run's table; an export format instead writes that file to -o: inspect (an inspect_ai .eval log, opened by `inspect view`), junit, task_results, html.")] = "table",
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="The file --format writes.")] = None,
 ) -> None:
-    """Re-render the table of a finished (or killed) run from its results; --html writes a report file. Every
-    kind of run: `evals run` (live or on a recorded_sessions suite), `evals analyze`, `evals merge`."""
+    """Re-render the table of a finished (or killed) run from its results; --html writes a report file, --format
+    FORMAT -o FILE one export of it. Every kind of run: `evals run` (live or on a recorded_sessions suite), `evals
+    analyze`, `evals merge`."""
     if why not in ("short", "full", "all"):
         raise ConfigError(f"--why {why}: choose short (cut to fit), full (every reason of the failed samples whole) "
                           "or all (every sample's reasons, passing ones too)")
@@ -281,6 +284,14 @@ def report(
 
     console = make_console()
     run_path = _newest_if_folder_of_runs(run_path)
+    if fmt != "table":
+        from evals_cli.exporters import export_folder
+
+        written, notes = export_folder(run_path, fmt, output)
+        for note in notes:
+            make_console(stderr=True).print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"{fmt}: {written}", markup=False, highlight=False, soft_wrap=True)
+        return
     if is_matrix(run_path):  # a run over several models: the side-by-side view, read from every model's folder
         _report_models(run_path, html, why)
         return

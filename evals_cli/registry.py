@@ -79,6 +79,7 @@ BUILTIN_KINDS: dict[str, dict[str, str]] = {
         "output_type": "evals_cli.graders.kinds.output_type",
         "session_detector": "evals_cli.sessions.graders",
         "session_score": "evals_cli.sessions.graders",
+        "spans": "evals_cli.graders.kinds.spans",
         "stop_behavior": "evals_cli.graders.kinds.stop_behavior",
         "tool": "evals_cli.graders.kinds.tool",
         "tool_args": "evals_cli.graders.kinds.tool_args",

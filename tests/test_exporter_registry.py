@@ -32,7 +32,7 @@ def failure_text(path: Path) -> str:
 
 
 def test_every_format_is_a_module_of_the_package_registering_itself() -> None:
-    assert set(EXPORTERS.kinds()) == {"html", "junit", "task_results"}
+    assert set(EXPORTERS.kinds()) == {"html", "inspect", "junit", "task_results"}
     for entry in EXPORTERS.entries():
         assert entry.module.startswith("evals_cli.exporters.") and callable(entry.impl)
 
@@ -64,7 +64,7 @@ def test_the_old_keywords_are_aliases_and_the_threshold_still_applies(run: tuple
 def test_an_unknown_format_or_a_clash_is_a_config_error_before_anything_is_written(
         run: tuple[Path, RunSummary], tmp_path: Path) -> None:
     run_dir, summary = run
-    with pytest.raises(ConfigError, match="unknown export format 'xml'; known formats: html, junit, task_results"):
+    with pytest.raises(ConfigError, match="unknown export format 'xml'; known formats: html, inspect, junit, task_results"):
         export_run(run_dir, summary, junit=tmp_path / "j.xml", exports={"xml": tmp_path / "x.xml"})
     with pytest.raises(ConfigError, match="export junit: two files given"):
         export_run(run_dir, summary, junit=tmp_path / "j.xml", exports={"junit": tmp_path / "other.xml"})
@@ -78,9 +78,10 @@ def test_parse_export_reads_format_equals_path_and_names_the_flag_on_mistakes() 
         with pytest.raises(ConfigError) as info:
             parse_export(bad)
         message = str(info.value)
-        assert message.startswith(f"--export {bad!r}: expected FORMAT=PATH") and "html, junit, task_results" in message
-    with pytest.raises(ConfigError, match=r"--export 'xml=a.xml': unknown format 'xml'; known formats: html, junit, "
-                                          r"task_results"):
+        assert message.startswith(f"--export {bad!r}: expected FORMAT=PATH")
+        assert "html, inspect, junit, task_results" in message
+    with pytest.raises(ConfigError, match=r"--export 'xml=a.xml': unknown format 'xml'; known formats: html, inspect, "
+                                          r"junit, task_results"):
         parse_export("xml=a.xml")
 
 

@@ -81,3 +81,39 @@ __all__ = [
     "parse_export", "parse_exports", "render_html", "requested_exports", "task_result", "write_html", "write_junit",
     "write_task_results",
 ]
+
+
+def export_folder(run_dir: Path, fmt: str, path: Path | None) -> tuple[Path, list[str]]:
+    """`evals report RUN --format FORMAT -o PATH`: one export of a finished (or killed) run read back from its
+    folder, with the summary `evals report` shows (a killed run's rebuilt, its verdict withheld) and the gate's
+    per-sample pass value from its run.json. Returns (the file written, the warnings reading the run gave)."""
+    from evals_cli.output.manifest import is_matrix
+    from evals_cli.report import load_run, run_kind
+
+    known = ", ".join(["table", *known_formats()])
+    if fmt not in EXPORTERS:
+        raise ConfigError(f"--format {fmt!r}: unknown format; known formats: {known}")
+    if path is None:
+        raise ConfigError(f"--format {fmt}: give the file to write with -o, e.g. -o run.{_SUFFIX.get(fmt, fmt)}")
+    if is_matrix(run_dir) or run_kind(run_dir) == "sessions":
+        raise ConfigError(f"{run_dir}: --format {fmt} exports the run of one suite and model; give one model's "
+                          "folder of a run over several models (RUN/MODEL), and an `evals run` folder, not an "
+                          "`evals analyze` one")
+    _, summary, warnings = load_run(run_dir)
+    export_run(run_dir, summary, exports={fmt: path}, threshold=_sample_value(run_dir))
+    return path, warnings
+
+
+_SUFFIX = {"inspect": "eval", "junit": "xml", "task_results": "jsonl"}
+
+
+def _sample_value(run_dir: Path) -> float | None:
+    """The gate's per-sample pass value as run.json recorded it (None: not recorded, or a gate of gates)."""
+    from evals_cli.output.manifest import read_manifest
+
+    try:
+        gate = read_manifest(run_dir if run_dir.is_dir() else run_dir.parent).gate
+    except ConfigError:
+        return None
+    value = gate.get("pass_value") if gate.get("pass_value") is not None else gate.get("value")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -230,6 +230,54 @@ class Turn(Record):
         return [call for step in self.steps for call in step.tool_calls]
 
 
+# An episode's OpenTelemetry spans as kept on its trajectory: what the `spans` grader queries and the results
+# show. A traced agent (a `command` or `http` agent exporting to the run's receiver, a `kind: traces` conversation)
+# says more in its spans than its turns rebuild (a retriever, a guardrail, a failed call no tool result names), and
+# a span assertion reads that.
+#
+# Spans are kept bounded and masked (traces/span_records.py builds them through the trace cleaner): at most
+# `MAX_SPANS` per episode (the earliest started), at most `MAX_ATTRIBUTES` attributes per span, each string in an
+# attribute value cut at `MAX_VALUE_CHARS` characters with the usual truncation marker, and `MAX_ATTRIBUTE_CHARS`
+# characters of attributes (as JSON) per episode: past it, the later spans keep their name, links, times and status
+# but no attributes, so a results line stays small whatever the agent exports. What was not kept is
+# counted (`left_out`, `SpanRecord.attributes_left_out`), so a query that could change with it is said to be
+# unknown, never passed.
+MAX_SPANS = 1000
+MAX_ATTRIBUTES = 64
+MAX_VALUE_CHARS = 1000
+MAX_ATTRIBUTE_CHARS = 1_000_000
+
+
+class SpanRecord(Record):
+    """One span of the episode, its attributes decoded to plain values and masked."""
+
+    name: str
+    span_id: str
+    parent_id: str | None = Field(default=None, description="The parent span's id; None: a root span.")
+    trace_id: str = ""
+    start: float = Field(default=0.0, description="Start, epoch seconds.")
+    duration_s: float | None = Field(default=None, description="None: the span never ended.")
+    error: str | None = Field(default=None, description="The status message of a span whose status is ERROR (\"\" "
+                              "when it gave none); None: not an error.")
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    attributes_left_out: int = Field(default=0, description="Attributes over the bound, not kept; written only "
+                                                            "when some were.")
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("attributes_left_out"):
+            data.pop("attributes_left_out", None)
+        return data
+
+
+class SpanTree(Record):
+    """The spans an episode exported (in start order) and how many were over the bound."""
+
+    spans: list[SpanRecord] = Field(default_factory=list)
+    left_out: int = Field(default=0, description="Spans over the bound (MAX_SPANS), not kept.")
+
+
 class Trajectory(Record):
     """The whole conversation as run."""
 
@@ -268,6 +316,10 @@ class Trajectory(Record):
         "from the agent, spans that do not rebuild its turns). Each turn then holds the reply alone and trajectory "
         "graders are n/a with this reason. None: every step was observed (always, for an agent evals-cli drives); "
         "written only when set.")
+    spans: SpanTree | None = Field(
+        default=None, description="The OpenTelemetry spans of a traced episode (a command or http agent's export, a "
+        "traces conversation), bounded and masked (models/trajectory.py); None: the target records no spans; written "
+        "only when set.")
 
     @model_serializer(mode="wrap")
     def _without_setup(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -276,8 +328,9 @@ class Trajectory(Record):
             data.pop("setup_changes", None)
         if not data.get("closing_user_steps"):
             data.pop("closing_user_steps", None)
-        if data.get("not_observed") is None:
-            data.pop("not_observed", None)
+        for key in ("not_observed", "spans"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
     @property

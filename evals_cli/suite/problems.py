@@ -76,12 +76,12 @@ def _resolve(root: type[BaseModel], loc: Loc) -> tuple[Loc, list[str]]:
         tp = _unwrap(tp)
         origin = typing.get_origin(tp)
         if isinstance(tp, type) and issubclass(tp, BaseModel):
-            parent_fields = list(tp.model_fields)
+            parent_fields = [f.alias or name for name, f in tp.model_fields.items()]  # as a suite spells them
             if tagged and part == _tag_of(tp):
                 # a tagged union of one kind (a suite imports only the kinds it names) is that kind's model to
                 # typing, but pydantic still puts the member's tag in the location: not part of the user's path
                 continue
-            field = tp.model_fields.get(part) if isinstance(part, str) else None
+            field = _field(tp, part) if isinstance(part, str) else None
             path.append(part)
             tp = field.annotation if field is not None else None
             field_tagged = field is not None and any(isinstance(meta, Discriminator) for meta in field.metadata)
@@ -107,6 +107,12 @@ def _resolve(root: type[BaseModel], loc: Loc) -> tuple[Loc, list[str]]:
             path.append(part)
             tp = None
     return tuple(path), parent_fields
+
+
+def _field(model: type[BaseModel], key: str) -> Any:
+    """The field a suite's key names: by its name, or by its alias (`assert:` of the spans grader)."""
+    found = model.model_fields.get(key)
+    return found or next((f for f in model.model_fields.values() if f.alias == key), None)
 
 
 def _looks_like_label(part: str) -> bool:

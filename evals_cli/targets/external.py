@@ -33,6 +33,7 @@ from evals_cli.targets.base import EpisodeState
 from evals_cli.traces.conversations import build_conversations
 from evals_cli.traces.masking import TraceCleaner
 from evals_cli.traces.otlp import Span, spans_of_request
+from evals_cli.traces.span_records import span_tree
 
 if TYPE_CHECKING:
     from evals_cli.endpoints.pool import ClientPool
@@ -130,7 +131,9 @@ def observe(trajectory: Trajectory, requests: list[dict[str, Any]], tag: str) ->
     if not spans:
         trajectory.not_observed = NOT_OBSERVED
         return
-    conversations, notes = build_conversations(spans, TraceCleaner(spans))
+    cleaner = TraceCleaner(spans)
+    trajectory.spans = span_tree(spans, cleaner)  # every span, those that rebuild no turn too
+    conversations, notes = build_conversations(spans, cleaner)
     rebuilt = max(conversations, key=lambda c: len(c.trajectory.turns), default=None)
     turns = [t for t in trajectory.turns if t.steps]
     if rebuilt is None or not rebuilt.trajectory.turns:

@@ -137,6 +137,7 @@ class Traces(Target):
         recorded = conversation.trajectory
         trajectory.turns = [turn.model_copy(deep=True) for turn in recorded.turns]
         trajectory.stop_reason = recorded.stop_reason
+        trajectory.spans = recorded.spans.model_copy(deep=True) if recorded.spans is not None else None
         if not conversation.complete:
             raise SampleFailed(InvalidResponse(f"conversation {conversation.id!r} cannot be graded: "
                                                + "; ".join(conversation.notes)), trajectory)

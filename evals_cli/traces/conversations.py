@@ -21,10 +21,11 @@ TraceCleaner, traces/masking.py: masked and capped as a live run's are).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from evals_cli.models.trajectory import Step, StopReason, ToolCall, Trajectory, Turn, Usage
+from evals_cli.models.trajectory import SpanTree, Step, StopReason, ToolCall, Trajectory, Turn, Usage
 from evals_cli.traces.conventions import (
     Message,
     ModelCall,
@@ -428,9 +429,11 @@ class _Builder:
             complete=self.complete, handoff_contexts=self.handoff_contexts)
 
 
-def build_conversations(spans: list[Span], cleaner: Cleaner) -> tuple[list[Conversation], list[str]]:
+def build_conversations(spans: list[Span], cleaner: Cleaner, keep_spans: Callable[[list[Span]], SpanTree] | None = None
+                        ) -> tuple[list[Conversation], list[str]]:
     """(the conversations holding model calls or LLM attributes, in the order they started; a note per trace
-    that holds spans but nothing of an LLM, summed up in one line), every text kept passed through `cleaner`."""
+    that holds spans but nothing of an LLM, summed up in one line), every text kept passed through `cleaner`.
+    `keep_spans` (the reader's bounded, masked span records) gives each trajectory its conversation's spans."""
     groups, ctx = group(spans)
     conversations: list[Conversation] = []
     other = 0
@@ -438,7 +441,10 @@ def build_conversations(spans: list[Span], cleaner: Cleaner) -> tuple[list[Conve
         if not any(span_kind(s) is not None or is_genai_like(s) for s in members):
             other += 1
             continue
-        conversations.append(_Builder(cid, members, ctx, cleaner).build())
+        conversation = _Builder(cid, members, ctx, cleaner).build()
+        if keep_spans is not None:
+            conversation.trajectory.spans = keep_spans(members)
+        conversations.append(conversation)
     conversations.sort(key=lambda c: c.started)
     notes = [f"{other} trace(s) hold no LLM spans (HTTP, database, ...); left out"] if other else []
     return conversations, notes

@@ -17,6 +17,7 @@ from evals_cli.traces.conversations import Conversation, build_conversations
 from evals_cli.traces.files import iter_files, read_spans
 from evals_cli.traces.masking import TraceCleaner
 from evals_cli.traces.otlp import Span
+from evals_cli.traces.span_records import span_tree
 
 
 @dataclass
@@ -52,7 +53,8 @@ def read_traces(paths: list[Path] | Path, *, max_problems: int = 50) -> TraceSet
         problems += bad
     spans, duplicates = unique_spans(spans)
     problems += duplicates
-    conversations, notes = build_conversations(spans, TraceCleaner(spans))  # masked by the secrets the spans name
+    cleaner = TraceCleaner(spans)  # masked by the secrets the spans name
+    conversations, notes = build_conversations(spans, cleaner, lambda members: span_tree(members, cleaner))
     problems += notes
     problems += [c.problem() for c in conversations if not c.complete]
     if len(problems) > max_problems:
