@@ -45,7 +45,7 @@ def main() -> int:
     from evals_cli.endpoints.replay import Recording
     from evals_cli.endpoints.secrets import Redactor
     from evals_cli.run_options import RunOptions
-    from evals_cli.runner.dispatch import run
+    from evals_cli.runner.run import run
     from evals_cli.targets.episode import Episode
     from evals_cli.tools.mock import MockToolbox
     from tests.fixtures.traces.record import otlp_json_lines
