@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from evals_cli.graders.base import Grader
     from evals_cli.graders.functions import grader
     from evals_cli.models import Grade, Sample, Trajectory
-    from evals_cli.models.environment import Effect
+    from evals_cli.models.effects import Effect
     from evals_cli.models.results import RunSummary, SampleResult
     from evals_cli.run_options import ModelsOutcome, RunOptions, RunOutcome
     from evals_cli.runner import run_suite
@@ -42,7 +42,7 @@ _WHERE = {
     "grader": "evals_cli.graders.functions",
     "Grade": "evals_cli.models", "Sample": "evals_cli.models", "Trajectory": "evals_cli.models",
     "Agent": "evals_cli.targets.base", "UserPlayer": "evals_cli.simulation.player",
-    "Effect": "evals_cli.models.environment", "Grader": "evals_cli.graders.base",
+    "Effect": "evals_cli.models.effects", "Grader": "evals_cli.graders.base",
 }
 __all__ = ["ConfigError", "Grade", "ModelsOutcome", "RunOptions", "RunOutcome", "RunSummary", "Sample",
            "SampleResult", "SuiteSpec", "Trajectory", "__version__", "arun", "grader", "load_suite", "run", "run_suite"]

@@ -150,7 +150,7 @@ def _gate_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
 
 
 def _effect_catalog() -> tuple[str, list[tuple[str, str, list[Option]]]]:
-    from evals_cli.models.environment import EFFECTS, EffectSpec
+    from evals_cli.models.effects import EFFECTS, EffectSpec
 
     fields = EffectSpec.model_fields
     kinds = []

@@ -1,5 +1,5 @@
 """A suite's own Python, named as 'file.py:name' or 'package.module:name', found and run under the custom-code
-guard (evals_cli/custom_code.py). Custom graders, extractors, rewards and tool functions all load theirs here, so
+guard (evals_cli/custom_code/). Custom graders, extractors, rewards and tool functions all load theirs here, so
 each is confined, imported once and reported the same way; and the tools need not reach up into the graders."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ graders pass letta-evals' stand-ins: evals_cli.models.grader_specs.letta_python 
 def load_object(ref: str, base_dir: Path, what: str, stand_ins: StandIns | None = None) -> tuple[Any, Path]:
     """(the object, its resolved file) named by 'path/to/file.py:name', relative to the suite's folder, or by
     'package.module:name' (an installed module: imported, not confined; (the object, the reference)). The file
-    runs as code, once per process, under the custom-code guard (evals_cli/custom_code.py): only files the suite
+    runs as code, once per process, under the custom-code guard (evals_cli/custom_code/): only files the suite
     names, inside its folder (or `code_dirs`), are run; exiting or interrupting at import is a load error. When
     the policy forbids running code (`evals validate` without --import-code) the file is only read: (NotImported,
     its file). `stand_ins`: see `StandIns` (a file loaded once keeps what it got the first time)."""

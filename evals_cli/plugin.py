@@ -26,7 +26,7 @@ from evals_cli.errors import ConfigError
 from evals_cli.exporters.base import EXPORTERS, Exporter, FinishedRun
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.graders.functions import grader
-from evals_cli.models.environment import Effect, EffectSpec
+from evals_cli.models.effects import Effect, EffectSpec
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade, RunSummary, SampleResult
 from evals_cli.models.sample import Sample

@@ -73,7 +73,7 @@ def _require(definition: dict[str, Any], key: str) -> None:
 
 def _effect_spellings(schema: dict[str, Any]) -> None:
     """The EffectSpec definition replaced by its three spellings (see the module's docstring)."""
-    from evals_cli.models.environment import EFFECTS
+    from evals_cli.models.effects import EFFECTS
 
     defs = schema.get("$defs", {})
     if "EffectSpec" not in defs:

@@ -1,5 +1,5 @@
 """The suite's own code (custom extractors, @grader functions, custom rewards, python agents) cannot end, hold or
-interrupt a run (issue 24, item 3; evals_cli/custom_code.py).
+interrupt a run (issue 24, item 3; evals_cli/custom_code/).
 
 Real subprocesses of the CLI: the bugs were a process that exited 0 with no results and no summary
 (`sys.exit(0)`, `os._exit(0)`), one that exited 130 with no summary (a raised KeyboardInterrupt) and one that only

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from evals_cli.graders.base import GraderContext
 from evals_cli.graders.kinds.final_state import FinalStateGrader, FinalStateSpec
 from evals_cli.graders.kinds.stop_behavior import StopBehaviorGrader, StopBehaviorSpec
-from evals_cli.models.environment import ExpectedState
+from evals_cli.models.expected_state import ExpectedState
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec

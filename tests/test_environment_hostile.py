@@ -17,7 +17,8 @@ from pydantic import ValidationError
 
 from evals_cli.environment.world import World
 from evals_cli.graders.expectations import evaluate
-from evals_cli.models.environment import EnvironmentSpec, ExpectedState
+from evals_cli.models.environment import EnvironmentSpec
+from evals_cli.models.expected_state import ExpectedState
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Step, Trajectory, Turn

@@ -112,7 +112,7 @@ def test_the_four_interfaces_are_exported_and_documented() -> None:
 
 def test_every_built_in_kind_satisfies_its_interface() -> None:
     from evals_cli.graders.base import GRADERS
-    from evals_cli.models.environment import EFFECTS
+    from evals_cli.models.effects import EFFECTS
     from evals_cli.simulation.replay_user import ReplayingUser
     from evals_cli.simulation.simulator import SimulatedUser
     from evals_cli.targets.base import TARGETS
@@ -145,7 +145,7 @@ class Tally:
 
 
 def test_an_effect_class_registered_from_outside_acts_on_the_world() -> None:
-    from evals_cli.models.environment import EFFECTS
+    from evals_cli.models.effects import EFFECTS
     from evals_cli.models.tools import ToolSpec
     from tests.helpers import SyncToolbox
 

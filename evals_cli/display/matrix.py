@@ -13,8 +13,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from evals_cli.display.reasons import Reasons, reason_kind
 from evals_cli.display.state import RunState
-from evals_cli.display.table import Reasons, reason_kind
 from evals_cli.errors import EXIT_GATE_FAILED, EXIT_PASSED
 from evals_cli.models.results import MatrixSummary, RunSummary
 

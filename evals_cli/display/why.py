@@ -1,6 +1,6 @@
 """`evals report RUN --why full|all`: every reason whole, in the terminal.
 
-The lines under the table (`display.table.Reasons`) are cut to fit a screen; a judge's reasoning, a simulated
+The lines under the table (`display.reasons.Reasons`) are cut to fit a screen; a judge's reasoning, a simulated
 user's goal judgement or a per-reply verdict is often longer than that, and the reasons behind a *passing* judge
 grade are never listed there at all, although that is where a lenient judge hides. This view prints them whole:
 

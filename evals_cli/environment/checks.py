@@ -8,9 +8,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 
-from evals_cli.models.environment import EnvironmentSpec, ExpectedState, normal_path, normal_target, record_key
+from evals_cli.models.environment import EnvironmentSpec
+from evals_cli.models.expected_state import ExpectedState
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
+from evals_cli.models.world_values import normal_path, normal_target, record_key
 
 
 def _hint(name: str, choices: list[str]) -> str:

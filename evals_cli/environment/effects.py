@@ -4,7 +4,7 @@ Results read like a real tool's output (a file's text, a record as JSON, "Error:
 the agent meets the same situations it would against real tools; every call, failed or not, leaves an `EffectRecord`
 on its ToolCall saying what it acted on and what changed.
 
-Every effect kind registers with `EFFECTS` (evals_cli/models/environment.py) through `effect`, the built-ins
+Every effect kind registers with `EFFECTS` (evals_cli/models/effects.py) through `effect`, the built-ins
 below as a plug-in's do: a stateful tool's `effect:` names any registered kind.
 """
 
@@ -16,8 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from evals_cli.environment.world import World
-from evals_cli.models.environment import EFFECTS, EffectInfo, EffectSpec, normal_path, outside_root, record_key
+from evals_cli.models.effects import EFFECTS, EffectInfo, EffectSpec
 from evals_cli.models.trajectory import EffectRecord
+from evals_cli.models.world_values import normal_path, outside_root, record_key
 
 EffectFn = Callable[[World, EffectSpec, dict[str, Any]], tuple[str, EffectRecord]]
 

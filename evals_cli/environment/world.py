@@ -15,8 +15,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from evals_cli.models.environment import EnvironmentSpec, record_key
+from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.trajectory import EffectRecord, StateChange, ToolCall
+from evals_cli.models.world_values import record_key
 
 
 class World:

@@ -252,7 +252,7 @@ class _Logical(_Node[LogicalGate]):
 
 class RewardError(Exception):
     """A custom reward could not score a sample: the sample has no verdict (an error), never a zero. `category`
-    custom_code when the function exited, was interrupted or ran out of time (evals_cli/custom_code.py)."""
+    custom_code when the function exited, was interrupted or ran out of time (evals_cli/custom_code/)."""
 
     def __init__(self, message: str, category: ErrorCategory = "grader") -> None:
         super().__init__(message)

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from evals_cli.errors import ConfigError
-from evals_cli.models.environment import EFFECTS, EnvironmentSpec
+from evals_cli.models.effects import EFFECTS
+from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.tools import ToolSpec
 
 DEFAULT_TEMPLATE_PATH = Path(__file__).resolve().parent / "templates" / "rows.j2"

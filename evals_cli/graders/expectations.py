@@ -13,9 +13,10 @@ from typing import Any
 from evals_cli.environment.world import World
 from evals_cli.graders.arg_match import check, describe, equal
 from evals_cli.graders.calls import short
-from evals_cli.models.environment import ExpectedState, FileExpectation, field_matcher, normal_target, record_key
+from evals_cli.models.expected_state import ExpectedState, FileExpectation, field_matcher
 from evals_cli.models.grader_specs.fields import ArgMatch
 from evals_cli.models.trajectory import StateChange
+from evals_cli.models.world_values import normal_target, record_key
 
 _MISSING: Any = object()
 

@@ -12,7 +12,7 @@ A function is called as `fn(final, initial, sample, **arguments)`: `final` is th
 (collection -> id -> object), a copy of its own (changing it changes nothing else); `sample` the dataset row (a
 `Sample`: `.id`, `.metadata`, `.expected_state`, ...). It returns a bool, or `(bool, reason)` with a str reason.
 
-It is the suite's own code, so it is loaded and run as every custom function is (evals_cli/custom_code.py): only
+It is the suite's own code, so it is loaded and run as every custom function is (evals_cli/custom_code/): only
 from the suite's folders, read but not run by `evals validate` without --import-code, called in a worker thread of
 its own with what is left of the sample's `sample_timeout`. A function that raises, or returns anything else, gives
 the grade no score (an error, never a fail or a pass); a missing file or function, or a signature that cannot take

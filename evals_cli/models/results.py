@@ -30,7 +30,7 @@ without text, or did not exit at the episode's end.
 `diverged`: under `--replay-user ... --on-divergence stop`, the conversation left the recorded user's path and was
 stopped there, so it has no whole-conversation verdict (not the agent's failure, nor a judge's).
 `custom_code`: the suite's own code (a custom extractor, @grader, reward or python agent) exited, raised
-KeyboardInterrupt or SystemExit, or ran past sample_timeout (evals_cli/custom_code.py).
+KeyboardInterrupt or SystemExit, or ran past sample_timeout (evals_cli/custom_code/).
 `setup`: the sample's `environment.setup` failed (a command exited non-zero or timed out, or its function raised);
 the agent never started."""
 

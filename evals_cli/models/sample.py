@@ -7,7 +7,8 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from evals_cli.models.base import StrictModel
-from evals_cli.models.environment import EnvironmentSpec, ExpectedState
+from evals_cli.models.environment import EnvironmentSpec
+from evals_cli.models.expected_state import ExpectedState
 from evals_cli.models.injection import InjectSpec
 from evals_cli.models.simulated_user import UserSpec
 from evals_cli.models.tools import NO_RESULT, ToolSpec, tool_name_problem

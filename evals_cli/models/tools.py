@@ -10,7 +10,7 @@ from pydantic import Field, PrivateAttr, model_validator
 
 from evals_cli.json_schema import JSON_TYPES, schema_problem
 from evals_cli.models.base import StrictModel
-from evals_cli.models.environment import EffectSpec
+from evals_cli.models.effects import EffectSpec
 from evals_cli.models.injection import InjectSpec
 
 JsonValue = Any

@@ -96,7 +96,7 @@ class _MaybeCut(Record):
 
 class EffectRecord(_MaybeCut):
     """What one stateful tool call did to the sample's world (absent for canned tools): the record an effect kind
-    (`evals_cli.Effect`, models/environment.py) returns beside the text the agent reads."""
+    (`evals_cli.Effect`, models/effects.py) returns beside the text the agent reads."""
 
     op: str = Field(description='The effect, e.g. "files.write", "records.update".')
     target: str = Field(description='What it acted on: a file path, "collection/id" for a record, or a collection/folder.')

@@ -12,7 +12,7 @@ is the episode's final state, as for effects.
         booking["status"] = "cancelled"
         return {"status": "cancelled"}
 
-It is the suite's own code, so it runs under the custom-code guard (evals_cli/custom_code.py): loaded only from
+It is the suite's own code, so it runs under the custom-code guard (evals_cli/custom_code/): loaded only from
 the suite's folders, an exit or KeyboardInterrupt it raises becomes that sample's error (category custom_code),
 and it gets what is left of the sample's `sample_timeout`. Any other exception is a bug of the suite's tool,
 not the agent's doing: the sample errors, naming the function.

@@ -144,7 +144,7 @@ class ToolResultChecker:
 
 
 class ToolServers(Protocol):
-    """The tool servers' side of one (sample, repeat) (evals_cli/mcp/hub.py `McpSession`): live calls, awaited;
+    """The tool servers' side of one (sample, repeat) (evals_cli/mcp/session.py `McpSession`): live calls, awaited;
     `changed` is given the workspace files a call changed (dual control: who changed what)."""
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any],

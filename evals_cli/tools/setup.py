@@ -6,7 +6,7 @@ Commands run without a shell, one after another, each bounded by `timeout` and k
 it; the folder is the episode's MCP workspace when a server takes `{workspace}`, else a folder of their own filled
 from the world's files and read back into it. A command that exits non-zero or runs too long raises SetupFailed
 with the end of its output (stdout and stderr together), which errors that sample. The function runs under the
-custom-code guard (evals_cli/custom_code.py) in a worker thread, awaited, with what is left of the sample's time.
+custom-code guard (evals_cli/custom_code/) in a worker thread, awaited, with what is left of the sample's time.
 """
 
 from __future__ import annotations

@@ -16,11 +16,12 @@ from evals_cli.environment.world import World
 from evals_cli.graders.base import GRADERS, GradeContext, Grader, GraderContext
 from evals_cli.graders.expectations import Outcome, evaluate
 from evals_cli.graders.state_assertions import NoVerdict, StateAssertion, load_assertions, run_assertion
-from evals_cli.models.environment import ExpectedState, normal_target
+from evals_cli.models.expected_state import ExpectedState
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.grader_specs.fields import ScoreMode
 from evals_cli.models.results import Grade
 from evals_cli.models.sample import Sample
+from evals_cli.models.world_values import normal_target
 from evals_cli.tools.gold import GoldActionError, gold_world
 
 

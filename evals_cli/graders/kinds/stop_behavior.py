@@ -26,7 +26,8 @@ from evals_cli.environment.world import World
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.graders.calls import any_glob, glob_match, label, max_matching, reached_tool, step_groups
 from evals_cli.graders.expectations import state_reached
-from evals_cli.models.environment import EFFECTS, ExpectedState
+from evals_cli.models.effects import EFFECTS
+from evals_cli.models.expected_state import ExpectedState
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade
 from evals_cli.models.trajectory import LIMIT_OPTIONS, LIMIT_STOPS, ToolCall
