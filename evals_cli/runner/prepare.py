@@ -37,6 +37,7 @@ from evals_cli.targets.base import Target
 if TYPE_CHECKING:
     from evals_cli.mcp.hub import McpHub
     from evals_cli.output.manifest import StartedWith
+    from evals_cli.sandbox.factory import SandboxFactory
     from evals_cli.simulation.player import UserPlayerFactory
     from evals_cli.simulation.replay_user import RecordedRun
 
@@ -219,6 +220,8 @@ class PreparedRun:
         self.shard_ids: list[str] = []  # under --shard, the ids of the part's samples (run.json, for evals merge)
         # the rows the run will run, kept by the precheck (it reads the dataset; the run then reads it no more)
         self.selected: SelectedRows | None = None
+        self.sandboxes: SandboxFactory | None = None  # the run's sandboxes, one per episode (sandbox/factory.py)
+        self._check_sandboxes()
         if options.precheck:
             self._precheck()
 
@@ -265,8 +268,25 @@ class PreparedRun:
         if problems:
             self._problem(problems, located=True)
 
+    def _check_sandboxes(self) -> None:
+        """The sandbox's start: what stops the run (preflight.problems), then, for a run, the leftovers of killed
+        runs removed and the `build:` image built (preflight.prepare)."""
+        from evals_cli.sandbox import preflight
+
+        found = preflight.problems(self.suite)
+        if found:
+            self._problem(found)
+        elif self._running:
+            try:
+                self.sandboxes = preflight.prepare(self.suite)
+            except RuntimeError as exc:
+                self._problem([str(exc)])
+
     def close_servers(self) -> None:
-        """Stop the MCP servers (the run is over, or never started); idempotent."""
+        """Stop the MCP servers (the run is over, or never started) and remove the sandboxes' root; idempotent."""
+        if getattr(self, "sandboxes", None) is not None:
+            self.sandboxes.close()  # type: ignore[union-attr]
+            self.sandboxes = None
         if self.mcp is not None:
             self.mcp.close()
 
