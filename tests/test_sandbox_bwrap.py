@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from evals_cli.models.sandbox import BwrapSandboxSpec
+from evals_cli.sandbox.base import SandboxUnavailable
 from evals_cli.sandbox.bwrap import BwrapSandbox
 from evals_cli.sandbox.folders import PREFIX, Folders
 from tests.helpers import ROOT, read_jsonl, run_cli, start_run
@@ -221,5 +222,19 @@ def test_exec_bounds_output_and_time_and_keeps_tmp_between_commands(tmp_path: Pa
             await box.close()
             folders.close()
         assert not box.folder.exists()
+
+    asyncio.run(go())
+
+
+def test_a_sandbox_that_cannot_be_entered_is_unavailable_not_a_failed_command(tmp_path: Path) -> None:
+    async def go() -> None:
+        folders = Folders()
+        box = BwrapSandbox(BwrapSandboxSpec(ro_paths=["/evals-no-such-path"]), folders.new("broken", 0))
+        try:
+            with pytest.raises(SandboxUnavailable, match="sandbox bwrap: bwrap: Can't find source path"):
+                await box.exec(["true"], timeout=10)
+        finally:
+            await box.close()
+            folders.close()
 
     asyncio.run(go())

@@ -120,11 +120,15 @@ class BwrapSandbox:
                    env: Mapping[str, str] | None = None, cwd: str = WORKSPACE,
                    max_output: int = MAX_OUTPUT) -> ExecResult:
         try:
-            return await run_bounded(self.wrap(argv, env=env, cwd=cwd), timeout=timeout, stdin=stdin,
+            done = await run_bounded(self.wrap(argv, env=env, cwd=cwd), timeout=timeout, stdin=stdin,
                                      max_output=max_output)
         except OSError as exc:
             raise SandboxUnavailable(f"sandbox bwrap: cannot start bubblewrap ({exc.strerror or exc}); install the "
                                      "bubblewrap package, or set sandbox: {kind: none}") from None
+        if done.exit_code == 1 and done.stderr.startswith("bwrap: ") and not done.stdout:
+            # bubblewrap itself failed (a mount, a namespace): the command never ran, so its exit code says nothing
+            raise SandboxUnavailable(f"sandbox bwrap: {done.stderr.strip()[:500]}")
+        return done
 
     async def close(self) -> None:
         if self._bridge is not None:

@@ -30,6 +30,7 @@ from evals_cli.sandbox.processes import run_bounded
 LABEL = "evals.owner"
 ENGINE_TIMEOUT = 120.0  # seconds one engine command (run, rm, inspect) may take
 ENGINES = ("docker", "podman")
+ENGINE_FAILED = 125  # what `docker exec` and `podman exec` exit with when the engine, not the command, failed
 
 
 def find_engine(spec: DockerSandboxSpec) -> str | None:
@@ -125,10 +126,14 @@ class DockerSandbox:
             await engine([self.program, "exec", self.name, "/bin/sh", "-c", "kill -9 -1"], timeout=10)
 
         try:
-            return await run_bounded(self.wrap(argv, env=env, cwd=cwd), timeout=timeout, stdin=stdin,
+            done = await run_bounded(self.wrap(argv, env=env, cwd=cwd), timeout=timeout, stdin=stdin,
                                      max_output=max_output, on_timeout=kill_inside)
         except OSError as exc:
             raise SandboxUnavailable(f"sandbox docker: cannot run {self.program} ({exc.strerror or exc})") from None
+        if done.exit_code == ENGINE_FAILED and done.stderr.lstrip().startswith("Error"):
+            # the engine's own failure (the container gone, the engine down): the command never ran
+            raise SandboxUnavailable(f"sandbox docker: {self.program} exec failed: {done.stderr.strip()[:500]}")
+        return done
 
     async def close(self) -> None:
         if self._bridge is not None:

@@ -48,7 +48,9 @@ def problems(suite: SuiteSpec) -> list[str]:
                     f"{spec.kind} sandbox, which evals-cli does not do yet; give the server by url, use mode: "
                     "mock, or set sandbox: {kind: none}"]
     if isinstance(spec, BwrapSandboxSpec):
-        return _bwrap_problems()
+        absent = [f"sandbox.ro_paths: {path} does not exist on this machine; name a path that does"
+                  for path in spec.ro_paths if not Path(path).is_absolute() or not Path(path).exists()]
+        return absent or _bwrap_problems()
     if isinstance(spec, DockerSandboxSpec):
         return _docker_problems(spec, suite.base_dir)
     return []
