@@ -9,6 +9,11 @@ the program started is killed when it exits or is stopped, and the episode ends 
 The program is pointed at the run's OTLP receiver the usual way (OTEL_EXPORTER_OTLP_* variables) and tagged
 with `evals.episode=<id>` in OTEL_RESOURCE_ATTRIBUTES, so an agent instrumented as usual needs no change; its
 spans rebuild the episode's trajectory (targets/external.py). The sample's timeout bounds it all.
+
+In an episode with a sandbox (`sandbox:`, evals_cli/sandbox) the program runs inside it, under the same reaper
+(which holds the sandbox's entry process, so the sandbox's whole tree goes with it), in /workspace, with
+`target.env` as its whole environment, and its telemetry reaches the receiver through the sandbox's socket only
+(`HostedSandbox.reach`): never the network.
 """
 
 from __future__ import annotations
