@@ -148,6 +148,7 @@ def test_a_symlink_out_of_the_workspace_is_not_followed_by_the_read_back(tmp_pat
     assert [c["target"] for c in row["trajectory"]["state_changes"]] == ["mine.txt"]
 
 
+@pytest.mark.slow  # a real `evals run` process, started and signalled
 def test_a_sigterm_mid_run_leaves_no_process_and_no_folder(tmp_path: Path) -> None:
     name = f"term{uuid.uuid4().hex[:8]}.py"
     rows = [{"id": "hang", "input": "hang", "ground_truth": "x"}]
