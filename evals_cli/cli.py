@@ -611,11 +611,12 @@ def _merge_models(runs: list[Path], output: Path, max_error_rate: float) -> int:
 def init(
     folder: Annotated[Path, typer.Argument(metavar="FOLDER", help="Where to write the suite; created when missing (default: here).")] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Replace files of the same names that already exist.")] = False,
+    sandbox: Annotated[bool, typer.Option("--sandbox", help="Run each episode in a bubblewrap sandbox (sandbox: {kind: bwrap}).")] = False,
 ) -> None:
     """Scaffold a starter suite (tools, graders, judge rubric, gate, Makefile) and a recording to replay offline."""
     from evals_cli.scaffold import FILES, next_commands, scaffold
 
-    result = scaffold(folder, force=force)
+    result = scaffold(folder, force=force, sandbox=sandbox)
     where = f"{folder} (created)" if result.created_folder else str(folder)
     lines = [f"wrote {len(result.written)} files to {where}:"]
     width = max(len(str(path)) for path in result.written)

@@ -76,3 +76,8 @@ class SetupFailed(Exception):
     The suite's doing, never the agent's zero."""
 
     category = "setup"
+
+
+class SandboxUnavailable(Exception):
+    """The sandbox could not be made or used (program missing, image absent, engine failed): the episode is an
+    error in category `sandbox`, never a pass or a fail (evals_cli/sandbox)."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from evals_cli.endpoints.context import ReplayMiss
 from evals_cli.endpoints.resolve import Endpoint
-from evals_cli.errors import SetupFailed, ToolServerFailed, WorkspaceTooLarge
+from evals_cli.errors import SandboxUnavailable, SetupFailed, ToolServerFailed, WorkspaceTooLarge
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ def _classify(exc: BaseException, endpoint: Endpoint) -> Classified:
         return Classified("tool_server", str(exc), False)
     if isinstance(exc, CustomCodeError):  # the suite's own code exited, was interrupted or ran out of time
         return Classified("custom_code", str(exc), False)
+    if isinstance(exc, SandboxUnavailable):  # the episode's machine could not be made or used: not the agent's
+        return Classified("sandbox", str(exc), False)
     if isinstance(exc, SetupFailed):  # the sample's environment.setup failed: the agent never started
         return Classified("setup", str(exc), False)
     where = endpoint.describe()

@@ -116,23 +116,24 @@ def remove(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def new_root() -> Path:
+def new_root(prefix: str = PREFIX) -> Path:
     """The folder this run's workspaces go in, under the system's temporary folder, marked with its owner; the
-    folders a killed run left behind (SIGKILL runs no cleanup) are removed first."""
+    folders a killed run left behind (SIGKILL runs no cleanup) are removed first. Sandboxes keep theirs under a
+    prefix of their own (evals_cli/sandbox/folders.py)."""
     base = Path(tempfile.gettempdir())
-    clean_orphans(base)
-    root = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base))
+    clean_orphans(base, prefix)
+    root = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=base))
     (root / OWNER).write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
     return root
 
 
-def clean_orphans(base: Path) -> list[Path]:
-    """Remove the `evals-mcp-*` roots under `base` whose owner is gone: made on this host (another container
+def clean_orphans(base: Path, prefix: str = PREFIX) -> list[Path]:
+    """Remove the `evals-mcp-*` (`prefix`) roots under `base` whose owner is gone: made on this host (another container
     sharing the folder has its own process ids) by a process that no longer runs. A root without an owner
     mark, or whose owner may still run, is left alone."""
     removed = []
     with contextlib.suppress(OSError):
-        for root in base.glob(f"{PREFIX}*"):
+        for root in base.glob(f"{prefix}*"):
             owner = _owner(root)
             if owner is not None and owner[1] == socket.gethostname() and not _running(owner[0]):
                 remove(root)

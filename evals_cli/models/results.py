@@ -22,6 +22,7 @@ ErrorCategory = Literal[
     "tool_server",
     "setup",
     "agent",
+    "sandbox",
 ]
 """`tool_server`: an MCP server the agent's tools live on crashed, hung or broke the protocol (evals_cli/mcp).
 `agent`: an agent program evals-cli runs (`kind: command`) broke its protocol: exited before replying, replied
@@ -32,7 +33,9 @@ stopped there, so it has no whole-conversation verdict (not the agent's failure,
 `custom_code`: the suite's own code (a custom extractor, @grader, reward or python agent) exited, raised
 KeyboardInterrupt or SystemExit, or ran past sample_timeout (evals_cli/custom_code/).
 `setup`: the sample's `environment.setup` failed (a command exited non-zero or timed out, or its function raised);
-the agent never started."""
+the agent never started.
+`sandbox`: the episode's sandbox (`sandbox:`, evals_cli/sandbox) could not be made or used: its program or image
+missing, its engine failed; neither a pass nor a fail."""
 
 Role = Literal["agent", "judge", "user"]
 """Who spent the tokens: the agent under test, the judges, the user simulator."""

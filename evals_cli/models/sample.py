@@ -10,6 +10,7 @@ from evals_cli.models.base import StrictModel
 from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.expected_state import ExpectedState
 from evals_cli.models.injection import InjectSpec
+from evals_cli.models.sandbox import SandboxSpec
 from evals_cli.models.simulated_user import UserSpec
 from evals_cli.models.tools import NO_RESULT, ToolSpec, tool_name_problem
 
@@ -93,6 +94,8 @@ class Sample(StrictModel):
     inject: dict[str, InjectSpec] | None = Field(
         default=None, description="Attacks this row puts into tool results, by tool name ({text, position, on_call, "
         "when}, as a tool's `inject:`): replaces that tool's own `inject` for this row (indirect prompt injection).")
+    sandbox: SandboxSpec | None = Field(default=None, description="This row's own sandbox, in place of the "
+                                        "suite's (the same shape as the suite's `sandbox`).")
     environment: EnvironmentSpec | None = Field(
         default=None, description="This row's mocked world: extends the suite's environment (files by path, records "
         "by collection and id; `replace: true` to use it alone). The runner hands targets and graders the merged one.")

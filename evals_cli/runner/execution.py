@@ -402,7 +402,16 @@ class Execution:
         result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags, input=sample.input_text())
         trajectory = Trajectory()
         # one episode per (sample, repeat): its own world and toolbox, and its own user player
-        episode = Episode(self.p.target, sample, repeat, self.p.user_players, trajectory)
+        episode = Episode(self.p.target, sample, repeat, self.p.user_players, trajectory,
+                          sandboxes=self.p.sandboxes)
+        try:  # the episode's sandbox lives until it is graded, and ends however the sample ends
+            return await self._run_episode(episode, sample, repeat, started, result)
+        finally:
+            await asyncio.shield(episode.close())
+
+    async def _run_episode(self, episode: Episode, sample: Sample, repeat: int, started: float,
+                           result: SampleResult) -> SampleResult:
+        trajectory = episode.trajectory
         # not every kind bounds one; 0 or null turns the default bound off
         limit = sample_limit(getattr(self.p.suite.target, "sample_timeout", None))
         # the suite's own code (custom extractors, graders, rewards) gets what is left of it (custom_code.py)

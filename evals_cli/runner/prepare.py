@@ -31,6 +31,7 @@ from evals_cli.runner.row_checks import RowChecks, SampleSelection
 from evals_cli.runner.started_with import FailedSamples, record_options
 from evals_cli.runner.target_factory import build_target as build_target_for
 from evals_cli.runner.target_factory import judge_fallback, resolve_target_endpoint
+from evals_cli.sandbox import preflight
 from evals_cli.sharding import in_shard, parse_shard
 from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
@@ -38,6 +39,7 @@ from evals_cli.targets.base import Target
 if TYPE_CHECKING:
     from evals_cli.mcp.hub import McpHub
     from evals_cli.output.manifest import StartedWith
+    from evals_cli.sandbox.factory import SandboxFactory
     from evals_cli.simulation.player import UserPlayerFactory
     from evals_cli.simulation.replay_user import RecordedRun
 
@@ -98,6 +100,10 @@ class PreparedRun:
         self._setup_users(fallback)
         self.pool.redactor.add(self.secrets())  # recordings mask what the outputs mask
         self._choose_samples(suite, options)
+        self.sandboxes: SandboxFactory | None = None  # the run's sandboxes, one per episode: opened by Run.open
+        problems_of_sandboxes = preflight.problems(self.suite)  # a kind's program or image missing: exit 2
+        if problems_of_sandboxes:
+            self._problem(problems_of_sandboxes)
         if options.precheck:
             self._precheck()
 
@@ -226,8 +232,19 @@ class PreparedRun:
         if problems:
             self._problem(problems, located=True)
 
+    def open_sandboxes(self) -> None:
+        """The sandboxes' side of a run's start (Run.open): the leftovers of killed runs removed and the `build:`
+        image built; ConfigError (exit 2) when that fails."""
+        try:
+            self.sandboxes = preflight.prepare(self.suite)
+        except RuntimeError as exc:
+            raise ConfigError(str(exc)) from None
+
     def close_servers(self) -> None:
-        """Stop the MCP servers (the run is over, or never started); idempotent."""
+        """Stop the MCP servers (the run is over, or never started) and remove the sandboxes' root; idempotent."""
+        if getattr(self, "sandboxes", None) is not None:
+            self.sandboxes.close()  # type: ignore[union-attr]
+            self.sandboxes = None
         if self.mcp is not None:
             self.mcp.close()
 

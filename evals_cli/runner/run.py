@@ -1,7 +1,8 @@
 """A run opened from its plan: `Run.open(plan)` is where the start of a run acts on the world. It refuses a plan
 with problems, then opens the run: the preparation the plan's checking pass made when one pass could do both, else
 a new one that reads the run it resumes or reruns and starts the MCP servers, offering their tools (several
-models: one per model; a recorded-sessions document: the run of its sessions); on the way out, however the run
+models: one per model; a recorded-sessions document: the run of its sessions); then the sandboxes' start (a
+killed run's leftovers removed, a `build:` image built: sandbox/preflight.py); on the way out, however the run
 ends, it stops the servers and closes the client pool. `Execution` runs inside it:
 
     async with Run.open(plan(path, options)) as run:
@@ -72,8 +73,17 @@ def open_plan(plan: RunPlan) -> PreparedRun | PreparedModels:
         return prepare_sessions(_sessions_suite(suite), plan.options)
     assert isinstance(suite, SuiteSpec)
     if plan.models is not None:
-        return PreparedModels(suite, plan.options, list(plan.models))
-    return plan.checked if plan.checked is not None else PreparedRun(suite, plan.options)
+        prepared: PreparedRun | PreparedModels = PreparedModels(suite, plan.options, list(plan.models))
+    else:
+        prepared = plan.checked if plan.checked is not None else PreparedRun(suite, plan.options)
+    try:
+        for one in _runs(prepared):  # a killed run's sandboxes removed, a `build:` image built
+            one.open_sandboxes()
+    except BaseException:
+        for one in _runs(prepared):
+            one.close_servers()
+        raise
+    return prepared
 
 
 def _sessions_suite(suite: SuiteSpec | SessionsSuiteSpec | None) -> SessionsSuiteSpec:

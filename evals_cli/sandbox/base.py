@@ -5,10 +5,14 @@ stdio MCP server) for callers that keep their own process handling. Consumers (s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+from evals_cli.errors import SandboxUnavailable
+
+__all__ = ["MAX_OUTPUT", "WORKSPACE", "ExecResult", "HostedSandbox", "Sandbox", "SandboxUnavailable"]
 
 WORKSPACE = "/workspace"  # the working directory inside every kind
 MAX_OUTPUT = 64 * 1024  # bytes of stdout and of stderr one exec keeps; the rest is cut, and the cut said
@@ -28,11 +32,6 @@ class ExecResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
-
-
-class SandboxUnavailable(Exception):
-    """The sandbox could not be made or used (program missing, image absent, engine failed): the episode is an
-    error in category `sandbox`, never a pass or a fail."""
 
 
 @runtime_checkable
@@ -56,3 +55,15 @@ class Sandbox(Protocol):
     async def close(self) -> None:
         """Kill everything still running inside and free what the sandbox holds (idempotent)."""
         ...
+
+
+@runtime_checkable
+class HostedSandbox(Sandbox, Protocol):
+    """What the kinds evals-cli makes add for the Episode and the command agent: the world's files handed to the
+    user inside once filled in (`own`), and a loopback service of this machine (the OTLP receiver) made
+    reachable inside, never the network (`reach`: the URL to use inside, for the processes `wrap` starts)."""
+
+    def own(self) -> None: ...
+
+    async def reach(self, host: str, port: int, on_connect: Callable[[tuple[str, int]], None] | None = None,
+                    on_close: Callable[[tuple[str, int]], None] | None = None) -> str: ...

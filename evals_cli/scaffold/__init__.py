@@ -48,7 +48,18 @@ def template_text(name: str) -> str:
     return (resources.files(__package__) / "templates" / name).read_text(encoding="utf-8")
 
 
-def scaffold(folder: Path, *, force: bool = False) -> ScaffoldResult:
+SANDBOX_BLOCK = """sandbox:                        # each episode's own machine (docs/sandboxes.md): bubblewrap, no network,
+  kind: bwrap                   # nothing of yours visible; setup commands and a command agent run inside
+  pids: 256                     # processes at once inside (a fork bomb stops here)
+"""
+
+
+def with_sandbox(suite: str) -> str:
+    """The starter suite with a bwrap `sandbox:` block (`evals init --sandbox`), placed before its target."""
+    return suite.replace("\ntarget:\n", "\n" + SANDBOX_BLOCK + "\ntarget:\n", 1)
+
+
+def scaffold(folder: Path, *, force: bool = False, sandbox: bool = False) -> ScaffoldResult:
     """Write the starter suite into `folder` (created when missing). Existing files are never overwritten
     without `force`: a user running init in the wrong folder must lose nothing, so every clash is named before
     anything is written (all or nothing)."""
@@ -67,6 +78,8 @@ def scaffold(folder: Path, *, force: bool = False) -> ScaffoldResult:
     # a broken install (or plug-in) fails here, before anything is written
     contents = [schema_text() if name == SCHEMA_FILE else template_text(name) for name in FILES]
     contents[list(FILES).index("Makefile")] = _with_program(contents[list(FILES).index("Makefile")], folder)
+    if sandbox:
+        contents[0] = with_sandbox(contents[0])
     created = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)

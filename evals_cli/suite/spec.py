@@ -33,6 +33,7 @@ from evals_cli.mcp.spec import McpServerSpec, server_name_problem
 from evals_cli.models.base import StrictModel, SuiteFile
 from evals_cli.models.environment import EnvironmentSpec
 from evals_cli.models.grader_specs.base import GraderBase
+from evals_cli.models.sandbox import SANDBOX_DESCRIPTION, SandboxSpec
 from evals_cli.models.simulated_user import UserSimulatorSpec, UserSpec
 from evals_cli.models.specs import GateField, JudgeSpec, Price, WeightedAverageGate, cross_check_raw
 from evals_cli.models.target_specs import kind_or
@@ -182,6 +183,8 @@ class SuiteSpec(SuiteFile):
     environment: EnvironmentSpec | None = Field(
         default=None, description="The mocked world (files, records) stateful tools act on; copied afresh for every "
         "sample and repeat; a row's `environment` extends it.")
+    sandbox: SandboxSpec | None = Field(default=None, description=SANDBOX_DESCRIPTION + " A row's `sandbox` "
+                                        "replaces it for that row.")
     judge: JudgeSpec | None = Field(default=None, description="Default endpoint/model for model_judge graders.")
     user_simulator: UserSimulatorSpec | None = Field(
         default=None, description="The model that plays simulated users (rows with a `user:` block); unset fields "

@@ -73,12 +73,15 @@ class Agent(Protocol):
 
 class EpisodeState(list[dict[str, Any]]):
     """The conversation of a kind that keeps resources per episode (a process, a session id): `start` returns one
-    instead of a plain list, every turn gets it back, the Episode sets `repeat` and `workspace` (the episode's
-    folder, when it has one) before the first turn and awaits `close` when the episode ends, however it ends
+    instead of a plain list, every turn gets it back, the Episode sets `repeat`, `workspace` (the episode's
+    folder, when it has one) and `sandbox` before the first turn and awaits `close` when the episode ends, however it ends
     (`failed`: an error or a cancellation, so nothing is waited for), before it reads the world back."""
 
     repeat: int = 0
     workspace: Path | None = None
+    #: the episode's sandbox (evals_cli/sandbox: a `HostedSandbox`), None without one: a kind that starts a
+    #: process starts it inside (`sandbox.wrap`)
+    sandbox: Any = None
 
     async def close(self, trajectory: Trajectory, failed: bool) -> None:
         """Release the episode's resources and complete `trajectory` from them (default: nothing to do)."""

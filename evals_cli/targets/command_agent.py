@@ -12,6 +12,12 @@ spans rebuild the episode's trajectory (targets/external.py). On Linux the tag i
 as the episode's the spans sent by its processes (its reaper and all below it, traces/peers.py), told of them here
 before the process starts and once it is gone, so that another episode's agent, which can read the tag in
 /proc/<pid>/environ, cannot feed this one. The sample's timeout bounds it all.
+
+In an episode with a sandbox (`sandbox:`, evals_cli/sandbox) the program runs inside it, under the same reaper
+(which holds the sandbox's entry process, so the sandbox's whole tree goes with it), in /workspace, with
+`target.env` as its whole environment, and its telemetry reaches the receiver through the sandbox's socket only
+(`HostedSandbox.reach`): never the network. That socket's bridge is evals-cli's, and it vouches to the receiver
+that what comes through it is this episode's (a sandbox sees no other episode's bridge).
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ import asyncio
 import json
 import shutil
 import uuid
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
@@ -29,6 +37,7 @@ from evals_cli.endpoints.errors import AgentFailed
 from evals_cli.errors import ConfigError
 from evals_cli.models.sample import Sample
 from evals_cli.models.trajectory import StopReason, Trajectory, Turn
+from evals_cli.sandbox.base import WORKSPACE, SandboxUnavailable
 from evals_cli.settings import child_environment
 from evals_cli.targets.agent_process import LINE_LIMIT, AgentProcess
 from evals_cli.targets.base import TARGETS, Target, TargetContext, Toolbox
@@ -44,6 +53,9 @@ from evals_cli.targets.external import (
     replayed,
 )
 
+if TYPE_CHECKING:
+    from evals_cli.sandbox.base import HostedSandbox
+
 QUOTED = 300  # characters of a stdout line quoted in an error
 JSON_KINDS = {list: "an array", dict: "an object", bool: "a boolean", int: "a number", float: "a number"}
 
@@ -57,7 +69,8 @@ class CommandTarget(ExternalSpec):
     env: dict[str, str] = Field(default_factory=dict, description="Environment variables set for the program (on "
                                 "top of evals-cli's own environment); prefer ${VAR} for secrets.")
     cwd: str | None = Field(default=None, description="Working folder, relative to the suite (default: the episode's "
-                            "workspace when it has one, else the suite's folder).")
+                            "workspace when it has one, else the suite's folder); in a sandbox, a path inside it "
+                            "(default: /workspace).")
     exit_timeout: float = Field(default=10.0, gt=0, description="Seconds the program gets to exit after its stdin is "
                                 "closed at the episode's end (to flush its telemetry) before it is killed.")
 
@@ -77,11 +90,14 @@ class CommandEpisode(ExternalEpisode):
         self.target = target
         self.agent: AgentProcess | None = None
 
-    def environment(self) -> dict[str, str]:
-        spec, env = self.target.spec, {**child_environment(), **self.target.spec.env}
+    def environment(self, inside: str | None = None) -> dict[str, str]:
+        """The program's environment: evals-cli's own under `target.env`, or, inside a sandbox, `target.env` alone
+        with the receiver at `inside` (the sandbox's way to it)."""
+        spec = self.target.spec
+        env = {**(child_environment() if self.sandbox is None else {}), **spec.env}
         env["EVALS_EPISODE"] = self.tag
         if spec.telemetry:
-            endpoint = receiver_for(self.target).endpoint
+            endpoint = inside or receiver_for(self.target).endpoint
             env.update(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=f"{endpoint}/v1/traces",
                        OTEL_EXPORTER_OTLP_PROTOCOL=env.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
                        OTEL_TRACES_EXPORTER="otlp", OTEL_BSP_SCHEDULE_DELAY=env.get("OTEL_BSP_SCHEDULE_DELAY", "200"))
@@ -90,6 +106,8 @@ class CommandEpisode(ExternalEpisode):
         return env
 
     async def begin(self) -> None:
+        if self.sandbox is not None:
+            return await self._begin_inside(self.sandbox)
         spec, base = self.target.spec, self.target.ctx.base_dir
         cwd = (base / spec.cwd) if spec.cwd else (self.workspace or base)
         program = spec.command[0]
@@ -108,6 +126,28 @@ class CommandEpisode(ExternalEpisode):
                 receiver.forget(self.tag)
         if receiver is not None:
             receiver.started(self.tag, self.agent.process.pid)
+
+    async def _begin_inside(self, sandbox: HostedSandbox) -> None:
+        """The program started in the episode's sandbox (its /workspace the working folder unless `target.cwd`,
+        a path inside), under the same reaper; its telemetry reaches the receiver through the sandbox only."""
+        spec = self.target.spec
+        program = spec.command[0]
+        if "/" in program and not program.startswith("/"):
+            raise AgentFailed(f"command agent: {program!r} is relative, and inside the {sandbox.kind} sandbox only "
+                              "its /workspace is the episode's: give the program by name (on the sandbox's PATH) or "
+                              "by an absolute path the sandbox has (sandbox.ro_paths, the image, environment.files)")
+        inside = None
+        if spec.telemetry:  # through a bridge of evals-cli's own, which vouches for the episode to the receiver
+            receiver = receiver_for(self.target)
+            parts = urlsplit(receiver.endpoint)
+            inside = await sandbox.reach(parts.hostname or "127.0.0.1", parts.port or 80,
+                                         on_connect=partial(receiver.vouch, self.tag), on_close=receiver.unvouch)
+        argv = sandbox.wrap(spec.command, env=self.environment(inside), cwd=spec.cwd or WORKSPACE)
+        try:
+            self.agent = await AgentProcess.start(argv[0], argv[1:], str(sandbox.workspace), child_environment())
+        except OSError as exc:
+            raise SandboxUnavailable(f"command agent: cannot start the {sandbox.kind} sandbox ({argv[0]}: "
+                                     f"{exc.strerror or exc})") from None
 
     def failure(self, what: str) -> AgentFailed:
         tail = self.agent.stderr.text() if self.agent is not None else ""

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evals_cli.environment.world import World
+from evals_cli.mcp import workspace
 from evals_cli.models.environment import Actor
 from evals_cli.models.sample import Sample
 from evals_cli.models.target_specs import DRIVEN_LOOP_ONLY
@@ -45,6 +46,8 @@ from evals_cli.tools.setup import run_setup_commands, run_setup_function
 
 if TYPE_CHECKING:
     from evals_cli.mcp.hub import McpSession
+    from evals_cli.sandbox.base import HostedSandbox
+    from evals_cli.sandbox.factory import SandboxFactory
     from evals_cli.simulation.player import UserPlayer, UserPlayerFactory
 
 
@@ -59,6 +62,11 @@ class Episode:
     repeat: int = 0
     players: UserPlayerFactory | None = None
     trajectory: Trajectory = field(default_factory=Trajectory)
+    #: the run's maker of sandboxes (None: no run hands one in, as outside a run: no sandbox)
+    sandboxes: SandboxFactory | None = None
+    #: this episode's machine (None: kind none): made first, its /workspace the world's files, alive until `close`
+    #: (after grading); the toolbox holds it as `MockToolbox.sandbox`, a kind's episode state as `.sandbox`
+    sandbox: HostedSandbox | None = field(default=None, init=False)
     #: the world every actor acts on (None: the sample has none), and the starting state it was built to
     world: World | None = field(default=None, init=False)
     start: World | None = field(default=None, init=False)
@@ -90,15 +98,20 @@ class Episode:
         """A toolbox over this episode's world for one actor (built after `build`): the agent's tools, or the
         user's own. With a user who acts, both share one ledger of who changed what."""
         tools = self.user_tools if actor == "user" else self.tools
-        return MockToolbox(tools, self.world, servers=self.servers, actor=actor, ledger=self.ledger)
+        return MockToolbox(tools, self.world, servers=self.servers, actor=actor, ledger=self.ledger,
+                           sandbox=self.sandbox)
 
     async def build(self) -> None:
         """The sample's world before anything acts: declared, changed by the setup function, put into the
         workspace, changed by the setup commands, then the servers started in it; what all that changed is the
         starting state (actor `setup`), never the agent's doing."""
         sample, hub = self.sample, self.target.ctx.mcp
+        if self.sandboxes is not None:
+            self.sandbox = await self.sandboxes.open(sample, self.repeat)
         self.servers = hub.session(str(sample.id), self.repeat) if hub is not None else None
         has_workspace = self.servers is not None and self.servers.has_workspace
+        if self.sandbox is not None:
+            return await self._build_in_sandbox(self.sandbox)
         if not (needs_world({**self.tools, **self.user_tools}, sample.environment) or has_workspace):
             return
         setup = sample.environment.setup if sample.environment is not None else None
@@ -113,6 +126,9 @@ class Episode:
             files = await self.servers.start()
             if files is not None:
                 world.files = files
+        self._started_from(declared, world)
+
+    def _started_from(self, declared: World, world: World) -> None:
         changes = world.diff(declared)
         for change in changes:
             change.actor = "setup"
@@ -121,6 +137,28 @@ class Episode:
         if self.user_tools:
             self.ledger = {}
 
+    async def _build_in_sandbox(self, sandbox: HostedSandbox) -> None:
+        """The world in the sandbox: declared, changed by the setup function, filled into its /workspace, changed
+        by the setup commands run inside, and read back from there (the sandbox's files are the world's)."""
+        setup = self.sample.environment.setup if self.sample.environment is not None else None
+        declared = World(self.sample.environment)
+        world = declared.copy()
+        if setup is not None and setup.python is not None:
+            await run_setup_function(setup, world, self.target.ctx.base_dir)
+        workspace.fill(sandbox.workspace, dict(world.files))
+        sandbox.own()
+        if setup is not None and setup.commands is not None:
+            await run_setup_commands(setup, world, None, sandbox=sandbox)
+        world.files = workspace.read_back(sandbox.workspace)
+        self._started_from(declared, world)
+
+    async def close(self) -> None:
+        """The sandbox ended, whatever ran in it killed and its folder removed (idempotent); the runner calls it
+        once the episode is graded, however it ended."""
+        sandbox, self.sandbox = self.sandbox, None
+        if sandbox is not None:
+            await sandbox.close()
+
     async def record_world(self) -> None:
         """What the agent changed from the starting state (also when the episode failed or was cut off): a live
         server's workspace is read back into the world first."""
@@ -128,6 +166,8 @@ class Episode:
             files = await self.servers.finish()
             if files is not None and self.world is not None:
                 self.world.files = files
+        if self.sandbox is not None and self.world is not None:
+            self.world.files = workspace.read_back(self.sandbox.workspace)
         if self.world is not None and self.start is not None:
             changes = self.world.diff(self.start)
             for change in changes:  # the last actor to change it (a live server's files: whose call wrote them;
@@ -167,6 +207,8 @@ class Episode:
         if isinstance(conversation, EpisodeState):  # a kind with per-episode resources (an agent process)
             conversation.repeat = self.repeat
             conversation.workspace = self.servers.folder if self.servers is not None else None
+            if self.sandbox is not None:
+                conversation.workspace, conversation.sandbox = self.sandbox.workspace, self.sandbox
         max_steps = sample.max_steps or target.max_steps
         failed = True
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evals_cli.environment.effects import run_effect
 from evals_cli.environment.excerpts import StateBudget, store_effect
@@ -16,6 +16,9 @@ from evals_cli.models.sample import Sample
 from evals_cli.models.tools import NO_RESULT, ToolSpec
 from evals_cli.models.trajectory import ToolCall
 from evals_cli.text_caps import cap, clean_text
+
+if TYPE_CHECKING:
+    from evals_cli.sandbox.base import Sandbox
 
 
 def _as_text(value: Any) -> str:
@@ -171,8 +174,9 @@ class MockToolbox:
 
     def __init__(self, tools: dict[str, ToolSpec], world: World | None = None, *,
                  servers: ToolServers | None = None, actor: Actor = "agent",
-                 ledger: dict[str, Actor] | None = None) -> None:
+                 ledger: dict[str, Actor] | None = None, sandbox: Sandbox | None = None) -> None:
         self.tools = tools
+        self.sandbox = sandbox  # the episode's machine (evals_cli/sandbox), for the tools that run in it
         self.calls: dict[str, int] = {}
         self.reached: dict[str, int] = {}  # calls per tool that reached it: what an injection's on_call counts
         self.world = world

@@ -18,13 +18,16 @@ import signal
 import tempfile
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evals_cli import custom_code
 from evals_cli.environment.world import World
 from evals_cli.errors import SetupFailed
 from evals_cli.mcp import workspace
 from evals_cli.models.environment import SetupSpec
+
+if TYPE_CHECKING:
+    from evals_cli.sandbox.base import Sandbox
 
 OUTPUT_TAIL = 2000  # characters of a failed command's output kept in the sample's error
 _CHUNK = 65536
@@ -61,9 +64,15 @@ async def run_setup_function(spec: SetupSpec, world: World, base_dir: Path) -> N
         raise SetupFailed(f"environment.setup: {ref} raised {type(exc).__name__}: {exc}") from None
 
 
-async def run_setup_commands(spec: SetupSpec, world: World, folder: Path | None) -> None:
-    """Run the commands in `folder` (the episode's workspace, which the caller reads back), or, without one, in
-    a folder of their own holding the world's files, read back into the world when they are done."""
+async def run_setup_commands(spec: SetupSpec, world: World, folder: Path | None, *,
+                             sandbox: Sandbox | None = None) -> None:
+    """Run the commands in `folder` (the episode's workspace, which the caller reads back), or inside the
+    episode's `sandbox` (in its /workspace, which the caller reads back), or, without either, in a folder of
+    their own holding the world's files, read back into the world when they are done."""
+    if sandbox is not None:
+        for argv in spec.commands or []:
+            await _run_inside(sandbox, argv, spec.timeout)
+        return
     if folder is not None:
         for argv in spec.commands or []:
             await _run_command(argv, folder, spec.timeout)
@@ -76,6 +85,19 @@ async def run_setup_commands(spec: SetupSpec, world: World, folder: Path | None)
         world.files = workspace.read_back(own)
     finally:
         workspace.remove(own)
+
+
+async def _run_inside(sandbox: Sandbox, argv: list[str], timeout: float) -> None:
+    """One setup command in the sandbox; a sandbox that cannot run it is SandboxUnavailable (category sandbox)."""
+    shown = " ".join(argv)[:200]
+    done = await sandbox.exec(argv, timeout=timeout)
+    said = deque([done.stdout, done.stderr])
+    if done.timed_out:
+        raise SetupFailed(f"environment.setup: `{shown}` was still running after {timeout:g}s in the {sandbox.kind} "
+                          f"sandbox, and was killed (raise environment.setup.timeout){_said(said)}")
+    if done.exit_code != 0:
+        raise SetupFailed(f"environment.setup: `{shown}` exited with {done.exit_code} in the {sandbox.kind} "
+                          f"sandbox{_said(said)}")
 
 
 async def _run_command(argv: list[str], cwd: Path, timeout: float) -> None:

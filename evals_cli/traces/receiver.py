@@ -105,6 +105,7 @@ class OtlpReceiver:
         self._refusals: deque[tuple[float, str]] = deque(maxlen=100)  # (when, why), the latest; unbound only
         self._lost: dict[str, _Lost] = {}  # bound: each episode's refused requests
         self._busy: dict[str, int] = {}  # bound: each episode's requests placed and not yet done with
+        self._vouched: dict[tuple[str, int], str] = {}  # client (host, port) -> episode: bridges evals-cli opened
         self._in_flight: set[int] = set()
         self._arrivals = 0
         self._decoding = threading.Lock()  # one decode at a time: its memory comes once, not once per connection
@@ -210,11 +211,27 @@ class OtlpReceiver:
                 self._take_out(tag, frozenset())
                 self._lost.pop(tag, None)
 
+    def vouch(self, tag: str, client: tuple[str, int]) -> None:
+        """A connection evals-cli itself opened for episode `tag` from `client` (host, port): a sandbox's bridge
+        (sandbox/bridge.py), whose processes reach the receiver through it alone. Its requests are that episode's,
+        as a connection held by the episode's own process is; `unvouch` when it closes."""
+        with self.changed:
+            self._vouched[client] = tag
+
+    def unvouch(self, client: tuple[str, int]) -> None:
+        with self.changed:
+            self._vouched.pop(client, None)
+
     def place(self, client: tuple[str, int]) -> tuple[str | None, str]:
-        """The open episode whose process holds the client end of this connection, or None; and that socket's
-        `socket:[inode]` link (empty: the socket is gone, its client did not wait for the answer). A request placed
-        is handed to `receive` with its episode, which is done with it."""
+        """The open episode whose process holds the client end of this connection (or that a bridge vouched for),
+        or None; and that socket's `socket:[inode]` link (empty: the socket is gone, its client did not wait for
+        the answer). A request placed is handed to `receive` with its episode, which is done with it."""
         assert self.episodes is not None and self._server is not None
+        with self.changed:
+            owner = self._vouched.get((client[0], client[1]))
+            if owner is not None:
+                self._busy[owner] = self._busy.get(owner, 0) + 1
+                return owner, f"bridge of {owner}"
         inode = peers.client_inode(client, ("127.0.0.1", self._server.server_port))
         if inode is None:
             return None, ""
