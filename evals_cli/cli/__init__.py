@@ -63,7 +63,3 @@ def main() -> None:
     except SystemExit as exc:
         exit_now(exit_code(exc.code))
     exit_now(0)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
