@@ -255,8 +255,8 @@ def floors(graph: dict[str, set[str]]) -> int:
 # pointing down. The last knot was untied when the recorded-session graders moved from graders/kinds/ into
 # sessions/ (issue 25 item 4): graders/ no longer reads sessions/, which builds on the graders.
 # the longest chain of imports between modules, lazy and TYPE_CHECKING imports included: at most 12 (issue 25; it
-# was 18). Today's longest chains: __main__ > cli > cli_run > exporters.html > report > output.summary > gate >
-# models.sample > models.tools > models.environment > models.grader_specs.fields > models.base
+# was 18). Today's longest chains: cli > cli.history > history.pages > exporters.html > report > display.matrix >
+# display.table > display.reduced > display.state > models.results > models.calibration > models.base
 MODULE_FLOORS = 12
 
 
