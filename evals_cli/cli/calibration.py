@@ -5,7 +5,6 @@ labels, its pass rate corrected; two runs' judges compared): both over `evals_cl
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -57,6 +56,8 @@ def calibrate(
 
     report = calibrate_run(runs[0], labels, grader, pool or [], pool_other_judges)
     if as_json:
+        import json
+
         print(json.dumps(report.as_json(), indent=2))
     else:
         make_console().print(render_calibration(report))
@@ -69,6 +70,8 @@ def _compare_judges(run_a: Path, run_b: Path, labels: Path, grader: str | None, 
 
     comparison = compare_judges(run_a, run_b, labels, grader)
     if as_json:
+        import json
+
         print(json.dumps(comparison.as_json(), indent=2))
     else:
         make_console().print(render_judges(comparison))

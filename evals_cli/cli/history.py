@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -23,6 +22,8 @@ def history(
 
     entries = scan_runs(folder)
     if as_json:
+        import json
+
         print(json.dumps([entry.as_json() for entry in entries], indent=2))
         return
     from evals_cli.display.console import make_console

@@ -1,4 +1,7 @@
-"""`evals init`: a starter suite written into a folder (`evals_cli.scaffold`), and the commands to go on with."""
+"""`evals init`: a starter suite written into a folder (`evals_cli.scaffold`), and the commands to go on with.
+
+`evals --help` imports every command's module: the scaffold (its templates read through importlib.resources) is
+imported when the command runs."""
 
 from __future__ import annotations
 
@@ -7,14 +10,14 @@ from typing import Annotated
 
 import typer
 
-from evals_cli.scaffold import FILES, next_commands, scaffold
-
 
 def init(
     folder: Annotated[Path, typer.Argument(metavar="FOLDER", help="Where to write the suite; created when missing (default: here).")] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Replace files of the same names that already exist.")] = False,
 ) -> None:
     """Scaffold a starter suite (tools, graders, judge rubric, gate, Makefile) and a recording to replay offline."""
+    from evals_cli.scaffold import FILES, next_commands, scaffold
+
     result = scaffold(folder, force=force)
     where = f"{folder} (created)" if result.created_folder else str(folder)
     lines = [f"wrote {len(result.written)} files to {where}:"]
