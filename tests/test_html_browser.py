@@ -291,7 +291,7 @@ def test_layout_by_structure(browser: Browser, report: str) -> None:
 
 
 def test_sessions_report_filters_and_expands(browser: Browser, tmp_path: Path) -> None:
-    from evals_cli.cli import analyze_command
+    from evals_cli.analyze import analyze_command
 
     assert analyze_command(ROOT / "datasets" / "multi_agent_sessions.jsonl", tmp_path / "run", quiet=True) == 0
     view = load_sessions(tmp_path / "run")
@@ -385,7 +385,7 @@ def test_at_390_px_every_reason_is_on_screen(window: Browser, simulated: Path) -
 
 
 def test_the_sessions_and_models_pages_follow_the_window(window: Browser, tmp_path: Path) -> None:
-    from evals_cli.cli import analyze_command
+    from evals_cli.analyze import analyze_command
     from evals_cli.exporters.html import write_run_html
     from evals_cli.matrix_report import write_matrix_html
     from evals_cli.report import load_matrix

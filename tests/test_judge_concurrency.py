@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from evals_cli import load_suite, run_suite
-from evals_cli.cli import analyze_command
+from evals_cli.analyze import analyze_command
 from evals_cli.endpoints.pool import ClientPool
 from evals_cli.graders.judge_call import step_downs
 from evals_cli.runner import RunOptions

@@ -255,8 +255,8 @@ def floors(graph: dict[str, set[str]]) -> int:
 # pointing down. The last knot was untied when the recorded-session graders moved from graders/kinds/ into
 # sessions/ (issue 25 item 4): graders/ no longer reads sessions/, which builds on the graders.
 # the longest chain of imports between modules, lazy and TYPE_CHECKING imports included: at most 12 (issue 25; it
-# was 18). One of today's longest chains: __main__ > cli > runner.dispatch > runner.validate > runner.prepare >
-# runner.build_graders > endpoints.pool > endpoints.cache > endpoints.recording > endpoints.transport > settings > errors
+# was 18). One of today's longest chains: pytest_plugin > testing > runner.run > runner.execution > targets.episode >
+# simulation.loop > simulation.player > models.sample > models.tools > models.effects > registry > errors
 MODULE_FLOORS = 12
 
 

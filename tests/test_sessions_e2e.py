@@ -14,7 +14,7 @@ import pytest
 from pydantic import Field, ValidationInfo, field_validator
 
 import evals_cli.suite.loader as loader
-from evals_cli.cli import analyze_command, run_sessions_suite
+from evals_cli.analyze import analyze_command, run_sessions_suite
 from evals_cli.report import load_sessions
 from evals_cli.runner import RunOptions
 from evals_cli.sessions.spec import RecordedSessionsTarget

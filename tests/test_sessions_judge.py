@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from evals_cli.cli import analyze_command
+from evals_cli.analyze import analyze_command
 from evals_cli.runner.run import run_sessions
 from evals_cli.sessions.options import SessionsOptions
 from evals_cli.sessions.outcome import SessionsOutcome

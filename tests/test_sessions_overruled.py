@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from evals_cli.cli import run_sessions_suite
+from evals_cli.analyze import run_sessions_suite
 from evals_cli.report import load_sessions
 from evals_cli.runner import RunOptions
 from tests.helpers import run_cli

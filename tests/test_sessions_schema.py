@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from evals_cli.cli import analyze_command
+from evals_cli.analyze import analyze_command
 from evals_cli.errors import ConfigError
 from evals_cli.json_values import check_value
 from evals_cli.sessions.reader import check_sessions, iter_sessions

@@ -8,7 +8,7 @@ and spend cap, the gate, the exit code, the summary) then holds per model unchan
 of samples in flight across all models (the suite's or -c concurrency), one signal handler (Ctrl-C stops every
 model), and one `--record` file (requests carry their model's name, so the models' calls never share a key).
 
-The matrix does not build a model's run itself: whoever starts it (`Run.execute` in runner/run.py, cli_run.py's
+The matrix does not build a model's run itself: whoever starts it (`Run.execute` in runner/run.py, cli/run_models.py's
 progress view) hands it the maker of one run (`Execution`), and it asks of each run only what `OneModelRun`
 names. How one model's samples are run (targets, graders, episodes) stays out of this module, which knows only
 what the models' runs share, where each one's folder is, and how their verdicts combine.

@@ -4,7 +4,7 @@
 `sessions.view`, derived from the common results the run wrote); `analyze_suite` builds the suite and the options
 of `evals analyze` from its arguments (trace files first written out as a session file: `traced_sessions`);
 `sessions_document` reads any sessions document (`evals run` on a recorded_sessions suite). The running itself is
-the runner's (`runner/sessions.py`), the commands that run and print these are in `cli.py` (`analyze_command`).
+the runner's (`runner/sessions.py`); `evals_cli.analyze` runs and prints them (`analyze_command`).
 """
 
 from __future__ import annotations

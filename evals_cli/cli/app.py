@@ -1,6 +1,7 @@
 """The Typer application's own classes: every command gets -h beside --help, and flags are shown as flags.
 
-Kept apart from cli.py, whose commands stay thin over the library API; these only shape the help."""
+Kept apart from the commands (one module each in this package, thin over the library API): these only shape
+the help."""
 
 from __future__ import annotations
 
