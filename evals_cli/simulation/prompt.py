@@ -1,7 +1,10 @@
 """The user simulator's system prompt: the built-in template, or the suite's `user_simulator.system_prompt_file`,
 rendered with Jinja2 in the same bounded sandbox as rubrics. The simulator gets the persona, the goal and the
-facts the user knows; never the agent's system prompt. An attacker (`kind: attacker`) gets the built-in attacker
-template (simulation/attacker_prompt.py) whatever the suite's file says: that file describes its customers."""
+facts the user knows; never the agent's system prompt. The built-in template keeps the user in the conversation
+until the goal is met or clearly cannot be (a question, a request for the go-ahead or a promise is not the end), as
+tau2-bench's user guidelines do; simulation/stop_check.py puts back a stop sent while the agent waits. An attacker
+(`kind: attacker`) gets the built-in attacker template (simulation/attacker_prompt.py) whatever the suite's file
+says: that file describes its customers."""
 
 from __future__ import annotations
 
