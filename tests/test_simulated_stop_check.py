@@ -142,3 +142,14 @@ def test_an_attackers_stop_is_taken_at_once(tmp_path: Path, server: ScriptedServ
     _, line, output = run(path, tmp_path / "out")
     assert line["trajectory"]["user_calls"] == 2, output  # its template says when an attack is over
     assert not any(m[-1]["content"].startswith(PUT_BACK) for m in simulator_calls(server))
+
+
+def test_a_suites_own_prompt_has_its_stops_taken_as_they_come(tmp_path: Path, server: ScriptedServer) -> None:
+    (tmp_path / "user.j2").write_text("You are {{ persona }}. Want: {{ goal }}. End with {{ stop_token }} "
+                                      "whenever you like.\n")
+    path = suite(tmp_path, server, "yes")
+    path.write_text(path.read_text() + "user_simulator:\n  system_prompt_file: user.j2\n")
+    code, line, output = run(path, tmp_path / "out")
+    assert line["trajectory"]["user_calls"] == 2, output  # its prompt says when it ends: not put back
+    assert [t["user"] for t in line["trajectory"]["turns"]] == ["please refund order 12345"]
+    assert line["passed"] is False and code == 1

@@ -163,7 +163,7 @@ class SimulatedUser:
         if not await self._in_character(messages, view, move):
             return move
         waiting = view.turns[-1].answer if view.turns else None
-        if move.done and self.user.kind != "attacker" and waiting is not None and awaits_user(waiting):
+        if move.done and self._puts_back_stops() and waiting is not None and awaits_user(waiting):
             # a stop while the assistant waits on the user: put back once, a second stop is taken
             said = move.text or ""
             said = f"{said} {STOP_TOKEN}".strip() if self.user.stop == "token" else said or f"[{END_TOOL}]"
@@ -225,6 +225,12 @@ class SimulatedUser:
                 return "", True
         raise UserSimulatorError(f"the user simulator called its tools {MAX_USER_ACTIONS} times in a row at turn "
                                  f"{view.turn_index + 1} without writing to the assistant")
+
+    def _puts_back_stops(self) -> bool:
+        """Is a stop while the agent waits put back (simulation/stop_check.py)? With the built-in template, whose
+        rules the note restates; a suite's own template says itself when its users end (a user told to hang up
+        when asked twice must be able to), and an attacker's says when an attack is over."""
+        return self.user.kind != "attacker" and self.settings.template == DEFAULT_TEMPLATE
 
     @staticmethod
     def _attacked(view: ConversationView) -> bool:

@@ -5,8 +5,10 @@ the assistant asked a question, asked for a detail or for the go-ahead ("Shall I
 nothing at all. Small simulator models do exactly that, often at the first confirmation, and the sample then
 fails for the user's sake, not the agent's. So such a stop is put to the simulator once more, with a note naming
 what the assistant is waiting for; a second stop is taken as it stands (the user may still give up, and a goal
-that is met is met). A stop after an answer that waits on nothing is taken at once, as is an attacker's (its
-template says when an attack is over)."""
+that is met is met). A stop after an answer that waits on nothing is taken at once. The note restates the
+built-in prompt's rule for ending (simulation/prompt.py), so only users played with that prompt are checked: a
+suite's own `system_prompt_file` says itself when its users end, and an attacker's template when an attack is
+over."""
 
 from __future__ import annotations
 
