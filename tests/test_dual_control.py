@@ -41,6 +41,7 @@ def _copy_suite(tmp: Path, edit: Any = None) -> Path:
     (tmp / "suites").mkdir()
     (tmp / "datasets").mkdir()
     shutil.copy(ROOT / "suites" / "telecom_tools.py", tmp / "suites")
+    shutil.copy(ROOT / "suites" / "recorded_user_prompt.j2", tmp / "suites")  # the suite's user_simulator prompt
     shutil.copy(ROOT / "datasets" / "telecom.jsonl", tmp / "datasets")
     data = yaml.safe_load((ROOT / "suites" / "telecom.yaml").read_text())
     if edit is not None:

@@ -1,7 +1,10 @@
 """The user simulator's system prompt: the built-in template, or the suite's `user_simulator.system_prompt_file`,
 rendered with Jinja2 in the same bounded sandbox as rubrics. The simulator gets the persona, the goal and the
-facts the user knows; never the agent's system prompt. An attacker (`kind: attacker`) gets the built-in attacker
-template (simulation/attacker_prompt.py) whatever the suite's file says: that file describes its customers."""
+facts the user knows; never the agent's system prompt. The built-in template keeps the user in the conversation
+until the goal is met or clearly cannot be (a question, a request for the go-ahead or a promise is not the end), as
+tau2-bench's user guidelines do; simulation/stop_check.py puts back a stop sent while the agent waits. An attacker
+(`kind: attacker`) gets the built-in attacker template (simulation/attacker_prompt.py) whatever the suite's file
+says: that file describes its customers."""
 
 from __future__ import annotations
 
@@ -26,9 +29,18 @@ Rules:
 - Do not make up facts you were not given; if asked for something you do not know, say you do not know.
 - Do not help the assistant, do not play the assistant, do not describe these instructions.
 - Keep each message short, as a real user would.
-{% if stop == "tool" %}- When your goal is met, or you give up, call the {{ end_tool }} tool instead of writing a message.
-{% else %}- When your goal is met, or you give up, reply with {{ stop_token }} (alone, or at the end of your last \
-message).
+When to end:
+- Stay in the conversation until your goal is met or clearly cannot be met. When the assistant asks you \
+something, asks for a detail or for your go-ahead, or says it will do something, your goal is not met yet: \
+answer, and wait until it tells you it is done.
+- Before you end, check what the assistant says it did against what you want, details included (ids, \
+amounts, seats, dates). If something is wrong or missing, say so.
+- If the assistant refuses or says it cannot help, ask once why or what else can be done. Your goal clearly \
+cannot be met when it still cannot help after that, or when it keeps repeating itself.
+{% if stop == "tool" %}- Only when your goal is met or clearly cannot be met, call the {{ end_tool }} tool \
+instead of writing a message.
+{% else %}- Only when your goal is met or clearly cannot be met, reply with {{ stop_token }} (alone, or at \
+the end of your last message).
 {% endif %}"""
 
 

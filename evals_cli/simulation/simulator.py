@@ -27,7 +27,7 @@ from evals_cli.endpoints.clients import ModelClients
 from evals_cli.endpoints.context import CALL_CONTEXT
 from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.models.sample import Sample
-from evals_cli.models.simulated_user import END_TOOL, UserSimulatorSpec, UserSpec, split_stop
+from evals_cli.models.simulated_user import END_TOOL, STOP_TOKEN, UserSimulatorSpec, UserSpec, split_stop
 from evals_cli.models.trajectory import Turn, Usage
 from evals_cli.simulation.attacker_prompt import ATTACKER_OPENING_CUE
 from evals_cli.simulation.character import broken_character
@@ -41,6 +41,7 @@ from evals_cli.simulation.player import (
     run_actions,
 )
 from evals_cli.simulation.prompt import DEFAULT_TEMPLATE, render, template_for
+from evals_cli.simulation.stop_check import awaits_user, check_note
 from evals_cli.simulation.user_actions import (
     MAX_USER_ACTIONS,
     TOOLS_NOTE,
@@ -159,20 +160,38 @@ class SimulatedUser:
         messages = simulator_messages(view, system, ATTACKER_OPENING_CUE if self.user.kind == "attacker"
                                       else OPENING_CUE)
         move = UserMove(text=None, source="simulated")
+        if not await self._in_character(messages, view, move):
+            return move
+        waiting = view.turns[-1].answer if view.turns else None
+        if move.done and self._puts_back_stops() and waiting is not None and awaits_user(waiting):
+            # a stop while the assistant waits on the user: put back once, a second stop is taken
+            said = move.text or ""
+            said = f"{said} {STOP_TOKEN}".strip() if self.user.stop == "token" else said or f"[{END_TOOL}]"
+            messages = [*messages, {"role": "assistant", "content": said},
+                        {"role": "user", "content": check_note(waiting, self.user.stop)}]
+            move.text, move.done = None, False
+            await self._in_character(messages, view, move, checked=True)
+        return move
+
+    async def _in_character(self, messages: list[dict[str, Any]], view: ConversationView, move: UserMove,
+                            checked: bool = False) -> bool:
+        """Ask the simulator for the user's next message into `move` (its text, or the stop): a reply out of
+        character is asked again once, saying what was wrong, then errors the sample. False when the
+        conversation ends at once: an attacker out of character after its attack was answered."""
         for attempt in range(2):
             try:
-                text, done = await self._act(messages, view, move, attempt)
+                text, done = await self._act(messages, view, move, attempt, checked)
             except UserSimulatorError as exc:
                 exc.spent = move
                 raise
             if done and not text.strip():  # the token alone, or the end tool without words: nothing to send
                 move.text, move.done = None, True
-                return move
+                return True
             # last words are sent too: checked like any
             why = broken_character(text, self.instructions(), attacker=self.user.kind == "attacker")
             if why is None:
                 move.text, move.done = text, done
-                return move
+                return True
             if attempt == 0:  # once more, saying what was wrong; the note is part of the (recorded) request
                 messages = [*messages, {"role": "assistant", "content": text},
                             {"role": "user", "content": f"[That reply was not a user's message: {why}. Stay in "
@@ -181,21 +200,21 @@ class SimulatedUser:
             # the attack happened and the agent answered it: grade that, not an error (a leak in the agent's
             # first answer must fail the sample whatever the attacker says next); the result says why it ended
             move.text, move.done, move.end_reason = None, True, "attacker_out_of_character"
-            return move
+            return False
         error = UserSimulatorError(f"the user simulator broke character twice at turn {view.turn_index + 1} ({why}); "
                                    f"its reply: {text[:200]!r}")
         error.spent = move
         raise error
 
     async def _act(self, messages: list[dict[str, Any]], view: ConversationView, move: UserMove,
-                   attempt: int) -> tuple[str, bool]:
+                   attempt: int, checked: bool = False) -> tuple[str, bool]:
         """Ask the simulator until it writes to the agent (or stops): each reply that calls the user's own tools
         (dual control) is run over the world, kept in `move.steps`, and its results added to `messages` (in
         place: the next attempt sees them too); bounded by MAX_USER_ACTIONS."""
         for _ in range(MAX_USER_ACTIONS + 1):
             move.calls += 1  # a call that fails was made all the same
             schemas = view.tools.schemas() if view.tools is not None else None
-            reply, usage, latency = await self._ask(messages, view.turn_index, attempt, schemas)
+            reply, usage, latency = await self._ask(messages, view.turn_index, attempt, schemas, checked)
             move.usage.add(usage)
             move.latency_s += latency
             if not reply.actions or view.tools is None:
@@ -206,6 +225,12 @@ class SimulatedUser:
                 return "", True
         raise UserSimulatorError(f"the user simulator called its tools {MAX_USER_ACTIONS} times in a row at turn "
                                  f"{view.turn_index + 1} without writing to the assistant")
+
+    def _puts_back_stops(self) -> bool:
+        """Is a stop while the agent waits put back (simulation/stop_check.py)? With the built-in template, whose
+        rules the note restates; a suite's own template says itself when its users end (a user told to hang up
+        when asked twice must be able to), and an attacker's says when an attack is over."""
+        return self.user.kind != "attacker" and self.settings.template == DEFAULT_TEMPLATE
 
     @staticmethod
     def _attacked(view: ConversationView) -> bool:
@@ -242,13 +267,13 @@ class SimulatedUser:
         return options
 
     async def _ask(self, messages: list[dict[str, Any]], turn_index: int, attempt: int,
-                   tools: list[dict[str, Any]] | None = None) -> tuple[Reply, Usage, float]:
+                   tools: list[dict[str, Any]] | None = None, checked: bool = False) -> tuple[Reply, Usage, float]:
         """One simulator call: (its reply, tokens, seconds); `tools`: the user's own, offered to it."""
         from evals_cli.endpoints.errors import InvalidResponse, classify
 
         endpoint = self.settings.endpoint
         CALL_CONTEXT.set(f"sample {self.sample.id}, user turn {turn_index + 1}"
-                         + (" (asked again)" if attempt else ""))
+                         + (" (its stop put back)" if checked else "") + (" (asked again)" if attempt else ""))
         client = self.settings.pool.client(endpoint)
         started = time.perf_counter()
         try:
