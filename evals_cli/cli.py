@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from evals_cli import cli_run
+from evals_cli import cli_run, cli_watch
 from evals_cli.cli_app import EvalsApp, EvalsGroup
 from evals_cli.errors import EXIT_INCOMPLETE, EXIT_INVALID, ConfigError, EvalsError
 
@@ -753,6 +753,9 @@ def _write_out(text: str) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+app.command("watch")(_guard(cli_watch.watch))  # its options and help: cli_watch.py
 
 
 def main() -> None:
