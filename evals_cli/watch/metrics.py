@@ -46,7 +46,7 @@ class Exposition:
             family.samples.append((dict(labels or {}), float(value)))
 
     def counter(self, name: str, help_text: str, value: float | None, **labels: str) -> None:
-        """A counter named `..._total` (the family is written without the suffix, as the format wants)."""
+        """A counter, named `..._total` as Prometheus names counters."""
         self.add(name, "counter", help_text, value, labels)
 
     def gauge(self, name: str, help_text: str, value: float | None, **labels: str) -> None:
@@ -55,9 +55,8 @@ class Exposition:
     def text(self) -> str:
         lines: list[str] = []
         for name, family in self._families.items():
-            base = name.removesuffix("_total") if family.kind == "counter" else name
-            lines.append(f"# HELP {base} {_escape(family.help)}")
-            lines.append(f"# TYPE {base} {family.kind}")
+            lines.append(f"# HELP {name} {_escape(family.help)}")
+            lines.append(f"# TYPE {name} {family.kind}")
             for labels, value in family.samples:
                 shown = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
                 lines.append(f"{name}{{{shown}}} {_number(value)}" if shown else f"{name} {_number(value)}")
