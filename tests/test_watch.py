@@ -221,3 +221,77 @@ def test_once_with_too_few_conversations_has_no_verdict(tmp_path: Path) -> None:
     watch = WatchProcess(write_watch_suite(tmp_path), tmp_path / "out", "--once", "300ms")
     assert watch.wait() == 3
     assert any("pending" in line for line in watch.lines)
+
+
+def test_sigterm_grades_what_had_finished_and_counts_what_had_not(tmp_path: Path, model: ScriptedServer) -> None:
+    watch = WatchProcess(write_watch_suite(tmp_path, {"quiet": "1h"}), tmp_path / "out")
+    agent = _agent(watch, model)
+    try:
+        agent.converse("ended", "read-it")  # its root span ended: finished but for the quiet period
+        with agent.tracer.start_as_current_span("invoke_agent support",
+                                                attributes={"gen_ai.operation.name": "invoke_agent"}):
+            agent._chat([{"role": "user", "content": "guess-it"}])  # a model call of a conversation still open
+            assert agent.flush()
+            watch.wait_metric("evals_watch_traces_total", lambda v: v >= 2)
+            code = watch.stop()
+    finally:
+        agent.close()
+    assert code == 0
+    [result] = results_of(tmp_path / "out")
+    assert result["sample_id"] == "ended" and "finished:shutdown" in result["tags"]
+    state = json.loads(next((tmp_path / "out").rglob("watch.json")).read_text())
+    assert state["cut_at_shutdown"] == 1 and state["graded"] == 1
+    summary = json.loads(next((tmp_path / "out").rglob("summary.json")).read_text())
+    assert summary["status"] == "interrupted" and "1 conversation(s) were not finished" in summary["abort_reason"]
+
+
+def test_tls_and_a_bearer_token(tmp_path: Path, model: ScriptedServer) -> None:
+    import subprocess
+    import urllib.error
+    import urllib.request
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    watch = WatchProcess(write_watch_suite(tmp_path), tmp_path / "out", "--tls-cert", str(cert), "--tls-key",
+                         str(key), env={"EVALS_WATCH_TOKEN": "s3cret"})
+    assert watch.url.startswith("https://")
+    import ssl
+
+    context = ssl.create_default_context(cafile=str(cert))
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(urllib.request.Request(f"{watch.url}/v1/traces", data=b"{}", method="POST",
+                                                      headers={"Content-Type": "application/json"}),
+                               context=context, timeout=10)
+    assert refused.value.code == 401
+
+    agent = _agent(watch, model, headers={"Authorization": "Bearer s3cret"}, certificate=str(cert))
+    try:
+        agent.converse("over-tls", "read-it")
+        assert agent.flush()
+        deadline_seen = _metrics_tls(watch, context, "evals_watch_conversations_graded_total", 1)
+    finally:
+        agent.close()
+        watch.stop()
+    assert deadline_seen['evals_watch_requests_refused_total{status="401"}'] == 1
+    assert [r["sample_id"] for r in results_of(tmp_path / "out")] == ["over-tls"]
+
+
+def _metrics_tls(watch: WatchProcess, context: object, name: str, at_least: float) -> dict[str, float]:
+    import time
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    deadline = time.monotonic() + 30
+    while True:
+        request = urllib.request.Request(f"{watch.url}/metrics", headers={"Authorization": "Bearer s3cret"})
+        with urllib.request.urlopen(request, context=context, timeout=10) as reply:  # type: ignore[arg-type]
+            text = reply.read().decode()
+        seen = {(f"{s.name}{{{','.join(f'{k}={chr(34)}{v}{chr(34)}' for k, v in sorted(s.labels.items()))}}}"
+                 if s.labels else s.name): s.value
+                for family in text_string_to_metric_families(text) for s in family.samples}
+        if seen.get(name, 0) >= at_least or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.05)

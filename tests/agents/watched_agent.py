@@ -46,9 +46,17 @@ def read_file(arguments: dict[str, Any]) -> str:
 
 class Agent:
     def __init__(self, watch_url: str, model_url: str, *, headers: dict[str, str] | None = None,
-                 max_steps: int = 6, tools: dict[str, Callable[[dict[str, Any]], str]] | None = None) -> None:
+                 max_steps: int = 6, tools: dict[str, Callable[[dict[str, Any]], str]] | None = None,
+                 certificate: str | None = None) -> None:
+        """`certificate`: the CA file the exporter trusts (a watch endpoint over TLS), and nothing else: the
+        session ignores REQUESTS_CA_BUNDLE, which requests would otherwise put in its place."""
+        import requests
+
         self.provider = TracerProvider(resource=Resource.create({"service.name": "watched-agent"}))
-        self.exporter = OTLPSpanExporter(endpoint=f"{watch_url}/v1/traces", headers=headers or {}, timeout=10)
+        session = requests.Session()
+        session.trust_env = certificate is None
+        self.exporter = OTLPSpanExporter(endpoint=f"{watch_url}/v1/traces", headers=headers or {}, timeout=10,
+                                         certificate_file=certificate, session=session)
         self.provider.add_span_processor(BatchSpanProcessor(self.exporter, schedule_delay_millis=50))
         self.tracer = self.provider.get_tracer("watched-agent")
         self.client = OpenAI(base_url=model_url, api_key="test-key", max_retries=0)
