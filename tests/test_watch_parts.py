@@ -193,3 +193,53 @@ def test_windows_rotate_by_count_and_a_restart_summarises_the_open_one_and_skips
     assert again.graded_traces == {f"{n:032x}" for n in range(5)}
     summary = json.loads(folders[-1].joinpath("summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["total"] == 1
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 4), (4, 4), (3, 10), (1, 1), (50, 100), (123, 457), (9000, 10000),
+                                      (5000, 10000), (1, 10000)])
+def test_the_pass_rate_interval_is_clopper_pearsons_as_scipy_computes_it(k: int, n: int) -> None:
+    from scipy.stats import beta
+
+    from evals_cli.stats import clopper_pearson
+
+    low, high = clopper_pearson(k, n)
+    assert low == pytest.approx(beta.ppf(0.025, k, n - k + 1) if k else 0.0, abs=1e-8)
+    assert high == pytest.approx(beta.ppf(0.975, k + 1, n - k) if k < n else 1.0, abs=1e-8)
+
+
+def test_the_rolling_gate_is_the_suites_gate_over_the_window_with_its_interval() -> None:
+    from evals_cli.gate.gate import Gate
+    from evals_cli.models.specs import GateSpec
+    from evals_cli.output.summary import Accumulator
+    from evals_cli.watch.rolling import RollingGate
+    from evals_cli.watch.spec import GateWindow
+
+    spec = GateSpec.model_validate({"kind": "weighted_average", "weights": {"g": 1}, "aggregation": "pass_rate",
+                                    "op": "gte", "value": 0.75, "pass_value": 1.0})
+    gate = Gate(spec, {"g": None})  # type: ignore[dict-item]
+    clock = Clock()
+    rolling = RollingGate(GateWindow(duration=60.0, last=10, min_samples=4), lambda: Accumulator(gate, "s", ["g"]),
+                          clock=clock)
+
+    def add(n: int, passed: bool) -> None:
+        score = 1.0 if passed else 0.0
+        rolling.add(SampleResult(sample_id=f"c{n}", grades={"g": Grade(score=score)}, score=score, passed=passed))
+
+    for n in range(3):
+        add(n, True)
+    assert rolling.decide().state == "pending"  # 3 graded, fewer than min_samples: no verdict either way
+    add(3, True)
+    verdict = rolling.decide()
+    assert verdict.state == "passed" and verdict.interval == pytest.approx((0.3976, 1.0), abs=1e-4)
+    clock.now = 30.0
+    for n in range(4, 8):
+        add(n, False)
+    verdict = rolling.decide()
+    assert verdict.state == "failed" and verdict.failing == ["c7", "c6", "c5", "c4"]
+    clock.now = 61.0  # the first four left the window
+    verdict = rolling.decide()
+    assert verdict.samples == 4 and verdict.summary.passed == 0
+    errored = SampleResult(sample_id="e", error={"category": "judge", "message": "down"})
+    for _ in range(4):
+        rolling.add(errored)
+    assert rolling.decide().state == "no_verdict"  # half errored (a judge down): no verdict, never a pass

@@ -2,9 +2,10 @@
 `last` (and never more than MAX_WINDOW, which the verdict then says), folded by the run's own Accumulator and
 decided by the run's own Gate, so the window's verdict is the verdict `evals run` would give those samples.
 
-With it, the interval of the window's mean weighted score (stats.bootstrap_mean_ci, the percentile bootstrap
-`evals compare` uses, seeded): a verdict on a few dozen conversations is shown with its doubt. Fewer graded
-conversations than `min_samples`: `pending`, never a pass or a fail.
+With it, the exact (Clopper-Pearson) 95% interval of the window's pass rate (stats.clopper_pearson): a verdict on a
+few dozen conversations is shown with its doubt, and an interval does not collapse to a point when every
+conversation passed or none did (a bootstrap would). Fewer graded conversations than `min_samples`: `pending`,
+never a pass or a fail.
 """
 
 from __future__ import annotations
@@ -17,11 +18,9 @@ from evals_cli.models.results import SampleResult
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.output.exit_codes import exit_code_for
 from evals_cli.output.summary import Accumulator
-from evals_cli.stats import bootstrap_mean_ci
+from evals_cli.stats import clopper_pearson
 from evals_cli.watch.spec import GateWindow
 from evals_cli.watch.verdict import MAX_WINDOW, State, WindowVerdict
-
-RESAMPLES = 1000
 
 
 class RollingGate:
@@ -56,7 +55,7 @@ class RollingGate:
         summary = acc.summary()
         graded = summary.passed + summary.failed
         scores = [r.score for r in results if r.error is None and r.score is not None]
-        interval = bootstrap_mean_ci(scores, resamples=RESAMPLES) if len(scores) >= 2 else None
+        interval = clopper_pearson(summary.passed, graded) if graded else None
         mean = sum(scores) / len(scores) if scores else None
         failing = [r.sample_id for r in reversed(results) if r.passed is False][:50]
         capped = self._dropped and len(results) == MAX_WINDOW

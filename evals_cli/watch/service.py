@@ -325,8 +325,9 @@ class Watch:
         m.gauge("window_gate_passed", "1 the window's gate passed, 0 it failed (absent: no verdict yet).",
                 {"passed": 1.0, "failed": 0.0}.get(state or ""))
         if verdict is not None and verdict.interval is not None:
-            m.gauge("window_score_ci_low", "Lower 95% bound of the window's mean weighted score.", verdict.interval[0])
-            m.gauge("window_score_ci_high", "Upper 95% bound of the window's mean weighted score.",
+            m.gauge("window_pass_rate_ci_low", "Lower bound of the pass rate's exact 95% interval.",
+                    verdict.interval[0])
+            m.gauge("window_pass_rate_ci_high", "Upper bound of the pass rate's exact 95% interval.",
                     verdict.interval[1])
         m.gauge("window_grader_avg_score", "Each grader's average over the window.", None)
         for name, agg in (summary.graders.items() if summary is not None else ()):

@@ -18,8 +18,8 @@ class WindowVerdict:
     samples: int  # results in the window
     graded: int
     summary: RunSummary
-    interval: tuple[float, float] | None = None  # 95% interval of the mean weighted score
-    mean_score: float | None = None
+    interval: tuple[float, float] | None = None  # exact 95% interval of the pass rate
+    mean_score: float | None = None  # the mean weighted score of the graded conversations
     failing: list[str] = field(default_factory=list)  # ids of the window's failed conversations (newest first)
     capped: bool = False  # the window held more than MAX_WINDOW results: the oldest left out
 
@@ -29,8 +29,9 @@ class WindowVerdict:
         said = gate.message if gate is not None else "no gate"
         if self.state == "pending":
             return f"pending: {self.graded} graded conversation(s) in the window, fewer than window.min_samples"
-        ci = f", mean score {self.mean_score:.3f} [95% {self.interval[0]:.3f}, {self.interval[1]:.3f}]" \
-            if self.interval is not None and self.mean_score is not None else ""
+        passed = self.summary.passed
+        ci = (f", pass rate {passed}/{self.graded} = {passed / self.graded:.3f} [95% {self.interval[0]:.3f}, "
+              f"{self.interval[1]:.3f}]") if self.interval is not None and self.graded else ""
         capped = f" (the last {MAX_WINDOW} only)" if self.capped else ""
         if self.state == "no_verdict":
             return f"no verdict over {self.samples} conversation(s){capped}: {self.summary.abort_reason or said}"
