@@ -190,7 +190,7 @@ def test_windows_rotate_by_count_and_a_restart_summarises_the_open_one_and_skips
     assert [f.joinpath("summary.json").exists() for f in folders] == [True, True, False]  # the last is open
     again = windows()  # the first process was killed: its open window has no summary
     assert again.resume() == 5
-    assert again.graded_traces == {f"{n:032x}" for n in range(5)}
+    assert set(again.graded_traces) == {f"{n:032x}" for n in range(5)}
     summary = json.loads(folders[-1].joinpath("summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["total"] == 1
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from evals_cli.endpoints.errors import InvalidResponse
 from evals_cli.endpoints.secrets import Redactor
 from evals_cli.gate.gate import Gate
 from evals_cli.graders.base import Grader
@@ -49,6 +50,19 @@ class LiveTraces(Traces):
 
     def warnings(self) -> list[str]:
         return []
+
+    async def run(self, sample: Sample, trajectory: Trajectory | None = None, *,
+                  repeat: int | None = None) -> Trajectory:
+        """The conversation's trajectory as rebuilt, taken whole: it was built for this one sample, so the copy
+        the file-backed target makes (its conversations outlive a sample) is not needed."""
+        trajectory = trajectory if trajectory is not None else Trajectory()
+        conversation = self.by_id.pop(str(sample.id))
+        trajectory.turns = conversation.trajectory.turns
+        trajectory.stop_reason = conversation.trajectory.stop_reason
+        if not conversation.complete:
+            raise SampleFailed(InvalidResponse(f"conversation {conversation.id!r} cannot be graded: "
+                                               + "; ".join(conversation.notes)), trajectory)
+        return trajectory
 
 
 @dataclass

@@ -14,13 +14,15 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from evals_cli.models.results import SampleResult
+from evals_cli.models.results import Grade, SampleResult
 from evals_cli.models.trajectory import Trajectory
 from evals_cli.output.exit_codes import exit_code_for
 from evals_cli.output.summary import Accumulator
 from evals_cli.stats import clopper_pearson
 from evals_cli.watch.spec import GateWindow
 from evals_cli.watch.verdict import MAX_WINDOW, State, WindowVerdict
+
+_GATE_READS = ("turns_passed", "turns_total", "unreliable", "panel_units", "judge", "not_graded")  # what the fold reads
 
 
 class RollingGate:
@@ -37,7 +39,11 @@ class RollingGate:
         """Keep what the gate reads of a result (its grades and verdict, not its trajectory)."""
         if len(self._items) == self._items.maxlen and self._items.maxlen == MAX_WINDOW:
             self._dropped = True
-        slim = result.model_copy(update={"trajectory": Trajectory(), "input": ""})
+        grades = {name: Grade(score=g.score, applicable=g.applicable, error=g.error and g.error[:80],
+                              per_turn_grades=g.per_turn_grades,
+                              metadata={k: v for k, v in g.metadata.items() if k in _GATE_READS})
+                  for name, g in result.grades.items()}
+        slim = result.model_copy(update={"trajectory": Trajectory(), "input": "", "grades": grades})
         self._items.append((self.clock(), slim))
 
     def _current(self) -> list[SampleResult]:

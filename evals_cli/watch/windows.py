@@ -11,7 +11,8 @@ graded is skipped, so nothing is graded twice.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,6 +25,30 @@ from evals_cli.output.summary import Accumulator
 from evals_cli.watch.tags import TRACE_TAG
 
 MakeAccumulator = Callable[[], Accumulator]
+REMEMBERED = 100_000  # traces graded and conversation ids written, remembered (the oldest forgotten): memory stays flat
+
+
+class Recent:
+    """A set of the last REMEMBERED strings added."""
+
+    def __init__(self, bound: int = REMEMBERED) -> None:
+        self.bound = bound
+        self._items: OrderedDict[str, None] = OrderedDict()
+
+    def add(self, item: str) -> None:
+        self._items[item] = None
+        self._items.move_to_end(item)
+        if len(self._items) > self.bound:
+            self._items.popitem(last=False)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
 
 
 def trace_of(result: SampleResult) -> str | None:
@@ -44,8 +69,8 @@ class Windows:
         self.root, self.manifest, self.accumulator = root, manifest, accumulator
         self.rotate_s, self.rotate_results, self.redact = rotate_s, rotate_results, redact
         self.max_error_rate, self.clock = max_error_rate, clock
-        self.graded_traces: set[str] = set()
-        self.sample_ids: set[str] = set()
+        self.graded_traces = Recent()  # a restart skips these (a retrying exporter sends a batch again)
+        self.sample_ids = Recent()  # a conversation id over several traces: each later one suffixed
         self.closed = 0
         self._writer: ResultsWriter | None = None
         self._acc: Accumulator | None = None
@@ -82,6 +107,7 @@ class Windows:
             self._open()
         assert self._writer is not None and self._acc is not None
         if result.sample_id in self.sample_ids:  # one conversation id over several traces: each its own sample
+            # (replicas do not know each other's ids: `evals merge` refuses one id graded by two, naming both)
             suffix = trace_of(result) or str(self._count)
             result.sample_id = f"{result.sample_id}~{suffix[:16]}"
         self.sample_ids.add(result.sample_id)
