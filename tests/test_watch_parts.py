@@ -243,3 +243,33 @@ def test_the_rolling_gate_is_the_suites_gate_over_the_window_with_its_interval()
     for _ in range(4):
         rolling.add(errored)
     assert rolling.decide().state == "no_verdict"  # half errored (a judge down): no verdict, never a pass
+
+
+def test_windows_of_two_replicas_merge_into_one_run_and_one_verdict(tmp_path: Path) -> None:
+    from evals_cli.endpoints.secrets import Redactor
+    from evals_cli.gate.gate import Gate
+    from evals_cli.models.specs import GateSpec
+    from evals_cli.output.fingerprint import Fingerprint
+    from evals_cli.output.manifest import Manifest
+    from evals_cli.output.summary import Accumulator
+    from evals_cli.watch.windows import Windows
+
+    gate_json = {"kind": "weighted_average", "weights": {"g": 1}, "aggregation": "pass_rate", "op": "gte",
+                 "value": 0.5, "pass_value": 1.0}
+    gate = Gate(GateSpec.model_validate(gate_json), {"g": None})  # type: ignore[dict-item]
+    manifest = Manifest(suite="s", fingerprint=Fingerprint(suite="a", dataset="live-otlp"), graders=["g"],
+                        gate=gate_json)
+    for replica, passes in (("pod-a", [True, True, False]), ("pod-b", [False, False])):
+        windows = Windows(tmp_path / replica, manifest, lambda: Accumulator(gate, "s", ["g"]), rotate_s=3600,
+                          rotate_results=2, redact=Redactor([]))
+        for n, passed in enumerate(passes):
+            score = 1.0 if passed else 0.0
+            windows.write(SampleResult(sample_id=f"{replica}-{n}", tags=[f"trace:{replica}{n}"], score=score,
+                                       grades={"g": Grade(score=score)}, passed=passed))
+        windows.close()
+    folders = sorted(str(p.parent) for p in tmp_path.glob("*/*/results.jsonl"))
+    assert len(folders) == 3  # pod-a rotated after 2 results
+    merged = run_cli("merge", *folders, "-o", str(tmp_path / "merged"))
+    assert merged.returncode == 1, merged.stdout + merged.stderr  # 2 of 5 passed: under the gate's 0.5
+    summary = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    assert (summary["total"], summary["passed"], summary["failed"]) == (5, 2, 3)
