@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from evals_cli.traces.otlp import Span
+from evals_cli.watch.recent import Recent
 
 Finish = Literal["quiet", "max_age", "shutdown"]
-RECENT = 100_000  # finished trace ids remembered, to tell a late span from a new trace
 
 
 @dataclass
@@ -68,7 +68,7 @@ class Assembler:
         self.counts = Counts()
         self._by_activity: OrderedDict[str, Pending] = OrderedDict()  # least recently active first
         self._by_age: OrderedDict[str, Pending] = OrderedDict()  # oldest first
-        self._recent: OrderedDict[str, None] = OrderedDict()
+        self._recent = Recent()  # finished traces, to tell a late span from a new trace
         self.held = 0  # spans held
         self._lock = threading.Lock()
 
@@ -109,9 +109,7 @@ class Assembler:
 
     def _forget(self, pending: Pending) -> None:
         self.held -= len(pending.spans)
-        self._recent[pending.trace_id] = None
-        if len(self._recent) > RECENT:
-            self._recent.popitem(last=False)
+        self._recent.add(pending.trace_id)
 
     def due(self) -> list[Finished]:
         """The traces finished by now, each once."""

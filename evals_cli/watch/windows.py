@@ -5,14 +5,13 @@ Each window is an ordinary run folder, so `evals view DIR` lists the open one as
 ones with their verdicts, `evals report` reads any of them, and `evals merge` joins windows and replicas (they
 share one suite fingerprint; replicas grade disjoint traces, chosen by trace id upstream). A restart reads what
 is on disk: a window a killed process left open gets its summary from its results, and every trace already
-graded is skipped, so nothing is graded twice.
+graded is skipped (the last 100,000, recent.py), so nothing is graded twice.
 """
 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,35 +21,10 @@ from evals_cli.output.exit_codes import exit_code_for
 from evals_cli.output.files import RESULTS_NAME, SUMMARY_NAME, ResultsWriter, read_results
 from evals_cli.output.manifest import Manifest, write_manifest
 from evals_cli.output.summary import Accumulator
+from evals_cli.watch.recent import Recent
 from evals_cli.watch.tags import TRACE_TAG
 
 MakeAccumulator = Callable[[], Accumulator]
-REMEMBERED = 100_000  # traces graded and conversation ids written, remembered (the oldest forgotten): memory stays flat
-
-
-class Recent:
-    """A set of the last REMEMBERED strings added."""
-
-    def __init__(self, bound: int = REMEMBERED) -> None:
-        self.bound = bound
-        self._items: OrderedDict[str, None] = OrderedDict()
-
-    def add(self, item: str) -> None:
-        self._items[item] = None
-        self._items.move_to_end(item)
-        if len(self._items) > self.bound:
-            self._items.popitem(last=False)
-
-    def __contains__(self, item: object) -> bool:
-        return item in self._items
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-
 def trace_of(result: SampleResult) -> str | None:
     """The trace a result was graded from (its `trace:` tag)."""
     return next((t.removeprefix(TRACE_TAG) for t in result.tags if t.startswith(TRACE_TAG)), None)
