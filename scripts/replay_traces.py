@@ -49,7 +49,7 @@ def wait_ready(url: str, timeout: float) -> None:
                 return
         except OSError:
             if time.monotonic() > deadline:
-                raise SystemExit(f"{url}/healthz did not answer within {timeout:g}s: is evals watch running?")
+                raise SystemExit(f"{url}/healthz did not answer within {timeout:g}s: is evals watch running?") from None
             time.sleep(0.1)
 
 

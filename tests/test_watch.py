@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 from tests.agents.watched_agent import Agent
 from tests.scripted_server import ScriptedServer, agent_script, call, judge_score, text
-from tests.watch_helpers import Catcher, WatchProcess, results_of, write_watch_suite
+from tests.watch_helpers import Catcher, WatchProcess, end_all, results_of, write_watch_suite
 
 pytestmark = pytest.mark.slow  # each test starts a real watch process (about a second of interpreter start)
 
@@ -26,6 +27,12 @@ SCRIPT = {
     # asks for the same read at every step until the agent's step cap: a loop
     "loop-it": [call("read_file", {"path": ".env"})],
 }
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left() -> Iterator[None]:
+    yield
+    end_all()
 
 
 @pytest.fixture
@@ -257,8 +264,6 @@ def test_tls_and_a_bearer_token(tmp_path: Path, model: ScriptedServer) -> None:
     watch = WatchProcess(write_watch_suite(tmp_path), tmp_path / "out", "--tls-cert", str(cert), "--tls-key",
                          str(key), env={"EVALS_WATCH_TOKEN": "s3cret"})
     assert watch.url.startswith("https://")
-    import ssl
-
     context = ssl.create_default_context(cafile=str(cert))
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(urllib.request.Request(f"{watch.url}/v1/traces", data=b"{}", method="POST",
@@ -278,7 +283,7 @@ def test_tls_and_a_bearer_token(tmp_path: Path, model: ScriptedServer) -> None:
     assert [r["sample_id"] for r in results_of(tmp_path / "out")] == ["over-tls"]
 
 
-def _metrics_tls(watch: WatchProcess, context: object, name: str, at_least: float) -> dict[str, float]:
+def _metrics_tls(watch: WatchProcess, context: ssl.SSLContext, name: str, at_least: float) -> dict[str, float]:
     import time
     import urllib.request
 
@@ -287,7 +292,7 @@ def _metrics_tls(watch: WatchProcess, context: object, name: str, at_least: floa
     deadline = time.monotonic() + 30
     while True:
         request = urllib.request.Request(f"{watch.url}/metrics", headers={"Authorization": "Bearer s3cret"})
-        with urllib.request.urlopen(request, context=context, timeout=10) as reply:  # type: ignore[arg-type]
+        with urllib.request.urlopen(request, context=context, timeout=10) as reply:
             text = reply.read().decode()
         seen = {(f"{s.name}{{{','.join(f'{k}={chr(34)}{v}{chr(34)}' for k, v in sorted(s.labels.items()))}}}"
                  if s.labels else s.name): s.value

@@ -41,6 +41,9 @@ def write_watch_suite(tmp: Path, watch: dict[str, Any] | None = None, *, graders
     return path
 
 
+STARTED: list[WatchProcess] = []  # every process a test started: the conftest-free fixture below ends them all
+
+
 class WatchProcess:
     def __init__(self, suite: Path, out: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith(("EVAL_JUDGE_", "OPENAI_"))}
@@ -48,6 +51,7 @@ class WatchProcess:
         self.proc = subprocess.Popen([sys.executable, "-m", "evals_cli", "watch", str(suite), "-o", str(out),
                                       "--listen", "127.0.0.1:0", *extra], cwd=ROOT, env=full_env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        STARTED.append(self)
         self.lines: list[str] = []
         self._new = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -111,6 +115,15 @@ class WatchProcess:
         code = self.proc.wait(timeout)
         self._reader.join(10)
         return code
+
+
+def end_all() -> None:
+    """Kill every watch process a test left running (a failed assertion before its stop), by its own pid."""
+    while STARTED:
+        watch = STARTED.pop()
+        if watch.proc.poll() is None:
+            watch.proc.kill()
+            watch.proc.wait(30)
 
 
 def results_of(folder: Path) -> list[dict[str, Any]]:
