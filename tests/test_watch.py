@@ -56,6 +56,10 @@ def test_live_conversations_are_graded_as_samples_named_by_their_conversation_id
         agent.converse("conv-loop", "Which database host? loop-it")
         assert agent.flush()
         seen = watch.wait_metric("evals_watch_window_conversations", lambda v: v >= 3)
+        from evals_cli.history.runs import scan_runs
+
+        [live] = scan_runs(tmp_path / "out")  # what `evals view` lists: the open window, a run in flight
+        assert (live.suite, live.total, live.status, live.gate) == ("live", 3, "running", "running")
     finally:
         agent.close()
         code = watch.stop()
@@ -79,6 +83,8 @@ def test_live_conversations_are_graded_as_samples_named_by_their_conversation_id
     assert seen['evals_watch_window_grader_avg_score{grader="reads_first"}'] == pytest.approx(2 / 3)
     state = json.loads(next((tmp_path / "out").rglob("watch.json")).read_text())
     assert state["graded"] == 3 and state["stopped_by"] == "SIGTERM"
+    [closed] = scan_runs(tmp_path / "out")  # closed: its summary's verdict (1 of 3 passed, under the gate's 0.5)
+    assert (closed.status, closed.gate, closed.passed, closed.failed) == ("completed", "FAILED", 1, 2)
 
 
 def test_the_judge_grades_and_a_judge_that_is_down_is_an_error_never_a_zero(tmp_path: Path,
