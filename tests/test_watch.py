@@ -306,3 +306,22 @@ def _metrics_tls(watch: WatchProcess, context: ssl.SSLContext, name: str, at_lea
         if seen.get(name, 0) >= at_least or time.monotonic() > deadline:
             return seen
         time.sleep(0.05)
+
+
+def test_a_flood_of_spans_is_shed_and_counted_within_the_bound(tmp_path: Path) -> None:
+    import gzip
+    import urllib.request
+
+    watch = WatchProcess(write_watch_suite(tmp_path, {"max_spans": 10}), tmp_path / "out")
+    spans = [{"traceId": f"{n + 1:032x}", "spanId": f"{n + 1:016x}", "parentSpanId": "00000000000000ff",
+              "name": "chat m", "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+              "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}]} for n in range(60)]
+    body = gzip.compress(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode())
+    post = urllib.request.Request(f"{watch.url}/v1/traces", data=body, method="POST",
+                                  headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    with urllib.request.urlopen(post, timeout=10) as reply:
+        assert reply.status == 200
+    seen = watch.wait_metric("evals_watch_traces_total", lambda v: v >= 60)
+    assert seen["evals_watch_spans_held"] <= 10
+    assert seen['evals_watch_conversations_shed_total{reason="max_spans"}'] == 50
+    assert watch.stop() == 0
