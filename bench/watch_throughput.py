@@ -210,6 +210,8 @@ def main() -> None:
     shed = m.get('evals_watch_conversations_shed_total{reason="queue"}', 0)
     print(f"{'errored / shed':28} {m.get('evals_watch_conversations_errored_total', 0):9.0f} / {shed:.0f}")
     print(f"{'RSS peak (MB)':28} {max(rss):20.1f}")
+    marks = [next((s[2] for s in samples if s[1] >= graded * q / 4), rss[-1]) for q in (1, 2, 3, 4)]
+    print(f"{'RSS at 25/50/75/100% (MB)':28} " + " / ".join(f"{m:.1f}" for m in marks))
     print(f"{'RSS 2nd quarter -> last':28} {sum(second) / len(second):9.1f} -> {sum(last) / len(last):.1f} MB "
           f"({growth:+.1%})")
     print(f"load average at the start {load:.1f}, at the end {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "

@@ -2,13 +2,13 @@
 late span, a resent batch or a repeated id from being taken for new, in memory that stops growing once full.
 
 Strings are kept as their 64-bit hashes (a set and a queue of ints, some 70 bytes each): two ids sharing a hash
-among the last 100,000 is about one chance in 10**9."""
+among the last 20,000 is about one chance in 10**10."""
 
 from __future__ import annotations
 
 from collections import deque
 
-REMEMBERED = 100_000
+REMEMBERED = 20_000
 
 
 class Recent:

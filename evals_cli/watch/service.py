@@ -121,6 +121,7 @@ class Watch:
                                                             taking=lambda: self.taking, refused=self._refused))
         self.queue: asyncio.Queue[Finished] = asyncio.Queue(self.spec.queue)
         self.resumed = 0
+        self._grading = 0  # conversations being graded now
         self._stop: asyncio.Event | None = None
         self.stopped_by: str | None = None
         self.code: int | None = None
@@ -188,9 +189,11 @@ class Watch:
     async def _work(self) -> None:
         while True:
             item = await self.queue.get()
+            self._grading += 1
             try:
                 await self._grade(item)
             finally:
+                self._grading -= 1
                 self.queue.task_done()
 
     async def _grade(self, item: Finished) -> None:
@@ -233,7 +236,7 @@ class Watch:
             await asyncio.wait_for(self.queue.join(), self.options.grace_s)
         except TimeoutError:
             pass
-        cut += self.queue.qsize()
+        cut += self.queue.qsize() + self._grading  # still waiting, or cancelled mid-grade: no result
         self.tally.cut_at_shutdown = cut
         for task in workers:
             task.cancel()

@@ -5,7 +5,7 @@ Each window is an ordinary run folder, so `evals view DIR` lists the open one as
 ones with their verdicts, `evals report` reads any of them, and `evals merge` joins windows and replicas (they
 share one suite fingerprint; replicas grade disjoint traces, chosen by trace id upstream). A restart reads what
 is on disk: a window a killed process left open gets its summary from its results, and every trace already
-graded is skipped (the last 100,000, recent.py), so nothing is graded twice.
+graded is skipped (the last 20,000, recent.py), so nothing is graded twice.
 """
 
 from __future__ import annotations
