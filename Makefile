@@ -7,8 +7,9 @@ EVALS  := $(BIN)/evals
 LOCK     := requirements.lock
 DEV_LOCK := requirements-dev.lock
 UV_VERSION := 0.13.9
+WATCH_PORT ?= 4318
 
-.PHONY: help demo generate-offline test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline eval-telecom validate lint record-demo bench clean eval-traces record-demo-traces eval-external record-external eval-red-team
+.PHONY: help demo generate-offline test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline eval-telecom validate lint record-demo bench clean eval-traces eval-watch record-demo-traces eval-external record-external eval-red-team
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -135,6 +136,16 @@ eval-traces: $(VENV)/.installed
 	@echo "'evals analyze suites/demo.traces.otlp.jsonl' asks another question: do the conversations show multi-agent"
 	@echo "problems (users correcting or re-asking, tool violations, lost handoffs, loops)? With no tool call in these"
 	@echo "traces it flags almost nothing; it never checks an answer against an expectation, so it cannot see the guesses."
+
+## Live traffic, graded: `evals watch suites/watch.yaml` on 127.0.0.1:$(WATCH_PORT), with the demo agent's recorded
+## production trace (suites/demo.traces.otlp.jsonl) replayed to it as live OTLP traffic (scripts/replay_traces.py); it
+## watches for 8 s and exits with the window's gate: no conversation read a file before answering, so the gate fails
+## (exit 1, which is what the traces show); exit 2 or 3 still fails the target.
+eval-watch: $(VENV)/.installed
+	@out=results/watch-demo-$$(date +%Y%m%dT%H%M%S); \
+	$(EVALS) watch suites/watch.yaml -o $$out --listen 127.0.0.1:$(WATCH_PORT) --once 8s & watch=$$!; \
+	$(BIN)/python scripts/replay_traces.py suites/demo.traces.otlp.jsonl --to http://127.0.0.1:$(WATCH_PORT); \
+	wait $$watch || [ $$? -eq 1 ]
 
 ## Re-record those traces: the demo suite's agent loop under the openai instrumentation, against the demo recording
 ## served on 127.0.0.1 (needs the dev install: the instrumentation is a dev dependency).

@@ -6,6 +6,8 @@ and the shape of a score distribution the gate aggregates.
   with continuity correction otherwise.
 - A paired percentile bootstrap of a mean difference, seeded so the same two runs always give the same
   interval (a CI that moves between invocations would make a CI gate flaky).
+- The exact (Clopper-Pearson) interval of a pass rate: it keeps its coverage where a bootstrap collapses to a
+  point (every sample passed, or none did), which a rolling gate over a few dozen conversations often meets.
 """
 
 from __future__ import annotations
@@ -31,6 +33,57 @@ def binomial_two_sided(k: int, n: int) -> float:
     low = min(k, n - k)
     tail = sum(math.comb(n, i) for i in range(low + 1)) / 2**n
     return min(1.0, 2.0 * tail)
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz), which converges in about
+    sqrt(max(a, b)) steps where x < (a + 1) / (a + b + 2)."""
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 100_000):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            break
+    return h
+
+
+def beta_cdf(x: float, a: float, b: float) -> float:
+    """The regularized incomplete beta function I_x(a, b): the CDF of Beta(a, b) at x."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def _beta_quantile(q: float, a: float, b: float) -> float:
+    lo, hi = 0.0, 1.0
+    while hi - lo > 1e-10:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if beta_cdf(mid, a, b) < q else (lo, mid)
+    return (lo + hi) / 2
+
+
+def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The exact two-sided interval of a binomial proportion after k successes in n trials: the alpha/2 quantile
+    of Beta(k, n - k + 1) (0 when k = 0) and the 1 - alpha/2 quantile of Beta(k + 1, n - k) (1 when k = n)."""
+    if n <= 0 or not 0 <= k <= n:
+        raise ValueError(f"clopper_pearson: {k} successes in {n} trials")
+    alpha = (1.0 - confidence) / 2.0
+    low = 0.0 if k == 0 else _beta_quantile(alpha, k, n - k + 1)
+    high = 1.0 if k == n else _beta_quantile(1.0 - alpha, k + 1, n - k)
+    return low, high
 
 
 def chi2_sf_1df(x: float) -> float:

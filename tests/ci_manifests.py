@@ -72,10 +72,25 @@ def check_kubernetes(data: dict[str, Any], where: str) -> None:
         spec = data["spec"]
         assert data["apiVersion"] == "v1" and spec["accessModes"] and spec["resources"]["requests"]["storage"], where
         return
+    if data["kind"] == "Service":  # docs/online.md: the watch replicas behind one name
+        spec = data["spec"]
+        assert data["apiVersion"] == "v1" and spec["selector"] and spec["ports"], where
+        return
+    if data["kind"] == "Deployment":  # docs/online.md: evals watch replicas, long-running
+        assert data["apiVersion"] == "apps/v1", where
+        spec = data["spec"]
+        pod = spec["template"]["spec"]
+        assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items(), where
+        _check_containers(spec, pod, where)
+        return
     assert data["kind"] == "Job" and data["apiVersion"] == "batch/v1", f"{where}: teach ci_manifests.py this kind"
     spec = data["spec"]
     pod = spec["template"]["spec"]
     assert pod["restartPolicy"] in ("Never", "OnFailure"), where
+    _check_containers(spec, pod, where)
+
+
+def _check_containers(spec: dict[str, Any], pod: dict[str, Any], where: str) -> None:
     volumes = {v["name"] for v in pod.get("volumes", [])}
     for container in pod["containers"]:
         assert container["name"] and container["image"], where

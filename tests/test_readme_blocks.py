@@ -33,7 +33,7 @@ from tests.ci_manifests import check_kubernetes, check_workflow, is_kubernetes, 
 from tests.docs_pages import doc_files, label, page
 from tests.helpers import ROOT
 
-NOT_VALIDATED = 4  # blocks marked `<!-- not-validated: reason -->`; change it with the mark
+NOT_VALIDATED = 6  # blocks marked `<!-- not-validated: reason -->`; change it with the mark
 FENCE = re.compile(r"^```([\w-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 MARK = re.compile(r"<!--\s*not-validated:\s*(\S.*?)\s*-->\s*\Z", re.S)
 CHECKED = ("yaml", "yml", "json", "jsonl")
@@ -119,6 +119,11 @@ def is_suite(data: Any) -> bool:
     return isinstance(data, dict) and {"name", "dataset", "target"} <= set(data)
 
 
+def is_watch_suite(data: Any) -> bool:
+    """A suite for `evals watch` (docs/online.md): graders and a watch: block, no target and no dataset."""
+    return isinstance(data, dict) and {"name", "graders", "watch"} <= set(data)
+
+
 def project(tmp: Path) -> Path:
     """The folder the README describes: suites/ for suite files, the repository's rubrics/ beside it, the files
     the README's python blocks name (`# agents/my_agent.py`) relative to the suites, and the README's rows as
@@ -195,6 +200,13 @@ def test_every_yaml_and_json_block_is_valid(block: Block, tmp_path: Path) -> Non
     assert isinstance(data, dict), f"{block.label}: not a mapping"
     if is_kubernetes(data) or is_workflow(data):  # docs/scaling.md's manifests: no suite, but evals commands
         (check_kubernetes if is_kubernetes(data) else check_workflow)(data, block.label)
+        return
+    if is_watch_suite(data):  # loaded as `evals watch` loads it: every problem at its line
+        from evals_cli.watch.suite import load_watch_suite
+
+        path = tmp_path / "watch.yaml"
+        path.write_text(block.text, encoding="utf-8")
+        load_watch_suite(path)
         return
     suites = project(tmp_path)
     (tmp_path / "datasets").mkdir(exist_ok=True)

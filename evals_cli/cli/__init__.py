@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from evals_cli import __version__
-from evals_cli.cli import analyze, calibration, generate, history, init, listing, merge, report, run, validate
+from evals_cli.cli import analyze, calibration, generate, history, init, listing, merge, report, run, validate, watch
 from evals_cli.cli.app import EvalsApp, EvalsGroup
 from evals_cli.cli.guard import guarded
 from evals_cli.shutdown import exit_code, exit_now, hold_collections
@@ -46,7 +46,8 @@ def _main(
 
 
 COMMANDS = (run.run, validate.validate, report.report, report.compare, calibration.label, calibration.calibrate,
-            analyze.analyze, merge.merge, init.init, listing.schema, history.history, history.view, generate.generate)
+            analyze.analyze, merge.merge, init.init, listing.schema, history.history, history.view, generate.generate,
+            watch.watch)
 
 for command in COMMANDS:
     app.command()(guarded(command))
