@@ -59,6 +59,11 @@ def _classify(exc: BaseException, endpoint: Endpoint) -> Classified:
         return Classified("tool_server", str(exc), False)
     if isinstance(exc, CustomCodeError):  # the suite's own code exited, was interrupted or ran out of time
         return Classified("custom_code", str(exc), False)
+    from evals_cli.sandbox.base import SandboxUnavailable
+
+    unavailable = _cause(exc, SandboxUnavailable)
+    if unavailable is not None:  # the episode's machine failed, not the agent: an error, never a zero
+        return Classified("sandbox", f"sandbox: {unavailable}", False)
     if isinstance(exc, SetupFailed):  # the sample's environment.setup failed: the agent never started
         return Classified("setup", str(exc), False)
     where = endpoint.describe()

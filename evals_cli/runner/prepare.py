@@ -35,6 +35,7 @@ from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
 
 if TYPE_CHECKING:
+    from evals_cli.computer.session import Computer
     from evals_cli.mcp.hub import McpHub
     from evals_cli.output.manifest import StartedWith
     from evals_cli.simulation.player import UserPlayerFactory
@@ -145,6 +146,9 @@ class PreparedRun:
             self.pool = ClientPool(concurrency=self.concurrency)  # the run is refused; the checks go on
         self._agent: Endpoint | None = None
         self._target: Target | None = None
+        self.computer: Computer | None = None
+        if self.suite.sandbox is not None:
+            self._open_computer()
         if (suite.mcp_servers or suite.user_mcp_servers) and not self._collecting:
             self._open_servers()
         try:
@@ -162,7 +166,8 @@ class PreparedRun:
             if build_target and self._agent is not None:  # an endpoint that did not resolve is reported above
                 agent = self._agent
                 with custom_code.policy(suite.code_roots(target=True), run=import_code, read=self.code_read):
-                    self._target = build_target_for(self.suite, agent, self.pool, prompt, self.mcp)
+                    self._target = build_target_for(self.suite, agent, self.pool, prompt, self.mcp,
+                                                    self.computer)
         except ConfigError as exc:
             self._problem(exc.problems, located=True)
         self.graders: dict[str, Grader] = {}
@@ -246,6 +251,29 @@ class PreparedRun:
         copy._base_dir, copy._target_dir = self.suite.base_dir, self.suite._target_dir
         copy._letta_format = self.suite.letta_format
         self.suite = copy
+
+    def _open_computer(self) -> None:
+        """The run's computer (evals_cli/computer): the episodes' computer tools and sandbox checks, recorded with
+        --record and read from --replay; the suite's `computer:` tools offered beside its `tools:`."""
+        from evals_cli.computer.session import Computer
+        from evals_cli.computer.tools import computer_tools
+
+        assert self.suite.sandbox is not None
+        if self.suite.sandbox.kind != "none" and self.options.replay is None and self._running:
+            self._problem([f"sandbox.kind: {self.suite.sandbox.kind} cannot run here yet (only kind: none runs "
+                           "live in this evals-cli; --replay needs no sandbox); use kind: none"], located=True)
+        try:
+            self.computer = Computer(record=self.options.record, replay=self.options.replay,
+                                     redact=self.pool.redactor)
+        except ConfigError as exc:
+            self._problem(exc.problems)
+            return
+        if self.suite.computer:
+            copy = self.suite.model_copy(update={"tools": {**computer_tools(self.suite.computer),
+                                                            **self.suite.tools}})
+            copy._base_dir, copy._target_dir = self.suite.base_dir, self.suite._target_dir
+            copy._letta_format = self.suite.letta_format
+            self.suite = copy
 
     def _load_tool_functions(self) -> None:
         """Tools with logic (`python:`) and the environment's setup function: each loaded once, from the suite's

@@ -44,7 +44,9 @@ from evals_cli.tools.mock import MockToolbox, merge_tools, needs_world
 from evals_cli.tools.setup import run_setup_commands, run_setup_function
 
 if TYPE_CHECKING:
+    from evals_cli.computer.protocol import EpisodeComputer
     from evals_cli.mcp.hub import McpSession
+    from evals_cli.sandbox.base import Sandbox
     from evals_cli.simulation.player import UserPlayer, UserPlayerFactory
 
 
@@ -66,6 +68,10 @@ class Episode:
     servers: McpSession | None = field(default=None, init=False)
     #: dual control: who last changed each file or record (None: only the agent acts)
     ledger: dict[str, Actor] | None = field(default=None, init=False)
+    #: the episode's machine (None: the suite gives none), open from `build` until `close`, after grading
+    sandbox: Sandbox | None = field(default=None, init=False)
+    #: the computer tools' and sandbox checks' side of this episode (None: the suite uses neither)
+    computer: EpisodeComputer | None = field(default=None, init=False)
 
     def player(self) -> UserPlayer | None:
         """The user of a simulated-user sample (a row with a `user:` block), one per (sample, repeat)."""
@@ -90,7 +96,8 @@ class Episode:
         """A toolbox over this episode's world for one actor (built after `build`): the agent's tools, or the
         user's own. With a user who acts, both share one ledger of who changed what."""
         tools = self.user_tools if actor == "user" else self.tools
-        return MockToolbox(tools, self.world, servers=self.servers, actor=actor, ledger=self.ledger)
+        return MockToolbox(tools, self.world, servers=self.servers, actor=actor, ledger=self.ledger,
+                           computer=self.computer if actor == "agent" else None)
 
     async def build(self) -> None:
         """The sample's world before anything acts: declared, changed by the setup function, put into the
@@ -100,6 +107,7 @@ class Episode:
         self.servers = hub.session(str(sample.id), self.repeat) if hub is not None else None
         has_workspace = self.servers is not None and self.servers.has_workspace
         if not (needs_world({**self.tools, **self.user_tools}, sample.environment) or has_workspace):
+            await self._open_computer({})
             return
         setup = sample.environment.setup if sample.environment is not None else None
         declared = World(sample.environment)
@@ -117,9 +125,26 @@ class Episode:
         for change in changes:
             change.actor = "setup"
         self.trajectory.setup_changes = changes or None
+        await self._open_computer(world.files)
         self.world, self.start = world, world.copy()
         if self.user_tools:
             self.ledger = {}
+
+    async def _open_computer(self, files: dict[str, str]) -> None:
+        """This episode's computer, over its sandbox (the run's `Computer`, target.ctx.computer; None: the suite
+        has no computer tools or checks). Until the episode makes a sandbox of each `sandbox:` kind, the computer
+        makes a `kind: none` one over the world's files itself (`opened`); under --replay there is none at all."""
+        computer = getattr(self.target.ctx, "computer", None)
+        if computer is None:
+            return
+        self.computer = computer.session(str(self.sample.id), self.repeat, self.sandbox)
+        await self.computer.opened(files)
+
+    async def close(self) -> None:
+        """Free what the episode holds past its end (its computer, its sandbox): after grading, however the
+        episode and its grading ended; idempotent."""
+        if self.computer is not None:
+            await self.computer.close()
 
     async def record_world(self) -> None:
         """What the agent changed from the starting state (also when the episode failed or was cut off): a live
@@ -128,6 +153,8 @@ class Episode:
             files = await self.servers.finish()
             if files is not None and self.world is not None:
                 self.world.files = files
+        if self.computer is not None and self.world is not None:
+            self.world.files = await self.computer.finished(self.world.files)
         if self.world is not None and self.start is not None:
             changes = self.world.diff(self.start)
             for change in changes:  # the last actor to change it (a live server's files: whose call wrote them;
