@@ -113,7 +113,7 @@ class HostSandbox:
             drains = asyncio.gather(out.drain(process.stdout), err.drain(process.stderr))
             try:
                 async with asyncio.timeout(timeout):
-                    await process.wait()
+                    await _exited(process)
             except TimeoutError:
                 timed_out = True
             # a background child may hold the pipes open past the command's end: it gets a moment to finish
@@ -141,6 +141,24 @@ class HostSandbox:
             _kill_group(process)
         if self._owned:
             shutil.rmtree(self.workspace, ignore_errors=True)
+
+
+async def _exited(process: asyncio.subprocess.Process) -> None:
+    """The command itself ended, whatever it left running: asyncio's `wait` also waits for every pipe to close,
+    which a background child (`sleep 300 &`) holds open; a pidfd says when the process alone is done."""
+    try:
+        fd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # no pidfd here (an old kernel): the pipes' end it is
+        await process.wait()
+        return
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    loop.add_reader(fd, lambda: done.done() or done.set_result(None))
+    try:
+        await done
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
