@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -17,6 +18,11 @@ class EpisodeComputer(Protocol):
     @property
     def available(self) -> bool:
         """Checks can be answered: a sandbox to run them in, or a recording to read them from."""
+        ...
+
+    @property
+    def workspace(self) -> Path | None:
+        """The host folder that is /workspace in the sandbox (None: no sandbox, as under --replay)."""
         ...
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]: ...

@@ -97,6 +97,10 @@ class ComputerSession:
         """Whether checks can be answered: a sandbox to run them in, or a recording to read them from."""
         return self.sandbox is not None or self.computer.replaying
 
+    @property
+    def workspace(self) -> Path | None:
+        return self.sandbox.workspace if self.sandbox is not None else None
+
     def _request(self, **fields: Any) -> dict[str, Any]:
         return {"sample": self.sample_id, "repeat": self.repeat, **fields}
 

@@ -193,7 +193,8 @@ class Episode:
         conversation = target.start(sample, trajectory)
         if isinstance(conversation, EpisodeState):  # a kind with per-episode resources (an agent process)
             conversation.repeat = self.repeat
-            conversation.workspace = self.servers.folder if self.servers is not None else None
+            conversation.workspace = self.servers.folder if self.servers is not None else (
+                self.computer.workspace if self.computer is not None else None)  # the sandbox's, on the host
         max_steps = sample.max_steps or target.max_steps
         failed = True
         try:
