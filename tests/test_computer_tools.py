@@ -83,3 +83,36 @@ def test_a_recorded_coding_run_replays_with_no_model_and_no_sandbox(tmp_path: Pa
     assert [c["result"] for c in _calls(second)] == [c["result"] for c in _calls(first)]
     assert second["grades"]["checks"]["score"] == 1.0 and second["passed"] is True
     assert second["trajectory"]["state_changes"] == first["trajectory"]["state_changes"]
+
+
+def test_the_editor_refuses_paths_out_of_the_workspace_as_errors_the_agent_reads(tmp_path: Path,
+                                                                                 server: ScriptedServer) -> None:
+    outside = tmp_path / "host-secret.txt"
+    outside.write_text("host secret\n")
+    server.script = agent_script({"fix add": [
+        call("bash", {"command": f"ln -s {outside} leak && ln -s .. up && echo linked"}),
+        call("edit", {"command": "view", "path": "leak"}),
+        call("edit", {"command": "create", "path": "up/escaped.txt", "file_text": "x"}),
+        call("edit", {"command": "create", "path": "../escaped.txt", "file_text": "x"}),
+        call("edit", {"command": "view", "path": str(outside)}),
+        text("done")]})
+    done = run_cli("run", str(coding_suite(tmp_path, server.url)), "-o", str(tmp_path / "out"))
+    [line] = read_jsonl(tmp_path / "out" / "results.jsonl")
+    bash, *refused = _calls(line)
+    assert bash["result"] == "linked\n[exit code 0]", done.stdout + done.stderr
+    assert all(c["is_error"] and c["result"].startswith("Error: ") for c in refused)
+    assert "symbolic link to" in refused[0]["result"] and "host secret" not in refused[0]["result"]
+    assert "outside /workspace" in refused[2]["result"] and "outside /workspace" in refused[3]["result"]
+    assert not (tmp_path / "escaped.txt").exists() and outside.read_text() == "host secret\n"
+    assert line["error"] is None and line["grades"]["checks"]["score"] == 0.0  # the bug is still there
+
+
+def test_a_sandbox_that_stops_working_errors_the_sample_in_category_sandbox(tmp_path: Path,
+                                                                            server: ScriptedServer) -> None:
+    server.script = agent_script({"fix add": [call("bash", {"command": 'rm -rf "$(pwd)"'}),
+                                              call("bash", {"command": "ls"}), text("done")]})
+    done = run_cli("run", str(coding_suite(tmp_path, server.url)), "-o", str(tmp_path / "out"))
+    [line] = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert line["error"]["category"] == "sandbox", done.stdout + done.stderr
+    assert "cannot run 'bash'" in line["error"]["message"] and line["passed"] is None
+    assert line["grades"] == {}  # never graded: the agent's fail is not what happened
