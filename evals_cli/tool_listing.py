@@ -4,6 +4,7 @@ simulated user's own (`user_tools:` and `user_mcp_servers:`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def offered_tools(suite_path: Path, target_file: Path | None = None,
         hub.close()
 
 
-def _computer_tools(names: list[str], kind: str) -> list[OfferedTool]:
+def _computer_tools(names: Sequence[str], kind: str) -> list[OfferedTool]:
     from evals_cli.computer.tools import computer_tools
 
     return [OfferedTool(name, f"computer: (run in the episode's sandbox, kind {kind})", spec.description)

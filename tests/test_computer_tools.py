@@ -116,3 +116,14 @@ def test_a_sandbox_that_stops_working_errors_the_sample_in_category_sandbox(tmp_
     assert line["error"]["category"] == "sandbox", done.stdout + done.stderr
     assert "cannot run 'bash'" in line["error"]["message"] and line["passed"] is None
     assert line["grades"] == {}  # never graded: the agent's fail is not what happened
+
+
+def test_the_computer_tools_are_listed_and_in_the_schema(tmp_path: Path) -> None:
+    listed = run_cli("list", "tools", str(coding_suite(tmp_path, "http://127.0.0.1:9/v1")))
+    assert listed.returncode == 0 and "bash  computer: (run in the episode's sandbox, kind none)" in listed.stdout
+    assert "edit  computer:" in listed.stdout
+    schema = run_cli("schema")
+    assert schema.returncode == 0
+    suite = json.loads(schema.stdout)
+    found = json.dumps(suite)
+    assert '"enum": ["bash", "edit"]' in found and '"sandbox_check"' in found

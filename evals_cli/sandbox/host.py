@@ -153,7 +153,12 @@ async def _exited(process: asyncio.subprocess.Process) -> None:
         return
     loop = asyncio.get_running_loop()
     done = loop.create_future()
-    loop.add_reader(fd, lambda: done.done() or done.set_result(None))
+
+    def exited() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    loop.add_reader(fd, exited)
     try:
         await done
     finally:
