@@ -140,6 +140,13 @@ class Episode:
         self.computer = computer.session(str(self.sample.id), self.repeat, self.sandbox)
         await self.computer.opened(files)
 
+    async def run_alone(self) -> Trajectory:
+        """`run`, then `close`: an episode nothing grades (a target's own `run`) frees its sandbox at its end."""
+        try:
+            return await self.run()
+        finally:
+            await self.close()
+
     async def close(self) -> None:
         """Free what the episode holds past its end (its computer, its sandbox): after grading, however the
         episode and its grading ended; idempotent."""
