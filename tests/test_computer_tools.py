@@ -83,6 +83,14 @@ def test_a_recorded_coding_run_replays_with_no_model_and_no_sandbox(tmp_path: Pa
     assert [c["result"] for c in _calls(second)] == [c["result"] for c in _calls(first)]
     assert second["grades"]["checks"]["score"] == 1.0 and second["passed"] is True
     assert second["trajectory"]["state_changes"] == first["trajectory"]["state_changes"]
+    # a recording without the check: the replay's miss, an error, never the agent's fail
+    lines = [raw for raw in recording.read_text().splitlines() if '"op": "check"' not in raw]
+    (tmp_path / "no-check.jsonl").write_text("\n".join(lines) + "\n")
+    missed = run_cli("run", str(offline / "suite.yaml"), "-o", str(offline / "again"), "--replay",
+                     str(tmp_path / "no-check.jsonl"))
+    [third] = read_jsonl(offline / "again" / "results.jsonl")
+    assert third["error"]["category"] == "replay" and third["passed"] is None, missed.stdout + missed.stderr
+    assert "no recorded check tests of sample fix" in third["grades"]["checks"]["error"]
 
 
 def test_the_editor_refuses_paths_out_of_the_workspace_as_errors_the_agent_reads(tmp_path: Path,

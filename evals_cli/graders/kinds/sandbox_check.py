@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from evals_cli.endpoints.context import ReplayMiss
 from evals_cli.graders.base import GRADERS, GradeContext, Grader
 from evals_cli.models.grader_specs.base import GraderBase
 from evals_cli.models.results import Grade
@@ -85,6 +86,8 @@ class SandboxCheckGrader(Grader[SandboxCheckSpec]):
             except (SandboxUnavailable, CheckCannotRun) as exc:
                 return Grade.failed(f"check {name} could not run: {exc}", error_category=ERROR_CATEGORY,
                                     checks=outcomes)
+            except ReplayMiss as exc:  # the recording holds no such check: the replay's fault, never the agent's
+                return Grade.failed(f"replay miss: {exc}", error_category="replay", checks=outcomes)
             passed = result.exit_code == 0
             outcomes.append({"name": name, "exit_code": result.exit_code, "passed": passed,
                              "seconds": round(result.seconds, 3), "cut": result.cut})
