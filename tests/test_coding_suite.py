@@ -57,3 +57,22 @@ def test_the_coding_suite_grades_each_fix_by_the_tests_inside(tmp_path: Path, se
     assert "FAILED (failures=1)" in broken["grades"]["tests"]["rationale"]
     assert {c["target"] for c in broken["trajectory"]["state_changes"]} == {"textkit/bounds.py", "textkit/slug.py"}
     assert done.returncode == 1
+
+
+def test_the_shipped_recording_replays_offline_with_no_sandbox(tmp_path: Path) -> None:
+    """`make eval-coding`: the real small model's recorded run, replayed with nothing listening on the agent's URL
+    and the suite's own `kind: bwrap` sandbox, which is never made under --replay."""
+    recording = ROOT / "suites" / "coding.recording.jsonl"
+    done = run_cli("run", "suites/coding.yaml", "--replay", str(recording), "-o", str(tmp_path / "out"),
+                   env={"EVAL_AGENT_BASE_URL": "http://127.0.0.1:9/v1"})
+    lines = {line["sample_id"]: line for line in read_jsonl(tmp_path / "out" / "results.jsonl")}
+    assert set(lines) == {"slug-case", "average-floor", "clamp-high"}, done.stdout + done.stderr
+    for line in lines.values():
+        assert line["error"] is None and line["grades"]["tests"]["score"] in (0.0, 1.0)
+        assert line["grades"]["tests"]["metadata"]["checks"][0]["name"] == "tests"
+        assert any(c["name"] == "bash" for t in line["trajectory"]["turns"] for s in t["steps"]
+                   for c in s["tool_calls"])
+    passed = sum(1 for line in lines.values() if line["passed"])
+    assert done.returncode == (0 if passed == 3 else 1)
+    text = recording.read_text()
+    assert "/tmp/" not in text and "/root/" not in text and "/home/" not in text  # no path of the recording machine
