@@ -25,6 +25,7 @@ from evals_cli.models.tools import ToolSpec
 from evals_cli.sandbox.base import WORKSPACE, ExecResult, Sandbox, SandboxUnavailable
 
 CHECK_OUTPUT = 1024 * 1024  # bytes a check keeps of each stream: its end (a test run's summary) is what is shown
+RECORDED_TAIL = 64 * 1024  # characters of the end of each stream a recording keeps of a check: what a grade shows
 
 
 class Computer:
@@ -48,7 +49,13 @@ class Computer:
         from evals_cli.sandbox.host import HostSandbox, fill
 
         sandbox = HostSandbox()
-        fill(sandbox.workspace, files)
+        try:
+            fill(sandbox.workspace, files)
+        except BaseException:
+            import shutil
+
+            shutil.rmtree(sandbox.workspace, ignore_errors=True)
+            raise
         return sandbox
 
 
@@ -173,9 +180,10 @@ class ComputerSession:
         result = ExecResult(exit_code=result.exit_code, stdout=self._inside(result.stdout),
                             stderr=self._inside(result.stderr), timed_out=result.timed_out, cut=result.cut,
                             seconds=result.seconds)
-        self._record("check", request, {"exit_code": result.exit_code, "stdout": result.stdout,
-                                        "stderr": result.stderr, "timed_out": result.timed_out, "cut": result.cut,
-                                        "seconds": round(result.seconds, 3)})
+        self._record("check", request, {"exit_code": result.exit_code, "stdout": result.stdout[-RECORDED_TAIL:],
+                                        "stderr": result.stderr[-RECORDED_TAIL:], "timed_out": result.timed_out,
+                                        "cut": result.cut or max(len(result.stdout), len(result.stderr)) >
+                                        RECORDED_TAIL, "seconds": round(result.seconds, 3)})
         return result
 
     def _record(self, op: str, request: dict[str, Any], result: dict[str, Any]) -> None:
