@@ -70,9 +70,13 @@ def test_the_shipped_recording_replays_offline_with_no_sandbox(tmp_path: Path) -
     for line in lines.values():
         assert line["error"] is None and line["grades"]["tests"]["score"] in (0.0, 1.0)
         assert line["grades"]["tests"]["metadata"]["checks"][0]["name"] == "tests"
-        assert any(c["name"] == "bash" for t in line["trajectory"]["turns"] for s in t["steps"]
+        assert all(c["name"] in ("bash", "edit") for t in line["trajectory"]["turns"] for s in t["steps"]
                    for c in s["tool_calls"])
-    passed = sum(1 for line in lines.values() if line["passed"])
-    assert done.returncode == (0 if passed == 3 else 1)
+    # what the real model did (the suite's comment says it): a renamed function, then the same refused edit 8 times
+    assert not any(line["passed"] for line in lines.values()) and done.returncode == 1
+    assert "ImportError" in lines["slug-case"]["grades"]["tests"]["rationale"]
+    for looped in ("average-floor", "clamp-high"):
+        assert lines[looped]["grades"]["no_loops"]["score"] == 0.0
+        assert lines[looped]["trajectory"]["stop_reason"] == "max_steps"
     text = recording.read_text()
     assert "/tmp/" not in text and "/root/" not in text and "/home/" not in text  # no path of the recording machine
