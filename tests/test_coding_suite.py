@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from tests.helpers import ROOT, read_jsonl, run_cli
@@ -32,7 +31,6 @@ def _fix(path: str, old: str, new: str) -> list[Any]:
             text(f"fixed {path}")]
 
 
-@pytest.mark.slow  # three episodes, each running the package's tests twice
 def test_the_coding_suite_grades_each_fix_by_the_tests_inside(tmp_path: Path, server: ScriptedServer) -> None:
     server.script = agent_script({
         'slugify("Hello World")': _fix("textkit/slug.py", "title.split()", "title.lower().split()"),
