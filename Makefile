@@ -9,7 +9,7 @@ DEV_LOCK := requirements-dev.lock
 UV_VERSION := 0.13.9
 WATCH_PORT ?= 4318
 
-.PHONY: help demo generate-offline test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp record-mcp eval-airline eval-telecom validate lint record-demo bench clean eval-traces eval-watch record-demo-traces eval-external record-external eval-red-team
+.PHONY: help demo generate-offline test test-slow test-real test-latest lock serve-model eval-multi eval-multi-fast eval-per-turn eval-environment eval-simulated eval-mcp eval-coding record-mcp eval-airline eval-telecom validate lint record-demo bench clean eval-traces eval-watch record-demo-traces eval-external record-external eval-red-team
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -169,6 +169,12 @@ record-external: $(VENV)/.installed-dev
 ## of the real small model, so no server starts; the gate decides the exit code (0 or 1), exit 2 or 3 fails the target.
 eval-mcp: $(VENV)/.installed
 	$(EVALS) run suites/mcp_time.yaml --replay suites/mcp_time.recording.jsonl || [ $$? -eq 1 ]
+
+## A coding agent in a sandbox (bash and edit, graded by the package's tests run inside), offline: the model calls, the
+## computer tools' answers and the checks all replayed from the recording of the real small model, so no sandbox is
+## made (no bubblewrap needed); the gate decides the exit code (0 or 1), exit 2 or 3 fails the target.
+eval-coding: $(VENV)/.installed
+	$(EVALS) run suites/coding.yaml --replay suites/coding.recording.jsonl || [ $$? -eq 1 ]
 
 ## The tau-bench style airline (tools with logic, expected_actions, a simulated customer), offline from the real small
 ## model's recording: one sample leaves the wrong seat and one loops, so the gate fails (exit 1, expected here).

@@ -77,6 +77,7 @@ BUILTIN_KINDS: dict[str, dict[str, str]] = {
         "no_leak": "evals_cli.graders.kinds.no_leak",
         "no_loops": "evals_cli.graders.kinds.no_loops",
         "output_type": "evals_cli.graders.kinds.output_type",
+        "sandbox_check": "evals_cli.graders.kinds.sandbox_check",
         "session_detector": "evals_cli.sessions.graders",
         "session_score": "evals_cli.sessions.graders",
         "spans": "evals_cli.graders.kinds.spans",

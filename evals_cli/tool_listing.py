@@ -4,6 +4,7 @@ simulated user's own (`user_tools:` and `user_mcp_servers:`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,19 +24,29 @@ def offered_tools(suite_path: Path, target_file: Path | None = None,
     from evals_cli.suite.loader import TargetOverride, load_suite
 
     suite = load_suite(suite_path, TargetOverride(file=target_file) if target_file is not None else None)
+    computer = _computer_tools(suite.computer, suite.sandbox.kind if suite.sandbox is not None else "none")
     if not suite.mcp_servers and not suite.user_mcp_servers:
-        return ([OfferedTool(name, "tools: (mocked)", spec.description) for name, spec in suite.tools.items()]
+        return computer + ([OfferedTool(name, "tools: (mocked)", spec.description)
+                            for name, spec in suite.tools.items()]
                 + [OfferedTool(name, "user_tools: (mocked)", spec.description, "user")
                    for name, spec in suite.user_tools.items()])
     hub = McpHub(suite.mcp_servers, suite.tools, base_dir=suite.base_dir, replay=replay,
                  user_servers=suite.user_mcp_servers, user_tools=suite.user_tools)
     try:
         sources, user_sources = hub.sources(), hub.sources("user")
-        return ([OfferedTool(name, sources[name], spec.description) for name, spec in hub.tools().items()]
+        return computer + ([OfferedTool(name, sources[name], spec.description)
+                            for name, spec in hub.tools().items()]
                 + [OfferedTool(name, user_sources[name], spec.description, "user")
                    for name, spec in hub.user_tools().items()])
     finally:
         hub.close()
+
+
+def _computer_tools(names: Sequence[str], kind: str) -> list[OfferedTool]:
+    from evals_cli.computer.tools import computer_tools
+
+    return [OfferedTool(name, f"computer: (run in the episode's sandbox, kind {kind})", spec.description)
+            for name, spec in computer_tools(names).items()]
 
 
 def render(tools: list[OfferedTool], width: int) -> str:

@@ -131,8 +131,8 @@ def test_a_kind_in_one_new_module_is_accepted_by_the_suite_and_runs(tmp_path: Pa
     assert lines[2] == "listed True True"
     assert lines[3] == ("graders.loud.kind: unknown kind 'shou'; did you mean 'shout'? kinds: choice, cost, "
                         "exact_match, f1, final_state, forbidden_tools, grounding, latency, match, model_judge, no_leak, "
-                        "no_loops, output_type, session_detector, session_score, shout, spans, stop_behavior, "
-                        "tool_args, tool_order, tool_schema")
+                        "no_loops, output_type, sandbox_check, session_detector, session_score, shout, spans, "
+                        "stop_behavior, tool_args, tool_order, tool_schema")
 
 
 

@@ -324,8 +324,8 @@ def test_unknown_grader_kind_has_hint_and_lists_kinds(tmp_path: Path) -> None:
     (problem,) = problems_of(path)
     assert problem == (f"{path}:8: graders.answer.kind: unknown kind 'toll'; kinds: choice, cost, exact_match, f1, "
                        "final_state, forbidden_tools, grounding, latency, match, model_judge, no_leak, no_loops, "
-                       "output_type, session_detector, session_score, spans, stop_behavior, tool_args, tool_order, "
-                       "tool_schema")
+                       "output_type, sandbox_check, session_detector, session_score, spans, stop_behavior, tool_args, "
+                       "tool_order, tool_schema")
 
 
 def test_unknown_grader_kind_without_close_match(tmp_path: Path) -> None:

@@ -59,8 +59,9 @@ def _classify(exc: BaseException, endpoint: Endpoint) -> Classified:
         return Classified("tool_server", str(exc), False)
     if isinstance(exc, CustomCodeError):  # the suite's own code exited, was interrupted or ran out of time
         return Classified("custom_code", str(exc), False)
-    if isinstance(exc, SandboxUnavailable):  # the episode's machine could not be made or used: not the agent's
-        return Classified("sandbox", str(exc), False)
+    unavailable = _cause(exc, SandboxUnavailable)
+    if unavailable is not None:  # the episode's machine could not be made or used: not the agent's, never a zero
+        return Classified("sandbox", str(unavailable), False)
     if isinstance(exc, SetupFailed):  # the sample's environment.setup failed: the agent never started
         return Classified("setup", str(exc), False)
     where = endpoint.describe()

@@ -236,8 +236,10 @@ class Gate:
                     for n in missing)
         reasons = "; ".join(f"{n}: {grades[n].error or grades[n].rationale or 'no score'}" for n in missing)
         custom = any(grades[n].metadata.get("custom_code") for n in missing)  # see graders/grading.py _safe
+        # a grader that says why it could not grade (sandbox_check: the sandbox failed) names the category
+        own = next((c for n in missing if isinstance(c := grades[n].metadata.get("error_category"), str)), None)
         return SampleVerdict(None, None, incomplete=ErrorInfo(
-            category="custom_code" if custom else "judge" if judge else "grader",
+            category=own or ("custom_code" if custom else "judge" if judge else "grader"),
             message=f"incomplete: no grade from {', '.join(missing)}, which the verdict needs ({reasons})"))
 
     def _rule_failed(self, score: float | None) -> FailedBy:

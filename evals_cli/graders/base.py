@@ -28,6 +28,7 @@ from evals_cli.models.trajectory import Trajectory
 from evals_cli.registry import Registry, must_override
 
 if TYPE_CHECKING:
+    from evals_cli.computer.protocol import EpisodeComputer
     from evals_cli.endpoints.clients import ModelClients
     from evals_cli.endpoints.resolve import Endpoint, JudgeOverrides
     from evals_cli.models.specs import JudgeSpec, Price
@@ -39,7 +40,8 @@ SpecT = TypeVar("SpecT", bound=GraderBase)
 class GradeContext:
     """What one grading call sees. In per-turn mode, `view` holds only the graded turn.
     `tools` are the mocked tools the agent was offered (suite tools merged with the sample's); `user_tools` the
-    simulated user's own (dual control: the suite's `user_tools`)."""
+    simulated user's own (dual control: the suite's `user_tools`). `computer`: the episode's computer, its
+    sandbox still up (checks run in it: `sandbox_check`), or the recording that replays it; None: no sandbox."""
 
     sample: Sample
     trajectory: Trajectory
@@ -48,6 +50,7 @@ class GradeContext:
     ground_truth: Any
     tools: dict[str, ToolSpec] = field(default_factory=dict)
     user_tools: dict[str, ToolSpec] = field(default_factory=dict)
+    computer: EpisodeComputer | None = None
 
     def submission(self, extractor: str, config: dict[str, Any]) -> str:
         """The submission, extracted in this thread (a custom extractor's exits are refused, but its time is not

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evals_cli.concurrency import each_or_raise
 from evals_cli.custom_code import CustomCodeError
@@ -13,6 +13,9 @@ from evals_cli.models.results import Grade, TurnGrade, TurnScores
 from evals_cli.models.sample import Sample
 from evals_cli.models.tools import ToolSpec
 from evals_cli.models.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from evals_cli.computer.protocol import EpisodeComputer
 
 
 async def _safe(grader: Grader, ctx: GradeContext) -> Grade:
@@ -128,11 +131,12 @@ def _judge_metadata(grades: list[Grade], metadata: dict[str, Any]) -> None:
 
 async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: Trajectory,
                        tools: dict[str, ToolSpec] | None = None, *,
-                       user_tools: dict[str, ToolSpec] | None = None) -> dict[str, Grade | TurnScores]:
+                       user_tools: dict[str, ToolSpec] | None = None,
+                       computer: EpisodeComputer | None = None) -> dict[str, Grade | TurnScores]:
     """Every grader's grade on one sample, run concurrently (judge calls overlap). Graders never see the gate's
     rules: a grader that grades per turn or per reply returns its raw turn grades (`TurnScores`), which the gate
     settles (`Gate.settle`) before it decides the sample. `user_tools`: the simulated user's own tools (dual
-    control), which apply its gold actions."""
+    control), which apply its gold actions. `computer`: the episode's, its sandbox still up (sandbox_check)."""
     tools = tools or {}
 
     async def one(grader: Grader) -> Grade | TurnScores:
@@ -145,7 +149,7 @@ async def grade_sample(graders: dict[str, Grader], sample: Sample, trajectory: T
         if grader.per_turn and sample.per_turn:
             return await _grade_per_turn(grader, sample, trajectory, tools)
         ctx = GradeContext(sample, trajectory, trajectory, None, sample.ground_truth_for(None), tools,
-                           user_tools or {})
+                           user_tools or {}, computer)
         return await _safe(grader, ctx)
 
     # deterministic graders run inline; only judges (network calls) are worth a task each

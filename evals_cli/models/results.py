@@ -24,7 +24,9 @@ ErrorCategory = Literal[
     "agent",
     "sandbox",
 ]
-"""`tool_server`: an MCP server the agent's tools live on crashed, hung or broke the protocol (evals_cli/mcp).
+"""`sandbox`: the episode's machine could not be made or used (a computer tool or a sandbox check could not
+run: the sandbox failed, a check's program is missing or it ran past its timeout); never the agent's fail.
+`tool_server`: an MCP server the agent's tools live on crashed, hung or broke the protocol (evals_cli/mcp).
 `agent`: an agent program evals-cli runs (`kind: command`) broke its protocol: exited before replying, replied
 without text, or did not exit at the episode's end.
 `user_simulator`: the simulated user could not be played (its endpoint failed, or it broke character twice).
@@ -195,7 +197,7 @@ class ErrorInfo(Record):
     @property
     def incomplete(self) -> bool:
         """The agent ran, but a grade the verdict needs is missing (see `Gate.judge_sample`)."""
-        return self.category in ("judge", "grader", "custom_code") and self.message.startswith("incomplete:")
+        return self.category in ("judge", "grader", "custom_code", "sandbox") and self.message.startswith("incomplete:")
 
 
 class FailedBy(Record):

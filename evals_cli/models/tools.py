@@ -75,6 +75,8 @@ class ToolSpec(StrictModel):
     _served_by: str | None = PrivateAttr(default=None)  # the server's name in mcp_servers
     _served_name: str = PrivateAttr(default="")  # the tool's name on that server (before any prefix)
     _logic: Any = PrivateAttr(default=None)  # the loaded `python` function (set when the run is prepared)
+    # a computer tool (the suite's `computer:`, evals_cli/computer): answered in the episode's sandbox
+    _computer: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _valid_schema(self) -> ToolSpec:
@@ -138,7 +140,13 @@ class ToolSpec(StrictModel):
         """True when the file says what the tool answers (returns, even `returns: ""`, cases, sequence or error).
         A tool without any would answer every call with an empty string the user never wrote."""
         return bool({"returns", "sequence", "error"} & self.model_fields_set) or bool(self.cases) or \
-            self.effect is not None or self._served_by is not None or self.python is not None
+            self.effect is not None or self._served_by is not None or self.python is not None or \
+            self._computer is not None
+
+    @property
+    def computer(self) -> str | None:
+        """The computer tool this is (`bash`, `edit`; None: not one), answered in the episode's sandbox."""
+        return self._computer
 
     @property
     def served_by(self) -> str | None:

@@ -398,19 +398,17 @@ class Execution:
             self.abort_reason = message
 
     async def _run_sample(self, sample: Sample, repeat: int) -> SampleResult:
-        started = time.perf_counter()
-        result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags, input=sample.input_text())
-        trajectory = Trajectory()
         # one episode per (sample, repeat): its own world and toolbox, and its own user player
-        episode = Episode(self.p.target, sample, repeat, self.p.user_players, trajectory,
+        episode = Episode(self.p.target, sample, repeat, self.p.user_players, Trajectory(),
                           sandboxes=self.p.sandboxes)
-        try:  # the episode's sandbox lives until it is graded, and ends however the sample ends
-            return await self._run_episode(episode, sample, repeat, started, result)
-        finally:
+        try:
+            return await self._run_episode(episode, sample, repeat)
+        finally:  # its sandbox stays up through grading (checks run inside), then goes, however the sample ended
             await asyncio.shield(episode.close())
 
-    async def _run_episode(self, episode: Episode, sample: Sample, repeat: int, started: float,
-                           result: SampleResult) -> SampleResult:
+    async def _run_episode(self, episode: Episode, sample: Sample, repeat: int) -> SampleResult:
+        started = time.perf_counter()
+        result = SampleResult(sample_id=str(sample.id), repeat=repeat, tags=sample.tags, input=sample.input_text())
         trajectory = episode.trajectory
         # not every kind bounds one; 0 or null turns the default bound off
         limit = sample_limit(getattr(self.p.suite.target, "sample_timeout", None))
@@ -436,7 +434,8 @@ class Execution:
         grading_started = time.perf_counter()
         # the graders score; the gate alone counts turns passed and decides (settle, then judge_sample)
         grades = self.p.gate.settle(await grade_sample(self.p.graders, sample, trajectory, tools,
-                                                             user_tools=self.p.suite.user_tools))
+                                                             user_tools=self.p.suite.user_tools,
+                                                             computer=episode.computer))
         result.grades = {name: self._redacted(g) for name, g in grades.items()}
         # one rule decides the sample (gate.judge_sample): weighted rule + required graders + offered tools;
         # a missing grade the verdict needs makes the sample incomplete (errored), never passed on the rest

@@ -37,6 +37,7 @@ from evals_cli.suite.spec import SuiteSpec
 from evals_cli.targets.base import Target
 
 if TYPE_CHECKING:
+    from evals_cli.computer.session import Computer
     from evals_cli.mcp.hub import McpHub
     from evals_cli.output.manifest import StartedWith
     from evals_cli.sandbox.factory import SandboxFactory
@@ -101,7 +102,8 @@ class PreparedRun:
         self.pool.redactor.add(self.secrets())  # recordings mask what the outputs mask
         self._choose_samples(suite, options)
         self.sandboxes: SandboxFactory | None = None  # the run's sandboxes, one per episode: opened by Run.open
-        problems_of_sandboxes = preflight.problems(self.suite)  # a kind's program or image missing: exit 2
+        # a kind's program or image missing: exit 2 (a replay makes no sandbox, so it needs neither)
+        problems_of_sandboxes = preflight.problems(self.suite) if options.replay is None else []
         if problems_of_sandboxes:
             self._problem(problems_of_sandboxes)
         if options.precheck:
@@ -121,6 +123,9 @@ class PreparedRun:
             self.pool = ClientPool(concurrency=self.concurrency)  # the run is refused; the checks go on
         self._agent: Endpoint | None = None
         self._target: Target | None = None
+        self.computer: Computer | None = None
+        if self.suite.sandbox is not None:
+            self._open_computer()
         if (suite.mcp_servers or suite.user_mcp_servers) and not self._collecting:
             self._open_servers()
         try:
@@ -138,7 +143,8 @@ class PreparedRun:
             if build_target and self._agent is not None:  # an endpoint that did not resolve is reported above
                 agent = self._agent
                 with custom_code.policy(suite.code_roots(target=True), run=import_code, read=self.code_read):
-                    self._target = build_target_for(self.suite, agent, self.pool, prompt, self.mcp)
+                    self._target = build_target_for(self.suite, agent, self.pool, prompt, self.mcp,
+                                                    self.computer)
         except ConfigError as exc:
             self._problem(exc.problems, located=True)
         self.graders: dict[str, Grader] = {}
@@ -214,6 +220,25 @@ class PreparedRun:
         copy._letta_format = self.suite.letta_format
         self.suite = copy
 
+    def _open_computer(self) -> None:
+        """The run's computer (evals_cli/computer): the episodes' computer tools and sandbox checks, recorded with
+        --record and read from --replay; the suite's `computer:` tools offered beside its `tools:`."""
+        from evals_cli.computer.session import Computer
+        from evals_cli.computer.tools import computer_tools
+
+        try:
+            self.computer = Computer(record=self.options.record, replay=self.options.replay,
+                                     redact=self.pool.redactor)
+        except ConfigError as exc:
+            self._problem(exc.problems)
+            return
+        if self.suite.computer:
+            copy = self.suite.model_copy(update={"tools": {**computer_tools(self.suite.computer),
+                                                            **self.suite.tools}})
+            copy._base_dir, copy._target_dir = self.suite.base_dir, self.suite._target_dir
+            copy._letta_format = self.suite.letta_format
+            self.suite = copy
+
     def _load_tool_functions(self) -> None:
         """Tools with logic (`python:`) and the environment's setup function: each loaded once, from the suite's
         folders, under the custom-code policy (evals validate only reads the file unless --import-code); a problem
@@ -234,7 +259,10 @@ class PreparedRun:
 
     def open_sandboxes(self) -> None:
         """The sandboxes' side of a run's start (Run.open): the leftovers of killed runs removed and the `build:`
-        image built; ConfigError (exit 2) when that fails."""
+        image built; ConfigError (exit 2) when that fails. A replay makes none: the computer tools' calls, the
+        checks and the workspace come from the recording, and setup commands run as with `kind: none`."""
+        if self.options.replay is not None:
+            return
         try:
             self.sandboxes = preflight.prepare(self.suite)
         except RuntimeError as exc:

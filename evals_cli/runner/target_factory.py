@@ -17,6 +17,7 @@ from evals_cli.registry import plugin_code
 from evals_cli.targets.base import TARGETS, Target, TargetContext, unimplemented
 
 if TYPE_CHECKING:
+    from evals_cli.computer.protocol import RunComputer
     from evals_cli.mcp.hub import McpHub
     from evals_cli.suite.spec import SuiteSpec
 
@@ -41,7 +42,7 @@ def judge_fallback(spec: StrictModel, agent: Endpoint) -> Endpoint | None:
 
 
 def build_target(suite: SuiteSpec, agent_endpoint: Endpoint, pool: ClientPool, system_prompt: str | None,
-                 mcp: McpHub | None = None) -> Target:
+                 mcp: McpHub | None = None, computer: RunComputer | None = None) -> Target:
     """The Target that runs `suite.target`. Problems only building shows (a python target's missing agent
     file, import error or wrong signature) are ConfigErrors (exit 2) raised here, before any sample runs."""
     cls = target_class(suite.target)
@@ -57,7 +58,7 @@ def build_target(suite: SuiteSpec, agent_endpoint: Endpoint, pool: ClientPool, s
                           + (f", or uninstall {entry.package}" if entry.package else ""))
     ctx = TargetContext(tools=suite.tools, user_tools=suite.user_tools,
                         endpoint=agent_endpoint, pool=pool, system_prompt=system_prompt,
-                        base_dir=suite.base_dir, mcp=mcp)
+                        base_dir=suite.base_dir, mcp=mcp, computer=computer)
     with plugin_code(entry, "being built", at="target.kind"):
         return cls(suite.target, ctx)
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
+from evals_cli.computer.tools import ComputerTool
 from evals_cli.kinds import GRADERS, TARGETS
 from evals_cli.mcp.spec import McpServerSpec, server_name_problem
 from evals_cli.models.base import StrictModel, SuiteFile
@@ -180,6 +181,10 @@ class SuiteSpec(SuiteFile):
         "(the same shape as `mcp_servers`; mode mock takes the results from `user_tools`), started in the same "
         "episode (a {workspace} server works in the agent's workspace). Server names must differ from "
         "`mcp_servers`' and tool names from the agent's tools.")
+    computer: list[ComputerTool] = Field(
+        default_factory=list, description="Computer tools offered to the agent by name, run in the episode's "
+        "sandbox (needs `sandbox:`): bash (a command line run by bash -c in /workspace) and edit (view, create, "
+        "str_replace, insert files in /workspace). Their calls are trajectory steps like any tool's.")
     environment: EnvironmentSpec | None = Field(
         default=None, description="The mocked world (files, records) stateful tools act on; copied afresh for every "
         "sample and repeat; a row's `environment` extends it.")
@@ -251,6 +256,18 @@ class SuiteSpec(SuiteFile):
             if problem is not None:
                 raise ValueError(problem)
         return servers
+
+    @model_validator(mode="after")
+    def _computer_needs_a_sandbox(self) -> SuiteSpec:
+        if self.computer and self.sandbox is None:
+            raise ValueError(f"computer: [{', '.join(self.computer)}] run in the episode's sandbox, and the suite "
+                             "has none; add sandbox: {kind: bwrap} (or kind: none to run them on this machine, "
+                             "unisolated)")
+        taken = [name for name in self.computer if name in self.tools or name in self.user_tools]
+        if taken:
+            raise ValueError(f"computer: {taken[0]} is also declared in tools: or user_tools:; a computer tool "
+                             "keeps its name: rename the mocked tool")
+        return self
 
     @field_validator("graders")
     @classmethod

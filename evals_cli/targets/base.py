@@ -35,6 +35,7 @@ from evals_cli.models.trajectory import Trajectory, Turn
 from evals_cli.registry import Registry, missing_overrides, must_override
 
 if TYPE_CHECKING:
+    from evals_cli.computer.protocol import RunComputer
     from evals_cli.mcp.hub import McpHub
     from evals_cli.models.results import SampleResult
     from evals_cli.models.trajectory import StopReason, ToolCall
@@ -112,6 +113,8 @@ class TargetContext:
     mcp: McpHub | None = None
     #: Dual control: the simulated user's own tools (the suite's `user_tools`), over the episode's world.
     user_tools: Mapping[str, ToolSpec] = field(default_factory=dict)
+    #: The run's computer (evals_cli/computer): each episode's computer tools and sandbox checks; None: unused.
+    computer: RunComputer | None = None
 
 
 @dataclass(frozen=True)

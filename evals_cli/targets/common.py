@@ -112,8 +112,7 @@ class ToolLoopTarget(Target):
                   repeat: int = 0) -> Trajectory:
         from evals_cli.targets.episode import Episode
 
-        episode = Episode(self, sample, repeat, trajectory=trajectory or Trajectory())
-        return await episode.run()
+        return await Episode(self, sample, repeat, trajectory=trajectory or Trajectory()).run_alone()
 
 
 def request_options(spec: Any, model: str, schemas: list[dict[str, Any]], max_tokens_key: str) -> dict[str, Any]:

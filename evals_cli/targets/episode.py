@@ -45,6 +45,7 @@ from evals_cli.tools.mock import MockToolbox, merge_tools, needs_world
 from evals_cli.tools.setup import run_setup_commands, run_setup_function
 
 if TYPE_CHECKING:
+    from evals_cli.computer.protocol import EpisodeComputer
     from evals_cli.mcp.hub import McpSession
     from evals_cli.sandbox.base import HostedSandbox
     from evals_cli.sandbox.factory import SandboxFactory
@@ -74,6 +75,8 @@ class Episode:
     servers: McpSession | None = field(default=None, init=False)
     #: dual control: who last changed each file or record (None: only the agent acts)
     ledger: dict[str, Actor] | None = field(default=None, init=False)
+    #: the computer tools' and sandbox checks' side of this episode (None: the suite uses neither)
+    computer: EpisodeComputer | None = field(default=None, init=False)
 
     def player(self) -> UserPlayer | None:
         """The user of a simulated-user sample (a row with a `user:` block), one per (sample, repeat)."""
@@ -99,7 +102,7 @@ class Episode:
         user's own. With a user who acts, both share one ledger of who changed what."""
         tools = self.user_tools if actor == "user" else self.tools
         return MockToolbox(tools, self.world, servers=self.servers, actor=actor, ledger=self.ledger,
-                           sandbox=self.sandbox)
+                           sandbox=self.sandbox, computer=self.computer if actor == "agent" else None)
 
     async def build(self) -> None:
         """The sample's world before anything acts: declared, changed by the setup function, put into the
@@ -113,6 +116,7 @@ class Episode:
         if self.sandbox is not None:
             return await self._build_in_sandbox(self.sandbox)
         if not (needs_world({**self.tools, **self.user_tools}, sample.environment) or has_workspace):
+            await self._open_computer({})
             return
         setup = sample.environment.setup if sample.environment is not None else None
         declared = World(sample.environment)
@@ -127,6 +131,7 @@ class Episode:
             if files is not None:
                 world.files = files
         self._started_from(declared, world)
+        await self._open_computer(world.files)
 
     def _started_from(self, declared: World, world: World) -> None:
         changes = world.diff(declared)
@@ -151,10 +156,30 @@ class Episode:
             await run_setup_commands(setup, world, None, sandbox=sandbox)
         world.files = workspace.read_back(sandbox.workspace)
         self._started_from(declared, world)
+        await self._open_computer(world.files)
+
+    async def _open_computer(self, files: dict[str, str]) -> None:
+        """This episode's computer, over its sandbox (the run's `Computer`, target.ctx.computer; None: the suite
+        has no computer tools or checks). With no sandbox (`kind: none`) the computer makes a stand-in over the world's
+        files itself (`opened`: unisolated, on this machine); under --replay there is none at all."""
+        computer = getattr(self.target.ctx, "computer", None)
+        if computer is None:
+            return
+        self.computer = computer.session(str(self.sample.id), self.repeat, self.sandbox)
+        await self.computer.opened(files)
+
+    async def run_alone(self) -> Trajectory:
+        """`run`, then `close`: an episode nothing grades (a target's own `run`) frees its sandbox at its end."""
+        try:
+            return await self.run()
+        finally:
+            await self.close()
 
     async def close(self) -> None:
         """The sandbox ended, whatever ran in it killed and its folder removed (idempotent); the runner calls it
         once the episode is graded, however it ended."""
+        if self.computer is not None:
+            await self.computer.close()
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is not None:
             await sandbox.close()
@@ -166,7 +191,9 @@ class Episode:
             files = await self.servers.finish()
             if files is not None and self.world is not None:
                 self.world.files = files
-        if self.sandbox is not None and self.world is not None:
+        if self.computer is not None and self.world is not None:  # its sandbox's, or the recorded files
+            self.world.files = await self.computer.finished(self.world.files)
+        elif self.sandbox is not None and self.world is not None:
             self.world.files = workspace.read_back(self.sandbox.workspace)
         if self.world is not None and self.start is not None:
             changes = self.world.diff(self.start)
@@ -206,7 +233,8 @@ class Episode:
         conversation = target.start(sample, trajectory)
         if isinstance(conversation, EpisodeState):  # a kind with per-episode resources (an agent process)
             conversation.repeat = self.repeat
-            conversation.workspace = self.servers.folder if self.servers is not None else None
+            conversation.workspace = self.servers.folder if self.servers is not None else (
+                self.computer.workspace if self.computer is not None else None)  # the sandbox's, on the host
             if self.sandbox is not None:
                 conversation.workspace, conversation.sandbox = self.sandbox.workspace, self.sandbox
         max_steps = sample.max_steps or target.max_steps

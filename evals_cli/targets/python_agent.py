@@ -387,7 +387,7 @@ class PythonAgent(Target):
                   repeat: int = 0) -> Trajectory:
         from evals_cli.targets.episode import Episode
 
-        return await Episode(self, sample, repeat, trajectory=trajectory or Trajectory()).run()
+        return await Episode(self, sample, repeat, trajectory=trajectory or Trajectory()).run_alone()
 
     def start(self, sample: Sample, trajectory: Trajectory) -> list[dict[str, Any]]:
         """A simulated-user conversation's history, chat-shaped: the function gets it as pre-filled `messages`."""

@@ -154,6 +154,13 @@ class ToolServers(Protocol):
                    changed: Callable[[list[str]], None] | None = None) -> tuple[str, bool]: ...
 
 
+class ComputerCalls(Protocol):
+    """The episode's computer (evals_cli/computer/session.py `ComputerSession`): computer tool calls (`bash`,
+    `edit`) answered in its sandbox, or from the recording under --replay; awaited."""
+
+    async def call(self, spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, bool]: ...
+
+
 def needs_world(tools: Mapping[str, ToolSpec], environment: EnvironmentSpec | None) -> bool:
     """Whether a sample has a world: it declares an environment, or a tool acts on one (an effect, logic)."""
     return environment is not None or any(spec.effect is not None or spec.python is not None
@@ -174,13 +181,15 @@ class MockToolbox:
 
     def __init__(self, tools: dict[str, ToolSpec], world: World | None = None, *,
                  servers: ToolServers | None = None, actor: Actor = "agent",
-                 ledger: dict[str, Actor] | None = None, sandbox: Sandbox | None = None) -> None:
+                 ledger: dict[str, Actor] | None = None, sandbox: Sandbox | None = None,
+                 computer: ComputerCalls | None = None) -> None:
         self.tools = tools
         self.sandbox = sandbox  # the episode's machine (evals_cli/sandbox), for the tools that run in it
         self.calls: dict[str, int] = {}
         self.reached: dict[str, int] = {}  # calls per tool that reached it: what an injection's on_call counts
         self.world = world
         self.servers = servers  # tools served live by MCP servers (`served_by`) answer there
+        self.computer = computer  # the computer tools (`bash`, `edit`) answer in the episode's sandbox
         self.actor: Actor = actor
         self.state_budget = StateBudget()  # what this sample's effects may store of what they changed
         # dual control: who last changed each file or record (shared by the actors' toolboxes of one episode), so
@@ -229,8 +238,17 @@ class MockToolbox:
         return record
 
     async def _reach(self, record: ToolCall, spec: ToolSpec, arguments: dict[str, Any]) -> None:
-        """The tool's own answer: from its server, its logic, its effect on the world, or its canned results."""
-        if spec.served_by is not None and self.servers is not None:
+        """The tool's own answer: from its server, the computer, its logic, its effect on the world, or its canned
+        results."""
+        if spec.computer is not None:
+            if self.computer is None:  # offered, but this episode was given no computer: not the agent's doing
+                from evals_cli.sandbox.base import SandboxUnavailable
+
+                raise SandboxUnavailable(f"the computer tool {spec.computer} was offered, but the episode has no "
+                                         "computer to run it on")
+            result, record.is_error = await self.computer.call(spec, arguments)
+            record.result = cap(clean_text(result))
+        elif spec.served_by is not None and self.servers is not None:
             # dual control: the workspace files the call changed are this actor's (a world copy sees no server)
             result, record.is_error = await self.servers.call(spec, arguments, self._changed_by_me
                                                               if self.ledger is not None else None)
