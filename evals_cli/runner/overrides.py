@@ -53,6 +53,4 @@ def with_overrides(suite: SuiteSpec, options: RunOptions) -> SuiteSpec:
         errors = getattr(exc, "errors", None)
         reason = "; ".join(str(e.get("msg")) for e in errors()) if callable(errors) else str(exc)
         raise ConfigError(f"{flags}: {reason}") from None
-    copy = suite.model_copy(update={"target": target})
-    copy._base_dir = suite.base_dir
-    return copy
+    return suite.model_copy(update={"target": target})  # the private fields (the suite's folder...) kept

@@ -13,7 +13,7 @@ from evals_cli import custom_code
 from evals_cli.datasets.reader import RowFill, Span, check_dataset, iter_rows, select_samples
 from evals_cli.datasets.selected import SelectedRows
 from evals_cli.endpoints.pool import ClientPool
-from evals_cli.endpoints.resolve import NO_KEY, Endpoint
+from evals_cli.endpoints.resolve import Endpoint
 from evals_cli.errors import ConfigError, DatasetChanged
 from evals_cli.gate.gate import Gate
 from evals_cli.graders.base import Grader
@@ -28,6 +28,7 @@ from evals_cli.runner.build_graders import build_graders
 from evals_cli.runner.overrides import read_system_prompt, with_overrides
 from evals_cli.runner.resume import failed_samples, resumed_rerun, unreplayable
 from evals_cli.runner.row_checks import RowChecks, SampleSelection
+from evals_cli.runner.run_secrets import run_secrets, who_answers
 from evals_cli.runner.started_with import FailedSamples, record_options
 from evals_cli.runner.target_factory import build_target as build_target_for
 from evals_cli.runner.target_factory import judge_fallback, resolve_target_endpoint
@@ -215,10 +216,8 @@ class PreparedRun:
                           record=self.options.record, replay=self.options.replay, redact=self.pool.redactor,
                           user_servers=self.suite.user_mcp_servers, user_tools=self.suite.user_tools)
         served, user_served = self.mcp.tools(), self.mcp.user_tools()
-        copy = self.suite.model_copy(update={"tools": served, "user_tools": user_served})
-        copy._base_dir, copy._target_dir = self.suite.base_dir, self.suite._target_dir
-        copy._letta_format = self.suite.letta_format
-        self.suite = copy
+        # model_copy keeps the private fields (the folder, the target's folder, the letta flag, the defaults)
+        self.suite = self.suite.model_copy(update={"tools": served, "user_tools": user_served})
 
     def _open_computer(self) -> None:
         """The run's computer (evals_cli/computer): the episodes' computer tools and sandbox checks, recorded with
@@ -233,11 +232,8 @@ class PreparedRun:
             self._problem(exc.problems)
             return
         if self.suite.computer:
-            copy = self.suite.model_copy(update={"tools": {**computer_tools(self.suite.computer),
-                                                            **self.suite.tools}})
-            copy._base_dir, copy._target_dir = self.suite.base_dir, self.suite._target_dir
-            copy._letta_format = self.suite.letta_format
-            self.suite = copy
+            tools = {**computer_tools(self.suite.computer), **self.suite.tools}
+            self.suite = self.suite.model_copy(update={"tools": tools})
 
     def _load_tool_functions(self) -> None:
         """Tools with logic (`python:`) and the environment's setup function: each loaded once, from the suite's
@@ -342,43 +338,12 @@ class PreparedRun:
         self.problems.extend(f"{self._where}: {p}" if located and self._where else p for p in problems)
 
     def secrets(self) -> list[str]:
-        """Everything secret the run knows, for the Redactor of every output: the resolved keys and URL
-        credentials of the agent and of every judge (from the suite, the CLI or the environment), and what the
-        suite states (api_key, base_url credentials, secret-looking extra_body values)."""
-        from evals_cli.endpoints.secrets import spec_secrets
-
-        endpoints: list[Endpoint] = [self._agent] if self._agent is not None else []
-        if getattr(self, "user_endpoint", None) is not None:
-            endpoints.append(self.user_endpoint)  # type: ignore[arg-type]
-        for grader in self.graders.values():
-            endpoints += [e for e in getattr(grader, "endpoints", None) or [getattr(grader, "endpoint", None)]
-                          if isinstance(e, Endpoint)]
-        found = {s for e in endpoints for s in e.secrets()}
-        found.update(spec_secrets(self.suite.model_dump(mode="json")))
-        if self.suite.mcp_servers or self.suite.user_mcp_servers:
-            from evals_cli.mcp.hub import mcp_secrets
-
-            found.update(mcp_secrets({**self.suite.mcp_servers, **self.suite.user_mcp_servers}))
-        return sorted(s for s in found if s and s != NO_KEY)
+        """Everything secret the run knows, for the Redactor of every output (runner/run_secrets.py)."""
+        return run_secrets(self.suite, self._agent, getattr(self, "user_endpoint", None), self.graders)
 
     def endpoints(self) -> dict[str, str]:
-        """Who answers for each role, as resolved (model and URL, credentials masked): kept in run.json, so that
-        a resume whose suite URLs or EVAL_* variables now name another endpoint is refused."""
-        from evals_cli.endpoints.resolve import DEFAULT_URL
-        from evals_cli.endpoints.secrets import mask_url
-
-        def shown(endpoint: Endpoint) -> str:
-            return f"{endpoint.model} at {mask_url(endpoint.base_url or DEFAULT_URL)}"
-
-        found = {"agent": shown(self._agent)} if self._agent is not None else {}
-        for name, grader in self.graders.items():
-            judges = [e for e in getattr(grader, "endpoints", None) or [getattr(grader, "endpoint", None)]
-                      if isinstance(e, Endpoint)]
-            if judges:
-                found[f"judge of {name}"] = ", ".join(shown(e) for e in judges)
-        if self.simulated and self.user_endpoint is not None:
-            found["user simulator"] = shown(self.user_endpoint)
-        return found
+        """Who answers for each role, as resolved (runner/run_secrets.py), kept in run.json for --resume."""
+        return who_answers(self._agent, self.user_endpoint if self.simulated else None, self.graders)
 
     def started_with(self) -> StartedWith:
         """What run.json keeps of the options this run starts with, for --resume (see `StartedWith`)."""
