@@ -137,13 +137,13 @@ eval-traces: $(VENV)/.installed
 	@echo "problems (users correcting or re-asking, tool violations, lost handoffs, loops)? With no tool call in these"
 	@echo "traces it flags almost nothing; it never checks an answer against an expectation, so it cannot see the guesses."
 
-## Live traffic, graded: `evals watch suites/watch.yaml` on 127.0.0.1:$(WATCH_PORT), with the demo agent's recorded
+## Live traffic, graded: `evals watch examples/watch/suite.yaml` on 127.0.0.1:$(WATCH_PORT), with the demo agent's recorded
 ## production trace (suites/demo.traces.otlp.jsonl) replayed to it as live OTLP traffic (scripts/replay_traces.py); it
 ## watches for 8 s and exits with the window's gate: no conversation read a file before answering, so the gate fails
 ## (exit 1, which is what the traces show); exit 2 or 3 still fails the target.
 eval-watch: $(VENV)/.installed
 	@out=results/watch-demo-$$(date +%Y%m%dT%H%M%S); \
-	$(EVALS) watch suites/watch.yaml -o $$out --listen 127.0.0.1:$(WATCH_PORT) --once 8s & watch=$$!; \
+	$(EVALS) watch examples/watch/suite.yaml -o $$out --listen 127.0.0.1:$(WATCH_PORT) --once 8s & watch=$$!; \
 	$(BIN)/python scripts/replay_traces.py suites/demo.traces.otlp.jsonl --to http://127.0.0.1:$(WATCH_PORT); \
 	wait $$watch || [ $$? -eq 1 ]
 

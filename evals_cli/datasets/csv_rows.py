@@ -9,7 +9,7 @@ The column mapping, in the spirit of both tools:
 - `id` or `sample_id`: the sample id (default `row-N`, N counting data records from 1).
 - JSON-encoded cells for the fields that hold structures: `rubric_vars`, `metadata`, `agent_args`, `extra_vars`,
   `tools`, `expected_calls`, `messages`, `environment`, `expected_state`, `expected_actions`, `user`, `inject`,
-  `choices` (objects or lists);
+  `choices`, `sandbox` (objects or lists);
   `expected_tool_order`, `forbidden_tools`, `tags`, `secrets`,
   `must_cite`, `must_not_say` take a JSON list or, for `tags`, `secrets` and the tool lists, comma-separated values
   (a secret holding a comma is written as a JSON list).
@@ -42,7 +42,7 @@ Record = tuple[str, int, dict[str, Any] | None, str | None]
 """(file:line, data record number from 1, the row as a JSONL row would hold it, None) or (..., None, problem)."""
 
 JSON_FIELDS = ("rubric_vars", "metadata", "agent_args", "extra_vars", "tools", "expected_calls", "messages",
-               "environment", "expected_state", "user", "expected_actions", "inject", "choices")
+               "environment", "expected_state", "user", "expected_actions", "inject", "choices", "sandbox")
 LIST_FIELDS = ("expected_tool_order", "forbidden_tools", "tags", "secrets")  # JSON list, or comma-separated names
 TEXT_OR_LIST = ("input", "ground_truth", "must_cite", "must_not_say")  # text, or a JSON list
 TEXT_FIELDS = ("id", "sample_id", "category", "rubric", "rubric_path", "success", "agent_model")

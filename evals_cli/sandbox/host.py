@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from evals_cli.sandbox.base import MAX_OUTPUT, WORKSPACE, ExecResult, SandboxUnavailable
+from evals_cli.settings import child_environment
 
 CUT_NOTE = "\n[output cut: more than {limit} bytes; the first {limit} kept]"
 PIPE_GRACE_S = 1.0  # how long output is still read after the command ended, from what it left running
@@ -81,7 +82,8 @@ class HostSandbox:
         self._closed = False
 
     def _env(self, env: Mapping[str, str] | None) -> dict[str, str]:
-        base = {k: os.environ[k] for k in _BASE_ENV if k in os.environ}
+        here = child_environment()
+        base = {k: here[k] for k in _BASE_ENV if k in here}
         return {**base, "HOME": str(self.workspace), **(env or {})}
 
     async def exec(self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
+import socket
 import sys
 import time
 from collections import Counter
@@ -100,7 +100,7 @@ class Watch:
         self.grader = grader(p.suite, p.graders, p.gate, self.redact)
         pricing = {m: (price.input, price.output) for m, price in suite.pricing.items()}
         self.accumulator = lambda: Accumulator(p.gate, suite.name, p.graders, 1, pricing)
-        replica = self.spec.replica or os.environ.get("HOSTNAME") or "watch"
+        replica = self.spec.replica or socket.gethostname() or "watch"
         self.folder = options.output / replica
         manifest = Manifest(suite=suite.name, fingerprint=fingerprint(p.suite, Path(LIVE), "live-otlp"),
                             gate=suite.gate.model_dump(), graders=list(p.graders), repeats=1, model=LIVE,
