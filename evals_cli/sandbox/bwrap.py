@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,8 +28,9 @@ from evals_cli.sandbox.base import MAX_OUTPUT, WORKSPACE, ExecResult, SandboxUna
 from evals_cli.sandbox.bridge import Bridge, Vouch
 from evals_cli.sandbox.processes import run_bounded
 
-RUN_DIR = "/run/evals"  # inside: the forwarder and the sockets that lead out (bridge.py)
+RUN_DIR = "/run/evals"  # inside, read-only: the socket that leads out (bridge.py)
 FORWARD_SCRIPT = Path(__file__).with_name("forward.py")
+FORWARD_INSIDE = "/run/evals-forward.py"  # inside, read-only: the package's own forwarder, mounted as it is
 INSIDE_PORT = 4318  # the loopback port inside that leads to the host's service (OTLP's usual port)
 UID_RANGE = (1_600_000_000, 2_000_000_000)  # user ids no real account has: one per sandbox when run as root
 SYSTEM_LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
@@ -92,8 +92,7 @@ class BwrapSandbox:
                     on_close: Vouch | None = None) -> str:
         """Make `host:port` (a loopback service of this machine) reachable inside as `http://127.0.0.1:PORT` for the
         processes `wrap` starts from now on, through a Unix socket (bridge.py, forward.py); the URL inside."""
-        if self._bridge is None:
-            shutil.copyfile(FORWARD_SCRIPT, self.run_dir / "forward.py")
+        if self._bridge is None:  # the socket is made by this process in a folder the sandbox sees read-only
             self._bridge = Bridge(self.run_dir / "upstream.sock", host, port, on_connect, on_close)
             await self._bridge.open()
         return f"http://127.0.0.1:{INSIDE_PORT}"
@@ -105,7 +104,8 @@ class BwrapSandbox:
             entry = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--"]
         args = [*entry, "bwrap", "--unshare-all", *(["--share-net"] if spec.network else []), "--die-with-parent",
                 "--new-session", *self._mounts, "--proc", "/proc", "--dev", "/dev", "--bind", str(self.tmp), "/tmp",
-                "--bind", str(self.workspace), WORKSPACE, "--bind", str(self.run_dir), RUN_DIR, "--chdir", cwd,
+                "--bind", str(self.workspace), WORKSPACE, "--ro-bind", str(self.run_dir), RUN_DIR,
+                "--ro-bind", str(FORWARD_SCRIPT), FORWARD_INSIDE, "--chdir", cwd,
                 "--clearenv"]
         for key, value in {**BASE_ENV, **(env or {})}.items():
             args += ["--setenv", key, value]
@@ -113,7 +113,7 @@ class BwrapSandbox:
                   f"--fsize={spec.max_file_mb * 2**20}:{spec.max_file_mb * 2**20}", "--"]
         forward = []
         if self._bridge is not None:
-            forward = ["python3", "-I", "-S", f"{RUN_DIR}/forward.py", str(INSIDE_PORT), f"{RUN_DIR}/upstream.sock",
+            forward = ["python3", "-I", "-S", FORWARD_INSIDE, str(INSIDE_PORT), f"{RUN_DIR}/upstream.sock",
                        "--"]
         return [*args, "--", *limits, *forward, *argv]
 

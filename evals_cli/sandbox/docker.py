@@ -24,7 +24,7 @@ from evals_cli.mcp import workspace
 from evals_cli.models.sandbox import DockerSandboxSpec
 from evals_cli.sandbox.base import MAX_OUTPUT, WORKSPACE, ExecResult, SandboxUnavailable
 from evals_cli.sandbox.bridge import Bridge, Vouch
-from evals_cli.sandbox.bwrap import BASE_ENV, FORWARD_SCRIPT, INSIDE_PORT, RUN_DIR
+from evals_cli.sandbox.bwrap import BASE_ENV, FORWARD_INSIDE, FORWARD_SCRIPT, INSIDE_PORT, RUN_DIR
 from evals_cli.sandbox.processes import run_bounded
 
 LABEL = "evals.owner"
@@ -85,7 +85,8 @@ class DockerSandbox:
         args = [self.program, "run", "-d", "--rm", "--name", self.name, "--label", f"{LABEL}={owner()}",
                 "--network", spec.network, "--pids-limit", str(spec.pids), "--cap-drop", "ALL",
                 "--security-opt", "no-new-privileges", "--ulimit", f"fsize={spec.max_file_mb * 2**20}",
-                "-v", f"{self.workspace}:{WORKSPACE}:rw", "-v", f"{self.run_dir}:{RUN_DIR}:rw", "-w", WORKSPACE]
+                "-v", f"{self.workspace}:{WORKSPACE}:rw", "-v", f"{self.run_dir}:{RUN_DIR}:ro",
+                "-v", f"{FORWARD_SCRIPT}:{FORWARD_INSIDE}:ro", "-w", WORKSPACE]
         if spec.cpus is not None:
             args += ["--cpus", f"{spec.cpus:g}"]
         if spec.memory is not None:
@@ -105,7 +106,6 @@ class DockerSandbox:
     async def reach(self, host: str, port: int, on_connect: Vouch | None = None,
                     on_close: Vouch | None = None) -> str:
         if self._bridge is None:
-            shutil.copyfile(FORWARD_SCRIPT, self.run_dir / "forward.py")
             self._bridge = Bridge(self.run_dir / "upstream.sock", host, port, on_connect, on_close)
             await self._bridge.open()
         return f"http://127.0.0.1:{INSIDE_PORT}"
@@ -116,7 +116,7 @@ class DockerSandbox:
             args += ["-e", f"{key}={value}"]
         forward = []
         if self._bridge is not None:
-            forward = ["python3", "-I", "-S", f"{RUN_DIR}/forward.py", str(INSIDE_PORT), f"{RUN_DIR}/upstream.sock",
+            forward = ["python3", "-I", "-S", FORWARD_INSIDE, str(INSIDE_PORT), f"{RUN_DIR}/upstream.sock",
                        "--"]
         return [*args, self.name, *forward, *argv]
 
