@@ -131,6 +131,12 @@ class BwrapSandbox:
             raise SandboxUnavailable(f"sandbox bwrap: {done.stderr.strip()[:500]}")
         return done
 
+    async def stop_processes(self) -> None:
+        """Each command's pid namespace ends with its first process, so what an ended agent left inside is already
+        dead; a root run's sandbox user is killed too, for the instant between the two."""
+        if self.uid is not None:
+            kill_user(self.uid)
+
     async def close(self) -> None:
         if self._bridge is not None:
             await self._bridge.close()

@@ -136,6 +136,12 @@ class DockerSandbox:
             raise SandboxUnavailable(f"sandbox docker: {self.program} exec failed: {done.stderr.strip()[:500]}")
         return done
 
+    async def stop_processes(self) -> None:
+        """Every process in the container but its first (`sleep infinity`) killed: what the agent left in the
+        background would otherwise go on writing (or swapping links) while the workspace is read back."""
+        if self._started:
+            await engine([self.program, "exec", self.name, "/bin/sh", "-c", "kill -9 -1"], timeout=30)
+
     async def close(self) -> None:
         if self._bridge is not None:
             await self._bridge.close()

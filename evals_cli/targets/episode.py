@@ -167,6 +167,7 @@ class Episode:
             if files is not None and self.world is not None:
                 self.world.files = files
         if self.sandbox is not None and self.world is not None:
+            await self.sandbox.stop_processes()  # nothing left running changes (or swaps) what is read back
             self.world.files = workspace.read_back(self.sandbox.workspace)
         if self.world is not None and self.start is not None:
             changes = self.world.diff(self.start)
