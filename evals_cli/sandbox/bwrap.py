@@ -2,10 +2,11 @@
 
 Inside: /usr (and the /bin, /lib, /sbin that point into it), /etc and the suite's `ro_paths`, read-only; a fresh
 /workspace (the host folder the world is filled into and read back from), writable and the working directory; a
-private /tmp, /proc and /dev; nothing else of the host (no home, no host /tmp, no run folders, no evals-cli).
-Every namespace is new (user, pid, ipc, uts, cgroup, and the network unless `network: true`: then only a private
-loopback), the environment is cleared, and each command's whole tree is killed with it (a pid namespace ends
-with its first process; `--die-with-parent` ends it with evals-cli).
+private /tmp, /proc and /dev; the socket that leads out and its forwarder script, read-only; nothing else of the
+host (no home, no host /tmp, no run folders, no other file of evals-cli). Every namespace is new (user, pid, ipc,
+uts, cgroup, and the network unless `network: true`: then only a private loopback), the environment is exactly
+the given one (envlaunch.py: no value on a command line), and each command's whole tree is killed with it (a pid
+namespace ends with its first process; `--die-with-parent` ends it with evals-cli).
 
 The process limit: RLIMIT_NPROC, set inside the new user namespace by prlimit, counts the processes of the
 sandbox's user in that namespace only. The kernel does not apply it to root (uid 0 on the host), so when
@@ -25,8 +26,9 @@ from pathlib import Path
 from evals_cli.mcp import workspace
 from evals_cli.models.sandbox import BwrapSandboxSpec
 from evals_cli.sandbox.base import MAX_OUTPUT, WORKSPACE, ExecResult, SandboxUnavailable
-from evals_cli.sandbox.bridge import Bridge, Vouch
+from evals_cli.sandbox.bridge import Bridge, Vouch, pid_namespace
 from evals_cli.sandbox.processes import run_bounded
+from evals_cli.sandbox.secretenv import launch
 
 RUN_DIR = "/run/evals"  # inside, read-only: the socket that leads out (bridge.py)
 FORWARD_SCRIPT = Path(__file__).with_name("forward.py")
@@ -93,9 +95,17 @@ class BwrapSandbox:
         """Make `host:port` (a loopback service of this machine) reachable inside as `http://127.0.0.1:PORT` for the
         processes `wrap` starts from now on, through a Unix socket (bridge.py, forward.py); the URL inside."""
         if self._bridge is None:  # the socket is made by this process in a folder the sandbox sees read-only
-            self._bridge = Bridge(self.run_dir / "upstream.sock", host, port, on_connect, on_close)
+            self._bridge = Bridge(self.run_dir / "upstream.sock", host, port, on_connect, on_close,
+                                  allow=self._is_inside, owner=self.uid)
             await self._bridge.open()
         return f"http://127.0.0.1:{INSIDE_PORT}"
+
+    def _is_inside(self, pid: int, uid: int) -> bool:
+        """A process of this sandbox: its user's (a root run's own uid), in a pid namespace not evals-cli's (every
+        command inside has a new one), so neither another user nor a process of this machine (a kind-none agent)
+        speaks through the bridge."""
+        own = self.uid if self.uid is not None else os.getuid()
+        return uid == own and pid_namespace(pid) not in (None, pid_namespace(os.getpid()))
 
     def wrap(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str = WORKSPACE) -> list[str]:
         spec = self.spec
@@ -105,10 +115,9 @@ class BwrapSandbox:
         args = [*entry, "bwrap", "--unshare-all", *(["--share-net"] if spec.network else []), "--die-with-parent",
                 "--new-session", *self._mounts, "--proc", "/proc", "--dev", "/dev", "--bind", str(self.tmp), "/tmp",
                 "--bind", str(self.workspace), WORKSPACE, "--ro-bind", str(self.run_dir), RUN_DIR,
-                "--ro-bind", str(FORWARD_SCRIPT), FORWARD_INSIDE, "--chdir", cwd,
-                "--clearenv"]
-        for key, value in {**BASE_ENV, **(env or {})}.items():
-            args += ["--setenv", key, value]
+                "--ro-bind", str(FORWARD_SCRIPT), FORWARD_INSIDE, "--chdir", cwd]
+        # exactly this environment, handed over by a file rather than --setenv: no value on a command line
+        args = [*launch(self.folder, {**BASE_ENV, **(env or {})}, "exact"), *args]
         limits = ["prlimit", f"--nproc={spec.pids}:{spec.pids}",
                   f"--fsize={spec.max_file_mb * 2**20}:{spec.max_file_mb * 2**20}", "--"]
         forward = []
