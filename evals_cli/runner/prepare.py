@@ -370,6 +370,7 @@ class PreparedRun:
         # reports a problem with the simulator whenever validate would, whatever the run's filters
         unfiltered = [0, 0]  # rows counted, of them simulated
         limit = self.suite.max_samples
+        row_sandboxes: dict[str, tuple[str, object]] = {}  # each distinct row sandbox: checked as the suite's is
 
         def on_row(row: Sample, where: str, span: Span | None) -> list[str]:
             # counted in the order rows are dropped (tag and id filters, then -n, then shard), so "N of M" is exact
@@ -398,6 +399,8 @@ class PreparedRun:
                             keep.add(row, span)
             # validate (and for_run) checks every row the target keeps; a run, those its filters keep
             if kept_by_target if self._collecting else chosen:
+                if row.sandbox is not None:
+                    row_sandboxes.setdefault(row.sandbox.model_dump_json(), (where, row.sandbox))
                 return checker(sample.with_environment(self.suite.environment), where)
             return []
 
@@ -409,6 +412,7 @@ class PreparedRun:
             return
         self.rows = rows
         problems.extend(checker.problems())
+        problems.extend(preflight.row_problems(self.suite, row_sandboxes))
         problems.extend(self._selection_problems(selected, simulated_rows=unfiltered[1]))
         if problems:
             self._problem(problems)
