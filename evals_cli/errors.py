@@ -70,6 +70,12 @@ class WorkspaceTooLarge(Exception):
     the next episode starts from its own folder."""
 
 
+class WorkspaceUnreadable(WorkspaceTooLarge):
+    """An episode's workspace holds a folder or file evals-cli may not read (a `chmod 000` inside): its files
+    are unknown, never absent (read as deleted, a `deleted:` expectation would pass), so the sample is an error as
+    for WorkspaceTooLarge, and handled wherever that is."""
+
+
 class SetupFailed(Exception):
     """A sample's `environment.setup` failed (a command exited non-zero or ran past its timeout, or the setup
     function raised): that sample errors with the step's output (category `setup`), and the agent never starts.

@@ -192,15 +192,13 @@ def test_without_bwrap_the_run_is_exit_2_naming_the_package(tmp_path: Path) -> N
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_a_row_whose_sandbox_cannot_be_made_is_an_error_in_category_sandbox(tmp_path: Path) -> None:
+def test_a_row_whose_sandbox_cannot_be_made_is_refused_before_any_sample(tmp_path: Path) -> None:
     missing = {"kind": "docker", "engine": "docker", "image": "evals-no-such-image:never"}
     rows: list[dict[str, Any]] = [{"id": "boxless", "input": "hi", "ground_truth": "echo: hi", "sandbox": missing},
             {"id": "boxed", "input": "hi", "ground_truth": "echo: hi"}]
     done = run_cli("run", str(sandbox_suite(tmp_path, rows)), "-o", str(tmp_path / "out"))
-    found = results(tmp_path / "out")
-    assert found["boxless"]["error"]["category"] == "sandbox" and found["boxless"]["passed"] is not True
-    assert found["boxless"]["score"] is None  # never scored
-    assert found["boxed"]["passed"] is True and done.returncode == 3
+    assert done.returncode == 2 and "rows.jsonl:1: sandbox." in done.stderr
+    assert not (tmp_path / "out" / "results.jsonl").exists()  # checked as the suite's sandbox is: no sample ran
 
 
 def test_exec_bounds_output_and_time_and_keeps_tmp_between_commands(tmp_path: Path) -> None:

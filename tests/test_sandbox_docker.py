@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -140,3 +141,26 @@ def test_the_containers_of_a_killed_run_are_removed_by_the_next(image: str) -> N
     assert len(containers_of(dead)) == 1
     docker.clean_orphans("podman")
     assert containers_of(dead) == []
+
+
+def test_a_second_sigterm_while_containers_close_leaves_none(tmp_path: Path, image: str) -> None:
+    from tests.helpers import start_run
+
+    rows = [{"id": f"h{i}", "input": "hang", "ground_truth": "x"} for i in range(2)]
+    run = start_run(docker_suite(tmp_path, rows, box_spec(image), sample_timeout=120), tmp_path / "out",
+                    "--grace", "0")
+    deadline = time.monotonic() + 120
+    while len(containers_of(run.pid)) < 2 and time.monotonic() < deadline and run.poll() is None:
+        time.sleep(0.2)
+    assert len(containers_of(run.pid)) == 2, "the containers never started"
+    while time.monotonic() < deadline:  # the agent of the first container hangs (pid.txt written)
+        agents = subprocess.run(["podman", "exec", containers_of(run.pid)[0], "ls", "/workspace"],
+                                capture_output=True, text=True, check=False).stdout
+        if "pid.txt" in agents:
+            break
+        time.sleep(0.2)
+    run.send_signal(signal.SIGTERM)
+    time.sleep(0.3)  # the second lands while the sandboxes close: a fixed wait is the case itself
+    run.send_signal(signal.SIGTERM)
+    run.communicate(timeout=120)
+    assert containers_of(run.pid) == []

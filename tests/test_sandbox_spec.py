@@ -3,6 +3,7 @@ is exit 2 naming the field, and `evals init --sandbox` writes a suite whose epis
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -43,3 +44,16 @@ def test_evals_init_sandbox_writes_a_bwrap_suite_that_validates_and_replays(tmp_
     done = run_cli("run", str(folder / "suite.yaml"), "--replay", str(folder / "recording.jsonl"),
                    "-o", str(tmp_path / "out"), env={"EVAL_AGENT_MODEL": "", "EVAL_JUDGE_MODEL": ""})
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_row_sandbox_that_cannot_be_made_is_exit_2_naming_the_row(tmp_path: Path) -> None:
+    rows = [{"id": "a", "input": "hi", "ground_truth": "x"},
+            {"id": "b", "input": "hi", "ground_truth": "x", "sandbox": {"kind": "bwrap", "ro_paths": ["/evals-nope"]}}]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    suite = {"name": "t", "dataset": "rows.jsonl", "target": {"kind": "command", "command": ["cat"], "telemetry": False},
+             "graders": {"a": {"kind": "match", "function": "contains", "extractor": "last_assistant"}},
+             "gate": {"kind": "weighted_average", "aggregation": "avg_score", "op": "gte", "value": 0.5}}
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite), encoding="utf-8")
+    done = run_cli("validate", str(tmp_path / "suite.yaml"))
+    assert done.returncode == 2
+    assert "rows.jsonl:2: sandbox.ro_paths: /evals-nope does not exist" in done.stderr + done.stdout

@@ -5,16 +5,19 @@ to real files."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from evals_cli.environment.unread import note
-from evals_cli.errors import WorkspaceTooLarge
+from evals_cli.errors import WorkspaceTooLarge, WorkspaceUnreadable
 
 SKIPPED_DIRS = {".git", "__pycache__", ".venv", "node_modules"}  # tool machinery, not the task's files
 MAX_FILES = 2000
@@ -47,12 +50,10 @@ def read_back(folder: Path) -> dict[str, str]:
     make every file after the cut look deleted, and a `deleted:` expectation pass on a file nobody touched."""
     found: dict[str, str] = {}
     declared = _DECLARED.get(folder.resolve(), {})
-    for relative, path in _files(folder):
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            found[relative] = _unchanged(path, declared.get(relative), size) or note(size, MAX_FILE_BYTES)
-        else:
-            found[relative] = path.read_bytes().decode("utf-8", errors="replace")
+    for relative, parent, name in _files(folder):
+        data = _read(parent, name, relative, declared.get(relative))
+        if data is not None:
+            found[relative] = data
         if len(found) > MAX_FILES:
             raise WorkspaceTooLarge(f"the workspace holds more than {MAX_FILES} files (the most evals-cli reads "
                                     "back), so its final state cannot be graded; keep the task's files under "
@@ -61,32 +62,88 @@ def read_back(folder: Path) -> dict[str, str]:
     return found
 
 
+def _read(parent: int, name: str, relative: str, declared: str | None) -> str | None:
+    """One file's text, opened without following a link and read only when it is a regular file (None: a link,
+    a fifo, a device, or gone), so nothing swapped in while the folder is walked leads outside it."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
+    except OSError as exc:
+        _absent_or_unreadable(exc, relative)
+        return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # a folder swapped in since the listing is walked at the next read-back
+        os.close(fd)
+        return None
+    size = info.st_size
+    with os.fdopen(fd, "rb") as fh:
+        if size > MAX_FILE_BYTES:
+            return _unchanged(fh, declared, size) or note(size, MAX_FILE_BYTES)
+        return fh.read(MAX_FILE_BYTES + 1).decode("utf-8", errors="replace")
+
+
+def _absent_or_unreadable(exc: OSError, relative: str) -> None:
+    """None for what is not a file of the folder (a link: ELOOP, gone: ENOENT, a link where a folder was:
+    ENOTDIR); WorkspaceUnreadable for what is there but cannot be read, since an unread file would look deleted."""
+    if exc.errno in (errno.ELOOP, errno.ENOENT, errno.ENOTDIR):
+        return None
+    raise WorkspaceUnreadable(f"the workspace's '{relative}' cannot be read ({exc.strerror or exc}), so its final "
+                              "state cannot be graded; keep the task's files readable by evals-cli (no chmod 000)")
+
+
 def fingerprint(folder: Path) -> dict[str, tuple[int, int]] | None:
     """Each file under the folder (as `read_back` finds them) by its size and modification time, read from the
     file system's metadata only: what one call changed, for who-changed-what (dual control), without reading the
     files. None past MAX_FILES files (nothing is attributed; the read-back at the end says what is wrong)."""
     found: dict[str, tuple[int, int]] = {}
-    for relative, path in _files(folder):
-        try:
-            stat = path.stat()
-        except OSError:  # removed while walked
-            continue
-        found[relative] = (stat.st_size, stat.st_mtime_ns)
-        if len(found) > MAX_FILES:
-            return None
+    try:
+        for relative, parent, name in _files(folder):
+            try:
+                info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except OSError:  # removed while walked
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found[relative] = (info.st_size, info.st_mtime_ns)
+            if len(found) > MAX_FILES:
+                return None
+    except WorkspaceUnreadable:
+        return None
     return found
 
 
-def _files(folder: Path) -> Iterator[tuple[str, Path]]:
-    """The regular files under the folder (no symlink, no tool machinery: SKIPPED_DIRS), in a stable order, each
-    with its relative path written with '/'."""
-    for current, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        for name in sorted(names):
-            path = Path(current) / name
-            if path.is_symlink() or not path.is_file():
-                continue
-            yield path.relative_to(folder).as_posix(), path
+def _files(folder: Path) -> Iterator[tuple[str, int, str]]:
+    """The entries under the folder that are not folders (no tool machinery: SKIPPED_DIRS), in a stable order,
+    each with its relative path written with '/', the open folder holding it and its name there (valid until the
+    next one). Every folder is opened without following a link, from its parent's open descriptor: a folder a
+    process swaps for a link while it is walked is never entered. A folder that cannot be read is
+    WorkspaceUnreadable (its files would look deleted)."""
+    try:
+        top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        _absent_or_unreadable(exc, ".")
+        return
+    yield from _walk(top, "")
+
+
+def _walk(fd: int, prefix: str) -> Iterator[tuple[str, int, str]]:
+    try:
+        try:
+            with os.scandir(fd) as listed:
+                entries = sorted((e.name, e.is_dir(follow_symlinks=False)) for e in listed)
+        except OSError as exc:
+            _absent_or_unreadable(exc, prefix.rstrip("/") or ".")
+            return
+        for name, is_dir in entries:
+            if not is_dir:
+                yield prefix + name, fd, name
+            elif name not in SKIPPED_DIRS:
+                try:
+                    child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                except OSError as exc:
+                    _absent_or_unreadable(exc, prefix + name)
+                    continue
+                yield from _walk(child, f"{prefix}{name}/")
+    finally:
+        os.close(fd)
 
 
 def changed_between(before: dict[str, tuple[int, int]] | None, after: dict[str, tuple[int, int]] | None) -> list[str]:
@@ -96,14 +153,14 @@ def changed_between(before: dict[str, tuple[int, int]] | None, after: dict[str, 
     return sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
 
 
-def _unchanged(path: Path, declared: str | None, size: int) -> str | None:
+def _unchanged(fh: BinaryIO, declared: str | None, size: int) -> str | None:
     """The declared text, when the file still holds exactly it (None: not declared, or changed)."""
     if declared is None:
         return None
     data = declared.encode("utf-8")
     if len(data) != size:
         return None
-    return declared if path.read_bytes() == data else None
+    return declared if fh.read(size + 1) == data else None
 
 
 def folder_name(sample_id: str, repeat: int, number: int) -> str:

@@ -35,7 +35,7 @@ class BwrapSandboxSpec(_Limits):
     network: bool = Field(default=False, description="Share this machine's network with the sandbox (off: only a "
                           "private loopback).")
     ro_paths: list[str] = Field(default_factory=list, description="More host paths mounted read-only at the same "
-                                "place (e.g. /opt/tool); /usr, /etc and /opt are mounted already.")
+                                "place (e.g. /opt/tool); /usr and /etc are mounted already (/opt is not).")
 
 
 class DockerSandboxSpec(_Limits):
@@ -67,5 +67,5 @@ class DockerSandboxSpec(_Limits):
 
 SandboxSpec = Annotated[NoSandboxSpec | BwrapSandboxSpec | DockerSandboxSpec, Field(discriminator="kind")]
 SANDBOX_DESCRIPTION = ("The machine each episode runs in: kind none (this machine, the default), bwrap "
-                       "(bubblewrap) or docker (a docker-compatible engine). Setup commands, a command agent and "
-                       "the computer tools run inside; its /workspace is the world's files.")
+                       "(bubblewrap) or docker (a docker-compatible engine). Setup commands and a command agent run "
+                       "inside; its /workspace is the world's files.")

@@ -254,21 +254,19 @@ class PreparedRun:
             self._problem(problems, located=True)
 
     def open_sandboxes(self) -> None:
-        """The sandboxes' side of a run's start (Run.open): the leftovers of killed runs removed and the `build:`
-        image built; ConfigError (exit 2) when that fails. A replay makes none: the computer tools' calls, the
-        checks and the workspace come from the recording, and setup commands run as with `kind: none`."""
-        if self.options.replay is not None:
-            return
-        try:
-            self.sandboxes = preflight.prepare(self.suite)
-        except RuntimeError as exc:
-            raise ConfigError(str(exc)) from None
+        """The sandboxes' start (Run.open): a killed run's leftovers removed, a `build:` image built (exit 2 when
+        that fails). A replay makes none: its calls, checks and workspace come from the recording."""
+        if self.options.replay is None:
+            try:
+                self.sandboxes = preflight.prepare(self.suite)
+            except RuntimeError as exc:
+                raise ConfigError(str(exc)) from None
 
     def close_servers(self) -> None:
         """Stop the MCP servers (the run is over, or never started) and remove the sandboxes' root; idempotent."""
-        if getattr(self, "sandboxes", None) is not None:
-            self.sandboxes.close()  # type: ignore[union-attr]
-            self.sandboxes = None
+        sandboxes, self.sandboxes = getattr(self, "sandboxes", None), None
+        if sandboxes is not None:
+            sandboxes.close()
         if self.mcp is not None:
             self.mcp.close()
 
@@ -361,8 +359,8 @@ class PreparedRun:
         keep = SelectedRows(self.dataset, self._fill) if self._running and self.dataset.is_file() else None
         # the rows validate counts with a simulated user (every row, up to the suite's max_samples): for_run
         # reports a problem with the simulator whenever validate would, whatever the run's filters
-        unfiltered = [0, 0]  # rows counted, of them simulated
-        limit = self.suite.max_samples
+        unfiltered, limit = [0, 0], self.suite.max_samples  # rows counted, of them simulated; the suite's -n
+        row_sandboxes: dict[str, tuple[str, object]] = {}
 
         def on_row(row: Sample, where: str, span: Span | None) -> list[str]:
             # counted in the order rows are dropped (tag and id filters, then -n, then shard), so "N of M" is exact
@@ -391,6 +389,8 @@ class PreparedRun:
                             keep.add(row, span)
             # validate (and for_run) checks every row the target keeps; a run, those its filters keep
             if kept_by_target if self._collecting else chosen:
+                if row.sandbox is not None:  # each distinct row sandbox: checked as the suite's is
+                    row_sandboxes.setdefault(row.sandbox.model_dump_json(), (where, row.sandbox))
                 return checker(sample.with_environment(self.suite.environment), where)
             return []
 
@@ -402,6 +402,7 @@ class PreparedRun:
             return
         self.rows = rows
         problems.extend(checker.problems())
+        problems.extend(preflight.row_problems(self.suite, row_sandboxes))
         problems.extend(self._selection_problems(selected, simulated_rows=unfiltered[1]))
         if problems:
             self._problem(problems)
@@ -449,8 +450,7 @@ class PreparedRun:
         return bool(keeps(sample)) if keeps is not None else True
 
     @property
-    def dataset_digest(self) -> str | None:
-        """The dataset's digest from the precheck's read (None without a precheck: read it for the digest)."""
+    def dataset_digest(self) -> str | None:  # the precheck's read of it (None without a precheck: read it)
         return self.selected.digest if self.selected is not None else None
 
     def dataset_unchanged(self) -> None:

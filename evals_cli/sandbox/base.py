@@ -65,5 +65,10 @@ class HostedSandbox(Sandbox, Protocol):
 
     def own(self) -> None: ...
 
+    async def stop_processes(self) -> None:
+        """Kill whatever still runs inside (what the agent left in the background), so nothing changes the
+        workspace while it is read back; commands may still be run inside afterwards (a grader's)."""
+        ...
+
     async def reach(self, host: str, port: int, on_connect: Callable[[tuple[str, int]], None] | None = None,
                     on_close: Callable[[tuple[str, int]], None] | None = None) -> str: ...

@@ -2,10 +2,11 @@
 
 Inside: /usr (and the /bin, /lib, /sbin that point into it), /etc and the suite's `ro_paths`, read-only; a fresh
 /workspace (the host folder the world is filled into and read back from), writable and the working directory; a
-private /tmp, /proc and /dev; nothing else of the host (no home, no host /tmp, no run folders, no evals-cli).
-Every namespace is new (user, pid, ipc, uts, cgroup, and the network unless `network: true`: then only a private
-loopback), the environment is cleared, and each command's whole tree is killed with it (a pid namespace ends
-with its first process; `--die-with-parent` ends it with evals-cli).
+private /tmp, /proc and /dev; the socket that leads out and its forwarder script, read-only; nothing else of the
+host (no home, no host /tmp, no run folders, no other file of evals-cli). Every namespace is new (user, pid, ipc,
+uts, cgroup, and the network unless `network: true`: then only a private loopback), the environment is exactly
+the given one (envlaunch.py: no value on a command line), and each command's whole tree is killed with it (a pid
+namespace ends with its first process; `--die-with-parent` ends it with evals-cli).
 
 The process limit: RLIMIT_NPROC, set inside the new user namespace by prlimit, counts the processes of the
 sandbox's user in that namespace only. The kernel does not apply it to root (uid 0 on the host), so when
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,11 +26,13 @@ from pathlib import Path
 from evals_cli.mcp import workspace
 from evals_cli.models.sandbox import BwrapSandboxSpec
 from evals_cli.sandbox.base import MAX_OUTPUT, WORKSPACE, ExecResult, SandboxUnavailable
-from evals_cli.sandbox.bridge import Bridge, Vouch
+from evals_cli.sandbox.bridge import Bridge, Vouch, pid_namespace
 from evals_cli.sandbox.processes import run_bounded
+from evals_cli.sandbox.secretenv import launch
 
-RUN_DIR = "/run/evals"  # inside: the forwarder and the sockets that lead out (bridge.py)
+RUN_DIR = "/run/evals"  # inside, read-only: the socket that leads out (bridge.py)
 FORWARD_SCRIPT = Path(__file__).with_name("forward.py")
+FORWARD_INSIDE = "/run/evals-forward.py"  # inside, read-only: the package's own forwarder, mounted as it is
 INSIDE_PORT = 4318  # the loopback port inside that leads to the host's service (OTLP's usual port)
 UID_RANGE = (1_600_000_000, 2_000_000_000)  # user ids no real account has: one per sandbox when run as root
 SYSTEM_LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
@@ -92,11 +94,18 @@ class BwrapSandbox:
                     on_close: Vouch | None = None) -> str:
         """Make `host:port` (a loopback service of this machine) reachable inside as `http://127.0.0.1:PORT` for the
         processes `wrap` starts from now on, through a Unix socket (bridge.py, forward.py); the URL inside."""
-        if self._bridge is None:
-            shutil.copyfile(FORWARD_SCRIPT, self.run_dir / "forward.py")
-            self._bridge = Bridge(self.run_dir / "upstream.sock", host, port, on_connect, on_close)
+        if self._bridge is None:  # the socket is made by this process in a folder the sandbox sees read-only
+            self._bridge = Bridge(self.run_dir / "upstream.sock", host, port, on_connect, on_close,
+                                  allow=self._is_inside, owner=self.uid)
             await self._bridge.open()
         return f"http://127.0.0.1:{INSIDE_PORT}"
+
+    def _is_inside(self, pid: int, uid: int) -> bool:
+        """A process of this sandbox: its user's (a root run's own uid), in a pid namespace not evals-cli's (every
+        command inside has a new one), so neither another user nor a process of this machine (a kind-none agent)
+        speaks through the bridge."""
+        own = self.uid if self.uid is not None else os.getuid()
+        return uid == own and pid_namespace(pid) not in (None, pid_namespace(os.getpid()))
 
     def wrap(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str = WORKSPACE) -> list[str]:
         spec = self.spec
@@ -105,15 +114,15 @@ class BwrapSandbox:
             entry = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--"]
         args = [*entry, "bwrap", "--unshare-all", *(["--share-net"] if spec.network else []), "--die-with-parent",
                 "--new-session", *self._mounts, "--proc", "/proc", "--dev", "/dev", "--bind", str(self.tmp), "/tmp",
-                "--bind", str(self.workspace), WORKSPACE, "--bind", str(self.run_dir), RUN_DIR, "--chdir", cwd,
-                "--clearenv"]
-        for key, value in {**BASE_ENV, **(env or {})}.items():
-            args += ["--setenv", key, value]
+                "--bind", str(self.workspace), WORKSPACE, "--ro-bind", str(self.run_dir), RUN_DIR,
+                "--ro-bind", str(FORWARD_SCRIPT), FORWARD_INSIDE, "--chdir", cwd]
+        # exactly this environment, handed over by a file rather than --setenv: no value on a command line
+        args = [*launch(self.folder, {**BASE_ENV, **(env or {})}, "exact"), *args]
         limits = ["prlimit", f"--nproc={spec.pids}:{spec.pids}",
                   f"--fsize={spec.max_file_mb * 2**20}:{spec.max_file_mb * 2**20}", "--"]
         forward = []
         if self._bridge is not None:
-            forward = ["python3", "-I", "-S", f"{RUN_DIR}/forward.py", str(INSIDE_PORT), f"{RUN_DIR}/upstream.sock",
+            forward = ["python3", "-I", "-S", FORWARD_INSIDE, str(INSIDE_PORT), f"{RUN_DIR}/upstream.sock",
                        "--"]
         return [*args, "--", *limits, *forward, *argv]
 
@@ -130,6 +139,12 @@ class BwrapSandbox:
             # bubblewrap itself failed (a mount, a namespace): the command never ran, so its exit code says nothing
             raise SandboxUnavailable(f"sandbox bwrap: {done.stderr.strip()[:500]}")
         return done
+
+    async def stop_processes(self) -> None:
+        """Each command's pid namespace ends with its first process, so what an ended agent left inside is already
+        dead; a root run's sandbox user is killed too, for the instant between the two."""
+        if self.uid is not None:
+            kill_user(self.uid)
 
     async def close(self) -> None:
         if self._bridge is not None:

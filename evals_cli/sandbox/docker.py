@@ -23,9 +23,10 @@ from pathlib import Path
 from evals_cli.mcp import workspace
 from evals_cli.models.sandbox import DockerSandboxSpec
 from evals_cli.sandbox.base import MAX_OUTPUT, WORKSPACE, ExecResult, SandboxUnavailable
-from evals_cli.sandbox.bridge import Bridge, Vouch
-from evals_cli.sandbox.bwrap import BASE_ENV, FORWARD_SCRIPT, INSIDE_PORT, RUN_DIR
+from evals_cli.sandbox.bridge import Bridge, Vouch, pid_namespace
+from evals_cli.sandbox.bwrap import BASE_ENV, FORWARD_INSIDE, FORWARD_SCRIPT, INSIDE_PORT, RUN_DIR
 from evals_cli.sandbox.processes import run_bounded
+from evals_cli.sandbox.secretenv import launch
 
 LABEL = "evals.owner"
 ENGINE_TIMEOUT = 120.0  # seconds one engine command (run, rm, inspect) may take
@@ -64,15 +65,23 @@ class DockerSandbox:
         self.run_dir = folder / "run"
         self.name = f"evals-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self._bridge: Bridge | None = None
+        self._namespace: int | None = None  # the container's pid namespace (what the bridge lets connect)
         self._started = False
 
     @classmethod
     async def create(cls, spec: DockerSandboxSpec, folder: Path, program: str, image: str) -> DockerSandbox:
         box = cls(spec, folder, program, image)
-        for made in (box.workspace, box.run_dir):
-            made.mkdir(parents=True, mode=0o777)
-            made.chmod(0o777)  # the container's user, whoever the image makes it, writes there
-        started = await engine(box.run_args())
+        box.workspace.mkdir(parents=True, mode=0o777)
+        box.workspace.chmod(0o777)  # the container's user, whoever the image makes it, writes there
+        # the bridge's socket: entered by the container's root (this user, or root mapped to it) only, unless the
+        # suite names another user; who connects is checked either way (bridge.py)
+        box.run_dir.mkdir(mode=0o700 if spec.user is None else 0o711)
+        try:
+            started = await engine(box.run_args())
+        except BaseException:  # cancelled (a sample's timeout, a stop) while the engine may have made it
+            box._started = True
+            await asyncio.shield(box.close())
+            raise
         if not started.ok:
             await box.close()
             said = (started.stderr or started.stdout).strip()[-600:]
@@ -85,7 +94,8 @@ class DockerSandbox:
         args = [self.program, "run", "-d", "--rm", "--name", self.name, "--label", f"{LABEL}={owner()}",
                 "--network", spec.network, "--pids-limit", str(spec.pids), "--cap-drop", "ALL",
                 "--security-opt", "no-new-privileges", "--ulimit", f"fsize={spec.max_file_mb * 2**20}",
-                "-v", f"{self.workspace}:{WORKSPACE}:rw", "-v", f"{self.run_dir}:{RUN_DIR}:rw", "-w", WORKSPACE]
+                "-v", f"{self.workspace}:{WORKSPACE}:rw", "-v", f"{self.run_dir}:{RUN_DIR}:ro",
+                "-v", f"{FORWARD_SCRIPT}:{FORWARD_INSIDE}:ro", "-w", WORKSPACE]
         if spec.cpus is not None:
             args += ["--cpus", f"{spec.cpus:g}"]
         if spec.memory is not None:
@@ -105,18 +115,30 @@ class DockerSandbox:
     async def reach(self, host: str, port: int, on_connect: Vouch | None = None,
                     on_close: Vouch | None = None) -> str:
         if self._bridge is None:
-            shutil.copyfile(FORWARD_SCRIPT, self.run_dir / "forward.py")
-            self._bridge = Bridge(self.run_dir / "upstream.sock", host, port, on_connect, on_close)
-            await self._bridge.open()
+            self._namespace = await self._pid_namespace()
+            self._bridge = Bridge(self.run_dir / "upstream.sock", host, port, on_connect, on_close,
+                                  allow=self._is_inside)
+            await self._bridge.open(0o600 if self.spec.user is None else 0o666)
         return f"http://127.0.0.1:{INSIDE_PORT}"
 
+    async def _pid_namespace(self) -> int | None:
+        found = await engine([self.program, "inspect", "--format", "{{.State.Pid}}", self.name], timeout=60)
+        pid = found.stdout.strip()
+        return pid_namespace(int(pid)) if found.ok and pid.isdigit() else None
+
+    def _is_inside(self, pid: int, uid: int) -> bool:
+        """A process in the container's pid namespace: no process of this machine speaks through the bridge."""
+        return self._namespace is not None and pid_namespace(pid) == self._namespace
+
     def wrap(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str = WORKSPACE) -> list[str]:
-        args = [self.program, "exec", "-i", "-w", cwd]
-        for key, value in {**BASE_ENV, **(env or {})}.items():
-            args += ["-e", f"{key}={value}"]
+        given = {**BASE_ENV, **(env or {})}
+        # `-e KEY` takes the value from the client's environment, handed over by a file: none on a command line
+        args = [*launch(self.folder, given, "merge"), self.program, "exec", "-i", "-w", cwd]
+        for key in given:
+            args += ["-e", key]
         forward = []
         if self._bridge is not None:
-            forward = ["python3", "-I", "-S", f"{RUN_DIR}/forward.py", str(INSIDE_PORT), f"{RUN_DIR}/upstream.sock",
+            forward = ["python3", "-I", "-S", FORWARD_INSIDE, str(INSIDE_PORT), f"{RUN_DIR}/upstream.sock",
                        "--"]
         return [*args, self.name, *forward, *argv]
 
@@ -135,6 +157,12 @@ class DockerSandbox:
             # the engine's own failure (the container gone, the engine down): the command never ran
             raise SandboxUnavailable(f"sandbox docker: {self.program} exec failed: {done.stderr.strip()[:500]}")
         return done
+
+    async def stop_processes(self) -> None:
+        """Every process in the container but its first (`sleep infinity`) killed: what the agent left in the
+        background would otherwise go on writing (or swapping links) while the workspace is read back."""
+        if self._started:
+            await engine([self.program, "exec", self.name, "/bin/sh", "-c", "kill -9 -1"], timeout=30)
 
     async def close(self) -> None:
         if self._bridge is not None:
@@ -179,6 +207,15 @@ def clean_orphans(program: str) -> list[str]:
     if gone:
         engine_sync([program, "rm", "-f", "-t", "0", *gone], timeout=120)
     return gone
+
+
+def remove_mine(program: str) -> list[str]:
+    """Remove the containers this process made that are still there (bounded: the engine may hang)."""
+    listed = engine_sync([program, "ps", "-a", "-q", "--filter", f"label={LABEL}={owner()}"], timeout=60)
+    left = listed.stdout.split() if listed.returncode == 0 else []
+    if left:
+        engine_sync([program, "rm", "-f", "-t", "0", *left], timeout=120)
+    return left
 
 
 def _running(pid: int) -> bool:

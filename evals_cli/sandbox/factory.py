@@ -23,6 +23,7 @@ class SandboxFactory:
         self.base_dir = base_dir
         self.built = dict(built or {})
         self.folders = Folders()
+        self.engines: set[str] = set()  # the engines this run made containers with (close removes what is left)
 
     def spec_for(self, sample: Sample) -> BwrapSandboxSpec | DockerSandboxSpec | None:
         spec = sample.sandbox or self.default
@@ -52,8 +53,15 @@ class SandboxFactory:
         if image is None:
             raise SandboxUnavailable(f"sandbox docker: build: {spec.build} is built only for the suite's sandbox; "
                                      "give this row an image: instead")
+        self.engines.add(engine)
         return await DockerSandbox.create(spec, folder, engine, image)
 
     def close(self) -> None:
-        """The run's root removed, with every episode folder left in it."""
+        """The run's root removed, with every episode folder left in it, and every container of this process
+        still there removed, synchronously: an episode's own close cut off (a second SIGTERM cancels it), or a
+        create cancelled while the engine was making its container, leaves none behind."""
+        from evals_cli.sandbox.docker import remove_mine
+
+        for engine in sorted(self.engines):
+            remove_mine(engine)
         self.folders.close()

@@ -10,6 +10,7 @@ it runs under whatever Python the sandbox has."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import threading
@@ -63,6 +64,8 @@ def main(argv: list[str]) -> int:
         finally:
             os._exit(0)
     listener.close()
+    for number in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them, and an exec would keep that
+        signal.signal(number, signal.SIG_DFL)
     try:
         os.execvp(program[0], program)
     except OSError as exc:

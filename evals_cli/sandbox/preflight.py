@@ -37,9 +37,10 @@ class SuiteSpec(Protocol):
     def base_dir(self) -> Path: ...
 
 
-def problems(suite: SuiteSpec) -> list[str]:
-    """Why the suite's sandbox cannot be made on this machine, each naming the field and the fix ([]: it can)."""
-    spec = suite.sandbox
+def problems(suite: SuiteSpec, spec: Any = None) -> list[str]:
+    """Why the suite's sandbox (or `spec`, a row's) cannot be made on this machine, each naming the field and the
+    fix ([]: it can)."""
+    spec = suite.sandbox if spec is None else spec
     if isinstance(spec, BwrapSandboxSpec | DockerSandboxSpec):
         stdio = sorted(name for name, server in {**suite.mcp_servers, **suite.user_mcp_servers}.items()
                        if server.command is not None and server.mode == "live")
@@ -54,6 +55,11 @@ def problems(suite: SuiteSpec) -> list[str]:
     if isinstance(spec, DockerSandboxSpec):
         return _docker_problems(spec, suite.base_dir)
     return []
+
+
+def row_problems(suite: SuiteSpec, specs: dict[str, tuple[str, Any]]) -> list[str]:
+    """Each distinct row `sandbox:` (by its JSON, with the first row naming it) checked as the suite's is."""
+    return [f"{where}: {problem}" for where, spec in specs.values() for problem in problems(suite, spec)]
 
 
 def _bwrap_problems() -> list[str]:

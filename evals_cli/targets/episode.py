@@ -27,6 +27,7 @@ deals with the world or the servers, and the kind only gives the tools' schemas 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -150,11 +151,11 @@ class Episode:
         world = declared.copy()
         if setup is not None and setup.python is not None:
             await run_setup_function(setup, world, self.target.ctx.base_dir)
-        workspace.fill(sandbox.workspace, dict(world.files))
+        await asyncio.to_thread(workspace.fill, sandbox.workspace, dict(world.files))
         sandbox.own()
         if setup is not None and setup.commands is not None:
             await run_setup_commands(setup, world, None, sandbox=sandbox)
-        world.files = workspace.read_back(sandbox.workspace)
+        world.files = await asyncio.to_thread(workspace.read_back, sandbox.workspace)
         self._started_from(declared, world)
         await self._open_computer(world.files)
 
@@ -191,10 +192,12 @@ class Episode:
             files = await self.servers.finish()
             if files is not None and self.world is not None:
                 self.world.files = files
+        if self.sandbox is not None:
+            await self.sandbox.stop_processes()  # nothing left running changes (or swaps) what is read back
         if self.computer is not None and self.world is not None:  # its sandbox's, or the recorded files
             self.world.files = await self.computer.finished(self.world.files)
         elif self.sandbox is not None and self.world is not None:
-            self.world.files = workspace.read_back(self.sandbox.workspace)
+            self.world.files = await asyncio.to_thread(workspace.read_back, self.sandbox.workspace)  # off the loop
         if self.world is not None and self.start is not None:
             changes = self.world.diff(self.start)
             for change in changes:  # the last actor to change it (a live server's files: whose call wrote them;
