@@ -117,8 +117,10 @@ def test_no_module_reads_the_environment_around_the_model() -> None:
     ${VAR} expansion (any variable a suite names), the display (NO_COLOR, COLUMNS: moved later) and the plug-in
     loader (EVALS_PLUGINS, whose empty value is not an unset one, and the import bound: registry.py stands below
     settings.py, which declares both for `evals list settings` and checks the bound before every command) and
-    `--shard auto` (sharding.py: an orchestrator's variables, JOB_COMPLETION_INDEX and the like, not settings)."""
-    allowed = {"settings.py", "cli/guard.py", "suite/envvars.py", "display/terminal.py", "registry.py", "sharding.py"}
+    `--shard auto` (sharding.py: an orchestrator's variables, JOB_COMPLETION_INDEX and the like, not settings),
+    and the sandbox's launcher (sandbox/envlaunch.py, a script of its own: the environment it hands the sandbox)."""
+    allowed = {"settings.py", "cli/guard.py", "suite/envvars.py", "display/terminal.py", "registry.py", "sharding.py",
+               "sandbox/envlaunch.py"}
     found = []
     for path in sorted((ROOT / "evals_cli").rglob("*.py")):
         rel = path.relative_to(ROOT / "evals_cli").as_posix()

@@ -4,8 +4,10 @@ folder for a link out of it while it is walked, or make a folder unreadable so i
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -73,14 +75,24 @@ print("fingerprint", workspace.fingerprint(folder))
 
 
 @pytest.mark.parametrize("what", ["dir", "file"])
-def test_an_unreadable_folder_or_file_is_an_error_never_deleted_files(tmp_path: Path, what: str) -> None:
-    folder = tmp_path / "ws"
+def test_an_unreadable_folder_or_file_is_an_error_never_deleted_files(what: str) -> None:
+    # a folder of its own under the system's temporary folder: pytest's tmp_path lies under a folder only its
+    # owner may pass through, and the read-back runs as another user
+    base = Path(tempfile.mkdtemp(prefix="evals-readback-"))
+    try:
+        _unreadable(base, what)
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwx", str(base)], check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _unreadable(base: Path, what: str) -> None:
+    folder = base / "ws"
     (folder / "sub").mkdir(parents=True)
     (folder / "a.txt").write_text("a\n", encoding="utf-8")
     (folder / "sub" / "b.txt").write_text("b\n", encoding="utf-8")
     if os.geteuid() == 0:
-        for path in (tmp_path.parent.parent, tmp_path.parent, tmp_path):
-            path.chmod(path.stat().st_mode | 0o005)  # nobody passes through to the folder
+        base.chmod(0o755)  # nobody passes through to the folder
         subprocess.run(["chown", "-R", "65534:65534", str(folder)], check=True)
     done = subprocess.run([sys.executable, "-c", UNREADABLE, str(folder), what], capture_output=True, text=True,
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60, check=False)
