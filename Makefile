@@ -71,7 +71,7 @@ test: $(VENV)/.installed-dev
 ## The slow tests left out of `make test`: the 20,000-sample load test, the headless-browser tests (Debian's
 ## chromium; skipped without it), the benchmark harness smoke, the property tests, the CI-log capture.
 test-slow: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -m 'load or slow'
+	$(BIN)/python -m pytest -q -n auto -m 'load or slow'
 
 ## evals-cli against a real small model (Qwen2.5-Coder-0.5B, llama.cpp on 127.0.0.1): suites/real_model.yaml recorded
 ## live, then replayed offline. The runtime and the model are set up once into ~/.cache/evals-cli/real-model from
