@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
-from evals_cli.endpoints.context import ReplayMiss
 from evals_cli.endpoints.secrets import Redactor
-from evals_cli.errors import ConfigError, refuse_newer
+from evals_cli.endpoints.tape_lines import KindLines, LineTape
 
 VERSION = 1
 KIND = "computer"
@@ -30,23 +28,18 @@ def computer_key(op: str, request: Any) -> str:
 
 
 class ComputerTape:
-    """Appends computer lines to the recording file, one whole line per write, under a lock."""
-
-    _lock = threading.Lock()
+    """Appends computer lines to the recording file (endpoints/tape_lines.py: one whole line per write, under a
+    lock)."""
 
     def __init__(self, path: Path, redact: Redactor) -> None:
         self.path = path
         self.redact = redact
+        self._tape = LineTape(path)
 
     def write(self, op: str, request: Any, result: Any, context: str) -> None:
         masked = self.redact.value(request)
-        line = {"schema_version": VERSION, "kind": KIND, "key": computer_key(op, masked), "op": op,
-                "context": self.redact(context), "request": masked, "result": self.redact.value(result)}
-        text = json.dumps(line, ensure_ascii=False) + "\n"
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(text)
+        self._tape.append({"schema_version": VERSION, "kind": KIND, "key": computer_key(op, masked), "op": op,
+                           "context": self.redact(context), "request": masked, "result": self.redact.value(result)})
 
 
 class ComputerReplay:
@@ -55,38 +48,15 @@ class ComputerReplay:
     def __init__(self, path: Path, redact: Redactor) -> None:
         self.path = path
         self.redact = redact
-        self.entries: dict[str, list[Any]] = {}
-        self.served: dict[str, int] = {}
-        self._lock = threading.Lock()
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ConfigError(f"--replay {path}: cannot read it ({exc.strerror or type(exc).__name__})") from None
-        for number, text in enumerate(lines, 1):
-            if f'"kind": "{KIND}"' not in text and f'"kind":"{KIND}"' not in text:
-                continue
-            try:
-                entry = json.loads(text)
-            except ValueError:
-                raise ConfigError(f"{path}:{number}: not a recording line (expected JSON)") from None
-            if not isinstance(entry, dict) or entry.get("kind") != KIND:
-                continue
-            refuse_newer(entry, VERSION, f"{path}:{number}", "computer recording line")
-            if not isinstance(entry.get("key"), str) or not isinstance(entry.get("result"), dict):
-                raise ConfigError(f"{path}:{number}: a computer line without key or result; re-record with --record")
-            self.entries.setdefault(entry["key"], []).append(entry["result"])
+        self._lines = KindLines(path, KIND, VERSION, "computer", "a computer line",
+                                lambda entry: isinstance(entry.get("result"), dict))
 
     def has(self, op: str, request: Any) -> bool:
-        return computer_key(op, self.redact.value(request)) in self.entries
+        return computer_key(op, self.redact.value(request)) in self._lines
 
     def next(self, op: str, request: Any, what: str) -> dict[str, Any]:
-        key = computer_key(op, self.redact.value(request))
-        with self._lock:
-            found = self.entries.get(key)
-            if not found:
-                raise ReplayMiss(f"no recorded {what} in {self.path.name} (the suite, dataset or the agent's call "
-                                 "changed since recording; re-record with --record)")
-            index = min(self.served.get(key, 0), len(found) - 1)
-            self.served[key] = index + 1
-            result: dict[str, Any] = found[index]
-            return result
+        result: dict[str, Any] = self._lines.take(
+            computer_key(op, self.redact.value(request)),
+            f"no recorded {what} in {self.path.name} (the suite, dataset or the agent's call changed since "
+            "recording; re-record with --record)")
+        return result
