@@ -46,11 +46,12 @@ class Computer:
 
     def stand_in(self, files: Mapping[str, str]) -> Sandbox:
         """A `kind: none` sandbox over a fresh folder holding `files`, for an episode handed none."""
-        from evals_cli.sandbox.host import HostSandbox, fill
+        from evals_cli.mcp.workspace import fill
+        from evals_cli.sandbox.host import HostSandbox
 
         sandbox = HostSandbox()
         try:
-            fill(sandbox.workspace, files)
+            fill(sandbox.workspace, dict(files))
         except BaseException:
             import shutil
 

@@ -192,7 +192,7 @@ def clean_orphans(base: Path, prefix: str = PREFIX) -> list[Path]:
     with contextlib.suppress(OSError):
         for root in base.glob(f"{prefix}*"):
             owner = _owner(root)
-            if owner is not None and owner[1] == socket.gethostname() and not _running(owner[0]):
+            if owner is not None and owner[1] == socket.gethostname() and not running(owner[0]):
                 remove(root)
                 removed.append(root)
     return removed
@@ -206,7 +206,8 @@ def _owner(root: Path) -> tuple[int, str] | None:
         return None
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Whether the process `pid` of this machine is alive (the maker named by an owner mark, sandboxes' too)."""
     if pid == os.getpid():
         return True
     try:

@@ -47,7 +47,6 @@ class RunPlan:
     models: tuple[str, ...] | None = None
     sessions: bool = False
     checked: PreparedRun | None = None
-    report: ValidationReport | None = None  # what the checking pass found beyond problems (notes, row counts)
 
     def refuse(self) -> None:
         """ConfigError (exit 2) listing every problem, as `evals validate` lists them; nothing when it may run."""
@@ -93,7 +92,7 @@ def _plan_file(source: SuiteSource, options: RunOptions) -> RunPlan:
     if models is not None and len(models) > 1:  # checked with the first model, then every model prepared
         override = TargetOverride(file=options.target_file, base_url=options.base_url, model=models[0])
         report = validate_suite(source, override, options, import_code=True)
-        return RunPlan(source, options, report.suite, tuple(report.problems), models=tuple(models), report=report)
+        return RunPlan(source, options, report.suite, tuple(report.problems), models=tuple(models))
     if models is not None:
         options = options.model_copy(update={"model": models[0], "models": None})
     override = TargetOverride(file=options.target_file, base_url=options.base_url, model=options.model)
@@ -101,7 +100,7 @@ def _plan_file(source: SuiteSource, options: RunOptions) -> RunPlan:
     if report.problems and report.prepared is not None:
         report.prepared.close_servers()
     return RunPlan(source, options, report.suite, tuple(report.problems),
-                   checked=report.prepared if not report.problems else None, report=report)
+                   checked=report.prepared if not report.problems else None)
 
 
 def _sessions(source: SuiteSource | None, suite: SessionsSuiteSpec, options: RunOptions) -> RunPlan:

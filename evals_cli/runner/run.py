@@ -109,12 +109,6 @@ def prepare(suite: str | Path | SuiteSpec | SessionsSuiteSpec,
     return open_plan(plan(suite, options))
 
 
-async def execute_prepared(prepared: PreparedRun | PreparedModels,
-                           on_result: OnResult | None = None) -> RunOutcome[Any]:
-    """Run a prepared suite to the end (see `Run.execute`)."""
-    return await Run(prepared).execute(on_result)
-
-
 async def arun(suite: str | Path | SuiteSpec | SessionsSuiteSpec, options: RunOptions | None = None,
                on_result: OnResult | None = None) -> RunOutcome[Any]:
     """Run a suite file (or a loaded suite), whichever its kind; ConfigError (exit 2) before anything runs when

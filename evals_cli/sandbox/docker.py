@@ -202,7 +202,7 @@ def clean_orphans(program: str) -> list[str]:
     for line in listed.stdout.splitlines():
         cid, _, mark = line.strip().partition(" ")
         pid, _, made_on = mark.partition(" ")
-        if made_on == host and pid.isdigit() and not _running(int(pid)):
+        if made_on == host and pid.isdigit() and not workspace.running(int(pid)):
             gone.append(cid)
     if gone:
         engine_sync([program, "rm", "-f", "-t", "0", *gone], timeout=120)
@@ -216,15 +216,3 @@ def remove_mine(program: str) -> list[str]:
     if left:
         engine_sync([program, "rm", "-f", "-t", "0", *left], timeout=120)
     return left
-
-
-def _running(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

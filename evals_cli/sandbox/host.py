@@ -35,17 +35,6 @@ def host_path(workspace: Path, inside: str) -> Path:
     return workspace / normal[len(WORKSPACE):].lstrip("/")
 
 
-def fill(workspace: Path, files: Mapping[str, str]) -> None:
-    """Write the world's files into a fresh workspace; a path that would leave it is refused (ValueError)."""
-    root = workspace.resolve()
-    for name, text in files.items():
-        target = (root / name).resolve()
-        if root not in target.parents:
-            raise ValueError(f"environment.files: '{name}' is outside the workspace; use a relative path")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-
-
 class _Bounded:
     """One output stream read to its end, keeping at most `limit` bytes (the rest is read and dropped, so a
     command writing without end never blocks on a full pipe nor fills the memory)."""
